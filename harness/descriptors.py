@@ -1,0 +1,490 @@
+"""Matrix and instruction descriptors: encode, decode, validate.
+
+- the sm_90 wgmma matrix descriptor (PTX ISA 9.7.15.5.1.2.2);
+- the tcgen05 shared-memory descriptor (9.7.16.4.1), incl. the sm_103a absolute-address LBO mode;
+- the tcgen05 instruction descriptor for every .kind (9.7.16.4.2, Tables 42-44);
+- the tcgen05 zero-column mask descriptor (9.7.16.4.3) and the mask it generates.
+
+Every encoder validates first and raises DescriptorError with one sentence naming the field; every decoder
+returns the fields and the list of spec violations it sees (reserved bits set, invalid codes), so a value
+pasted from a kernel can be explained rather than merely rejected.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .layouts import PATTERN_BYTES
+
+
+class DescriptorError(ValueError):
+    pass
+
+
+def matrix_descriptor_encode(x: int) -> int:
+    """The spec's matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4."""
+    return (x & 0x3FFFF) >> 4
+
+
+def _bits(value: int, lo: int, width: int) -> int:
+    return (value >> lo) & ((1 << width) - 1)
+
+
+def _check_addr(name: str, x: int, allow_wrap: bool = False) -> None:
+    if not isinstance(x, int) or x < 0:
+        raise DescriptorError(f"{name} = {x!r} must be a non-negative byte count")
+    if x % 16:
+        raise DescriptorError(f"{name} = {x} is not 16-byte aligned; the descriptor stores it >> 4")
+    if x >= 1 << 18 and not allow_wrap:
+        raise DescriptorError(f"{name} = {x} does not fit the 14-bit field (max {(1 << 18) - 16} bytes); "
+                              "matrix-descriptor-encode would silently wrap it")
+
+
+def expected_base_offset(pattern_start: int, swizzle: str) -> int:
+    """The spec's base offset for a swizzle pattern starting at `pattern_start`."""
+    if swizzle == "none" or pattern_start % PATTERN_BYTES[swizzle] == 0:
+        return 0
+    return (pattern_start >> 7) & 7
+
+
+# ----------------------------------------------------------------------------------------------------
+# sm_90 wgmma matrix descriptor
+
+WGMMA_SWIZZLE_CODE = {"none": 0, "128B": 1, "64B": 2, "32B": 3}
+WGMMA_SWIZZLE_NAME = {v: k for k, v in WGMMA_SWIZZLE_CODE.items()}
+# Bits the sm_90 descriptor does not define (14-15, 30-31, 46-48, 52-61).
+WGMMA_RESERVED_MASK = (0x3 << 14) | (0x3 << 30) | (0x7 << 46) | (0x3FF << 52)
+
+
+@dataclass(frozen=True)
+class WgmmaDescriptor:
+    start: int  # bytes
+    lbo: int  # bytes
+    sbo: int  # bytes
+    swizzle: str = "none"
+    base_offset: int = 0
+
+
+def validate_wgmma_desc(d: WgmmaDescriptor, allow_wrap: bool = False) -> WgmmaDescriptor:
+    if d.swizzle not in WGMMA_SWIZZLE_CODE:
+        raise DescriptorError(f"wgmma swizzle must be one of {', '.join(WGMMA_SWIZZLE_CODE)}, not {d.swizzle!r}")
+    _check_addr("start address", d.start, allow_wrap)
+    _check_addr("LBO", d.lbo, allow_wrap)
+    _check_addr("SBO", d.sbo, allow_wrap)
+    if not 0 <= d.base_offset <= 7:
+        raise DescriptorError(f"base offset {d.base_offset} does not fit the 3-bit field (0..7)")
+    if d.swizzle == "none" and d.base_offset:
+        raise DescriptorError("the matrix base offset is valid for every swizzle mode except no-swizzle")
+    return d
+
+
+def encode_wgmma_desc(start: int, lbo: int, sbo: int, swizzle: str = "none", base_offset: int = 0,
+                      allow_wrap: bool = False) -> int:
+    d = validate_wgmma_desc(WgmmaDescriptor(start, lbo, sbo, swizzle, base_offset), allow_wrap)
+    return (matrix_descriptor_encode(d.start)
+            | matrix_descriptor_encode(d.lbo) << 16
+            | matrix_descriptor_encode(d.sbo) << 32
+            | d.base_offset << 49
+            | WGMMA_SWIZZLE_CODE[d.swizzle] << 62)
+
+
+def decode_wgmma_desc(value: int) -> dict:
+    value = _as_u64(value)
+    problems = []
+    if value & WGMMA_RESERVED_MASK:
+        problems.append(f"reserved bits set: 0x{value & WGMMA_RESERVED_MASK:016x}")
+    swz = WGMMA_SWIZZLE_NAME[_bits(value, 62, 2)]
+    base = _bits(value, 49, 3)
+    if swz == "none" and base:
+        problems.append("base offset is set but the swizzle mode is none (the spec says it is not valid there)")
+    fields = {
+        "start_address": _bits(value, 0, 14) << 4,
+        "leading_byte_offset": _bits(value, 16, 14) << 4,
+        "stride_byte_offset": _bits(value, 32, 14) << 4,
+        "base_offset": base,
+        "swizzle": swz,
+    }
+    return {"arch": "sm_90a", "value": f"0x{value:016x}", "fields": fields,
+            "encoded": {"start_address": _bits(value, 0, 14), "leading_byte_offset": _bits(value, 16, 14),
+                        "stride_byte_offset": _bits(value, 32, 14)},
+            "problems": problems}
+
+
+def _as_u64(value) -> int:
+    if isinstance(value, str):
+        try:
+            value = int(value, 0)
+        except ValueError:
+            raise DescriptorError(f"{value!r} is not an integer (write it as 0x... or decimal)") from None
+    if not 0 <= value < 1 << 64:
+        raise DescriptorError(f"{value:#x} does not fit 64 bits")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------------
+# tcgen05 shared-memory descriptor
+
+TCGEN05_SWIZZLE_CODE = {"none": 0, "128B_base32b": 1, "128B": 2, "64B": 4, "32B": 6}
+TCGEN05_SWIZZLE_NAME = {v: k for k, v in TCGEN05_SWIZZLE_CODE.items()}
+TCGEN05_ARCHS = ("sm_100a", "sm_103a")
+TCGEN05_VERSION = 0b001  # bits 46-48
+TCGEN05_RESERVED_MASK = (0x3 << 14) | (0x3 << 30) | (0xFF << 53)
+
+
+@dataclass(frozen=True)
+class Tcgen05SmemDescriptor:
+    start: int
+    lbo: int  # relative offset, or (lbo_mode 'absolute') the byte address of the second chunk
+    sbo: int
+    swizzle: str = "none"
+    base_offset: int = 0
+    lbo_mode: str = "relative"  # or 'absolute' (sm_103a)
+
+
+def validate_tcgen05_smem_desc(d: Tcgen05SmemDescriptor, arch: str = "sm_100a",
+                               allow_wrap: bool = False) -> Tcgen05SmemDescriptor:
+    if arch not in TCGEN05_ARCHS:
+        raise DescriptorError(f"the tcgen05 descriptor is for {' or '.join(TCGEN05_ARCHS)}, not {arch}")
+    if d.swizzle not in TCGEN05_SWIZZLE_CODE:
+        raise DescriptorError(f"tcgen05 swizzle must be one of {', '.join(TCGEN05_SWIZZLE_CODE)}, not {d.swizzle!r}")
+    _check_addr("start address", d.start, allow_wrap)
+    _check_addr("LBO" if d.lbo_mode == "relative" else "LBO absolute address", d.lbo, allow_wrap)
+    _check_addr("SBO", d.sbo, allow_wrap)
+    if not 0 <= d.base_offset <= 7:
+        raise DescriptorError(f"base offset {d.base_offset} does not fit the 3-bit field (0..7)")
+    if d.lbo_mode not in ("relative", "absolute"):
+        raise DescriptorError(f"LBO mode must be relative or absolute, not {d.lbo_mode!r}")
+    if d.lbo_mode == "absolute":
+        if arch != "sm_103a":
+            raise DescriptorError("the absolute-address LBO mode is supported on sm_103a only")
+        if d.swizzle != "128B":
+            raise DescriptorError("absolute-address LBO mode supports only 128B swizzle (16B atomicity)")
+        if d.base_offset:
+            raise DescriptorError("absolute-address LBO mode requires matrix base offset 0")
+    return d
+
+
+def encode_tcgen05_smem_desc(start: int, lbo: int, sbo: int, swizzle: str = "none", base_offset: int = 0,
+                             lbo_mode: str = "relative", arch: str = "sm_100a", allow_wrap: bool = False) -> int:
+    d = validate_tcgen05_smem_desc(Tcgen05SmemDescriptor(start, lbo, sbo, swizzle, base_offset, lbo_mode),
+                                   arch, allow_wrap)
+    return (matrix_descriptor_encode(d.start)
+            | matrix_descriptor_encode(d.lbo) << 16
+            | matrix_descriptor_encode(d.sbo) << 32
+            | TCGEN05_VERSION << 46
+            | d.base_offset << 49
+            | (1 if d.lbo_mode == "absolute" else 0) << 52
+            | TCGEN05_SWIZZLE_CODE[d.swizzle] << 61)
+
+
+def decode_tcgen05_smem_desc(value, arch: str = "sm_100a") -> dict:
+    value = _as_u64(value)
+    problems = []
+    version = _bits(value, 46, 3)
+    if version != TCGEN05_VERSION:
+        problems.append(f"bits 46-48 are {version:#05b}; the spec fixes them to 0b001")
+    if value & TCGEN05_RESERVED_MASK:
+        problems.append(f"reserved/fixed-zero bits set: 0x{value & TCGEN05_RESERVED_MASK:016x}")
+    code = _bits(value, 61, 3)
+    swz = TCGEN05_SWIZZLE_NAME.get(code)
+    if swz is None:
+        problems.append(f"swizzle code {code} is invalid (3, 5 and 7 are reserved)")
+        swz = f"invalid({code})"
+    mode = "absolute" if _bits(value, 52, 1) else "relative"
+    base = _bits(value, 49, 3)
+    if mode == "absolute":
+        if arch != "sm_103a":
+            problems.append("absolute-address LBO mode (bit 52) is supported on sm_103a only")
+        if swz != "128B":
+            problems.append("absolute-address LBO mode supports only 128B swizzle")
+        if base:
+            problems.append("absolute-address LBO mode requires base offset 0")
+    fields = {
+        "start_address": _bits(value, 0, 14) << 4,
+        ("leading_byte_address" if mode == "absolute" else "leading_byte_offset"): _bits(value, 16, 14) << 4,
+        "stride_byte_offset": _bits(value, 32, 14) << 4,
+        "version": version,
+        "base_offset": base,
+        "lbo_mode": mode,
+        "swizzle": swz,
+    }
+    return {"arch": arch, "value": f"0x{value:016x}", "fields": fields, "problems": problems}
+
+
+def check_absolute_lbo_with_idesc(smem_desc: int, idesc: "InstrDescriptor") -> None:
+    """The absolute-address LBO mode's second restriction spans two descriptors: K-major only."""
+    if (smem_desc >> 52) & 1 and (idesc.transpose_a or idesc.transpose_b):
+        raise DescriptorError("absolute-address LBO mode supports K-major operands only: the instruction "
+                              "descriptor's transpose bits (15, 16) must be 0")
+
+
+# ----------------------------------------------------------------------------------------------------
+# tcgen05 instruction descriptor
+
+KINDS = ("tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4")
+F8F6F4_CODES = {"e4m3": 0, "e5m2": 1, "e2m3": 3, "e3m2": 4, "e2m1": 5}
+ATYPE_CODES = {
+    "tf32": {"tf32": 2},
+    "f16": {"f16": 0, "bf16": 1},
+    "f8f6f4": F8F6F4_CODES,
+    "i8": {"u8": 0, "s8": 1},
+    "mxf8f6f4": F8F6F4_CODES,
+    "mxf4": {"e2m1": 1},
+    "mxf4nvf4": {"e2m1": 1},
+}
+DTYPE_CODES = {
+    "tf32": {"f32": 1},
+    "f16": {"f16": 0, "f32": 1},
+    "f8f6f4": {"f16": 0, "f32": 1},
+    "i8": {"s32": 2},
+    "mxf8f6f4": {"f32": None},
+    "mxf4": {"f32": None},
+    "mxf4nvf4": {"f32": None},
+}
+SCALE_TYPE_CODES = {"mxf8f6f4": {"ue8m0": 1}, "mxf4": {"ue8m0": 1}, "mxf4nvf4": {"ue8m0": 1, "ue4m3": 0}}
+KIND_K = {"tf32": 8, "f16": 16, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
+BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
+
+
+def legal_shapes(kind: str, cta_group: int = 1, ws: bool = False) -> dict[int, list[int]]:
+    """{M: [N, ...]} for dense tcgen05.mma of `kind` (PTX ISA 9.7.16.2.1, Table 39)."""
+    if kind not in KINDS:
+        raise DescriptorError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
+    if kind in BLOCK_SCALED:
+        if ws:
+            raise DescriptorError(f".ws is not valid with .kind::{kind}")
+        # the M field is M >> 7: block-scaled kinds are M = 128 (one CTA) or 256 (CTA pair)
+        return {128: list(range(8, 257, 8))} if cta_group == 1 else {256: list(range(16, 257, 16))}
+    if ws:
+        if cta_group != 1:
+            raise DescriptorError(".ws is valid with .cta_group::1 only")
+        return {m: [64, 128, 256] for m in (32, 64, 128)}
+    if cta_group == 1:
+        return {m: list(range(8, 257, 8)) for m in (64, 128)}
+    if cta_group == 2:
+        return {m: list(range(16, 257, 16)) for m in (128, 256)}
+    raise DescriptorError(f"cta_group must be 1 or 2, not {cta_group}")
+
+
+@dataclass(frozen=True)
+class InstrDescriptor:
+    kind: str
+    atype: str
+    btype: str
+    dtype: str
+    m: int
+    n: int
+    transpose_a: bool = False
+    transpose_b: bool = False
+    negate_a: bool = False
+    negate_b: bool = False
+    sparse: bool = False
+    sparsity_selector: int = 0
+    saturate: bool = False
+    max_shift: int = 0  # .ws B-reuse shift code 0..3
+    # block-scaled kinds
+    scale_type: str = "ue8m0"
+    a_sf_id: int = 0
+    b_sf_id: int = 0
+    k96: bool = False
+    cta_group: int = 1
+    ws: bool = False
+
+
+def validate_idesc(d: InstrDescriptor) -> InstrDescriptor:
+    k = d.kind
+    if k not in KINDS:
+        raise DescriptorError(f"unknown kind {k!r}; one of {', '.join(KINDS)}")
+    codes = ATYPE_CODES[k]
+    for role, t in (("atype", d.atype), ("btype", d.btype)):
+        if t not in codes:
+            raise DescriptorError(f".kind::{k} takes {role} in {{{', '.join(codes)}}}, not {t!r}")
+    if d.dtype not in DTYPE_CODES[k]:
+        raise DescriptorError(f".kind::{k} accumulates into {{{', '.join(DTYPE_CODES[k])}}}, not {d.dtype!r}")
+    if k == "f16" and d.atype != d.btype:
+        raise DescriptorError(".kind::f16 needs A and B of the same type")
+    if k == "f16" and d.dtype == "f16" and d.atype != "f16":
+        raise DescriptorError(".kind::f16 with an f16 accumulator needs f16 inputs (bf16 accumulates to f32)")
+    shapes = legal_shapes(k, d.cta_group, d.ws)
+    if d.m not in shapes:
+        raise DescriptorError(f"M = {d.m} is not legal for .kind::{k} cta_group::{d.cta_group}"
+                              f"{' .ws' if d.ws else ''}; legal M: {sorted(shapes)}")
+    if d.n not in shapes[d.m]:
+        ns = shapes[d.m]
+        raise DescriptorError(f"N = {d.n} is not legal for .kind::{k} M = {d.m}; legal N: "
+                              f"{ns[0]}..{ns[-1]} step {ns[1] - ns[0] if len(ns) > 1 else 0}"
+                              if len(ns) > 3 else f"N = {d.n} is not legal; legal N: {ns}")
+    if d.saturate and k != "i8":
+        raise DescriptorError("saturate (bit 3) is for .kind::i8 only")
+    if k == "i8" and (d.negate_a or d.negate_b):
+        raise DescriptorError(".kind::i8 cannot negate A or B")
+    if k in ("mxf4", "mxf4nvf4") and (d.transpose_a or d.transpose_b):
+        raise DescriptorError(f".kind::{k} supports K-major A and B only (no transpose)")
+    if not 0 <= d.sparsity_selector <= 3:
+        raise DescriptorError("sparsity selector is 2 bits (0..3)")
+    if d.sparsity_selector and (not d.sparse or k in BLOCK_SCALED):
+        raise DescriptorError("the sparsity selector is used only with sparsity on the non-block-scaled kinds")
+    if not 0 <= d.max_shift <= 3:
+        raise DescriptorError("max shift is a 2-bit code (0..3)")
+    if d.max_shift and not d.ws:
+        raise DescriptorError("max shift (bits 30-31) applies to .ws only")
+    if k in BLOCK_SCALED:
+        if d.scale_type not in SCALE_TYPE_CODES[k]:
+            raise DescriptorError(f".kind::{k} scale type must be one of {', '.join(SCALE_TYPE_CODES[k])}")
+        allowed = (0, 1, 2, 3) if k == "mxf8f6f4" else (0, 2)
+        for name in ("a_sf_id", "b_sf_id"):
+            if getattr(d, name) not in allowed:
+                raise DescriptorError(f"{name} for .kind::{k} must be one of {allowed}")
+    elif d.a_sf_id or d.b_sf_id:
+        raise DescriptorError("scale-factor data IDs belong to the block-scaled kinds")
+    if d.k96 and k not in ("mxf4", "mxf4nvf4"):
+        raise DescriptorError("the K = 96 bit is for .kind::mxf4 / mxf4nvf4")
+    if d.k96 and d.sparse:
+        raise DescriptorError("K = 96 is a dense shape")
+    return d
+
+
+def encode_idesc(d: InstrDescriptor) -> int:
+    d = validate_idesc(d)
+    k = d.kind
+    a, b = ATYPE_CODES[k][d.atype], ATYPE_CODES[k][d.btype]
+    v = int(d.sparse) << 2 | a << 7 | b << 10 | int(d.negate_a) << 13 | int(d.negate_b) << 14
+    v |= int(d.transpose_a) << 15 | int(d.transpose_b) << 16 | (d.n >> 3) << 17
+    if k in BLOCK_SCALED:
+        v |= d.b_sf_id << 4 | SCALE_TYPE_CODES[k][d.scale_type] << 23 | (d.m >> 7) << 27 | d.a_sf_id << 29
+        v |= int(d.k96) << 31
+    else:
+        v |= d.sparsity_selector | int(d.saturate) << 3 | DTYPE_CODES[k][d.dtype] << 4
+        v |= (d.m >> 4) << 24 | d.max_shift << 30
+    return v
+
+
+def decode_idesc(value, kind: str) -> dict:
+    if kind not in KINDS:
+        raise DescriptorError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
+    if isinstance(value, str):
+        value = int(value, 0)
+    if not 0 <= value < 1 << 32:
+        raise DescriptorError(f"{value:#x} does not fit the 32-bit instruction descriptor")
+    problems = []
+    inv_a = {c: t for t, c in ATYPE_CODES[kind].items()}
+
+    def name(code, role):
+        if code in inv_a:
+            return inv_a[code]
+        problems.append(f"{role} code {code} is not defined for .kind::{kind}")
+        return f"invalid({code})"
+
+    f = {"kind": kind, "sparse": bool(_bits(value, 2, 1)),
+         "negate_a": bool(_bits(value, 13, 1)), "negate_b": bool(_bits(value, 14, 1)),
+         "transpose_a": bool(_bits(value, 15, 1)), "transpose_b": bool(_bits(value, 16, 1)),
+         "n": _bits(value, 17, 6) << 3}
+    if kind in BLOCK_SCALED:
+        f["atype"] = name(_bits(value, 7, 3), "atype")
+        f["btype"] = name(_bits(value, 10, 2 if kind != "mxf8f6f4" else 3), "btype")
+        f["dtype"] = "f32"
+        inv_s = {c: t for t, c in SCALE_TYPE_CODES[kind].items()}
+        f["scale_type"] = inv_s.get(_bits(value, 23, 1), f"invalid({_bits(value, 23, 1)})")
+        f["b_sf_id"], f["a_sf_id"] = _bits(value, 4, 2), _bits(value, 29, 2)
+        f["m"] = _bits(value, 27, 2) << 7
+        f["k96"] = bool(_bits(value, 31, 1)) if kind != "mxf8f6f4" else False
+        reserved = (0x3 | 1 << 3 | 1 << 6 | 0x7 << 24) | (1 << 31 if kind == "mxf8f6f4" else 1 << 12)
+    else:
+        f["sparsity_selector"] = _bits(value, 0, 2)
+        f["saturate"] = bool(_bits(value, 3, 1))
+        inv_d = {c: t for t, c in DTYPE_CODES[kind].items()}
+        dcode = _bits(value, 4, 2)
+        f["dtype"] = inv_d.get(dcode, f"invalid({dcode})")
+        if dcode not in inv_d:
+            problems.append(f"dtype code {dcode} is not defined for .kind::{kind}")
+        f["atype"] = name(_bits(value, 7, 3), "atype")
+        f["btype"] = name(_bits(value, 10, 3), "btype")
+        f["m"] = _bits(value, 24, 5) << 4
+        f["max_shift"] = _bits(value, 30, 2)
+        reserved = 1 << 6 | 1 << 23 | 1 << 29
+    if value & reserved:
+        problems.append(f"reserved bits set: 0x{value & reserved:08x}")
+    if not problems:
+        try:  # report shape/type combinations the spec forbids (assume the plainest cta_group/ws)
+            ws = kind not in BLOCK_SCALED and f["m"] == 32
+            cg = 2 if f["m"] == 256 else 1
+            validate_idesc(InstrDescriptor(**{k: v for k, v in f.items() if k in InstrDescriptor.__annotations__},
+                                           cta_group=cg, ws=ws))
+        except DescriptorError as e:
+            problems.append(str(e))
+    return {"kind": kind, "value": f"0x{value:08x}", "fields": f, "problems": problems}
+
+
+# ----------------------------------------------------------------------------------------------------
+# tcgen05 zero-column mask descriptor
+
+@dataclass(frozen=True)
+class ZeroColumnMask:
+    start_count: tuple = (0, 0, 0, 0)  # sc0..sc3
+    first_span: tuple = (0, 0, 0, 0)  # fs0..fs3
+    non_zero_mask: bool = True
+    skip_span: int = 0  # field value (the span length minus one)
+    use_span: int = 0
+    column_shift: int = 0
+
+
+def encode_zero_column_mask(z: ZeroColumnMask) -> int:
+    if len(z.start_count) != 4 or len(z.first_span) != 4:
+        raise DescriptorError("start counts and first spans come four each (sc0..sc3, fs0..fs3)")
+    for i, sc in enumerate(z.start_count):
+        if not 0 <= sc <= 255:
+            raise DescriptorError(f"start count sc{i} = {sc} does not fit 8 bits")
+    for i, fs in enumerate(z.first_span):
+        if fs not in (0, 1):
+            raise DescriptorError(f"first span fs{i} must be 0 or 1")
+    for name in ("skip_span", "use_span"):
+        if not 0 <= getattr(z, name) <= 255:
+            raise DescriptorError(f"{name} does not fit 8 bits")
+    if not 0 <= z.column_shift <= 32:
+        raise DescriptorError("column shift is at most 32 (16 for M = 32)")
+    v = 0
+    for i in range(4):
+        v |= z.start_count[i] << (8 * i) | z.first_span[i] << (32 + i)
+    return v | int(z.non_zero_mask) << 39 | z.skip_span << 40 | z.use_span << 48 | z.column_shift << 56
+
+
+def decode_zero_column_mask(value) -> ZeroColumnMask:
+    value = _as_u64(value)
+    return ZeroColumnMask(tuple(_bits(value, 8 * i, 8) for i in range(4)),
+                          tuple(_bits(value, 32 + i, 1) for i in range(4)),
+                          bool(_bits(value, 39, 1)), _bits(value, 40, 8), _bits(value, 48, 8),
+                          _bits(value, 56, 6))
+
+
+ZERO_MASK_SUBMASKS = {128: 1, 64: 2, 32: 4}
+
+
+def zero_column_mask_bits(z: ZeroColumnMask, m: int, n: int) -> list[int]:
+    """The N-bit mask (bit j = 1: column j of B reads as zero), as a list of 0/1 from column 0.
+
+    Model (from the spec's four worked examples): sub-mask i covers N/parts columns; its bit sequence
+    alternates runs that start with value fs_i; a run of 1s is skip_span + 1 long, a run of 0s is
+    use_span + 1 long; the first sc_i bits of the sequence are skipped. (The field table's descriptions
+    name the spans the other way round; the examples and the field names agree with this model; see
+    tests/test_zero_column_mask.py.)
+    """
+    if m not in ZERO_MASK_SUBMASKS:
+        raise DescriptorError(f"M = {m}: the zero-column mask is defined for M = 128, 64, 32")
+    if not z.non_zero_mask:
+        return [0] * n
+    parts = ZERO_MASK_SUBMASKS[m]
+    if n % parts:
+        raise DescriptorError(f"N = {n} does not split into {parts} sub-masks")
+    ones, zeros = z.skip_span + 1, z.use_span + 1
+    bits = []
+    for i in range(parts):
+        fs, sc = z.first_span[i], z.start_count[i]
+        period = [fs] * (ones if fs else zeros) + [1 - fs] * (zeros if fs else ones)
+        bits += [period[(sc + j) % len(period)] for j in range(n // parts)]
+    max_shift = 16 if m == 32 else 32
+    if z.column_shift > max_shift:
+        raise DescriptorError(f"column shift {z.column_shift} exceeds the maximum {max_shift} for M = {m}")
+    return bits
+
+
+def as_dict(obj) -> dict:
+    return asdict(obj)

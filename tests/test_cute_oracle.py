@@ -1,0 +1,66 @@
+"""The numpy models against CUTLASS's CuTe DSL, evaluated on the CPU (no GPU, no compilation).
+
+- shared-memory layout atoms: every SmemLayoutAtomKind x element type, tiled to a multi-atom operand tile the
+  way CUTLASS builds one (tile_to_shape, MN first); LBO/SBO are read off CuTe's unswizzled layout the way
+  CUTLASS's make_gmma_desc does, and the model's addresses must equal CuTe's, with CuTe's swizzle applied to
+  the byte address;
+- warpgroup MMA atoms: the accumulator (C) and register-A thread-value layouts at several N.
+The DSL has no warpgroup atom for tf32 or b1, so those fragments are checked against the spec formulas only.
+"""
+import numpy as np
+import pytest
+
+from harness import fragments, layouts
+from harness.layouts import SmemLayout
+
+cute_oracle = pytest.importorskip("cute_oracle", reason="nvidia-cutlass-dsl is not installed")
+pytestmark = pytest.mark.cute
+
+ATOM_TYPES = ["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"]
+
+
+def _strides_from_cute(major, sw, offsets, T, elem_bytes):
+    """LBO/SBO in bytes, read off the unswizzled CuTe layout (as make_gmma_desc reads its strides)."""
+    W = layouts.SWIZZLE_ROW_BYTES[sw] // 16
+    if major == "K":
+        sbo = int(offsets[8, 0]) * elem_bytes
+        lbo = int(offsets[0, T]) * elem_bytes if sw == "none" else 16
+    elif sw == "none":
+        sbo = int(offsets[T, 0]) * elem_bytes
+        lbo = int(offsets[0, 8]) * elem_bytes
+    else:
+        lbo = int(offsets[T * W, 0]) * elem_bytes
+        sbo = int(offsets[0, 8]) * elem_bytes
+    return lbo, sbo
+
+
+@pytest.mark.parametrize("dtype", ATOM_TYPES)
+@pytest.mark.parametrize("sw", layouts.SWIZZLES)
+@pytest.mark.parametrize("major", ["K", "MN"])
+def test_smem_atom_tiles_match_cute(major, sw, dtype):
+    bits = {"f16": 16, "bf16": 16, "tf32": 32}.get(dtype, 8)
+    T = 128 // bits
+    W = layouts.SWIZZLE_ROW_BYTES[sw] // 16
+    if major == "K":  # two 8-row groups, one swizzle row (two chunks without swizzle) of K
+        rows, cols = 16, (2 * T if sw == "none" else T * W)
+    else:  # two atoms along MN, two 8-row groups along K
+        rows, cols = 2 * T * W, 16
+    got = cute_oracle.smem_tile(major, sw, dtype, rows, cols)
+    assert got["swizzle"] == layouts.SWIZZLE_BMS[sw], got["atom"]
+    lbo, sbo = _strides_from_cute(major, sw, got["offsets"], T, got["elem_bytes"])
+    model = SmemLayout(major, sw, dtype, rows, cols, lbo, sbo)
+    assert np.array_equal(layouts.smem_address(model), got["address"]), (got["atom"], lbo, sbo)
+
+
+MMA = [("f16", "f32"), ("f16", "f16"), ("bf16", "f32"), ("e4m3", "f32"), ("e5m2", "f16"), ("s8", "s32"),
+       ("u8", "s32")]
+
+
+@pytest.mark.parametrize("n", [8, 16, 24, 64, 128, 256])
+@pytest.mark.parametrize("atype,acc", MMA)
+def test_warpgroup_mma_thread_value_layouts_match_cute(atype, acc, n):
+    tv = cute_oracle.mma_tv_layouts(atype, acc, n)
+    d = fragments.wgmma_d_fragment(n, acc)
+    assert np.array_equal(tv["C_row"], d.row) and np.array_equal(tv["C_col"], d.col)
+    a = fragments.wgmma_a_fragment(atype)
+    assert np.array_equal(tv["A_row"], a.row) and np.array_equal(tv["A_col"], a.col)

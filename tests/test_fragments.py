@@ -1,0 +1,75 @@
+import numpy as np
+import pytest
+
+from harness import fragments, wgmma
+
+
+@pytest.mark.parametrize("dtype", ["f32", "s32", "f16"])
+@pytest.mark.parametrize("n", wgmma.N_ALL)
+def test_d_fragment_covers_the_tile_exactly_once(n, dtype):
+    f = fragments.wgmma_d_fragment(n, dtype)
+    assert f.row.shape == (128, n // 2)
+    cover = np.zeros((64, n), int)
+    np.add.at(cover, (f.row, f.col), 1)
+    assert (cover == 1).all()
+    assert f.regs_per_thread == (n // 4 if dtype == "f16" else n // 2)
+    assert f.reg.max() == f.regs_per_thread - 1
+
+
+def test_d_fragment_matches_the_spec_formula_for_thread_37():
+    f = fragments.wgmma_d_fragment(16, "f32")
+    # t = 37: warp 1, lane 5 -> rows 16 + 1 (+8), cols 2*(5%4) (+1) (+8)
+    assert list(zip(f.row[37], f.col[37])) == [(17, 2), (17, 3), (25, 2), (25, 3), (17, 10), (17, 11), (25, 10), (25, 11)]
+
+
+@pytest.mark.parametrize("atype,k", [("f16", 16), ("tf32", 8), ("e4m3", 32), ("s8", 32), ("b1", 256)])
+def test_a_fragment_covers_64xK_exactly_once_in_four_registers(atype, k):
+    f = fragments.wgmma_a_fragment(atype)
+    cover = np.zeros((64, k), int)
+    np.add.at(cover, (f.row, f.col), 1)
+    assert (cover == 1).all()
+    assert f.reg.max() == 3 and f.regs_per_thread == 4
+    assert (f.shift + f.bits <= 32).all()
+
+
+@pytest.mark.parametrize("atype", ["f16", "tf32", "e4m3", "s8", "b1"])
+def test_gather_scatter_round_trip(atype):
+    f = fragments.wgmma_a_fragment(atype)
+    k = int(f.col.max()) + 1
+    rng = np.random.default_rng(1)
+    m = rng.integers(0, 1 << f.bits, size=(64, k)).astype(np.uint64)
+    regs = fragments.gather_registers(f, m)
+    assert regs.dtype == np.uint32 and regs.shape == (128, 4)
+    assert np.array_equal(fragments.scatter_registers(f, regs, (64, k)), m)
+
+
+def test_lower_numbered_elements_sit_in_lower_bits():
+    f = fragments.wgmma_a_fragment("s8")
+    m = np.zeros((64, 32), np.uint64)
+    m[f.row[0, 0], f.col[0, 0]] = 0xAB
+    m[f.row[0, 1], f.col[0, 1]] = 0xCD
+    assert fragments.gather_registers(f, m)[0, 0] == 0xCDAB
+
+
+def test_illegal_shapes_are_refused():
+    with pytest.raises(ValueError, match="N = 12"):
+        fragments.wgmma_d_fragment(12, "f32")
+    with pytest.raises(ValueError, match="f64"):
+        fragments.wgmma_d_fragment(16, "f64")
+    with pytest.raises(ValueError):
+        fragments.wgmma_a_fragment("e2m1")
+
+
+@pytest.mark.parametrize("shape,num,lanes,cols", [("32x32b", 4, 32, 4), ("16x64b", 2, 16, 4),
+                                                   ("16x128b", 2, 16, 8), ("16x256b", 1, 16, 8),
+                                                   ("16x32bx2", 4, 16, 4)])
+def test_tmem_ld_shapes_cover_their_lanes_and_columns_once(shape, num, lanes, cols):
+    lane, col = fragments.tmem_ld_fragment(shape, num, imm_half_offset=num)
+    cover = np.zeros((32, 64), int)
+    np.add.at(cover, (lane, col), 1)
+    assert cover.max() == 1
+    assert cover.sum() == lane.size
+    if shape == "16x32bx2":
+        assert set(np.unique(col)) == set(range(2 * num))
+    else:
+        assert cover[:lanes, :cols].all() and cover.sum() == lanes * cols
