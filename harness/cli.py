@@ -1,0 +1,235 @@
+"""python -m harness {sweep, desc, idesc, layout, zmask}
+
+Bad arguments exit with status 2 and one line on stderr, before anything is compiled or launched.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+from pathlib import Path
+
+from . import descriptors as D, layouts as L
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage dump, exit 2
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def _print(obj, as_json: bool, text: str):
+    print(json.dumps(obj, indent=2) if as_json else text)
+
+
+# ---------------------------------------------------------------------------------------------------- desc
+
+def cmd_desc(a) -> int:
+    if a.decode is not None:
+        info = (D.decode_wgmma_desc(a.decode) if a.arch == "sm_90a"
+                else D.decode_tcgen05_smem_desc(a.decode, a.arch))
+    else:
+        missing = [n for n in ("start", "lbo", "sbo") if getattr(a, n) is None]
+        if missing:
+            raise UsageError(f"desc: give --{', --'.join(missing)} (or --decode VALUE)")
+        if a.arch == "sm_90a":
+            if a.lbo_mode != "relative":
+                raise UsageError("desc: --lbo-mode absolute is a tcgen05 (sm_103a) mode, not sm_90a")
+            value = D.encode_wgmma_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset)
+            info = D.decode_wgmma_desc(value)
+        else:
+            value = D.encode_tcgen05_smem_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset, a.lbo_mode, a.arch)
+            info = D.decode_tcgen05_smem_desc(value, a.arch)
+    lines = [f"{info['arch']} shared-memory matrix descriptor {info['value']}"]
+    lines += [f"  {k:<22} {v}" for k, v in info["fields"].items()]
+    lines += [f"  problem: {p}" for p in info["problems"]] or ["  (no spec violations)"]
+    _print(info, a.json, "\n".join(lines))
+    return 1 if info["problems"] else 0
+
+
+def cmd_idesc(a) -> int:
+    if a.decode is not None:
+        info = D.decode_idesc(a.decode, a.kind)
+    else:
+        missing = [n for n in ("atype", "btype", "m", "n") if getattr(a, n) is None]
+        if missing:
+            raise UsageError(f"idesc: give --{', --'.join(missing)} (or --decode VALUE)")
+        dtype = a.dtype or next(iter(D.DTYPE_CODES.get(a.kind, {"f32": 0})))
+        d = D.InstrDescriptor(a.kind, a.atype, a.btype, dtype, a.m, a.n, a.transpose_a, a.transpose_b,
+                              a.negate_a, a.negate_b, a.sparse, a.sparsity_selector, a.saturate, a.max_shift,
+                              a.scale_type, a.a_sf_id, a.b_sf_id, a.k96, a.cta_group, a.ws)
+        info = D.decode_idesc(D.encode_idesc(d), a.kind)
+    lines = [f"tcgen05 instruction descriptor .kind::{info['kind']} {info['value']}"]
+    lines += [f"  {k:<18} {v}" for k, v in info["fields"].items()]
+    lines += [f"  problem: {p}" for p in info["problems"]] or ["  (no spec violations)"]
+    _print(info, a.json, "\n".join(lines))
+    return 1 if info["problems"] else 0
+
+
+def cmd_zmask(a) -> int:
+    if a.decode is not None:
+        z = D.decode_zero_column_mask(a.decode)
+    else:
+        z = D.ZeroColumnMask(tuple(a.start_count), tuple(a.first_span), not a.all_zero, a.skip_span,
+                             a.use_span, a.shift)
+    value = D.encode_zero_column_mask(z)
+    bits = D.zero_column_mask_bits(z, a.m, a.n)
+    info = {"value": f"0x{value:016x}", "fields": D.as_dict(z), "m": a.m, "n": a.n,
+            "mask_lsb_first": "".join(map(str, bits)),
+            "zero_columns": [j for j, b in enumerate(bits) if b],
+            "b_columns_used_from": z.column_shift}
+    text = (f"zero-column mask descriptor {info['value']}  (M={a.m}, N={a.n})\n"
+            f"  mask, column 0 first (1 = column reads as zero): {info['mask_lsb_first']}\n"
+            f"  B columns {z.column_shift}..{z.column_shift + a.n - 1} are used (column shift {z.column_shift})")
+    _print(info, a.json, text)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- layout
+
+def cmd_layout(a) -> int:
+    lay = L.SmemLayout(a.major, a.swizzle, a.dtype, a.rows, a.cols, a.lbo, a.sbo, a.start, a.base_offset)
+    L.validate(lay)
+    L.check_distinct(lay)
+    addr = L.smem_address(lay)
+    if a.json:
+        print(json.dumps({"layout": D.as_dict(lay), "address": addr.tolist(),
+                          "chunk": (addr >> 4).tolist(), "footprint": list(L.footprint(lay))}))
+    else:
+        print(L.render_chunks(lay))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- sweep
+
+def cmd_sweep(a) -> int:
+    from . import sweep
+    sel = sweep.Selection(
+        families=tuple(a.family) if a.family else sweep.wgmma.FAMILIES,
+        n_values=tuple(a.n) if a.n else None,
+        a_srcs=tuple(a.a_src) if a.a_src else ("SS", "RS"),
+        dtypes=tuple(a.dtype) if a.dtype else None,
+        data_modes=tuple(a.data) if a.data else ("exact", "normal"),
+        controls=not a.no_controls, match=a.match)
+    try:
+        sel.validate()
+    except sweep.SweepError as e:
+        raise UsageError(f"sweep: {e}") from None
+    out = Path(a.out) if a.out else Path("results") / "scratch" / (
+        f"sweep-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}.jsonl")
+    summary = sweep.run(sel, out, workers=a.jobs, resume=a.resume)
+    if summary.get("ran") == 0:
+        print(f"compile-only run: {summary['kernels']} kernels compiled or cached, {summary['cases']} cases planned, "
+              f"none run ({summary['not_run_reason']})")
+        return 0
+    print(f"{summary.get('pass', 0)} passed, {summary.get('fail', 0)} failed, {summary.get('fault', 0)} faulted "
+          f"of {summary['cases']} cases in {summary['wall_s']}s; results: {out}")
+    return 0 if summary.get("fail", 0) == 0 and summary.get("fault", 0) == 0 else 1
+
+
+# ----------------------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m harness", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", parser_class=_Parser)
+
+    s = sub.add_parser("sweep", help="run every wgmma case the GPU supports (compile only without one)")
+    s.add_argument("--family", action="append", choices=["f16", "tf32", "f8", "s8", "b1"])
+    s.add_argument("--n", action="append", type=int, help="only these N (repeatable)")
+    s.add_argument("--a-src", action="append", choices=["SS", "RS"])
+    s.add_argument("--dtype", action="append", choices=["f16", "f32", "s32"])
+    s.add_argument("--data", action="append", choices=["exact", "normal"])
+    s.add_argument("--match", help="only cases whose id contains this text")
+    s.add_argument("--no-controls", action="store_true", help="skip the negative controls")
+    s.add_argument("--out", help="results file (JSON Lines); default results/scratch/sweep-<time>.jsonl")
+    s.add_argument("--resume", action="store_true", help="continue --out without re-running its cases")
+    s.add_argument("--jobs", type=int, help="parallel compile processes (default: all cores)")
+    s.set_defaults(fn=cmd_sweep)
+
+    d = sub.add_parser("desc", help="encode or decode a shared-memory matrix descriptor")
+    d.add_argument("--arch", required=True, choices=["sm_90a", "sm_100a", "sm_103a"])
+    d.add_argument("--start", type=_int)
+    d.add_argument("--lbo", type=_int)
+    d.add_argument("--sbo", type=_int)
+    d.add_argument("--swizzle", default="none", choices=["none", "32B", "64B", "128B", "128B_base32b"])
+    d.add_argument("--base-offset", type=_int, default=0)
+    d.add_argument("--lbo-mode", default="relative", choices=["relative", "absolute"])
+    d.add_argument("--decode", type=_int, metavar="VALUE")
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(fn=cmd_desc)
+
+    i = sub.add_parser("idesc", help="encode or decode a tcgen05 instruction descriptor")
+    i.add_argument("--kind", required=True, choices=list(D.KINDS))
+    i.add_argument("--atype")
+    i.add_argument("--btype")
+    i.add_argument("--dtype")
+    i.add_argument("--m", type=_int)
+    i.add_argument("--n", type=_int)
+    for flag in ("transpose-a", "transpose-b", "negate-a", "negate-b", "sparse", "saturate", "k96", "ws"):
+        i.add_argument(f"--{flag}", action="store_true")
+    i.add_argument("--sparsity-selector", type=_int, default=0)
+    i.add_argument("--max-shift", type=_int, default=0)
+    i.add_argument("--scale-type", default="ue8m0", choices=["ue8m0", "ue4m3"])
+    i.add_argument("--a-sf-id", type=_int, default=0)
+    i.add_argument("--b-sf-id", type=_int, default=0)
+    i.add_argument("--cta-group", type=_int, default=1, choices=[1, 2])
+    i.add_argument("--decode", type=_int, metavar="VALUE")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(fn=cmd_idesc)
+
+    z = sub.add_parser("zmask", help="encode/decode a tcgen05 zero-column mask descriptor and show its mask")
+    z.add_argument("--m", type=_int, required=True, choices=[32, 64, 128])
+    z.add_argument("--n", type=_int, required=True)
+    z.add_argument("--start-count", type=_int, nargs=4, default=[0, 0, 0, 0], metavar=("SC0", "SC1", "SC2", "SC3"))
+    z.add_argument("--first-span", type=_int, nargs=4, default=[0, 0, 0, 0], metavar=("FS0", "FS1", "FS2", "FS3"))
+    z.add_argument("--skip-span", type=_int, default=0)
+    z.add_argument("--use-span", type=_int, default=0)
+    z.add_argument("--shift", type=_int, default=0)
+    z.add_argument("--all-zero", action="store_true", help="non-zero-mask bit 0: the mask is all 0s")
+    z.add_argument("--decode", type=_int, metavar="VALUE")
+    z.add_argument("--json", action="store_true")
+    z.set_defaults(fn=cmd_zmask)
+
+    lp = sub.add_parser("layout", help="show where each element of a canonical smem tile lives")
+    lp.add_argument("--major", required=True, choices=["K", "MN"])
+    lp.add_argument("--swizzle", required=True, choices=list(L.SWIZZLE_BMS))
+    lp.add_argument("--dtype", required=True)
+    lp.add_argument("--rows", type=_int, required=True, help="MN extent")
+    lp.add_argument("--cols", type=_int, required=True, help="K extent")
+    lp.add_argument("--lbo", type=_int, required=True)
+    lp.add_argument("--sbo", type=_int, required=True)
+    lp.add_argument("--start", type=_int, default=0)
+    lp.add_argument("--base-offset", type=_int, default=0)
+    lp.add_argument("--json", action="store_true")
+    lp.set_defaults(fn=cmd_layout)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "fn", None):
+            raise UsageError("python -m harness: give a command: sweep, desc, idesc, zmask or layout")
+        return args.fn(args)
+    except UsageError as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    except (D.DescriptorError, L.LayoutError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""NVRTC compilation to cubins for an exact arch, a persistent cache, and SASS inspection.
+
+Cubin bytes come from cuda.bindings.nvrtc (nvrtcGetCUBINSize/nvrtcGetCUBIN): CuPy 14.2's low-level
+getCUBIN returns them one byte short, which cuobjdump rejects. We never ship PTX for the driver to JIT:
+the driver on a GPU machine may be older than the NVRTC that compiled it.
+
+The cache key covers the source, the options, the NVRTC version and the arch; the cache directory is
+$TC_HARNESS_CACHE or ~/.cache/tc-harness.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ARCHS = ("sm_90a", "sm_100a", "sm_103a")
+DEFAULT_OPTIONS = ("-std=c++17", "--device-as-default-execution-space", "-lineinfo")
+
+
+class CompileError(RuntimeError):
+    def __init__(self, name: str, arch: str, log: str, source_path: Path | None = None):
+        self.name, self.arch, self.log, self.source_path = name, arch, log, source_path
+        first = next((ln for ln in log.splitlines() if "error" in ln.lower()), log.strip()[:200])
+        where = f" (source and log kept in {source_path.parent})" if source_path else ""
+        super().__init__(f"NVRTC rejected {name} for {arch}: {first.strip()}{where}")
+
+
+def cache_dir() -> Path:
+    d = Path(os.environ.get("TC_HARNESS_CACHE", Path.home() / ".cache" / "tc-harness"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def nvrtc_version() -> str:
+    from cuda.bindings import nvrtc
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
+
+
+def _check(result, what: str):
+    from cuda.bindings import nvrtc
+    err = result[0]
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"{what}: {nvrtc.nvrtcGetErrorString(err)[1].decode()}")
+    return result[1:] if len(result) > 2 else (result[1] if len(result) == 2 else None)
+
+
+def _nvrtc_compile(source: str, name: str, arch: str, options: tuple[str, ...]) -> tuple[bytes | None, str]:
+    """(cubin or None, log). Runs in worker processes too, so it takes and returns plain data."""
+    from cuda.bindings import nvrtc
+    prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []), "create")
+    try:
+        opts = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in options]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        log_text = log.rstrip(b"\x00 ").decode(errors="replace")
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            return None, log_text
+        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "cubin size")
+        cubin = b" " * size
+        _check((nvrtc.nvrtcGetCUBIN(prog, cubin)[0], None), "cubin")
+        return cubin, log_text
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    name: str
+    source: str
+    arch: str
+    options: tuple[str, ...] = DEFAULT_OPTIONS
+
+    def key(self, nvrtc_ver: str) -> str:
+        h = hashlib.sha256()
+        for part in (self.source, self.arch, "\0".join(self.options), nvrtc_ver):
+            h.update(part.encode())
+            h.update(b"\1")
+        return h.hexdigest()[:32]
+
+
+@dataclass
+class Compiled:
+    name: str
+    arch: str
+    cubin_path: Path
+    cached: bool
+    log: str = ""
+
+
+def _failure_dir(job: CompileJob, log: str) -> Path:
+    d = Path(os.environ.get("TC_HARNESS_FAILED_DIR", cache_dir() / "failed")) / f"{job.name}-{job.arch}"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{job.name}.cu").write_text(job.source)
+    (d / "nvrtc.log").write_text(log)
+    return d
+
+
+def compile_one(job: CompileJob) -> Compiled:
+    return compile_many([job], workers=1)[0]
+
+
+def _run_job(args):
+    job, = args
+    return _nvrtc_compile(job.source, job.name, job.arch, job.options)
+
+
+def compile_many(jobs: list[CompileJob], workers: int | None = None) -> list[Compiled]:
+    """Compile what the cache lacks, in parallel processes; raise CompileError on the first rejection."""
+    ver = nvrtc_version()
+    root = cache_dir()
+    results: list[Compiled | None] = [None] * len(jobs)
+    todo = []
+    for i, job in enumerate(jobs):
+        path = root / f"{job.name}-{job.arch}-{job.key(ver)}.cubin"
+        if path.exists():
+            results[i] = Compiled(job.name, job.arch, path, True)
+        else:
+            todo.append((i, job, path))
+    if todo:
+        workers = workers or min(len(todo), os.cpu_count() or 1)
+        if workers > 1 and len(todo) > 1:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                outs = list(pool.map(_run_job, [(job,) for _, job, _ in todo]))
+        else:
+            outs = [_run_job((job,)) for _, job, _ in todo]
+        for (i, job, path), (cubin, log) in zip(todo, outs):
+            if cubin is None:
+                d = _failure_dir(job, log)
+                raise CompileError(job.name, job.arch, log, d / f"{job.name}.cu")
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_bytes(cubin)
+            tmp.replace(path)  # atomic: a concurrent run never sees half a cubin
+            results[i] = Compiled(job.name, job.arch, path, False, log)
+    return results  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------------------------------
+# SASS
+
+def cuobjdump_path() -> str:
+    """cuobjdump from the nvidia-cuda-cuobjdump wheel (nvdisasm from nvidia-cuda-nvdisasm beside it)."""
+    try:
+        import nvidia
+        for base in nvidia.__path__:
+            for sub in ("cu13", "cuda_cuobjdump", "cu12"):
+                p = Path(base) / sub / "bin" / "cuobjdump"
+                if p.exists():
+                    return str(p)
+    except ImportError:
+        pass
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    raise FileNotFoundError("cuobjdump not found: install the nvidia-cuda-cuobjdump wheel")
+
+
+def sass(cubin_path: Path | str) -> str:
+    exe = cuobjdump_path()
+    env = dict(os.environ)
+    env["PATH"] = str(Path(exe).parent) + os.pathsep + env.get("PATH", "")
+    out = subprocess.run([exe, "--dump-sass", str(cubin_path)], capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(f"cuobjdump failed on {cubin_path}: {out.stderr.strip()}")
+    return out.stdout
+
+
+def sass_of_bytes(cubin: bytes) -> str:
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        return sass(f.name)

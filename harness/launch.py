@@ -1,0 +1,71 @@
+"""Pack prepared cases into one launch (one CTA per case) and run a compiled kernel through CuPy."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from . import descriptors
+from .reference import POISON, Prepared
+
+PARAMS_DTYPE = np.dtype([("image_offset", "<u8"), ("desc_a", "<u8"), ("desc_b", "<u8"),
+                         ("image_bytes", "<u4"), ("variant", "<u4"), ("scale_d", "<u4"), ("pad", "<u4")])
+assert PARAMS_DTYPE.itemsize == 40
+WINDOW_SLACK = 1024  # the kernel aligns its window up to 1024 bytes
+# The kernel adds the window's (shared address >> 4) to the 14-bit start fields; keep the sum in range.
+MAX_IMAGE = 160 * 1024
+
+
+def encode_desc(layout) -> int:
+    return descriptors.encode_wgmma_desc(layout.start, layout.lbo, layout.sbo, layout.swizzle, layout.base_offset)
+
+
+def pack(preps: list[Prepared]) -> dict:
+    """Host buffers for one launch: images, params, A registers, C registers."""
+    n = len(preps)
+    key = preps[0].case.key
+    nreg = key.acc_regs
+    params = np.zeros(n, PARAMS_DTYPE)
+    sizes = np.array([p.image.size for p in preps], dtype=np.int64)
+    if sizes.max() > MAX_IMAGE:
+        raise ValueError(f"{preps[int(sizes.argmax())].case.id}: image of {sizes.max()} bytes exceeds {MAX_IMAGE}")
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    images = np.concatenate([p.image for p in preps])
+    a_regs = np.zeros((n, 128, 4), np.uint32)
+    c_regs = np.zeros((n, 128, nreg), np.uint32)
+    for i, p in enumerate(preps):
+        params[i]["image_offset"] = offsets[i]
+        params[i]["image_bytes"] = p.image.size
+        params[i]["desc_a"] = encode_desc(p.a_layout) if p.a_layout is not None else 0
+        params[i]["desc_b"] = encode_desc(p.b_layout)
+        params[i]["variant"] = p.case.variant_index
+        params[i]["scale_d"] = p.case.scale_d
+        if p.a_regs is not None:
+            a_regs[i] = p.a_regs
+        c_regs[i] = p.c_regs
+    return {"images": images, "params": params, "a_regs": a_regs, "c_regs": c_regs,
+            "smem": int(sizes.max()) + WINDOW_SLACK, "nreg": nreg}
+
+
+@lru_cache(maxsize=None)
+def _module(cubin_path: str):
+    import cupy as cp
+    return cp.RawModule(path=cubin_path)
+
+
+def run(cubin_path: str, kernel_name: str, packed: dict) -> np.ndarray:
+    """Launch and return the raw accumulator registers, uint32 [cases, 128, acc_regs]."""
+    import cupy as cp
+    fn = _module(str(cubin_path)).get_function(kernel_name)
+    smem = packed["smem"]
+    if smem > 48 * 1024:
+        fn.max_dynamic_shared_size_bytes = smem
+    n = packed["params"].size
+    images = cp.asarray(packed["images"])
+    params = cp.asarray(packed["params"].view(np.uint8))
+    a_regs = cp.asarray(packed["a_regs"])
+    c_regs = cp.asarray(packed["c_regs"])
+    d_out = cp.full((n, 128, packed["nreg"]), POISON, dtype=cp.uint32)
+    fn((n,), (128,), (images, params, a_regs, c_regs, d_out), shared_mem=smem)
+    cp.cuda.get_current_stream().synchronize()
+    return cp.asnumpy(d_out)

@@ -1,0 +1,189 @@
+"""Inputs and the numpy reference of a wgmma case, from the spec alone.
+
+`prepare(case)` draws the case's matrices (deterministically from its id), writes the shared-memory image with
+the layout model, packs A (for RS) and C into per-thread registers with the fragment model, and computes the
+expected accumulator. The expected result is what the instruction must produce if the hardware reads the
+operands through the *descriptor's* layout: for a positive case that is the logical matrix; for a negative
+control it is the model's prediction of the misread (and the case must differ from the intended product).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import dtypes, fragments, layouts
+from .cases import REGION_ALIGN, Case
+
+POISON = 0x7FFF7FFF  # NaN as f32 and as both f16 halves; never a result of an exact case
+
+
+@dataclass
+class Prepared:
+    case: Case
+    image: np.ndarray  # uint8, multiple of 16 bytes
+    a_layout: layouts.SmemLayout | None  # absolute (start within the window) layouts the descriptors encode
+    b_layout: layouts.SmemLayout
+    a_regs: np.ndarray | None  # uint32 [128, 4]
+    c_regs: np.ndarray  # uint32 [128, acc_regs]
+    a_vals: np.ndarray  # logical A (M x K) values
+    b_vals: np.ndarray  # logical B as stored: N x K (row = n, col = k)
+    c_vals: np.ndarray  # M x N
+    expected: np.ndarray  # M x N accumulator values (float64 / int64) the descriptors should produce
+    intended: np.ndarray  # M x N values of the intended product (== expected unless a negative control)
+    tolerance: np.ndarray | None  # per-element bound for 'normal' data, None for exact
+
+
+# value pools for exact data: every product and every partial sum is exact in the accumulator
+EXACT_POOL = {
+    "f16": np.arange(-4, 5, dtype=np.float64),
+    "bf16": np.arange(-4, 5, dtype=np.float64),
+    "tf32": np.arange(-8, 9, dtype=np.float64),
+    "e4m3": np.array([0, 0.5, -0.5, 1, -1, 1.5, -1.5, 2, -2, 3, -3], dtype=np.float64),
+    "e5m2": np.array([0, 0.5, -0.5, 1, -1, 1.5, -1.5, 2, -2, 3, -3], dtype=np.float64),
+}
+
+
+def _draw(rng, t: dtypes.ElementType, shape, mode: str) -> np.ndarray:
+    if t.name == "b1":
+        return rng.integers(0, 2, size=shape).astype(np.int64)
+    if t.kind in ("int", "uint"):
+        lo, hi = t.int_range()
+        return rng.integers(lo, hi + 1, size=shape).astype(np.int64)
+    if mode == "normal":
+        return t.from_bits(t.to_bits(rng.standard_normal(shape)))
+    return rng.choice(EXACT_POOL[t.name], size=shape)
+
+
+def _c_values(rng, case: Case, shape) -> np.ndarray:
+    dt = case.key.dtype
+    if dt == "s32":
+        if case.extra == "ovf":  # push half the rows towards +/-2^31 so the sum overflows
+            c = rng.integers(-(1 << 20), 1 << 20, size=shape).astype(np.int64)
+            sign = np.where(rng.random(shape) < 0.5, 1, -1)
+            return np.where(rng.random(shape) < 0.5, sign * ((1 << 31) - 1 - rng.integers(0, 64, shape)), c)
+        return rng.integers(-(1 << 20), 1 << 20, size=shape).astype(np.int64)
+    if case.data == "normal":
+        t = dtypes.get(dt)
+        return t.from_bits(t.to_bits(rng.standard_normal(shape)))
+    return rng.integers(-8, 9, size=shape).astype(np.float64)
+
+
+def _absolute(lay: layouts.SmemLayout, region: int) -> layouts.SmemLayout:
+    """Move a region-relative layout to its place in the window; the base offset follows the spec formula
+    only when the scenario asked for it (it is already part of the layout)."""
+    return lay.moved(start=region + lay.start)
+
+
+def accumulate(case: Case, a_vals, b_vals_nk, c_vals) -> np.ndarray:
+    """D = scale_d * C + (sa * A) @ (sb * B), in exact arithmetic, then the accumulator's conversion."""
+    v = case.variant
+    dt = case.key.dtype
+    if dt == "s32":
+        prod = a_vals.astype(np.int64) @ b_vals_nk.astype(np.int64).T
+        d = prod + (c_vals if case.scale_d else 0)
+        if v.satfinite:
+            return np.clip(d, -(1 << 31), (1 << 31) - 1)
+        return ((d + (1 << 31)) % (1 << 32)) - (1 << 31)
+    prod = (v.scale_a * a_vals) @ (v.scale_b * b_vals_nk).T
+    return prod + (c_vals if case.scale_d else 0.0)
+
+
+def round_to_accumulator(case: Case, d: np.ndarray) -> np.ndarray:
+    dt = case.key.dtype
+    if dt == "s32":
+        return d
+    t = dtypes.get(dt)
+    return t.from_bits(t.to_bits(d))
+
+
+def prepare(case: Case) -> Prepared:
+    key, v = case.key, case.variant
+    rng = np.random.default_rng(case.seed)
+    at, bt = dtypes.get(v.atype), dtypes.get(v.btype)
+    M, N, K = 64, key.n, key.k
+
+    a_vals = _draw(rng, at, (M, K), case.data)
+    b_vals = _draw(rng, bt, (N, K), case.data)
+    c_vals = _c_values(rng, case, (M, N))
+    a_bits, b_bits = at.to_bits(a_vals), bt.to_bits(b_vals)
+    if case.extra == "tf32dirty":  # the tensor core must ignore the low 13 mantissa bits
+        a_bits = a_bits | rng.integers(0, 1 << 13, size=a_bits.shape).astype(np.uint64)
+        b_bits = b_bits | rng.integers(0, 1 << 13, size=b_bits.shape).astype(np.uint64)
+
+    # Place operands: A's region at 0, B's region on the next 1024 boundary after everything A touches.
+    a_lay = a_desc = None
+    end = 0
+    if case.a is not None:
+        a_lay = _absolute(case.a.layout, 0)
+        a_desc = _absolute(case.a.desc_layout, 0)
+        end = max(layouts.footprint(a_lay)[1], layouts.footprint(a_desc)[1])
+    region_b = -(-end // REGION_ALIGN) * REGION_ALIGN
+    b_lay = _absolute(case.b.layout, region_b)
+    b_desc = _absolute(case.b.desc_layout, region_b)
+    size = max(end, layouts.footprint(b_lay)[1], layouts.footprint(b_desc)[1])
+    size = -(-size // 16) * 16
+    image = rng.integers(0, 256, size=size, dtype=np.uint8)  # junk: a misread never reads zeros
+    if a_lay is not None:
+        layouts.write_image(a_lay, a_bits, image)
+    layouts.write_image(b_lay, b_bits, image)
+
+    # What the descriptors make the tensor core read (the model's prediction).
+    with np.errstate(invalid="ignore", over="ignore"):  # junk bytes may decode to NaN/Inf
+        a_read = at.from_bits(layouts.read_image(a_desc, image)) if a_desc is not None else at.from_bits(a_bits)
+        b_read = bt.from_bits(layouts.read_image(b_desc, image))
+
+    a_regs = None
+    if case.a is None:
+        a_regs = fragments.gather_registers(fragments.wgmma_a_fragment(v.atype), a_bits)
+    dfrag = fragments.wgmma_d_fragment(N, key.dtype)
+    c_bits = _acc_bits(key.dtype, c_vals)
+    c_regs = _pack_acc(dfrag, c_bits)
+
+    a_logical = at.from_bits(a_bits)
+    b_logical = bt.from_bits(b_bits)
+    with np.errstate(invalid="ignore", over="ignore"):
+        exact_expected = accumulate(case, a_read, b_read, c_vals)
+        intended = round_to_accumulator(case, accumulate(case, a_logical, b_logical, c_vals))
+        expected = round_to_accumulator(case, exact_expected)
+    tol = None
+    if case.data == "normal":
+        mag = np.abs(a_logical) @ np.abs(b_logical).T + (np.abs(c_vals) if case.scale_d else 0)
+        tol = NORMAL_REL_TOL[(v.atype, key.dtype)] * mag + 1e-30
+        expected = exact_expected  # compare with the float64 product itself
+    elif not case.control and key.dtype != "s32":
+        # self-check: the exact inputs must give a product the accumulator holds exactly
+        if not np.array_equal(expected, exact_expected):
+            raise AssertionError(f"{case.id}: reference is not exact in {key.dtype}; the value pools are wrong")
+    return Prepared(case, image, a_desc, b_desc, a_regs, c_regs, a_logical, b_logical, c_vals,
+                    expected, intended, tol)
+
+
+# Bounds for random-normal data, relative to sum |a||b| + |c| per element.
+NORMAL_REL_TOL = {
+    ("f16", "f32"): 2.0 ** -20, ("bf16", "f32"): 2.0 ** -20, ("tf32", "f32"): 2.0 ** -20,
+    ("f16", "f16"): 2.0 ** -9,
+    ("e4m3", "f32"): 2.0 ** -12, ("e5m2", "f32"): 2.0 ** -12,  # Hopper's fp8 accumulation keeps fewer bits
+    ("e4m3", "f16"): 2.0 ** -9, ("e5m2", "f16"): 2.0 ** -9,
+}
+
+
+def _acc_bits(dtype: str, vals: np.ndarray) -> np.ndarray:
+    if dtype == "s32":
+        return (np.asarray(vals, np.int64) & 0xFFFFFFFF).astype(np.uint64)
+    return dtypes.get(dtype).to_bits(vals)
+
+
+def _pack_acc(frag: fragments.Fragment, bits: np.ndarray) -> np.ndarray:
+    return fragments.gather_registers(frag, bits)
+
+
+def decode_d(case: Case, regs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Device registers [128, acc_regs] -> (values M x N, raw bits M x N)."""
+    frag = fragments.wgmma_d_fragment(case.key.n, case.key.dtype)
+    bits = fragments.scatter_registers(frag, regs, (64, case.key.n))
+    dt = case.key.dtype
+    if dt == "s32":
+        s = bits.astype(np.int64)
+        return np.where(s >= 1 << 31, s - (1 << 32), s), bits
+    return dtypes.get(dt).from_bits(bits), bits

@@ -1,0 +1,64 @@
+// wgmma.mma_async harness kernel (sm_90a). harness/kernel_source.py fills in the template parts:
+// the accumulator type and count, the A operand (descriptor or registers) and one asm statement per variant.
+//
+// One CTA = one warpgroup = one case. The CTA copies its case's shared-memory image (built on the host from
+// the layout model) into a 1024-byte-aligned window, fences the async proxy, completes the descriptors with
+// the window's shared address, loads C into the accumulators, issues one wgmma, and writes every
+// accumulator register of every thread out raw.
+
+struct CaseParams {
+    unsigned long long image_offset;  // byte offset of this case's image in `images` (16-byte aligned)
+    unsigned long long desc_a;        // matrix descriptors whose start fields are relative to the window
+    unsigned long long desc_b;
+    unsigned int image_bytes;         // multiple of 16
+    unsigned int variant;             // which compiled immediate combination to issue
+    unsigned int scale_d;             // 0: D = A*B, 1: D = A*B + C
+    unsigned int pad;
+};
+
+extern "C" __global__ void __launch_bounds__(128, 1)
+{{KERNEL_NAME}}(const unsigned char* __restrict__ images, const CaseParams* __restrict__ params,
+                const unsigned int* __restrict__ a_regs, const unsigned int* __restrict__ c_regs,
+                unsigned int* __restrict__ d_out)
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const unsigned int tid = threadIdx.x;
+    const CaseParams p = params[blockIdx.x];
+
+    // The swizzle is anchored to shared-memory address bits, so the host models addresses relative to a
+    // 1024-byte-aligned window; align the window whatever the dynamic smem base is.
+    const unsigned int raw = (unsigned int)__cvta_generic_to_shared(smem_raw);
+    const unsigned int window = (raw + 1023u) & ~1023u;
+    unsigned char* smem = smem_raw + (window - raw);
+
+    const uint4* src = reinterpret_cast<const uint4*>(images + p.image_offset);
+    uint4* dst = reinterpret_cast<uint4*>(smem);
+    for (unsigned int i = tid; i < p.image_bytes / 16u; i += 128u) dst[i] = src[i];
+    // Ordinary stores must be made visible to the async proxy (the tensor core) before the barrier.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+
+    const unsigned long long window_field = (unsigned long long)((window >> 4) & 0x3FFFu);
+    const unsigned long long desc_a = p.desc_a + window_field;
+    const unsigned long long desc_b = p.desc_b + window_field;
+    (void)desc_a;
+
+    const unsigned long long slot = (unsigned long long)blockIdx.x * 128ull + tid;
+    {{ACC_TYPE}} d[{{ACC_REGS}}];
+    const unsigned int* c = c_regs + slot * {{ACC_REGS}}ull;
+#pragma unroll
+    for (int i = 0; i < {{ACC_REGS}}; ++i) d[i] = {{FROM_BITS}}(c[i]);
+    {{A_REGS}}
+
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    switch (p.variant) {
+{{VARIANT_CASES}}
+    default: break;
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+
+    unsigned int* out = d_out + slot * {{ACC_REGS}}ull;
+#pragma unroll
+    for (int i = 0; i < {{ACC_REGS}}; ++i) out[i] = {{TO_BITS}}(d[i]);
+}

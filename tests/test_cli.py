@@ -1,0 +1,94 @@
+"""The command line a kernel engineer types: values out, one clear line and exit 2 for bad input."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from harness import cli, layouts
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_desc_encode_and_decode_agree():
+    out = run("desc", "--arch", "sm_90a", "--start", "1024", "--lbo", "16", "--sbo", "1024", "--swizzle", "128B",
+              "--json")
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["value"] == "0x4000004000010040"
+    back = json.loads(run("desc", "--arch", "sm_90a", "--decode", info["value"], "--json").stdout)
+    assert back["fields"] == info["fields"]
+
+
+def test_desc_tcgen05_absolute_mode():
+    out = run("desc", "--arch", "sm_103a", "--start", "1024", "--lbo", "4096", "--sbo", "1024", "--swizzle",
+              "128B", "--lbo-mode", "absolute", "--json")
+    info = json.loads(out.stdout)
+    assert info["fields"]["lbo_mode"] == "absolute" and info["fields"]["leading_byte_address"] == 4096
+
+
+def test_decode_with_problems_exits_1_and_says_why():
+    out = run("desc", "--arch", "sm_100a", "--decode", "0x7000000000000000")
+    assert out.returncode == 1
+    assert "swizzle code 3 is invalid" in out.stdout and "0b001" in out.stdout
+
+
+def test_idesc_round_trip():
+    out = run("idesc", "--kind", "f16", "--atype", "bf16", "--btype", "bf16", "--dtype", "f32", "--m", "128",
+              "--n", "256", "--transpose-b", "--json")
+    info = json.loads(out.stdout)
+    back = json.loads(run("idesc", "--kind", "f16", "--decode", info["value"], "--json").stdout)
+    assert back["fields"]["n"] == 256 and back["fields"]["transpose_b"] is True and back["fields"]["atype"] == "bf16"
+
+
+def test_layout_json_addresses_match_the_model():
+    out = run("layout", "--major", "MN", "--swizzle", "64B", "--dtype", "bf16", "--rows", "64", "--cols", "16",
+              "--lbo", "512", "--sbo", "1024", "--json")
+    info = json.loads(out.stdout)
+    want = layouts.smem_address(layouts.SmemLayout("MN", "64B", "bf16", 64, 16, 512, 1024))
+    assert np.array_equal(np.array(info["address"]), want)
+    assert len(info["address"]) == 64 and len(info["address"][0]) == 16
+
+
+def test_layout_picture():
+    out = run("layout", "--major", "K", "--swizzle", "128B", "--dtype", "f16", "--rows", "8", "--cols", "64",
+              "--lbo", "16", "--sbo", "1024")
+    assert out.returncode == 0
+    lines = out.stdout.splitlines()
+    assert lines[3].split()[1:9] == ["0"] * 8 and lines[4].split()[1] == "9"  # row 1 starts in chunk 8^1
+
+
+def test_zmask():
+    out = run("zmask", "--m", "128", "--n", "16", "--skip-span", "2", "--use-span", "3", "--json")
+    assert json.loads(out.stdout)["mask_lsb_first"] == "0000111000011100"
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["desc", "--arch", "sm_90a", "--start", "8", "--lbo", "16", "--sbo", "16"], "not 16-byte aligned"),
+    (["desc", "--arch", "sm_80", "--decode", "0"], "invalid choice"),
+    (["desc", "--arch", "sm_90a", "--start", "0"], "give --lbo, --sbo"),
+    (["desc", "--arch", "sm_90a", "--decode", "zz"], "is not an integer"),
+    (["idesc", "--kind", "f16", "--atype", "f16", "--btype", "f16", "--m", "128", "--n", "250"], "N = 250"),
+    (["idesc", "--kind", "f99", "--decode", "0"], "invalid choice"),
+    (["layout", "--major", "K", "--swizzle", "32B", "--dtype", "tf32", "--rows", "16", "--cols", "16", "--lbo",
+      "16", "--sbo", "256"], "64 bytes wide along K"),
+    (["layout", "--major", "K", "--swizzle", "none", "--dtype", "f12", "--rows", "8", "--cols", "8", "--lbo",
+      "16", "--sbo", "256"], "unknown element type"),
+    (["sweep", "--n", "12"], "N = 12 is not a wgmma N"),
+    (["sweep", "--family", "f64"], "invalid choice"),
+    (["nonsense"], "invalid choice"),
+    ([], "give a command"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, msg):
+    out = run(*args)
+    assert out.returncode == 2
+    assert msg in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_main_is_importable_without_a_gpu():
+    assert cli.main(["desc", "--arch", "sm_90a", "--decode", "0"]) == 0

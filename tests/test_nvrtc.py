@@ -1,0 +1,81 @@
+"""NVRTC on the CPU: cubins for sm_90a, sm_100a and sm_103a, the cache, and the SASS of every wgmma form."""
+import re
+
+import pytest
+
+from harness import compile as C, kernel_source, wgmma
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("arch", C.ARCHS)
+def test_smoke_kernel_compiles_to_a_cubin_for_each_arch(arch):
+    out = C.compile_one(C.CompileJob("smoke", kernel_source.smoke_source(), arch))
+    data = out.cubin_path.read_bytes()
+    assert data[:4] == b"\x7fELF"
+    assert f"code for {arch}" in C.sass(out.cubin_path)
+
+
+def test_cache_hit_and_key():
+    job = C.CompileJob("smoke", kernel_source.smoke_source(), "sm_90a")
+    first, second = C.compile_one(job), C.compile_one(job)
+    assert not first.cached and second.cached and first.cubin_path == second.cubin_path
+    other = C.CompileJob("smoke", kernel_source.smoke_source(), "sm_90a", C.DEFAULT_OPTIONS + ("-G",))
+    assert other.key(C.nvrtc_version()) != job.key(C.nvrtc_version())
+
+
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
+def test_wgmma_is_refused_for_blackwell_with_the_compilers_message(arch):
+    key = wgmma.KernelKey("f16", 8, "f32", "SS")
+    with pytest.raises(C.CompileError) as e:
+        C.compile_one(C.CompileJob(key.name, kernel_source.wgmma_source(key), arch))
+    assert f"not supported on .target '{arch}'" in e.value.log
+    assert e.value.source_path.exists() and (e.value.source_path.parent / "nvrtc.log").exists()
+
+
+def expected_sass(key: wgmma.KernelKey) -> set[str]:
+    """The tensor-core SASS opcode each variant of a kernel must produce."""
+    n, out = key.n, set()
+    for v in wgmma.variants(key):
+        if key.family in ("f16", "tf32"):
+            t = {"f16": "", "bf16": ".BF16", "tf32": ".TF32"}[v.atype]
+            out.add(f"HGMMA.64x{n}x{key.k}.{key.dtype.upper()}{t}")
+        elif key.family == "f8":
+            out.add(f"QGMMA.64x{n}x32.{key.dtype.upper()}.{v.atype.upper()}.{v.btype.upper()}")
+        elif key.family == "s8":
+            out.add(f"IGMMA.64x{n}x32.{v.atype.upper()}.{v.btype.upper()}" + (".SAT" if v.satfinite else ""))
+        else:
+            out.add(f"BGMMA.64x{n}x256.AND.POPC")
+    return out
+
+
+def sass_gmma_ops(sass: str) -> set[str]:
+    return set(re.findall(r"\b([HQIB]GMMA\.[0-9]+x[0-9]+x[0-9]+[.A-Z0-9]*)", sass))
+
+
+def _check_kernel(key):
+    out = C.compile_one(C.CompileJob(key.name, kernel_source.wgmma_source(key), "sm_90a"))
+    ops = sass_gmma_ops(C.sass(out.cubin_path))
+    missing = expected_sass(key) - ops
+    assert not missing, f"{key.name}: SASS lacks {sorted(missing)}; has {sorted(ops)}"
+
+
+SMALL_KEYS = [k for k in wgmma.all_kernel_keys(n_values=(8, 64))]
+
+
+@pytest.mark.parametrize("key", SMALL_KEYS, ids=lambda k: k.name)
+def test_wgmma_kernel_sass_has_every_variants_instruction(key):
+    _check_kernel(key)
+
+
+@pytest.mark.slow
+def test_every_wgmma_kernel_of_the_sweep_compiles_with_its_sass(tmp_path):
+    """All kernel keys of the full sweep, compiled in parallel as the sweep does."""
+    keys = wgmma.all_kernel_keys()
+    jobs = [C.CompileJob(k.name, kernel_source.wgmma_source(k), "sm_90a") for k in keys]
+    for key, out in zip(keys, C.compile_many(jobs)):
+        ops = sass_gmma_ops(C.sass(out.cubin_path))
+        assert expected_sass(key) <= ops, key.name

@@ -1,0 +1,103 @@
+"""The reference and the diff on the CPU: a perfect device passes, every kind of wrong device fails."""
+import numpy as np
+import pytest
+
+from harness import cases, diff, fragments, reference, wgmma
+from harness.reference import POISON
+
+
+def perfect_registers(prep):
+    key = prep.case.key
+    vals = prep.expected if prep.tolerance is None else reference.round_to_accumulator(prep.case, prep.expected)
+    return fragments.gather_registers(fragments.wgmma_d_fragment(key.n, key.dtype),
+                                      reference._acc_bits(key.dtype, vals))
+
+
+KEYS = [wgmma.KernelKey("f16", 16, "f32", "SS"), wgmma.KernelKey("f16", 24, "f16", "RS"),
+        wgmma.KernelKey("tf32", 8, "f32", "SS"), wgmma.KernelKey("f8", 32, "f16", "SS"),
+        wgmma.KernelKey("s8", 48, "s32", "RS"), wgmma.KernelKey("b1", 16, "s32", "SS")]
+
+
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: k.name)
+def test_a_device_that_follows_the_model_passes_every_case(key):
+    for case in cases.cases_for_key(key, ("exact", "normal")):
+        prep = reference.prepare(case)
+        rec = diff.diff(prep, perfect_registers(prep))
+        assert rec["status"] == "pass", rec
+
+
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: k.name)
+def test_one_wrong_register_is_reported_with_thread_register_row_col(key):
+    case = next(c for c in cases.cases_for_key(key) if not c.control)
+    prep = reference.prepare(case)
+    regs = perfect_registers(prep)
+    regs[37, 1] ^= 0x00010000 if key.dtype == "f16" else 0x1
+    rec = diff.diff(prep, regs)
+    assert rec["status"] == "fail" and rec["mismatches"] >= 1
+    m = rec["first_mismatches"][0]
+    assert m["thread"] == 37 and m["register"] == 1
+    frag = fragments.wgmma_d_fragment(key.n, key.dtype)
+    assert (m["row"], m["col"]) in set(zip(frag.row[37].tolist(), frag.col[37].tolist()))
+
+
+def test_an_unwritten_register_fails():
+    key = KEYS[0]
+    prep = reference.prepare(cases.cases_for_key(key)[0])
+    regs = perfect_registers(prep)
+    regs[0, 0] = POISON
+    rec = diff.diff(prep, regs)
+    assert rec["status"] == "fail" and rec["unwritten_registers"] == 1
+
+
+def test_a_device_that_ignores_the_swizzle_is_caught():
+    """Simulate hardware that reads B as if unswizzled: the model's D differs from what it would produce."""
+    key = wgmma.KernelKey("f16", 64, "f32", "SS")
+    case = next(c for c in cases.cases_for_key(key)
+                if not c.control and c.b.layout.swizzle == "128B" and c.b.layout.major == "K" and not c.b.scenario)
+    prep = reference.prepare(case)
+    wrong = case.b.layout.moved(swizzle="none", lbo=128, sbo=1024)
+    bogus = cases.Case(key, case.variant_index, case.a, cases.Operand("", case.b.layout, wrong),
+                       case.scale_d, "exact", "wrong-swizzle")
+    regs = perfect_registers(reference.prepare(bogus))  # what such hardware would return
+    assert diff.diff(prep, regs)["status"] == "fail"
+
+
+def test_every_negative_control_is_predicted_to_differ():
+    for key in KEYS + [wgmma.KernelKey("f16", 8, "f16", "RS"), wgmma.KernelKey("b1", 8, "s32", "SS")]:
+        controls = [c for c in cases.cases_for_key(key) if c.control]
+        assert {c.control.split("@")[0] for c in controls} == set(cases.CONTROLS)
+        for c in controls:
+            prep = reference.prepare(c)
+            assert not np.array_equal(prep.expected, prep.intended), c.id
+
+
+def test_exact_inputs_are_exact():
+    """prepare() raises if a value pool could round in the accumulator; exercise the widest forms."""
+    for key in [wgmma.KernelKey("f16", 256, "f16", "SS"), wgmma.KernelKey("f8", 256, "f16", "RS")]:
+        for c in cases.cases_for_key(key)[:10]:
+            reference.prepare(c)
+
+
+def test_saturation_and_wrap_of_s32():
+    key = wgmma.KernelKey("s8", 16, "s32", "SS")
+    ovf = [c for c in cases.cases_for_key(key) if c.extra == "ovf"]
+    assert {c.variant.satfinite for c in ovf} == {True, False}
+    for c in ovf:
+        prep = reference.prepare(c)
+        raw = prep.a_vals @ prep.b_vals.T + prep.c_vals
+        assert (np.abs(raw) > 2 ** 31 - 1).any(), "the ovf inputs must overflow somewhere"
+        if c.variant.satfinite:
+            assert prep.expected.max() <= 2 ** 31 - 1 and (prep.expected == 2 ** 31 - 1).any() | (
+                prep.expected == -2 ** 31).any()
+        else:
+            assert not np.array_equal(prep.expected, np.clip(raw, -2 ** 31, 2 ** 31 - 1))
+
+
+def test_case_ids_are_unique_and_readable():
+    ids = [c.id for k in wgmma.all_kernel_keys(n_values=(8, 128)) for c in cases.cases_for_key(k)]
+    assert len(ids) == len(set(ids))
+    # every swizzle x major-ness of A meets every one of B at the rich N values
+    assert any(i.startswith("m64n128k16-f32.bf16.bf16-SS-A:K/128B-B:MN/64B") for i in ids)
+    for a in ("K/none", "K/32B", "MN/64B", "MN/128B"):
+        for b in ("K/128B", "MN/none", "MN/32B"):
+            assert any(i.startswith("m64n128k16-") and f"-A:{a}-B:{b}" in i for i in ids), (a, b)

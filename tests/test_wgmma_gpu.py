@@ -1,0 +1,59 @@
+"""wgmma on a real sm_90a GPU: every case of the sweep, diffed register by register.
+
+One kernel per kernel key is compiled (in parallel, cached) and launched once with all of its cases (one CTA
+per case) the first time any of its cases is asked for; each case is then its own test with a readable id.
+Without an sm_90a GPU every test here skips with the reason (see conftest.py).
+"""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness import compile as C, gpu, results, sweep
+
+ARCH = "sm_90a"
+PLAN = [] if gpu.skip_reason(ARCH) else sweep.plan(sweep.Selection())
+CASES = [c for _, cs in PLAN for c in cs]
+pytestmark = pytest.mark.gpu(ARCH)
+
+
+@pytest.fixture(scope="session")
+def wgmma_records():
+    keys = [k for k, _ in PLAN]
+    compiled = dict(zip(keys, C.compile_many(sweep.compile_jobs(keys))))
+    cases_of = dict(PLAN)
+    done: dict = {}
+
+    def record(case):
+        if case.key not in done:
+            recs = sweep.run_kernel(case.key, cases_of[case.key], compiled[case.key].cubin_path)
+            done[case.key] = {r["id"]: r for r in recs}
+        return done[case.key][case.id]
+
+    return record
+
+
+def _explain(rec: dict) -> str:
+    return json.dumps({k: rec[k] for k in rec if k in ("mismatches", "bad_rows", "bad_cols", "first_mismatches",
+                                                       "unwritten_registers", "caught", "why", "error")},
+                      indent=1)
+
+
+@pytest.mark.parametrize("case", CASES or [pytest.param(None, id="wgmma-cases")],
+                         ids=lambda c: c.id if c is not None else "wgmma-cases")
+def test_wgmma(case, wgmma_records):
+    rec = wgmma_records(case)
+    assert rec["status"] == "pass", _explain(rec)
+    if case.control:
+        assert rec["caught"], "a deliberately wrong descriptor must change the result"
+
+
+def test_sweep_command_writes_a_results_file(tmp_path):
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "harness", "sweep", "--family", "f16", "--n", "64", "--a-src",
+                           "SS", "--data", "exact", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    env, recs, summary = results.load(out)
+    assert env["gpu"] and env["compute_capability"] == "9.0" and env["nvrtc"] and env["driver"]
+    assert summary["fail"] == 0 and summary["pass"] == len(recs) > 0
