@@ -11,6 +11,7 @@ Every map is a pair of int arrays (row, col) indexed [thread, element], vectoris
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -36,6 +37,13 @@ def _threads():
     return t // 32, t % 32
 
 
+def _frozen(f: Fragment) -> Fragment:
+    for a in (f.row, f.col, f.reg, f.shift):
+        a.flags.writeable = False
+    return f
+
+
+@lru_cache(maxsize=None)
 def wgmma_d_fragment(n: int, dtype: str) -> Fragment:
     """Accumulator D of m64nNk*: N/2 elements per thread; f32/s32 one per register, f16 two per register."""
     if n % 8 or not 8 <= n <= 256:
@@ -51,10 +59,11 @@ def wgmma_d_fragment(n: int, dtype: str) -> Fragment:
         reg, shift, bits, nregs = i // 2 + 0 * row, 16 * (i % 2) + 0 * row, 16, n // 4
     else:
         raise ValueError(f"wgmma accumulators are f32, s32 or f16, not {dtype!r}")
-    return Fragment(row.copy(), col.copy(), np.broadcast_to(reg, row.shape).copy(),
-                    np.broadcast_to(shift, row.shape).copy(), bits, nregs)
+    return _frozen(Fragment(row.copy(), col.copy(), np.broadcast_to(reg, row.shape).copy(),
+                            np.broadcast_to(shift, row.shape).copy(), bits, nregs))
 
 
+@lru_cache(maxsize=None)
 def wgmma_a_fragment(atype: str) -> Fragment:
     """A in registers for m64nNk8/16/32/256: four 32-bit registers per thread."""
     k = WGMMA_K.get(atype)
@@ -84,12 +93,20 @@ def wgmma_a_fragment(atype: str) -> Fragment:
     per_reg = 32 // bits
     row, col = np.broadcast_arrays(row, col)
     jj = np.broadcast_to(j, row.shape)
-    return Fragment(row.copy(), col.copy(), (jj // per_reg).copy(), ((jj % per_reg) * bits).copy(), bits, 4)
+    return _frozen(Fragment(row.copy(), col.copy(), (jj // per_reg).copy(), ((jj % per_reg) * bits).copy(),
+                            bits, 4))
 
 
 def gather_registers(frag: Fragment, matrix_bits: np.ndarray) -> np.ndarray:
     """Pack a matrix's raw element bits into per-thread registers: uint32 [128, regs_per_thread]."""
     vals = np.asarray(matrix_bits, dtype=np.uint64)[frag.row, frag.col] & np.uint64((1 << frag.bits) - 1)
+    per_reg = frag.row.shape[1] // frag.regs_per_thread
+    if per_reg * frag.regs_per_thread == frag.row.shape[1] and np.array_equal(
+            frag.reg[0], np.arange(frag.row.shape[1]) // per_reg):
+        # element e sits in register e // per_reg (true of every wgmma fragment): the fields never
+        # overlap, so a sum over each register's elements is their bitwise OR
+        shifted = vals << frag.shift.astype(np.uint64)
+        return shifted.reshape(frag.row.shape[0], frag.regs_per_thread, per_reg).sum(axis=2).astype(np.uint32)
     regs = np.zeros((frag.row.shape[0], frag.regs_per_thread), dtype=np.uint64)
     t = np.broadcast_to(np.arange(frag.row.shape[0])[:, None], frag.row.shape)
     np.bitwise_or.at(regs, (t, frag.reg), vals << frag.shift.astype(np.uint64))

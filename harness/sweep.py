@@ -4,9 +4,12 @@ Data flows one way: case -> reference (numpy) -> kernel source -> compile -> lau
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
 import sys
 import time
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import cases as _cases, compile as _compile, diff as _diff, gpu, kernel_source, launch, reference, results, wgmma
@@ -100,19 +103,18 @@ def run(sel: Selection, out_path: Path | None, workers: int | None = None, log=_
         return summary
     writer = results.ResultsWriter(out_path, resume=resume) if out_path else None
     counts = {"pass": 0, "fail": 0, "fault": 0}
+    todo = [(key, [c for c in cs if c.id not in done_ids], comp) for (key, cs), comp in zip(work, compiled)]
+    todo = [t for t in todo if t[1]]
     try:
-        for i, ((key, cs), comp) in enumerate(zip(work, compiled), 1):
-            cs = [c for c in cs if c.id not in done_ids]
-            if not cs:
-                continue
+        for i, (key, comp, preps, packed) in enumerate(_prepared(todo, workers), 1):
             tk = time.time()
-            recs = run_kernel(key, cs, comp.cubin_path)
+            recs = run_prepared(key, preps, packed, comp.cubin_path)
             for r in recs:
                 counts[r["status"]] = counts.get(r["status"], 0) + 1
             if writer:
                 writer.write_cases(recs)
             nfail = sum(r["status"] != "pass" for r in recs)
-            log(f"[{i}/{len(work)}] {key.name}: {len(recs)} cases, {nfail} not passing ({time.time() - tk:.2f}s)")
+            log(f"[{i}/{len(todo)}] {key.name}: {len(recs)} cases, {nfail} not passing ({time.time() - tk:.2f}s)")
             if any(r["status"] == "fault" for r in recs):
                 log("a CUDA fault poisons this process's context: stopping; results so far are kept")
                 summary["aborted"] = True
@@ -125,11 +127,48 @@ def run(sel: Selection, out_path: Path | None, workers: int | None = None, log=_
     return summary
 
 
-def run_kernel(key: wgmma.KernelKey, cs: list[_cases.Case], cubin_path) -> list[dict]:
+def prepare_and_pack(cs: list[_cases.Case]):
+    """Host work of one launch (runs in worker processes): references, images, packed buffers.
+    The images travel inside `packed`; each Prepared drops its copy to keep the transfer small."""
     preps = [reference.prepare(c) for c in cs]
+    packed = launch.pack(preps)
+    for p in preps:
+        p.image = p.a_regs = p.c_regs = None
+    return preps, packed
+
+
+def _prepare_job(cs):
+    return prepare_and_pack(cs)
+
+
+def _prepared(todo, workers):
+    """Yield (key, compiled, preps, packed) in order, preparing ahead in a process pool."""
+    workers = workers or min(len(todo), os.cpu_count() or 1)
+    if workers <= 1 or len(todo) <= 1:
+        for key, cs, comp in todo:
+            yield (key, comp, *prepare_and_pack(cs))
+        return
+    # spawn: the parent has a CUDA context by now, and forked children must not inherit it
+    ctx = multiprocessing.get_context("spawn")
+    ahead = 2 * workers  # bounded look-ahead keeps memory flat however long the sweep is
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = [pool.submit(_prepare_job, t[1]) for t in todo[:ahead]]
+        for i, (key, cs, comp) in enumerate(todo):
+            preps, packed = futures[i].result()
+            futures[i] = None
+            if i + ahead < len(todo):
+                futures.append(pool.submit(_prepare_job, todo[i + ahead][1]))
+            yield key, comp, preps, packed
+
+
+def run_prepared(key: wgmma.KernelKey, preps, packed, cubin_path) -> list[dict]:
     try:
-        regs = launch.run(str(cubin_path), key.name, launch.pack(preps))
+        regs = launch.run(str(cubin_path), key.name, packed)
     except Exception as e:  # a sticky CUDA error: record it against every case of the launch
         msg = f"{type(e).__name__}: {e}"
-        return [{"id": c.id, "kernel": key.name, "status": "fault", "error": msg} for c in cs]
+        return [{"id": p.case.id, "kernel": key.name, "status": "fault", "error": msg} for p in preps]
     return [_diff.diff(p, regs[i]) for i, p in enumerate(preps)]
+
+
+def run_kernel(key: wgmma.KernelKey, cs: list[_cases.Case], cubin_path) -> list[dict]:
+    return run_prepared(key, *prepare_and_pack(cs), cubin_path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .fragments import WGMMA_K
 
@@ -93,7 +94,8 @@ def validate_key(key: KernelKey) -> KernelKey:
     return key
 
 
-def variants(key: KernelKey) -> list[Variant]:
+@lru_cache(maxsize=None)
+def variants(key: KernelKey) -> tuple[Variant, ...]:
     """Every legal immediate combination of a kernel key, in a fixed order (the runtime switch index)."""
     validate_key(key)
     fam, out = key.family, []
@@ -113,7 +115,7 @@ def variants(key: KernelKey) -> list[Variant]:
             out.append(Variant(at, bt, satfinite=sat))
     else:
         out.append(Variant("b1", "b1"))
-    return out
+    return tuple(out)
 
 
 def instruction(key: KernelKey, v: Variant, d_operands: str, a_operand: str, b_operand: str,
