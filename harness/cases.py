@@ -95,6 +95,8 @@ def operand_scenarios(dtype: str, rows: int, cols: int, majors) -> list[tuple[st
                 if major == "K":
                     cand.append(("+pad", base.moved(sbo=sbo + pat)))
                     cand.append(("+oddsbo", base.moved(sbo=sbo + 384)))
+                    # the spec: LBO is "not used, assumed 1" for swizzled K-major; put junk there
+                    cand.append(("+lbojunk", base.moved(lbo=0x2A50)))
                     for step in (1, layouts.SWIZZLE_ROW_BYTES[sw] // 32 - 1):
                         if step >= 1 and 32 * step < layouts.SWIZZLE_ROW_BYTES[sw]:
                             cand.append((f"+kstep{step}", base.moved(start=32 * step)))

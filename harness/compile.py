@@ -10,6 +10,7 @@ $TC_HARNESS_CACHE or ~/.cache/tc-harness.
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -127,7 +128,10 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None) -> list[Com
     if todo:
         workers = workers or min(len(todo), os.cpu_count() or 1)
         if workers > 1 and len(todo) > 1:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            # spawn: callers (pytest, the sweep) may already hold a CUDA context, which forked children
+            # must not inherit
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
                 outs = list(pool.map(_run_job, [(job,) for _, job, _ in todo]))
         else:
             outs = [_run_job((job,)) for _, job, _ in todo]

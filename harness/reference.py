@@ -55,6 +55,18 @@ def _draw(rng, t: dtypes.ElementType, shape, mode: str) -> np.ndarray:
     return rng.choice(EXACT_POOL[t.name], size=shape)
 
 
+def _junk(rng, t: dtypes.ElementType, nbytes: int) -> np.ndarray:
+    """Filler for the bytes no element occupies. For float types it is non-zero values of the exact pool,
+    so that a misread (a negative control, or a real bug) still sums exactly and the model can predict
+    it bit for bit; for integer and b1 operands any byte is a valid element."""
+    if t.name not in EXACT_POOL or nbytes == 0:
+        return rng.integers(0, 256, size=nbytes, dtype=np.uint8)
+    width = t.bits // 8
+    pool = EXACT_POOL[t.name]
+    enc = t.to_bits(pool[pool != 0]).astype({1: np.uint8, 2: np.uint16, 4: np.uint32}[width])
+    return rng.choice(enc, size=nbytes // width).view(np.uint8)
+
+
 def _c_values(rng, case: Case, shape) -> np.ndarray:
     dt = case.key.dtype
     if dt == "s32":
@@ -123,7 +135,7 @@ def prepare(case: Case) -> Prepared:
     b_desc = _absolute(case.b.desc_layout, region_b)
     size = max(end, layouts.footprint(b_lay)[1], layouts.footprint(b_desc)[1])
     size = -(-size // 16) * 16
-    image = rng.integers(0, 256, size=size, dtype=np.uint8)  # junk: a misread never reads zeros
+    image = np.concatenate([_junk(rng, at, region_b), _junk(rng, bt, size - region_b)])
     if a_lay is not None:
         layouts.write_image(a_lay, a_bits, image)
     layouts.write_image(b_lay, b_bits, image)
@@ -151,8 +163,9 @@ def prepare(case: Case) -> Prepared:
         mag = np.abs(a_logical) @ np.abs(b_logical).T + (np.abs(c_vals) if case.scale_d else 0)
         tol = NORMAL_REL_TOL[(v.atype, key.dtype)] * mag + 1e-30
         expected = exact_expected  # compare with the float64 product itself
-    elif not case.control and key.dtype != "s32":
-        # self-check: the exact inputs must give a product the accumulator holds exactly
+    elif key.dtype != "s32":
+        # self-check: the exact inputs (and, for a negative control, the exact junk it misreads) must give
+        # a product the accumulator holds exactly
         if not np.array_equal(expected, exact_expected):
             raise AssertionError(f"{case.id}: reference is not exact in {key.dtype}; the value pools are wrong")
     return Prepared(case, image, a_desc, b_desc, a_regs, c_regs, a_logical, b_logical, c_vals,
