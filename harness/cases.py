@@ -43,6 +43,7 @@ class Case:
     data: str = "exact"  # 'exact' (integer-valued, bit-exact) or 'normal' (random normal, bounded error)
     control: str = ""  # '' or the kind of deliberately wrong descriptor (negative control)
     extra: str = ""  # input twist: 'ovf' (s32 overflow), 'tf32dirty' (junk in the ignored bits)
+    inject: str = ""  # robustness tests only: plant a 'trap', 'hang' or 'misaligned' access in this CTA
 
     @property
     def variant(self) -> wgmma.Variant:
@@ -63,6 +64,8 @@ class Case:
             parts.append(self.data)
         if self.control:
             parts.append(f"neg:{self.control}")
+        if self.inject:
+            parts.append(f"inject:{self.inject}")
         return "-".join(parts)
 
     @property

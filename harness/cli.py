@@ -128,14 +128,38 @@ def cmd_sweep(a) -> int:
         raise UsageError(f"sweep: {e}") from None
     out = Path(a.out) if a.out else Path("results") / "scratch" / (
         f"sweep-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}.jsonl")
-    summary = sweep.run(sel, out, workers=a.jobs, resume=a.resume)
+    if a.timeout <= 0:
+        raise UsageError("sweep: --timeout must be positive seconds")
+    if a.resume and not a.out:
+        raise UsageError("sweep: --resume needs the --out file to continue")
+    if a.resume and Path(a.out).exists():
+        from . import results
+        try:
+            results.load(a.out)
+        except results.ResultsFileError as e:
+            raise UsageError(f"sweep: {e}") from None
+    summary = sweep.run(sel, out, workers=a.jobs, resume=a.resume, timeout=a.timeout)
+    for e in summary.get("compile_errors", []):
+        print(f"NVRTC rejected {e['kernel']} ({e['cases']} cases, e.g. {e['first_case']}); source and log: "
+              f"{Path(e['source']).parent}")
     if summary.get("ran") == 0:
         print(f"compile-only run: {summary['kernels']} kernels compiled or cached, {summary['cases']} cases planned, "
               f"none run ({summary['not_run_reason']})")
-        return 0
-    print(f"{summary.get('pass', 0)} passed, {summary.get('fail', 0)} failed, {summary.get('fault', 0)} faulted "
-          f"of {summary['cases']} cases in {summary['wall_s']}s; results: {out}")
-    return 0 if summary.get("fail", 0) == 0 and summary.get("fault", 0) == 0 else 1
+        return 1 if summary.get("compile_errors") else 0
+    print(f"{summary.get('pass', 0)} passed, {summary.get('fail', 0)} failed, {summary.get('fault', 0)} faulted, "
+          f"{summary.get('timeout', 0)} timed out of {summary['cases']} cases in {summary['wall_s']}s; results: {out}")
+    bad = sum(summary.get(k, 0) for k in ("fail", "fault", "timeout", "compile-error"))
+    return 0 if bad == 0 else 1
+
+
+def cmd_compare(a) -> int:
+    from . import compare, results
+    try:
+        report = compare.compare(a.old, a.new)
+    except results.ResultsFileError as e:
+        raise UsageError(f"compare: {e}") from None
+    print(json.dumps(report, indent=1) if a.json else compare.render(report))
+    return 1 if report["regressed"] else 0
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -155,7 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="results file (JSON Lines); default results/scratch/sweep-<time>.jsonl")
     s.add_argument("--resume", action="store_true", help="continue --out without re-running its cases")
     s.add_argument("--jobs", type=int, help="parallel compile processes (default: all cores)")
+    s.add_argument("--timeout", type=float, default=30.0, help="seconds before a launch counts as hung")
     s.set_defaults(fn=cmd_sweep)
+
+    c = sub.add_parser("compare", help="what changed between two results files (exit 1 if anything regressed)")
+    c.add_argument("old")
+    c.add_argument("new")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(fn=cmd_compare)
 
     d = sub.add_parser("desc", help="encode or decode a shared-memory matrix descriptor")
     d.add_argument("--arch", required=True, choices=["sm_90a", "sm_100a", "sm_103a"])
@@ -221,7 +252,7 @@ def main(argv=None) -> int:
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "fn", None):
-            raise UsageError("python -m harness: give a command: sweep, desc, idesc, zmask or layout")
+            raise UsageError("python -m harness: give a command: sweep, compare, desc, idesc, zmask or layout")
         return args.fn(args)
     except UsageError as e:
         print(str(e), file=sys.stderr)

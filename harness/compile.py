@@ -91,13 +91,15 @@ class CompileJob:
 class Compiled:
     name: str
     arch: str
-    cubin_path: Path
+    cubin_path: Path | None
     cached: bool
     log: str = ""
+    error: CompileError | None = None
 
 
-def _failure_dir(job: CompileJob, log: str) -> Path:
-    d = Path(os.environ.get("TC_HARNESS_FAILED_DIR", cache_dir() / "failed")) / f"{job.name}-{job.arch}"
+def _failure_dir(job: CompileJob, log: str, failed_dir: Path | None = None) -> Path:
+    root = failed_dir or Path(os.environ.get("TC_HARNESS_FAILED_DIR", cache_dir() / "failed"))
+    d = Path(root) / f"{job.name}-{job.arch}"
     d.mkdir(parents=True, exist_ok=True)
     (d / f"{job.name}.cu").write_text(job.source)
     (d / "nvrtc.log").write_text(log)
@@ -113,8 +115,11 @@ def _run_job(args):
     return _nvrtc_compile(job.source, job.name, job.arch, job.options)
 
 
-def compile_many(jobs: list[CompileJob], workers: int | None = None) -> list[Compiled]:
-    """Compile what the cache lacks, in parallel processes; raise CompileError on the first rejection."""
+def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir: Path | None = None,
+                 raise_on_error: bool = True) -> list[Compiled]:
+    """Compile what the cache lacks, in parallel processes. A rejected job's source and NVRTC log are saved
+    (under `failed_dir`, else the cache's failed/); then CompileError is raised, or, with
+    raise_on_error=False, returned in that job's Compiled.error."""
     ver = nvrtc_version()
     root = cache_dir()
     results: list[Compiled | None] = [None] * len(jobs)
@@ -137,8 +142,12 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None) -> list[Com
             outs = [_run_job((job,)) for _, job, _ in todo]
         for (i, job, path), (cubin, log) in zip(todo, outs):
             if cubin is None:
-                d = _failure_dir(job, log)
-                raise CompileError(job.name, job.arch, log, d / f"{job.name}.cu")
+                d = _failure_dir(job, log, failed_dir)
+                err = CompileError(job.name, job.arch, log, d / f"{job.name}.cu")
+                if raise_on_error:
+                    raise err
+                results[i] = Compiled(job.name, job.arch, None, False, log, err)
+                continue
             tmp = path.with_suffix(f".tmp{os.getpid()}")
             tmp.write_bytes(cubin)
             tmp.replace(path)  # atomic: a concurrent run never sees half a cubin

@@ -9,8 +9,9 @@ from . import descriptors
 from .reference import POISON, Prepared
 
 PARAMS_DTYPE = np.dtype([("image_offset", "<u8"), ("desc_a", "<u8"), ("desc_b", "<u8"),
-                         ("image_bytes", "<u4"), ("variant", "<u4"), ("scale_d", "<u4"), ("pad", "<u4")])
+                         ("image_bytes", "<u4"), ("variant", "<u4"), ("scale_d", "<u4"), ("inject", "<u4")])
 assert PARAMS_DTYPE.itemsize == 40
+INJECT = {"": 0, "trap": 1, "hang": 2, "misaligned": 3}  # see kernels/wgmma.cu
 WINDOW_SLACK = 1024  # the kernel aligns its window up to 1024 bytes
 # The kernel adds the window's (shared address >> 4) to the 14-bit start fields; keep the sum in range.
 MAX_IMAGE = 160 * 1024
@@ -40,11 +41,25 @@ def pack(preps: list[Prepared]) -> dict:
         params[i]["desc_b"] = encode_desc(p.b_layout)
         params[i]["variant"] = p.case.variant_index
         params[i]["scale_d"] = p.case.scale_d
+        params[i]["inject"] = INJECT[p.case.inject]
         if p.a_regs is not None:
             a_regs[i] = p.a_regs
         c_regs[i] = p.c_regs
     return {"images": images, "params": params, "a_regs": a_regs, "c_regs": c_regs,
             "smem": int(sizes.max()) + WINDOW_SLACK, "nreg": nreg}
+
+
+def subset(packed: dict, idx) -> dict:
+    """The buffers of a subset of a packed launch (for isolating a faulting case)."""
+    params = packed["params"][idx].copy()
+    chunks, off = [], 0
+    for i in range(params.size):
+        start, size = int(params[i]["image_offset"]), int(params[i]["image_bytes"])
+        chunks.append(packed["images"][start:start + size])
+        params[i]["image_offset"] = off
+        off += size
+    return {"images": np.concatenate(chunks), "params": params, "a_regs": packed["a_regs"][idx],
+            "c_regs": packed["c_regs"][idx], "smem": packed["smem"], "nreg": packed["nreg"]}
 
 
 @lru_cache(maxsize=None)

@@ -30,6 +30,7 @@ def environment(seed_note: str = "per-case seeds: crc32 of the case id") -> dict
         env["nvrtc"] = _compile.nvrtc_version()
     except Exception as e:
         env["nvrtc"] = f"unavailable ({type(e).__name__})"
+    env["ptxas"] = _ptxas_version()
     info = gpu.device_info()
     if info:
         env["gpu"] = info["name"]
@@ -41,6 +42,16 @@ def environment(seed_note: str = "per-case seeds: crc32 of the case id") -> dict
     else:
         env["gpu"] = None
     return env
+
+
+def _ptxas_version() -> str | None:
+    """ptxas on PATH, where present (NVRTC carries its own; this is the toolkit's)."""
+    try:
+        out = subprocess.run(["ptxas", "--version"], capture_output=True, text=True, timeout=20)
+        lines = [ln for ln in out.stdout.splitlines() if "release" in ln]
+        return lines[-1].strip() if lines else None
+    except Exception:
+        return None
 
 
 def _nvidia_smi_driver() -> str | None:

@@ -12,7 +12,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from . import cases as _cases, compile as _compile, diff as _diff, gpu, kernel_source, launch, reference, results, wgmma
+from .worker import GpuWorker, LaunchFailed
 
 ARCH = "sm_90a"
 
@@ -79,10 +82,14 @@ def _log(msg: str) -> None:
 
 
 def run(sel: Selection, out_path: Path | None, workers: int | None = None, log=_log,
-        resume: bool = False) -> dict:
+        resume: bool = False, timeout: float = 30.0) -> dict:
     """Run (or, with no sm_90a GPU, compile only) the selection; returns the summary."""
+    return execute(plan(sel), out_path, workers, log, resume, timeout)
+
+
+def execute(work, out_path: Path | None, workers: int | None = None, log=_log, resume: bool = False,
+            timeout: float = 30.0) -> dict:
     t0 = time.time()
-    work = plan(sel)
     ncases = sum(len(cs) for _, cs in work)
     log(f"plan: {len(work)} kernels, {ncases} cases")
     done_ids: set[str] = set()
@@ -91,40 +98,81 @@ def run(sel: Selection, out_path: Path | None, workers: int | None = None, log=_
         done_ids = set(prev)
         log(f"resume: {len(done_ids)} cases already in {out_path}")
     tc = time.time()
-    compiled = _compile.compile_many(compile_jobs([k for k, _ in work]), workers)
-    fresh = sum(not c.cached for c in compiled)
-    log(f"compile: {len(compiled)} kernels for {ARCH} ({fresh} compiled, {len(compiled) - fresh} cached) "
-        f"in {time.time() - tc:.1f}s; cache {_compile.cache_dir()}")
+    failed_dir = Path(out_path).parent / f"{Path(out_path).stem}-compile-errors" if out_path else None
+    compiled = _compile.compile_many(compile_jobs([k for k, _ in work]), workers, failed_dir, raise_on_error=False)
+    fresh = sum(not c.cached and c.error is None for c in compiled)
+    log(f"compile: {len(compiled)} kernels for {ARCH} ({fresh} compiled, "
+        f"{sum(c.cached for c in compiled)} cached) in {time.time() - tc:.1f}s; cache {_compile.cache_dir()}")
     summary = {"kernels": len(work), "cases": ncases, "compiled": fresh, "compile_s": round(time.time() - tc, 2)}
+    rejected = [(key, cs, comp) for (key, cs), comp in zip(work, compiled) if comp.error is not None]
+    if rejected:
+        summary["compile_errors"] = [
+            {"kernel": key.name, "cases": len(cs), "first_case": cs[0].id, "error": str(comp.error),
+             "source": str(comp.error.source_path)} for key, cs, comp in rejected]
+        for e in summary["compile_errors"]:
+            log(f"compile error: {e['kernel']} ({e['cases']} cases, e.g. {e['first_case']}): {e['error']}")
     reason = gpu.skip_reason(ARCH)
     if reason:
         log(f"compile-only: {reason}; no case was run")
         summary.update({"ran": 0, "not_run_reason": reason, "wall_s": round(time.time() - t0, 2)})
         return summary
     writer = results.ResultsWriter(out_path, resume=resume) if out_path else None
-    counts = {"pass": 0, "fail": 0, "fault": 0}
+    counts = {"pass": 0, "fail": 0, "fault": 0, "timeout": 0, "compile-error": 0}
     todo = [(key, [c for c in cs if c.id not in done_ids], comp) for (key, cs), comp in zip(work, compiled)]
-    todo = [t for t in todo if t[1]]
+    for key, cs, comp in todo:
+        if comp.error is not None and cs:
+            recs = [{"id": c.id, "kernel": key.name, "status": "compile-error", "error": str(comp.error)} for c in cs]
+            counts["compile-error"] += len(recs)
+            if writer:
+                writer.write_cases(recs)
+    todo = [t for t in todo if t[1] and t[2].error is None]
+    gpu_worker = GpuWorker()
     try:
         for i, (key, comp, preps, packed) in enumerate(_prepared(todo, workers), 1):
             tk = time.time()
-            recs = run_prepared(key, preps, packed, comp.cubin_path)
+            recs = run_isolated(gpu_worker, key, preps, packed, comp.cubin_path, timeout, log)
             for r in recs:
                 counts[r["status"]] = counts.get(r["status"], 0) + 1
             if writer:
                 writer.write_cases(recs)
             nfail = sum(r["status"] != "pass" for r in recs)
             log(f"[{i}/{len(todo)}] {key.name}: {len(recs)} cases, {nfail} not passing ({time.time() - tk:.2f}s)")
-            if any(r["status"] == "fault" for r in recs):
-                log("a CUDA fault poisons this process's context: stopping; results so far are kept")
-                summary["aborted"] = True
-                break
     finally:
+        gpu_worker.close()
         summary.update(counts)
         summary["wall_s"] = round(time.time() - t0, 2)
         if writer:
             writer.close(summary)
     return summary
+
+
+MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded
+
+
+def run_isolated(worker, key, preps, packed, cubin_path, timeout: float, log=_log) -> list[dict]:
+    """Launch all cases at once; if the launch faults or hangs, bisect to the cases that do, in fresh
+    workers, so every other case still gets its result."""
+    budget = [MAX_ISOLATION_LAUNCHES]
+
+    def go(idx: list[int], pk: dict) -> list[dict]:
+        try:
+            regs = worker.run(str(cubin_path), key.name, pk, timeout)
+            return [_diff.diff(preps[j], regs[n]) for n, j in enumerate(idx)]
+        except LaunchFailed as e:
+            budget[0] -= 1
+            if len(idx) == 1 or budget[0] <= 0:
+                note = "" if len(idx) == 1 else f" (isolation stopped after {MAX_ISOLATION_LAUNCHES} failed launches)"
+                return [{"id": preps[j].case.id, "kernel": key.name, "status": e.status, "error": str(e) + note}
+                        for j in idx]
+            log(f"{key.name}: launch of {len(idx)} cases failed ({e.status}: {str(e)[:120]}); isolating")
+            half = len(idx) // 2
+            out = []
+            for part in (idx[:half], idx[half:]):
+                local = [idx.index(j) for j in part]
+                out += go(part, launch.subset(pk, np.array(local)))
+            return out
+
+    return go(list(range(len(preps))), packed)
 
 
 def prepare_and_pack(cs: list[_cases.Case]):
@@ -161,14 +209,13 @@ def _prepared(todo, workers):
             yield key, comp, preps, packed
 
 
-def run_prepared(key: wgmma.KernelKey, preps, packed, cubin_path) -> list[dict]:
+def run_kernel(key: wgmma.KernelKey, cs: list[_cases.Case], cubin_path, timeout: float = 30.0,
+               worker: GpuWorker | None = None) -> list[dict]:
+    """All cases of one kernel key, isolated in a worker process (a fresh one unless given)."""
+    own = worker is None
+    worker = worker or GpuWorker()
     try:
-        regs = launch.run(str(cubin_path), key.name, packed)
-    except Exception as e:  # a sticky CUDA error: record it against every case of the launch
-        msg = f"{type(e).__name__}: {e}"
-        return [{"id": p.case.id, "kernel": key.name, "status": "fault", "error": msg} for p in preps]
-    return [_diff.diff(p, regs[i]) for i, p in enumerate(preps)]
-
-
-def run_kernel(key: wgmma.KernelKey, cs: list[_cases.Case], cubin_path) -> list[dict]:
-    return run_prepared(key, *prepare_and_pack(cs), cubin_path)
+        return run_isolated(worker, key, *prepare_and_pack(cs), cubin_path, timeout)
+    finally:
+        if own:
+            worker.close()

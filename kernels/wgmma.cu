@@ -13,7 +13,8 @@ struct CaseParams {
     unsigned int image_bytes;         // multiple of 16
     unsigned int variant;             // which compiled immediate combination to issue
     unsigned int scale_d;             // 0: D = A*B, 1: D = A*B + C
-    unsigned int pad;
+    unsigned int inject;              // fault injection for the robustness tests: 0 none, 1 trap,
+                                      // 2 hang, 3 misaligned global load
 };
 
 extern "C" __global__ void __launch_bounds__(128, 1)
@@ -24,6 +25,13 @@ extern "C" __global__ void __launch_bounds__(128, 1)
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const unsigned int tid = threadIdx.x;
     const CaseParams p = params[blockIdx.x];
+    if (p.inject == 1u) asm volatile("trap;");
+    if (p.inject == 2u) { for (;;) asm volatile("nanosleep.u32 1000;"); }
+    if (p.inject == 3u) {
+        unsigned int v;
+        asm volatile("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(images + 1) : "memory");
+        if (v == 0x12345678u) d_out[0] = v;
+    }
 
     // The swizzle is anchored to shared-memory address bits, so the host models addresses relative to a
     // 1024-byte-aligned window; align the window whatever the dynamic smem base is.

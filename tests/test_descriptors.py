@@ -185,3 +185,49 @@ def test_legal_shapes_follow_the_table():
 def test_decode_reports_undefined_codes():
     v = D.encode_idesc(D.InstrDescriptor("f16", "f16", "f16", "f32", 128, 64)) | (7 << 7)
     assert any("atype code 7" in p for p in D.decode_idesc(v, "f16")["problems"])
+
+
+# ------------------------------------------------------------------ arbitrary input: a clear error or a value
+
+anyint = st.integers(-(1 << 20), 1 << 20)
+
+
+@settings(max_examples=400, deadline=None)
+@given(start=anyint, lbo=anyint, sbo=anyint, sw=st.sampled_from(list(D.TCGEN05_SWIZZLE_CODE) + ["16B", ""]),
+       base=st.integers(-2, 9), mode=st.sampled_from(["relative", "absolute", "other"]),
+       arch=st.sampled_from(["sm_90a", "sm_100a", "sm_103a", "sm_80"]))
+def test_encoders_either_round_trip_or_raise_descriptor_error(start, lbo, sbo, sw, base, mode, arch):
+    try:
+        if arch == "sm_90a":
+            v = D.encode_wgmma_desc(start, lbo, sbo, sw, base)
+            assert D.decode_wgmma_desc(v)["problems"] == []
+        else:
+            v = D.encode_tcgen05_smem_desc(start, lbo, sbo, sw, base, mode, arch)
+            assert D.decode_tcgen05_smem_desc(v, arch)["problems"] == []
+    except DescriptorError:
+        pass
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.integers(0, (1 << 64) - 1), arch=st.sampled_from(["sm_100a", "sm_103a"]),
+       kind=st.sampled_from(list(D.KINDS)))
+def test_decoders_explain_any_64_bit_value(value, arch, kind):
+    D.decode_wgmma_desc(value)
+    D.decode_tcgen05_smem_desc(value, arch)
+    D.decode_idesc(value & 0xFFFFFFFF, kind)
+    D.decode_zero_column_mask(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(list(D.KINDS)), a=st.sampled_from(["f16", "bf16", "tf32", "e4m3", "e2m1", "s8", "x"]),
+       d=st.sampled_from(["f16", "f32", "s32", "f64"]), m=st.sampled_from([32, 64, 96, 128, 256]),
+       n=st.integers(0, 300), flags=st.lists(st.booleans(), min_size=6, max_size=6), cg=st.sampled_from([1, 2, 3]))
+def test_idesc_either_round_trips_or_raises_descriptor_error(kind, a, d, m, n, flags, cg):
+    try:
+        desc = D.InstrDescriptor(kind, a, a, d, m, n, *flags[:4], sparse=False, saturate=flags[4], ws=flags[5],
+                                 cta_group=cg)
+        v = D.encode_idesc(desc)
+    except DescriptorError:
+        return
+    f = D.decode_idesc(v, kind)["fields"]
+    assert (f["m"], f["n"], f["atype"]) == (m, n, a)

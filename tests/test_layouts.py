@@ -135,3 +135,21 @@ def test_sub_byte_elements_share_bytes_low_bits_first():
     lay = SmemLayout("K", "none", "e2m1", 8, 32, 128, 256)
     bits = layouts.element_bit_addresses(lay)
     assert bits[0, 0] == 0 and bits[0, 1] == 4 and bits[0, 2] == 8
+
+
+@settings(max_examples=300, deadline=None)
+@given(major=st.sampled_from(["K", "MN", "X"]), sw=st.sampled_from(list(layouts.SWIZZLE_BMS) + ["16B"]),
+       dtype=st.sampled_from(["f16", "tf32", "e4m3", "e2m1", "e2m3", "b1", "f12"]), rows=st.integers(-8, 300),
+       cols=st.integers(-8, 300), lbo=st.integers(-32, 5000), sbo=st.integers(-32, 5000),
+       start=st.integers(-32, 5000), base=st.integers(-1, 8))
+def test_layout_api_either_works_or_raises_a_clear_error(major, sw, dtype, rows, cols, lbo, sbo, start, base):
+    lay = SmemLayout(major, sw, dtype, rows, cols, lbo, sbo, start, base)
+    try:
+        layouts.validate(lay)
+    except (LayoutError, ValueError) as e:  # ValueError: unknown element type, from dtypes.get
+        assert str(e)
+        return
+    if rows * cols > 20000:
+        return
+    addr = layouts.smem_address(lay)
+    assert addr.shape == (rows, cols) and (addr >= 0).all()

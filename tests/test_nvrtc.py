@@ -79,3 +79,18 @@ def test_every_wgmma_kernel_of_the_sweep_compiles_with_its_sass(tmp_path):
     for key, out in zip(keys, C.compile_many(jobs)):
         ops = sass_gmma_ops(C.sass(out.cubin_path))
         assert expected_sass(key) <= ops, key.name
+
+
+def test_a_rejected_kernel_keeps_its_source_and_log_next_to_the_results(tmp_path, monkeypatch):
+    from harness import sweep
+    work = sweep.plan(sweep.Selection(families=("b1",), n_values=(8,), data_modes=("exact",)))
+    broken = work[0][0]
+    real = kernel_source.wgmma_source
+    monkeypatch.setattr(kernel_source, "wgmma_source",
+                        lambda k: real(k).replace("wgmma.fence.sync.aligned", "wgmma.bogus") if k == broken else real(k))
+    summary = sweep.execute(work, tmp_path / "run.jsonl", workers=1, log=lambda m: None)
+    (err,) = summary["compile_errors"]
+    assert err["kernel"] == broken.name and err["first_case"] == work[0][1][0].id
+    saved = tmp_path / "run-compile-errors" / f"{broken.name}-sm_90a"
+    assert (saved / f"{broken.name}.cu").read_text().count("wgmma.bogus") >= 1
+    assert "error" in (saved / "nvrtc.log").read_text().lower()

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from harness import compile as C, gpu, results, sweep
+from harness.worker import GpuWorker
 
 ARCH = "sm_90a"
 PLAN = [] if gpu.skip_reason(ARCH) else sweep.plan(sweep.Selection())
@@ -24,14 +25,16 @@ def wgmma_records():
     compiled = dict(zip(keys, C.compile_many(sweep.compile_jobs(keys))))
     cases_of = dict(PLAN)
     done: dict = {}
+    worker = GpuWorker()
 
     def record(case):
         if case.key not in done:
-            recs = sweep.run_kernel(case.key, cases_of[case.key], compiled[case.key].cubin_path)
+            recs = sweep.run_kernel(case.key, cases_of[case.key], compiled[case.key].cubin_path, worker=worker)
             done[case.key] = {r["id"]: r for r in recs}
         return done[case.key][case.id]
 
-    return record
+    yield record
+    worker.close()
 
 
 def _explain(rec: dict) -> str:

@@ -1,0 +1,69 @@
+"""Compare two results files case by case: what regressed since the last known-good run, and what changed
+in the environment (driver, toolkit, GPU) that could explain it."""
+from __future__ import annotations
+
+from . import results
+
+# environment keys that differ between any two runs and say nothing about the stack
+_VOLATILE = {"type", "date", "seed"}
+
+
+def _pattern(rec: dict):
+    """What a failing case looked like: enough to tell 'the same failure' from 'a different one'."""
+    first = rec.get("first_mismatches") or []
+    return (rec.get("status"), rec.get("mismatches"), rec.get("bad_rows"), rec.get("bad_cols"),
+            tuple((m["thread"], m["register"], m["got_bits"]) for m in first[:3]), rec.get("error"))
+
+
+def compare(old_path, new_path) -> dict:
+    old_env, old, _ = results.load(old_path)
+    new_env, new, _ = results.load(new_path)
+    report = {"old": str(old_path), "new": str(new_path), "newly_failing": [], "newly_passing": [],
+              "changed_failures": [], "missing_in_new": sorted(set(old) - set(new)),
+              "new_cases": sorted(set(new) - set(old)), "environment": {}}
+    for key in sorted((set(old_env) | set(new_env)) - _VOLATILE):
+        if old_env.get(key) != new_env.get(key):
+            report["environment"][key] = [old_env.get(key), new_env.get(key)]
+    for cid in sorted(set(old) & set(new)):
+        a, b = old[cid], new[cid]
+        was, now = a.get("status") == "pass", b.get("status") == "pass"
+        if was and not now:
+            report["newly_failing"].append({"id": cid, "status": b.get("status"), "mismatches": b.get("mismatches"),
+                                            "error": b.get("error"),
+                                            "first_mismatches": (b.get("first_mismatches") or [])[:3]})
+        elif now and not was:
+            report["newly_passing"].append({"id": cid, "was": a.get("status")})
+        elif not was and not now and _pattern(a) != _pattern(b):
+            report["changed_failures"].append({"id": cid, "old": _pattern(a)[:4], "new": _pattern(b)[:4]})
+    report["common"] = len(set(old) & set(new))
+    report["regressed"] = bool(report["newly_failing"] or report["changed_failures"] or report["missing_in_new"])
+    return report
+
+
+def render(report: dict, limit: int = 20) -> str:
+    lines = [f"compare {report['old']} -> {report['new']}: {report['common']} cases in both"]
+    env = report["environment"]
+    if env:
+        lines.append("environment:")
+        lines += [f"  {k:<20} {v[0]} -> {v[1]}" for k, v in env.items()]
+    rows = [("newly failing", report["newly_failing"]), ("failure changed", report["changed_failures"]),
+            ("missing in new", report["missing_in_new"]), ("newly passing", report["newly_passing"]),
+            ("only in new", report["new_cases"])]
+    lines.append(f"  {'':<16}{'count':>5}")
+    lines += [f"  {name:<16}{len(items):>5}" for name, items in rows]
+    for name, items in rows[:3]:
+        for it in items[:limit]:
+            if isinstance(it, str):
+                lines.append(f"  {name}: {it}")
+            elif name == "newly failing":
+                m = (it.get("first_mismatches") or [{}])[0]
+                where = (f" first at thread {m['thread']} register {m['register']} row {m['row']} col {m['col']}: "
+                         f"expected {m['expected']} got {m['got']}") if m else ""
+                lines.append(f"  {name}: {it['id']} [{it['status']}, {it['mismatches']} mismatches]{where}"
+                             f"{' ' + it['error'] if it.get('error') else ''}")
+            else:
+                lines.append(f"  {name}: {it['id']} {it['old']} -> {it['new']}")
+        if len(items) > limit:
+            lines.append(f"  ... {len(items) - limit} more {name} (use --json for all)")
+    lines.append("REGRESSED" if report["regressed"] else "no regression")
+    return "\n".join(lines)

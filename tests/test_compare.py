@@ -1,0 +1,84 @@
+"""compare OLD NEW on synthetic results files: categories, fingerprint differences, exit status, bad input."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness import compare, results
+
+
+def write(path, env_extra, cases, schema=results.SCHEMA):
+    env = {"type": "environment", "schema": schema, "harness": "0.1.0", "date": "x", "driver": "580.159.04",
+           "nvrtc": "13.0", "gpu": "NVIDIA H100 80GB HBM3", **env_extra}
+    w = results.ResultsWriter(path, env)
+    w.write_cases(cases)
+    w.close({"cases": len(cases)})
+    return path
+
+
+def case(cid, status="pass", **kw):
+    return {"id": cid, "kernel": "k", "status": status, "mismatches": 0 if status == "pass" else 3, **kw}
+
+
+FAIL = dict(first_mismatches=[{"thread": 5, "register": 2, "row": 1, "col": 4, "expected": 3, "got": 7,
+                               "got_bits": "0x40e00000"}], bad_rows="1", bad_cols="4")
+
+
+@pytest.fixture
+def pair(tmp_path):
+    old = write(tmp_path / "old.jsonl", {}, [case("a"), case("b"), case("c", "fail", **FAIL), case("d"),
+                                             case("e", "fail", **FAIL)])
+    new = write(tmp_path / "new.jsonl", {"driver": "590.10"},
+                [case("a"), case("b", "fail", **FAIL), case("c"), case("e", "fault", error="illegal instruction"),
+                 case("f")])
+    return old, new
+
+
+def test_categories(pair):
+    r = compare.compare(*pair)
+    assert [x["id"] for x in r["newly_failing"]] == ["b"]
+    assert [x["id"] for x in r["newly_passing"]] == ["c"]
+    assert [x["id"] for x in r["changed_failures"]] == ["e"]
+    assert r["missing_in_new"] == ["d"] and r["new_cases"] == ["f"]
+    assert r["environment"] == {"driver": ["580.159.04", "590.10"]}
+    assert r["regressed"]
+
+
+def test_identical_runs_do_not_regress(tmp_path):
+    p = write(tmp_path / "a.jsonl", {}, [case("a"), case("b", "fail", **FAIL)])
+    q = write(tmp_path / "b.jsonl", {"host": "other"}, [case("a"), case("b", "fail", **FAIL)])
+    r = compare.compare(p, q)
+    assert not r["regressed"] and r["environment"] == {"host": [None, "other"]}
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_cli_table_json_and_exit_status(pair):
+    out = run("compare", *map(str, pair))
+    assert out.returncode == 1
+    assert "driver" in out.stdout and "580.159.04 -> 590.10" in out.stdout
+    assert "newly failing: b [fail, 3 mismatches] first at thread 5 register 2 row 1 col 4" in out.stdout
+    assert "REGRESSED" in out.stdout
+    js = json.loads(run("compare", *map(str, pair), "--json").stdout)
+    assert js["regressed"] is True and js["missing_in_new"] == ["d"]
+    assert run("compare", str(pair[0]), str(pair[0])).returncode == 0
+
+
+def test_not_a_results_file_is_one_line(tmp_path):
+    junk = tmp_path / "junk.txt"
+    junk.write_text("hello\n")
+    good = write(tmp_path / "g.jsonl", {}, [case("a")])
+    for args, msg in [((str(junk), str(good)), "not JSON Lines"), ((str(tmp_path / "nope"), str(good)),
+                                                                    "no such results file")]:
+        out = run("compare", *args)
+        assert out.returncode == 2 and msg in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_results_of_another_schema_are_refused(tmp_path):
+    old = write(tmp_path / "old.jsonl", {}, [case("a")], schema=0)
+    new = write(tmp_path / "new.jsonl", {}, [case("a")])
+    out = run("compare", str(old), str(new))
+    assert out.returncode == 2 and "schema 0 is not this harness's schema" in out.stderr

@@ -1,0 +1,60 @@
+"""A sweep survives what a case does to the GPU, and loses nothing (needs an sm_90a GPU).
+
+Faults are planted through the kernel's fault-injection field: a `trap` (illegal instruction), a misaligned
+global load, and a CTA that never finishes. Each poisons or blocks its launch; the sweep must bisect the launch
+in fresh worker processes down to the planted case, record it with the error, and still diff every other case."""
+import dataclasses
+import json
+
+import pytest
+
+from harness import results, sweep
+
+pytestmark = pytest.mark.gpu("sm_90a")
+
+
+def small_plan():
+    return sweep.plan(sweep.Selection(families=("f16", "s8"), n_values=(8, 16), a_srcs=("SS",), dtypes=("f32", "s32"),
+                                      data_modes=("exact",)))
+
+
+def plant(work, where):
+    """where: {kernel index: (case index, 'trap' | 'hang' | 'misaligned')}"""
+    out, planted = [], {}
+    for i, (key, cs) in enumerate(work):
+        cs = list(cs)
+        if i in where:
+            j, what = where[i]
+            cs[j] = dataclasses.replace(cs[j], inject=what)
+            planted[cs[j].id] = what
+        out.append((key, cs))
+    return out, planted
+
+
+def test_planted_faults_and_hangs_are_isolated_and_everything_else_runs(tmp_path):
+    work = small_plan()
+    assert len(work) >= 3
+    work, planted = plant(work, {0: (3, "trap"), 1: (5, "misaligned"), len(work) - 1: (2, "hang")})
+    out = tmp_path / "r.jsonl"
+    summary = sweep.execute(work, out, timeout=5.0)
+    _, recs, closing = results.load(out)
+    assert set(recs) == {c.id for _, cs in work for c in cs}, "a case was lost"
+    for cid, rec in recs.items():
+        if cid in planted:
+            want = "timeout" if planted[cid] == "hang" else "fault"
+            assert rec["status"] == want and rec["error"], rec
+        else:
+            assert rec["status"] == "pass", rec
+    assert closing["fault"] == 2 and closing["timeout"] == 1 and closing["pass"] == len(recs) - 3
+    assert summary["fault"] == 2
+
+
+def test_resume_continues_without_rerunning(tmp_path):
+    work = small_plan()
+    out = tmp_path / "r.jsonl"
+    sweep.execute(work[:1], out)
+    first = {json.loads(line)["id"] for line in out.read_text().splitlines() if '"type": "case"' in line}
+    sweep.execute(work, out, resume=True)
+    ids = [json.loads(line)["id"] for line in out.read_text().splitlines() if '"type": "case"' in line]
+    assert len(ids) == len(set(ids)) == sum(len(cs) for _, cs in work)
+    assert first <= set(ids)
