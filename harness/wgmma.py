@@ -94,6 +94,30 @@ def validate_key(key: KernelKey) -> KernelKey:
     return key
 
 
+def validate_variant(key: KernelKey, v: Variant) -> Variant:
+    """Refuse an immediate combination the PTX ISA does not allow for this kernel key, in one sentence."""
+    validate_key(key)
+    fam = key.family
+    for role, t in (("A", v.atype), ("B", v.btype)):
+        if t not in FAMILY_TYPES[fam]:
+            raise ValueError(f"wgmma {fam} takes {role} of type {'/'.join(FAMILY_TYPES[fam])}, not {t!r}")
+    if fam == "f16" and v.atype != v.btype:
+        raise ValueError("wgmma k16 needs A and B of the same type (f16 x f16 or bf16 x bf16)")
+    if fam == "f16" and key.dtype == "f16" and v.atype != "f16":
+        raise ValueError("bf16 inputs accumulate into f32 only")
+    if (v.trans_a or v.trans_b) and fam != "f16":
+        raise ValueError(f"{v.atype} operands are K-major only: imm-trans-a/b exist for f16/bf16 alone")
+    if v.trans_a and key.a_src == "RS":
+        raise ValueError("A from registers has no major-ness: imm-trans-a is not part of the RS form")
+    if (v.scale_a, v.scale_b) != (1, 1) and fam in ("s8", "b1"):
+        raise ValueError(f"wgmma {fam} has no imm-scale-a/b")
+    if v.scale_a not in (1, -1) or v.scale_b not in (1, -1):
+        raise ValueError("imm-scale-a/b must be 1 or -1")
+    if v.satfinite and fam != "s8":
+        raise ValueError(".satfinite is for the s8/u8 forms only")
+    return v
+
+
 @lru_cache(maxsize=None)
 def variants(key: KernelKey) -> tuple[Variant, ...]:
     """Every legal immediate combination of a kernel key, in a fixed order (the runtime switch index)."""
@@ -115,7 +139,7 @@ def variants(key: KernelKey) -> tuple[Variant, ...]:
             out.append(Variant(at, bt, satfinite=sat))
     else:
         out.append(Variant("b1", "b1"))
-    return tuple(out)
+    return tuple(validate_variant(key, v) for v in out)
 
 
 def instruction(key: KernelKey, v: Variant, d_operands: str, a_operand: str, b_operand: str,
@@ -135,6 +159,11 @@ def instruction(key: KernelKey, v: Variant, d_operands: str, a_operand: str, b_o
     if fam == "f16":
         imms += f", {v.trans_a}, {v.trans_b}" if key.a_src == "SS" else f", {v.trans_b}"
     return f"{head}{d_operands}, {a_operand}, {b_operand}, {scale_d_pred}, {imms};"
+
+
+def variant_index(key: KernelKey, v: Variant) -> int:
+    """The runtime switch index of a (validated) variant within its kernel."""
+    return variants(key).index(validate_variant(key, v))
 
 
 def all_kernel_keys(families=FAMILIES, n_values=None, a_srcs=("SS", "RS")) -> list[KernelKey]:

@@ -101,3 +101,26 @@ def test_case_ids_are_unique_and_readable():
     for a in ("K/none", "K/32B", "MN/64B", "MN/128B"):
         for b in ("K/128B", "MN/none", "MN/32B"):
             assert any(i.startswith("m64n128k16-") and f"-A:{a}-B:{b}" in i for i in ids), (a, b)
+
+
+@pytest.mark.parametrize("key,variant,msg", [
+    (wgmma.KernelKey("tf32", 8, "f32", "SS"), wgmma.Variant("tf32", "tf32", trans_a=1), "K-major only"),
+    (wgmma.KernelKey("f8", 8, "f32", "SS"), wgmma.Variant("e4m3", "e5m2", trans_b=1), "K-major only"),
+    (wgmma.KernelKey("f16", 8, "f32", "RS"), wgmma.Variant("f16", "f16", trans_a=1), "no major-ness"),
+    (wgmma.KernelKey("s8", 8, "s32", "SS"), wgmma.Variant("s8", "u8", scale_a=-1), "no imm-scale"),
+    (wgmma.KernelKey("f16", 8, "f16", "SS"), wgmma.Variant("bf16", "bf16"), "accumulate into f32 only"),
+    (wgmma.KernelKey("f16", 8, "f32", "SS"), wgmma.Variant("f16", "bf16"), "same type"),
+    (wgmma.KernelKey("f8", 8, "f32", "SS"), wgmma.Variant("s8", "s8"), "takes A of type"),
+    (wgmma.KernelKey("f16", 8, "f32", "SS"), wgmma.Variant("f16", "f16", satfinite=True), "s8/u8 forms only"),
+    (wgmma.KernelKey("s8", 40, "s32", "SS"), wgmma.Variant("s8", "s8"), "N = 40 is not legal"),
+    (wgmma.KernelKey("tf32", 8, "f16", "SS"), wgmma.Variant("tf32", "tf32"), "accumulates into f32"),
+])
+def test_illegal_instruction_forms_are_refused(key, variant, msg):
+    with pytest.raises(ValueError, match=msg):
+        wgmma.validate_variant(key, variant)
+
+
+def test_variant_index_is_the_switch_position():
+    key = wgmma.KernelKey("f16", 64, "f32", "SS")
+    for i, v in enumerate(wgmma.variants(key)):
+        assert wgmma.variant_index(key, v) == i
