@@ -33,6 +33,19 @@ class Prepared:
     intended: np.ndarray  # M x N values of the intended product (== expected unless a negative control)
     tolerance: np.ndarray | None  # per-element bound for 'normal' data, None for exact
 
+    def slim(self) -> "Prepared":
+        """Keep only what the diff needs, in the accumulator's own width (exact results are representable
+        there), so that shipping a case between processes costs kilobytes, not hundreds of them."""
+        self.image = self.a_regs = self.c_regs = self.a_vals = self.b_vals = self.c_vals = None
+        if self.tolerance is None:
+            narrow = np.int32 if self.case.key.dtype == "s32" else np.float32
+            self.expected = self.expected.astype(narrow)
+            self.intended = self.intended.astype(narrow) if self.case.control else None
+        else:
+            self.intended = None
+            self.tolerance = self.tolerance.astype(np.float32)
+        return self
+
 
 # value pools for exact data: every product and every partial sum is exact in the accumulator
 EXACT_POOL = {

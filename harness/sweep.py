@@ -180,9 +180,7 @@ def prepare_and_pack(cs: list[_cases.Case]):
     The images travel inside `packed`; each Prepared drops its copy to keep the transfer small."""
     preps = [reference.prepare(c) for c in cs]
     packed = launch.pack(preps)
-    for p in preps:
-        p.image = p.a_regs = p.c_regs = None
-    return preps, packed
+    return [p.slim() for p in preps], packed
 
 
 def _prepare_job(cs):
