@@ -33,6 +33,15 @@ def _print(obj, as_json: bool, text: str):
     print(json.dumps(obj, indent=2) if as_json else text)
 
 
+def _report_decoded(info: dict, title: str, as_json: bool, width: int) -> int:
+    """Print a decoded descriptor's fields and the spec rules it breaks; exit 1 if it breaks any."""
+    lines = [f"{title} {info['value']}"]
+    lines += [f"  {k:<{width}} {v}" for k, v in info["fields"].items()]
+    lines += [f"  problem: {p}" for p in info["problems"]] or ["  (no spec violations)"]
+    _print(info, as_json, "\n".join(lines))
+    return 1 if info["problems"] else 0
+
+
 # ---------------------------------------------------------------------------------------------------- desc
 
 def cmd_desc(a) -> int:
@@ -51,11 +60,7 @@ def cmd_desc(a) -> int:
         else:
             value = D.encode_tcgen05_smem_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset, a.lbo_mode, a.arch)
             info = D.decode_tcgen05_smem_desc(value, a.arch)
-    lines = [f"{info['arch']} shared-memory matrix descriptor {info['value']}"]
-    lines += [f"  {k:<22} {v}" for k, v in info["fields"].items()]
-    lines += [f"  problem: {p}" for p in info["problems"]] or ["  (no spec violations)"]
-    _print(info, a.json, "\n".join(lines))
-    return 1 if info["problems"] else 0
+    return _report_decoded(info, f"{info['arch']} shared-memory matrix descriptor", a.json, 22)
 
 
 def cmd_idesc(a) -> int:
@@ -70,11 +75,7 @@ def cmd_idesc(a) -> int:
                               a.negate_a, a.negate_b, a.sparse, a.sparsity_selector, a.saturate, a.max_shift,
                               a.scale_type, a.a_sf_id, a.b_sf_id, a.k96, a.cta_group, a.ws)
         info = D.decode_idesc(D.encode_idesc(d), a.kind)
-    lines = [f"tcgen05 instruction descriptor .kind::{info['kind']} {info['value']}"]
-    lines += [f"  {k:<18} {v}" for k, v in info["fields"].items()]
-    lines += [f"  problem: {p}" for p in info["problems"]] or ["  (no spec violations)"]
-    _print(info, a.json, "\n".join(lines))
-    return 1 if info["problems"] else 0
+    return _report_decoded(info, f"tcgen05 instruction descriptor .kind::{info['kind']}", a.json, 18)
 
 
 def cmd_zmask(a) -> int:

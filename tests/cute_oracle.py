@@ -60,30 +60,29 @@ def _swizzle_bytes(addr: np.ndarray, bits: int, base: int, shift: int) -> np.nda
     return addr ^ ((addr & mask) >> shift)
 
 
-def smem_tile(major: str, swizzle: str, dtype: str, rows: int, cols: int) -> dict:
-    """The atom CuTe builds for (major, swizzle, dtype), tiled to rows (MN) x cols (K) MN-first.
-
-    Returns the element offsets of the unswizzled layout, the swizzle parameters, and the byte address of
-    every element with CuTe's swizzle applied to the byte address (as it is on a shared-memory pointer)."""
-    etype = CUTE_TYPES[dtype]
-    bytes_per = etype.width // 8
-
+def smem_tiles(requests) -> list[dict]:
+    """For each (major, swizzle, dtype, rows, cols): the atom CuTe builds, tiled to rows (MN) x cols (K)
+    MN-first. Each answer has the element offsets of the unswizzled layout, the swizzle parameters, and the
+    byte address of every element with CuTe's swizzle applied to the byte address (as it is on a
+    shared-memory pointer). All requests are evaluated in one trace."""
     def body(out):
-        atom = wg.make_smem_layout_atom(ATOM_KIND[(major, swizzle)], etype)
-        tile = cute.tile_to_shape(atom, (rows, cols), (0, 1))
-        sw = tile.inner
-        out["swizzle"] = (int(sw.num_bits), int(sw.num_base), int(sw.num_shift))
-        outer = tile.outer
-        out["offsets"] = [[int(outer((r, c))) for c in range(cols)] for r in range(rows)]
-        out["atom"] = str(atom)
+        for i, (major, swizzle, dtype, rows, cols) in enumerate(requests):
+            atom = wg.make_smem_layout_atom(ATOM_KIND[(major, swizzle)], CUTE_TYPES[dtype])
+            tile = cute.tile_to_shape(atom, (rows, cols), (0, 1))
+            sw, outer = tile.inner, tile.outer
+            out[i] = {"swizzle": (int(sw.num_bits), int(sw.num_base), int(sw.num_shift)), "atom": str(atom),
+                      "offsets": [[int(outer((r, c))) for c in range(cols)] for r in range(rows)]}
 
-    res = _trace(body)
-    offsets = np.array(res["offsets"], dtype=np.int64)
-    b, m, s = res["swizzle"]
-    res["elem_bytes"] = bytes_per
-    res["address"] = _swizzle_bytes(offsets * bytes_per, b, m, s)
-    res["offsets"] = offsets
-    return res
+    traced = _trace(body)
+    answers = []
+    for i, (major, swizzle, dtype, rows, cols) in enumerate(requests):
+        res = traced[i]
+        offsets = np.array(res["offsets"], dtype=np.int64)
+        res["elem_bytes"] = CUTE_TYPES[dtype].width // 8
+        res["address"] = _swizzle_bytes(offsets * res["elem_bytes"], *res["swizzle"])
+        res["offsets"] = offsets
+        answers.append(res)
+    return answers
 
 
 def _mma_op(dtype: str, acc: str, n: int, a_src: str):
@@ -98,20 +97,23 @@ def _mma_op(dtype: str, acc: str, n: int, a_src: str):
     return wg.MmaI8Op(at, at, acc_t, (64, n, k), src, _Major.K, _Major.K)
 
 
-def mma_tv_layouts(dtype: str, acc: str, n: int) -> dict:
-    """Thread-value layouts of the warpgroup MMA atom: C over (64, N) and A (registers) over (64, K).
-
-    Each is returned as (row, col) arrays [thread, value] decoded from CuTe's column-major tile index."""
+def mma_tv_layouts(requests) -> list[dict]:
+    """For each (atype, acc, n): thread-value layouts of the warpgroup MMA atom, C over (64, N) and A
+    (registers) over (64, K), as (row, col) arrays [thread, value] decoded from CuTe's column-major tile
+    index. All requests are evaluated in one trace."""
     def body(out):
-        tm_rs = cute.make_tiled_mma(_mma_op(dtype, acc, n, "RS"))
-        C, A = tm_rs.tv_layout_C, tm_rs.tv_layout_A
-        nv_c = cute.size(C, mode=[1])
-        nv_a = cute.size(A, mode=[1])
-        out["C"] = [[int(C((t, v))) for v in range(nv_c)] for t in range(128)]
-        out["A"] = [[int(A((t, v))) for v in range(nv_a)] for t in range(128)]
-        out["K"] = int(tm_rs.shape_mnk[2])
+        for i, (dtype, acc, n) in enumerate(requests):
+            tm_rs = cute.make_tiled_mma(_mma_op(dtype, acc, n, "RS"))
+            C, A = tm_rs.tv_layout_C, tm_rs.tv_layout_A
+            nv_c, nv_a = cute.size(C, mode=[1]), cute.size(A, mode=[1])
+            out[i] = {"C": [[int(C((t, v))) for v in range(nv_c)] for t in range(128)],
+                      "A": [[int(A((t, v))) for v in range(nv_a)] for t in range(128)],
+                      "K": int(tm_rs.shape_mnk[2])}
 
-    res = _trace(body)
-    c = np.array(res["C"], dtype=np.int64)
-    a = np.array(res["A"], dtype=np.int64)
-    return {"C_row": c % 64, "C_col": c // 64, "A_row": a % 64, "A_col": a // 64, "K": res["K"]}
+    traced = _trace(body)
+    answers = []
+    for i in range(len(requests)):
+        c = np.array(traced[i]["C"], dtype=np.int64)
+        a = np.array(traced[i]["A"], dtype=np.int64)
+        answers.append({"C_row": c % 64, "C_col": c // 64, "A_row": a % 64, "A_col": a // 64, "K": traced[i]["K"]})
+    return answers

@@ -14,7 +14,7 @@ from harness import fragments, layouts
 from harness.layouts import SmemLayout
 
 cute_oracle = pytest.importorskip("cute_oracle", reason="nvidia-cutlass-dsl is not installed")
-pytestmark = pytest.mark.cute
+pytestmark = [pytest.mark.cute, pytest.mark.slow]  # the DSL takes ~25 s to evaluate it all
 
 ATOM_TYPES = ["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"]
 
@@ -34,18 +34,31 @@ def _strides_from_cute(major, sw, offsets, T, elem_bytes):
     return lbo, sbo
 
 
+def _tile_shape(major, sw, dtype):
+    T = 128 // {"f16": 16, "bf16": 16, "tf32": 32}.get(dtype, 8)
+    W = layouts.SWIZZLE_ROW_BYTES[sw] // 16
+    if major == "K":  # two 8-row groups, one swizzle row (two chunks without swizzle) of K
+        return 16, (2 * T if sw == "none" else T * W)
+    return 2 * T * W, 16  # two atoms along MN, two 8-row groups along K
+
+
+ATOMS = [(major, sw, dtype) for major in ("K", "MN") for sw in layouts.SWIZZLES for dtype in ATOM_TYPES]
+
+
+@pytest.fixture(scope="module")
+def cute_tiles():
+    """Every atom of the test, evaluated by the DSL in one trace."""
+    answers = cute_oracle.smem_tiles([(m, s, d, *_tile_shape(m, s, d)) for m, s, d in ATOMS])
+    return dict(zip(ATOMS, answers))
+
+
 @pytest.mark.parametrize("dtype", ATOM_TYPES)
 @pytest.mark.parametrize("sw", layouts.SWIZZLES)
 @pytest.mark.parametrize("major", ["K", "MN"])
-def test_smem_atom_tiles_match_cute(major, sw, dtype):
-    bits = {"f16": 16, "bf16": 16, "tf32": 32}.get(dtype, 8)
-    T = 128 // bits
-    W = layouts.SWIZZLE_ROW_BYTES[sw] // 16
-    if major == "K":  # two 8-row groups, one swizzle row (two chunks without swizzle) of K
-        rows, cols = 16, (2 * T if sw == "none" else T * W)
-    else:  # two atoms along MN, two 8-row groups along K
-        rows, cols = 2 * T * W, 16
-    got = cute_oracle.smem_tile(major, sw, dtype, rows, cols)
+def test_smem_atom_tiles_match_cute(major, sw, dtype, cute_tiles):
+    T = 128 // {"f16": 16, "bf16": 16, "tf32": 32}.get(dtype, 8)
+    rows, cols = _tile_shape(major, sw, dtype)
+    got = cute_tiles[(major, sw, dtype)]
     assert got["swizzle"] == layouts.SWIZZLE_BMS[sw], got["atom"]
     lbo, sbo = _strides_from_cute(major, sw, got["offsets"], T, got["elem_bytes"])
     model = SmemLayout(major, sw, dtype, rows, cols, lbo, sbo)
@@ -54,12 +67,19 @@ def test_smem_atom_tiles_match_cute(major, sw, dtype):
 
 MMA = [("f16", "f32"), ("f16", "f16"), ("bf16", "f32"), ("e4m3", "f32"), ("e5m2", "f16"), ("s8", "s32"),
        ("u8", "s32")]
+NS = [8, 16, 24, 64, 128, 256]
 
 
-@pytest.mark.parametrize("n", [8, 16, 24, 64, 128, 256])
+@pytest.fixture(scope="module")
+def cute_tv():
+    reqs = [(a, acc, n) for a, acc in MMA for n in NS]
+    return dict(zip(reqs, cute_oracle.mma_tv_layouts(reqs)))
+
+
+@pytest.mark.parametrize("n", NS)
 @pytest.mark.parametrize("atype,acc", MMA)
-def test_warpgroup_mma_thread_value_layouts_match_cute(atype, acc, n):
-    tv = cute_oracle.mma_tv_layouts(atype, acc, n)
+def test_warpgroup_mma_thread_value_layouts_match_cute(atype, acc, n, cute_tv):
+    tv = cute_tv[(atype, acc, n)]
     d = fragments.wgmma_d_fragment(n, acc)
     assert np.array_equal(tv["C_row"], d.row) and np.array_equal(tv["C_col"], d.col)
     a = fragments.wgmma_a_fragment(atype)
