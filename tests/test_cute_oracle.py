@@ -84,3 +84,24 @@ def test_warpgroup_mma_thread_value_layouts_match_cute(atype, acc, n, cute_tv):
     assert np.array_equal(tv["C_row"], d.row) and np.array_equal(tv["C_col"], d.col)
     a = fragments.wgmma_a_fragment(atype)
     assert np.array_equal(tv["A_row"], a.row) and np.array_equal(tv["A_col"], a.col)
+
+
+TMEM_LD = [(shape, num) for shape in ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2") for num in (1, 2, 4)]
+
+
+@pytest.fixture(scope="module")
+def cute_tmem_ld():
+    from cute_oracle_sm100 import tmem_ld_layouts
+    return dict(zip(TMEM_LD, tmem_ld_layouts(TMEM_LD)))
+
+
+@pytest.mark.parametrize("shape,num", TMEM_LD)
+def test_tcgen05_ld_fragments_match_cute(shape, num, cute_tmem_ld):
+    """CuTe's tcgen05.ld atoms index their (lane, column) tile as lane * columns + column; for 16x32bx2
+    CuTe places the second half `num` columns on, which is what imm_half_offset = num means here."""
+    index = np.array(cute_tmem_ld[(shape, num)])
+    lane, col = fragments.tmem_ld_fragment(shape, num, imm_half_offset=num)
+    lanes = 32 if shape == "32x32b" else 16
+    columns = index.size // lanes
+    assert index.shape == lane.shape
+    assert np.array_equal(index // columns, lane) and np.array_equal(index % columns, col)

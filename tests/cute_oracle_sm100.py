@@ -1,0 +1,54 @@
+"""CuTe DSL oracle for tcgen05 objects. The DSL fixes its target arch per process (CUTE_DSL_ARCH), and the
+tcgen05 atoms exist only for sm_100a, so this runs as its own process: `tmem_ld_layouts` starts it and reads
+JSON back."""
+import json
+import os
+import subprocess
+import sys
+
+SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")
+
+
+def tmem_ld_layouts(requests):
+    """For each (shape, num): (lanes, columns, [thread][value] -> lane * columns + column) of the tcgen05.ld
+    copy atom's destination thread-value layout, in CuTe's (lane, column) tile of 32-bit cells."""
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_100a")
+    out = subprocess.run([sys.executable, __file__, json.dumps(requests)], capture_output=True, text=True,
+                         env=env, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _main(requests):
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass.cute.nvgpu import tcgen05
+
+    ops = {"32x32b": tcgen05.Ld32x32bOp, "16x64b": tcgen05.Ld16x64bOp, "16x128b": tcgen05.Ld16x128bOp,
+           "16x256b": tcgen05.Ld16x256bOp, "16x32bx2": tcgen05.Ld16x32bx2Op}
+    reps = {1: tcgen05.Repetition.x1, 2: tcgen05.Repetition.x2, 4: tcgen05.Repetition.x4,
+            8: tcgen05.Repetition.x8}
+    result = []
+
+    class Collected(Exception):
+        pass
+
+    @cute.jit
+    def trace():
+        for shape, num in requests:
+            atom = cute.make_copy_atom(ops[shape](reps[num]), cutlass.Float32)
+            dst = atom.layout_dst_tv
+            nthr, nval = cute.size(dst, mode=[0]), cute.size(dst, mode=[1])
+            result.append([[int(dst((t, v))) for v in range(nval)] for t in range(nthr)])
+        raise Collected()
+
+    try:
+        trace()
+    except Collected:
+        pass
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    _main([tuple(r) for r in json.loads(sys.argv[1])])
