@@ -153,6 +153,21 @@ def cmd_sweep(a) -> int:
     return 0 if bad == 0 else 1
 
 
+def cmd_probe(a) -> int:
+    from . import probes, sweep
+    if a.timeout <= 0:
+        raise UsageError("probe: --timeout must be positive seconds")
+    work = probes.work(a.name)
+    out = Path(a.out) if a.out else Path("results") / "scratch" / f"probe-{a.name}.jsonl"
+    summary = sweep.execute(work, out, timeout=a.timeout)
+    if summary.get("ran") == 0:
+        print(f"compile-only: {summary['not_run_reason']}")
+        return 0
+    print(f"probe {a.name}: {summary.get('pass', 0)} cases behave as the model says, "
+          f"{summary['cases'] - summary.get('pass', 0)} do not; results: {out}")
+    return 0
+
+
 def cmd_compare(a) -> int:
     from . import compare, results
     try:
@@ -182,6 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, help="parallel compile processes (default: all cores)")
     s.add_argument("--timeout", type=float, default=30.0, help="seconds before a launch counts as hung")
     s.set_defaults(fn=cmd_sweep)
+
+    pr = sub.add_parser("probe", help="targeted experiments on what the spec leaves open")
+    pr.add_argument("name", choices=["base-offset"])
+    pr.add_argument("--out")
+    pr.add_argument("--timeout", type=float, default=30.0)
+    pr.set_defaults(fn=cmd_probe)
 
     c = sub.add_parser("compare", help="what changed between two results files (exit 1 if anything regressed)")
     c.add_argument("old")
