@@ -75,7 +75,7 @@ class Case:
 
 # ----------------------------------------------------------------------------------------------------
 
-def _majors(key: wgmma.KernelKey, role: str) -> tuple[str, ...]:
+def _majors(key: wgmma.KernelKey) -> tuple[str, ...]:
     # Only the 16-bit types have imm-trans-a/b; every other type is K-major in shared memory.
     if key.family != "f16":
         return ("K",)
@@ -149,8 +149,8 @@ def cases_for_key(key: wgmma.KernelKey, data_modes=("exact",), controls: bool = 
     wgmma.validate_key(key)
     vs = wgmma.variants(key)
     atype0 = vs[0].atype
-    a_scen = (operand_scenarios(atype0, wgmma.M, key.k, _majors(key, "A")) if key.a_src == "SS" else [None])
-    b_scen = operand_scenarios(atype0, key.n, key.k, _majors(key, "B"))
+    a_scen = (operand_scenarios(atype0, wgmma.M, key.k, _majors(key)) if key.a_src == "SS" else [None])
+    b_scen = operand_scenarios(atype0, key.n, key.k, _majors(key))
     rich = key.n in RICH_N
     count = max(len(vs), len(a_scen), len(b_scen)) * (2 if rich else 1)
     out = []

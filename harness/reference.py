@@ -163,7 +163,7 @@ def prepare(case: Case) -> Prepared:
         a_regs = fragments.gather_registers(fragments.wgmma_a_fragment(v.atype), a_bits)
     dfrag = fragments.wgmma_d_fragment(N, key.dtype)
     c_bits = _acc_bits(key.dtype, c_vals)
-    c_regs = _pack_acc(dfrag, c_bits)
+    c_regs = fragments.gather_registers(dfrag, c_bits)
 
     a_logical = at.from_bits(a_bits)
     b_logical = bt.from_bits(b_bits)
@@ -198,10 +198,6 @@ def _acc_bits(dtype: str, vals: np.ndarray) -> np.ndarray:
     if dtype == "s32":
         return (np.asarray(vals, np.int64) & 0xFFFFFFFF).astype(np.uint64)
     return dtypes.get(dtype).to_bits(vals)
-
-
-def _pack_acc(frag: fragments.Fragment, bits: np.ndarray) -> np.ndarray:
-    return fragments.gather_registers(frag, bits)
 
 
 def decode_d(case: Case, regs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

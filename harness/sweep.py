@@ -183,10 +183,6 @@ def prepare_and_pack(cs: list[_cases.Case]):
     return [p.slim() for p in preps], packed
 
 
-def _prepare_job(cs):
-    return prepare_and_pack(cs)
-
-
 def _prepared(todo, workers):
     """Yield (key, compiled, preps, packed) in order, preparing ahead in a process pool."""
     workers = workers or min(len(todo), os.cpu_count() or 1)
@@ -198,12 +194,12 @@ def _prepared(todo, workers):
     ctx = multiprocessing.get_context("spawn")
     ahead = 2 * workers  # bounded look-ahead keeps memory flat however long the sweep is
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(_prepare_job, t[1]) for t in todo[:ahead]]
+        futures = [pool.submit(prepare_and_pack, t[1]) for t in todo[:ahead]]
         for i, (key, cs, comp) in enumerate(todo):
             preps, packed = futures[i].result()
             futures[i] = None
             if i + ahead < len(todo):
-                futures.append(pool.submit(_prepare_job, todo[i + ahead][1]))
+                futures.append(pool.submit(prepare_and_pack, todo[i + ahead][1]))
             yield key, comp, preps, packed
 
 
