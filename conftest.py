@@ -1,8 +1,43 @@
 """Hardware requirements are markers: `@pytest.mark.gpu("sm_90a")` skips, with the reason, unless a GPU of
-that arch is present. CuTe DSL cross-checks carry `cute` and skip where the DSL is not installed."""
+that arch is present. CuTe DSL cross-checks carry `cute` and skip where the DSL is not installed.
+
+Under pytest-xdist (`pytest -n N`) each worker is pinned to one GPU of the node (worker i -> GPU i mod count,
+within CUDA_VISIBLE_DEVICES if set) before anything touches CUDA, and the wgmma cases are grouped by kernel
+so each kernel is launched once, on one GPU.
+"""
+import os
+import subprocess
+
 import pytest
 
-from harness import gpu
+
+def _pin_xdist_worker_to_one_gpu() -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or os.environ.get("TC_HARNESS_PINNED"):
+        return
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible:
+        ids = [v for v in visible.split(",") if v.strip()]
+    else:
+        try:  # nvidia-smi, not CUDA: the driver must not be initialised before the pin
+            out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+            ids = [str(i) for i, ln in enumerate(out.splitlines()) if ln.startswith("GPU ")]
+        except Exception:
+            ids = []
+    if ids:
+        os.environ["CUDA_VISIBLE_DEVICES"] = ids[int(worker[2:]) % len(ids)]
+        os.environ["TC_HARNESS_PINNED"] = "1"
+
+
+_pin_xdist_worker_to_one_gpu()
+
+from harness import gpu  # noqa: E402  (after the pin)
+
+
+def pytest_configure(config):
+    # a kernel's cases share one launch: keep each kernel's group on one worker
+    if getattr(config.option, "dist", None) == "load":
+        config.option.dist = "loadgroup"
 
 
 def pytest_collection_modifyitems(config, items):

@@ -9,11 +9,12 @@ controls whose descriptor deliberately disagrees with the image.
 from __future__ import annotations
 
 import zlib
+from functools import lru_cache
 
 import numpy as np
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from . import dtypes, layouts, wgmma
+from . import layouts, wgmma
 from .descriptors import expected_base_offset
 from .layouts import SmemLayout, LayoutError
 
@@ -82,7 +83,8 @@ def _majors(key: wgmma.KernelKey) -> tuple[str, ...]:
     return ("K", "MN")
 
 
-def operand_scenarios(dtype: str, rows: int, cols: int, majors) -> list[tuple[str, SmemLayout]]:
+@lru_cache(maxsize=None)
+def operand_scenarios(dtype: str, rows: int, cols: int, majors: tuple[str, ...]) -> tuple[tuple[str, SmemLayout], ...]:
     """(scenario suffix, layout relative to a 1024-aligned region) for one operand."""
     out = []
     for major in majors:
@@ -122,7 +124,7 @@ def operand_scenarios(dtype: str, rows: int, cols: int, majors) -> list[tuple[st
                 if (suffix, lay) not in seen:
                     seen.add((suffix, lay))
                     out.append((suffix, lay))
-    return out
+    return tuple(out)
 
 
 # Negative controls: (name, function making the wrong descriptor layout from the right one)

@@ -1,4 +1,4 @@
-"""python -m harness {sweep, desc, idesc, layout, zmask}
+"""python -m harness {sweep, compare, merge, probe, desc, idesc, zmask, layout}
 
 Bad arguments exit with status 2 and one line on stderr, before anything is compiled or launched.
 """
@@ -139,7 +139,9 @@ def cmd_sweep(a) -> int:
             results.load(a.out)
         except results.ResultsFileError as e:
             raise UsageError(f"sweep: {e}") from None
-    summary = sweep.run(sel, out, workers=a.jobs, resume=a.resume, timeout=a.timeout)
+    shard = _shard(a.shard)
+    _check_gpus(a.gpus)
+    summary = sweep.run(sel, out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus, shard=shard)
     for e in summary.get("compile_errors", []):
         print(f"NVRTC rejected {e['kernel']} ({e['cases']} cases, e.g. {e['first_case']}); source and log: "
               f"{Path(e['source']).parent}")
@@ -151,6 +153,47 @@ def cmd_sweep(a) -> int:
           f"{summary.get('timeout', 0)} timed out of {summary['cases']} cases in {summary['wall_s']}s; results: {out}")
     bad = sum(summary.get(k, 0) for k in ("fail", "fault", "timeout", "compile-error"))
     return 0 if bad == 0 else 1
+
+
+def _shard(text: str | None):
+    if text is None:
+        return None
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise UsageError(f"sweep: --shard {text!r}: write I/N, for example 0/4 (Slurm: $SLURM_PROCID/$SLURM_NTASKS)") from None
+    if not (n >= 1 and 0 <= i < n):
+        raise UsageError(f"sweep: --shard {text}: need 0 <= I < N")
+    return i, n
+
+
+def _check_gpus(spec: str) -> None:
+    """Refuse a bad --gpus before compiling; device numbers are checked only where a GPU of the arch is."""
+    from . import gpu, sweep
+    if not (spec == "all" or spec.isdigit() or all(x.strip().isdigit() for x in spec.split(","))):
+        raise UsageError(f"sweep: --gpus {spec!r}: use 'all', a count, or a comma list such as 0,1")
+    if gpu.skip_reason(sweep.ARCH) is None:
+        try:
+            if not gpu.select(spec, sweep.ARCH):
+                raise UsageError(f"sweep: --gpus {spec}: none of those GPUs is an {sweep.ARCH} GPU")
+        except gpu.GpuSelectionError as e:
+            raise UsageError(f"sweep: {e}") from None
+
+
+def cmd_merge(a) -> int:
+    from . import merge, results
+    try:
+        env, cases, summary, disagreements = merge.merge(a.inputs)
+    except results.ResultsFileError as e:
+        raise UsageError(f"merge: {e}") from None
+    merge.write(a.out, env, cases, summary, disagreements)
+    print(f"merged {summary['inputs']} files: {summary['cases']} cases ({summary['pass']} pass, "
+          f"{summary['cases'] - summary['pass']} not) -> {a.out}")
+    for d in disagreements[:20]:
+        print(f"  disagreement: {d['id']}: " + ", ".join(f"{r['file']}={r['status']}" for r in d["runs"]))
+    if len(disagreements) > 20:
+        print(f"  ... {len(disagreements) - 20} more disagreements (in the merged file)")
+    return 1 if disagreements or summary["pass"] != summary["cases"] else 0
 
 
 def cmd_probe(a) -> int:
@@ -171,7 +214,7 @@ def cmd_probe(a) -> int:
 def cmd_compare(a) -> int:
     from . import compare, results
     try:
-        report = compare.compare(a.old, a.new)
+        report = compare.compare(a.old.split(","), a.new.split(","))
     except results.ResultsFileError as e:
         raise UsageError(f"compare: {e}") from None
     print(json.dumps(report, indent=1) if a.json else compare.render(report))
@@ -196,7 +239,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--resume", action="store_true", help="continue --out without re-running its cases")
     s.add_argument("--jobs", type=int, help="parallel compile processes (default: all cores)")
     s.add_argument("--timeout", type=float, default=30.0, help="seconds before a launch counts as hung")
+    s.add_argument("--gpus", default="all", help="'all' (default: every visible GPU), a count, or a list 0,1")
+    s.add_argument("--shard", metavar="I/N", help="run only kernel shard I of N (one per node of a fleet)")
     s.set_defaults(fn=cmd_sweep)
+
+    m = sub.add_parser("merge", help="several results files (GPUs, nodes) as one; exit 1 on any disagreement")
+    m.add_argument("inputs", nargs="+", help="results files, or directories of them")
+    m.add_argument("--out", required=True)
+    m.set_defaults(fn=cmd_merge)
 
     pr = sub.add_parser("probe", help="targeted experiments on what the spec leaves open")
     pr.add_argument("name", choices=["base-offset"])
@@ -205,8 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr.set_defaults(fn=cmd_probe)
 
     c = sub.add_parser("compare", help="what changed between two results files (exit 1 if anything regressed)")
-    c.add_argument("old")
-    c.add_argument("new")
+    c.add_argument("old", help="results file, directory of them, or a comma list of files")
+    c.add_argument("new", help="results file, directory of them, or a comma list of files")
     c.add_argument("--json", action="store_true")
     c.set_defaults(fn=cmd_compare)
 
@@ -274,7 +324,7 @@ def main(argv=None) -> int:
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "fn", None):
-            raise UsageError("python -m harness: give a command: sweep, compare, desc, idesc, zmask or layout")
+            raise UsageError("python -m harness: give a command: sweep, compare, merge, probe, desc, idesc, zmask or layout")
         return args.fn(args)
     except UsageError as e:
         print(str(e), file=sys.stderr)

@@ -2,10 +2,10 @@
 in the environment (driver, toolkit, GPU) that could explain it."""
 from __future__ import annotations
 
-from . import results
+from . import merge
 
 # environment keys that differ between any two runs and say nothing about the stack
-_VOLATILE = {"type", "date", "seed"}
+_VOLATILE = {"type", "date", "seed", "merged_from"}
 
 
 def _pattern(rec: dict):
@@ -16,9 +16,11 @@ def _pattern(rec: dict):
 
 
 def compare(old_path, new_path) -> dict:
-    old_env, old, _ = results.load(old_path)
-    new_env, new, _ = results.load(new_path)
-    report = {"old": str(old_path), "new": str(new_path), "newly_failing": [], "newly_passing": [],
+    """Each side is a results file, or several (a list, or a directory of them) taken together as one run."""
+    old_env, old, _, _ = merge.merge(old_path if isinstance(old_path, (list, tuple)) else [old_path])
+    new_env, new, _, _ = merge.merge(new_path if isinstance(new_path, (list, tuple)) else [new_path])
+    name = lambda p: " + ".join(map(str, p)) if isinstance(p, (list, tuple)) else str(p)
+    report = {"old": name(old_path), "new": name(new_path), "newly_failing": [], "newly_passing": [],
               "changed_failures": [], "missing_in_new": sorted(set(old) - set(new)),
               "new_cases": sorted(set(new) - set(old)), "environment": {}}
     for key in sorted((set(old_env) | set(new_env)) - _VOLATILE):

@@ -22,7 +22,8 @@ def fill(text: str, **parts: str) -> str:
     return text
 
 
-def wgmma_source(key: wgmma.KernelKey) -> str:
+def wgmma_source(key: wgmma.KernelKey, only_variant: int | None = None) -> str:
+    """The kernel of one key, with every variant (or, for the naive baseline of the benchmark, one)."""
     wgmma.validate_key(key)
     nreg = key.acc_regs
     is_f32 = key.dtype == "f32"
@@ -42,6 +43,8 @@ def wgmma_source(key: wgmma.KernelKey) -> str:
     inputs = ", ".join(a_inputs + ['"l"(desc_b)', '"r"(p.scale_d)'])
     cases = []
     for idx, v in enumerate(wgmma.variants(key)):
+        if only_variant is not None and idx != only_variant:
+            continue
         instr = wgmma.instruction(key, v, d_ops, a_op, b_op, "p")
         cases.append(
             f"    case {idx}:  // {v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}\n"

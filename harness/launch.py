@@ -49,8 +49,9 @@ def pack(preps: list[Prepared]) -> dict:
             "smem": int(sizes.max()) + WINDOW_SLACK, "nreg": nreg}
 
 
-def subset(packed: dict, idx) -> dict:
+def subset(packed, idx) -> dict:
     """The buffers of a subset of a packed launch (for isolating a faulting case)."""
+    packed = load(packed)
     params = packed["params"][idx].copy()
     chunks, off = [], 0
     for i in range(params.size):
@@ -62,15 +63,39 @@ def subset(packed: dict, idx) -> dict:
             "c_regs": packed["c_regs"][idx], "smem": packed["smem"], "nreg": packed["nreg"]}
 
 
+def save(packed: dict, path: str) -> str:
+    """Write a packed launch to a file (in /dev/shm during sweeps) so the buffers go from the process that
+    prepared them to the GPU worker without passing through the sweep's own process."""
+    with open(path, "wb") as fh:
+        np.savez(fh, **{k: np.asarray(v) for k, v in packed.items()})
+    return path
+
+
+def load(packed) -> dict:
+    """A packed launch, from a dict (returned as is) or a file written by `save`."""
+    if isinstance(packed, dict):
+        return packed
+    with np.load(packed) as z:
+        out = {k: z[k] for k in z.files}
+    out["smem"], out["nreg"] = int(out["smem"]), int(out["nreg"])
+    return out
+
+
+def use_device(index: int) -> None:
+    import cupy as cp
+    cp.cuda.Device(index).use()
+
+
 @lru_cache(maxsize=None)
 def _module(cubin_path: str):
     import cupy as cp
     return cp.RawModule(path=cubin_path)
 
 
-def run(cubin_path: str, kernel_name: str, packed: dict) -> np.ndarray:
-    """Launch and return the raw accumulator registers, uint32 [cases, 128, acc_regs]."""
+def run(cubin_path: str, kernel_name: str, packed) -> np.ndarray:
+    """Launch (packed buffers, or the file they were saved to) and return the raw accumulator registers, uint32 [cases, 128, acc_regs]."""
     import cupy as cp
+    packed = load(packed)
     fn = _module(str(cubin_path)).get_function(kernel_name)
     smem = packed["smem"]
     if smem > 48 * 1024:

@@ -32,6 +32,7 @@ class Prepared:
     expected: np.ndarray  # M x N accumulator values (float64 / int64) the descriptors should produce
     intended: np.ndarray  # M x N values of the intended product (== expected unless a negative control)
     tolerance: np.ndarray | None  # per-element bound for 'normal' data, None for exact
+    expected_regs: np.ndarray | None = None  # exact data: `expected` as the device's registers [128, acc_regs]
 
     def slim(self) -> "Prepared":
         """Keep only what the diff needs, in the accumulator's own width (exact results are representable
@@ -181,8 +182,9 @@ def prepare(case: Case) -> Prepared:
         # a product the accumulator holds exactly
         if not np.array_equal(expected, exact_expected):
             raise AssertionError(f"{case.id}: reference is not exact in {key.dtype}; the value pools are wrong")
+    expected_regs = None if tol is not None else fragments.gather_registers(dfrag, _acc_bits(key.dtype, expected))
     return Prepared(case, image, a_desc, b_desc, a_regs, c_regs, a_logical, b_logical, c_vals,
-                    expected, intended, tol)
+                    expected, intended, tol, expected_regs)
 
 
 # Bounds for random-normal data, relative to sum |a||b| + |c| per element.
@@ -198,14 +200,3 @@ def _acc_bits(dtype: str, vals: np.ndarray) -> np.ndarray:
     if dtype == "s32":
         return (np.asarray(vals, np.int64) & 0xFFFFFFFF).astype(np.uint64)
     return dtypes.get(dtype).to_bits(vals)
-
-
-def decode_d(case: Case, regs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Device registers [128, acc_regs] -> (values M x N, raw bits M x N)."""
-    frag = fragments.wgmma_d_fragment(case.key.n, case.key.dtype)
-    bits = fragments.scatter_registers(frag, regs, (64, case.key.n))
-    dt = case.key.dtype
-    if dt == "s32":
-        s = bits.astype(np.int64)
-        return np.where(s >= 1 << 31, s - (1 << 32), s), bits
-    return dtypes.get(dt).from_bits(bits), bits

@@ -16,7 +16,8 @@ from pathlib import Path
 SCHEMA = 1
 
 
-def environment(seed_note: str = "per-case seeds: crc32 of the case id") -> dict:
+def environment(devices: list[int] | None = None, seed_note: str = "per-case seeds: crc32 of the case id") -> dict:
+    """What a run ran on; `devices` are the GPU indices the run used (default: GPU 0)."""
     from . import __version__, compile as _compile, gpu
     env = {"type": "environment", "schema": SCHEMA, "harness": __version__,
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -31,7 +32,8 @@ def environment(seed_note: str = "per-case seeds: crc32 of the case id") -> dict
     except Exception as e:
         env["nvrtc"] = f"unavailable ({type(e).__name__})"
     env["ptxas"] = _ptxas_version()
-    info = gpu.device_info()
+    devices = devices or [0]
+    info = gpu.device_info(devices[0])
     if info:
         env["gpu"] = info["name"]
         env["gpu_uuid"] = info["uuid"]
@@ -39,6 +41,8 @@ def environment(seed_note: str = "per-case seeds: crc32 of the case id") -> dict
         env["cuda_driver_api"] = info["driver"]
         env["cuda_runtime"] = info["runtime"]
         env["driver"] = _nvidia_smi_driver()
+        env["gpus"] = [{k: d[k] for k in ("index", "name", "uuid", "compute_capability")}
+                       for d in map(gpu.device_info, devices) if d]
     else:
         env["gpu"] = None
     return env

@@ -4,17 +4,14 @@ Data flows one way: case -> reference (numpy) -> kernel source -> compile -> lau
 """
 from __future__ import annotations
 
-import multiprocessing
-import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from . import cases as _cases, compile as _compile, diff as _diff, gpu, kernel_source, launch, reference, results, wgmma
+from . import cases as _cases, compile as _compile, diff as _diff, gpu, kernel_source, launch, pipeline, results, wgmma
 from .worker import GpuWorker, LaunchFailed
 
 ARCH = "sm_90a"
@@ -82,13 +79,20 @@ def _log(msg: str) -> None:
 
 
 def run(sel: Selection, out_path: Path | None, workers: int | None = None, log=_log,
-        resume: bool = False, timeout: float = 30.0) -> dict:
-    """Run (or, with no sm_90a GPU, compile only) the selection; returns the summary."""
-    return execute(plan(sel), out_path, workers, log, resume, timeout)
+        resume: bool = False, timeout: float = 30.0, gpus: str = "all", shard: tuple[int, int] | None = None) -> dict:
+    """Run (or, with no sm_90a GPU, compile only) the selection; returns the summary. `shard` (i, n) keeps
+    every n-th kernel from the i-th, so the nodes of a fleet can split one sweep (and `merge` the files)."""
+    t = time.time()
+    work = plan(sel)
+    if shard:
+        work = work[shard[0]::shard[1]]
+        if not work:
+            raise SweepError(f"shard {shard[0]}/{shard[1]} holds no kernel of the selection")
+    return execute(work, out_path, workers, log, resume, timeout, gpus, plan_s=time.time() - t)
 
 
 def execute(work, out_path: Path | None, workers: int | None = None, log=_log, resume: bool = False,
-            timeout: float = 30.0) -> dict:
+            timeout: float = 30.0, gpus: str = "all", plan_s: float = 0.0) -> dict:
     t0 = time.time()
     ncases = sum(len(cs) for _, cs in work)
     log(f"plan: {len(work)} kernels, {ncases} cases")
@@ -116,7 +120,11 @@ def execute(work, out_path: Path | None, workers: int | None = None, log=_log, r
         log(f"compile-only: {reason}; no case was run")
         summary.update({"ran": 0, "not_run_reason": reason, "wall_s": round(time.time() - t0, 2)})
         return summary
-    writer = results.ResultsWriter(out_path, resume=resume) if out_path else None
+    devices = gpu.select(gpus, ARCH)
+    if not devices:
+        raise SweepError(f"--gpus {gpus}: none of the selected GPUs is an {ARCH} GPU")
+    log("GPUs: " + ", ".join(f"{d} ({gpu.device_info(d)['name']})" for d in devices))
+    writer = results.ResultsWriter(out_path, results.environment(devices), resume=resume) if out_path else None
     counts = {"pass": 0, "fail": 0, "fault": 0, "timeout": 0, "compile-error": 0}
     todo = [(key, [c for c in cs if c.id not in done_ids], comp) for (key, cs), comp in zip(work, compiled)]
     for key, cs, comp in todo:
@@ -126,20 +134,23 @@ def execute(work, out_path: Path | None, workers: int | None = None, log=_log, r
             if writer:
                 writer.write_cases(recs)
     todo = [t for t in todo if t[1] and t[2].error is None]
-    gpu_worker = GpuWorker()
+
+    def emit(recs):
+        for r in recs:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        if writer:
+            writer.write_cases(recs)
+
+    def isolate(worker, key, preps, packed, cubin_path, error):
+        return run_isolated(worker, key, preps, packed, cubin_path, timeout, log, first_error=error)
+
+    timing = {"plan_s": round(plan_s, 2)}
     try:
-        for i, (key, comp, preps, packed) in enumerate(_prepared(todo, workers), 1):
-            tk = time.time()
-            recs = run_isolated(gpu_worker, key, preps, packed, comp.cubin_path, timeout, log)
-            for r in recs:
-                counts[r["status"]] = counts.get(r["status"], 0) + 1
-            if writer:
-                writer.write_cases(recs)
-            nfail = sum(r["status"] != "pass" for r in recs)
-            log(f"[{i}/{len(todo)}] {key.name}: {len(recs)} cases, {nfail} not passing ({time.time() - tk:.2f}s)")
+        timing.update(pipeline.run(todo, devices, timeout, emit, isolate, log, workers))
     finally:
-        gpu_worker.close()
         summary.update(counts)
+        summary["gpus"] = devices
+        summary["timing"] = timing
         summary["wall_s"] = round(time.time() - t0, 2)
         if writer:
             writer.close(summary)
@@ -149,15 +160,19 @@ def execute(work, out_path: Path | None, workers: int | None = None, log=_log, r
 MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded
 
 
-def run_isolated(worker, key, preps, packed, cubin_path, timeout: float, log=_log) -> list[dict]:
-    """Launch all cases at once; if the launch faults or hangs, bisect to the cases that do, in fresh
-    workers, so every other case still gets its result."""
+def run_isolated(worker, key, preps, packed, cubin_path, timeout: float, log=_log,
+                 first_error: LaunchFailed | None = None) -> list[dict]:
+    """Launch all cases at once (unless `first_error` says that launch already failed); if the launch
+    faults or hangs, bisect to the cases that do, in fresh workers, so every other case still gets its
+    result."""
     budget = [MAX_ISOLATION_LAUNCHES]
 
-    def go(idx: list[int], pk: dict) -> list[dict]:
+    def go(idx: list[int], pk, error: LaunchFailed | None = None) -> list[dict]:
         try:
+            if error is not None:
+                raise error
             regs = worker.run(str(cubin_path), key.name, pk, timeout)
-            return [_diff.diff(preps[j], regs[n]) for n, j in enumerate(idx)]
+            return _diff.diff_launch([preps[j] for j in idx], regs)
         except LaunchFailed as e:
             budget[0] -= 1
             if len(idx) == 1 or budget[0] <= 0:
@@ -172,35 +187,7 @@ def run_isolated(worker, key, preps, packed, cubin_path, timeout: float, log=_lo
                 out += go(part, launch.subset(pk, np.array(local)))
             return out
 
-    return go(list(range(len(preps))), packed)
-
-
-def prepare_and_pack(cs: list[_cases.Case]):
-    """Host work of one launch (runs in worker processes): references, images, packed buffers.
-    The images travel inside `packed`; each Prepared drops its copy to keep the transfer small."""
-    preps = [reference.prepare(c) for c in cs]
-    packed = launch.pack(preps)
-    return [p.slim() for p in preps], packed
-
-
-def _prepared(todo, workers):
-    """Yield (key, compiled, preps, packed) in order, preparing ahead in a process pool."""
-    workers = workers or min(len(todo), os.cpu_count() or 1)
-    if workers <= 1 or len(todo) <= 1:
-        for key, cs, comp in todo:
-            yield (key, comp, *prepare_and_pack(cs))
-        return
-    # spawn: the parent has a CUDA context by now, and forked children must not inherit it
-    ctx = multiprocessing.get_context("spawn")
-    ahead = 2 * workers  # bounded look-ahead keeps memory flat however long the sweep is
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(prepare_and_pack, t[1]) for t in todo[:ahead]]
-        for i, (key, cs, comp) in enumerate(todo):
-            preps, packed = futures[i].result()
-            futures[i] = None
-            if i + ahead < len(todo):
-                futures.append(pool.submit(prepare_and_pack, todo[i + ahead][1]))
-            yield key, comp, preps, packed
+    return go(list(range(len(preps))), packed, first_error)
 
 
 def run_kernel(key: wgmma.KernelKey, cs: list[_cases.Case], cubin_path, timeout: float = 30.0,
@@ -209,7 +196,7 @@ def run_kernel(key: wgmma.KernelKey, cs: list[_cases.Case], cubin_path, timeout:
     own = worker is None
     worker = worker or GpuWorker()
     try:
-        return run_isolated(worker, key, *prepare_and_pack(cs), cubin_path, timeout)
+        return run_isolated(worker, key, *pipeline.prepare_and_pack(cs), cubin_path, timeout)
     finally:
         if own:
             worker.close()

@@ -1,13 +1,16 @@
 """A GPU worker process: launches run there, so a sticky CUDA error or a hang costs a worker, not the sweep.
 
-The parent sends (cubin path, kernel name, packed buffers); the worker answers with the raw registers or the
-error text. After any error the parent replaces the worker: a CUDA context that saw an illegal instruction,
-a misaligned address or an out-of-range access is unusable. A launch that does not answer within the timeout
-is a hang: the worker is killed (which tears down its context and the kernel with it).
+The parent sends (cubin path, kernel name, packed buffers); the worker answers with the raw registers and its
+timings, or the error text. After any error the parent replaces the worker: a CUDA context that saw an
+illegal instruction, a misaligned address or an out-of-range access is unusable. A launch that does not
+answer within the timeout is a hang: the worker is killed (which tears down its context and the kernel with
+it). One worker drives one GPU; `submit` and `collect` let the parent keep every GPU busy while it diffs.
 """
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
+import time
 import traceback
 
 
@@ -17,8 +20,13 @@ class LaunchFailed(RuntimeError):
         super().__init__(message)
 
 
-def _serve(conn) -> None:
-    from . import launch
+def _serve(conn, device: int, backend: str) -> None:
+    import importlib
+
+    import numpy as np
+
+    launch = importlib.import_module(backend)
+    launch.use_device(device)
     while True:
         try:
             job = conn.recv()
@@ -26,44 +34,79 @@ def _serve(conn) -> None:
             return
         if job is None:
             return
-        cubin_path, name, packed = job
+        cubin_path, name, packed, regs_out = job
         try:
-            conn.send(("ok", launch.run(cubin_path, name, packed)))
+            t = time.perf_counter()
+            regs = launch.run(cubin_path, name, packed)
+            if regs_out:  # the registers go to a file for the diff process, not back through the pipe
+                np.save(regs_out, regs)
+                regs = None
+            conn.send(("ok", regs, time.perf_counter() - t))
         except Exception as e:  # report, then exit: the context may be poisoned
-            conn.send(("error", f"{type(e).__name__}: {e}".strip() or traceback.format_exc(limit=1)))
+            conn.send(("error", f"{type(e).__name__}: {e}".strip() or traceback.format_exc(limit=1), 0.0))
             return
 
 
 class GpuWorker:
-    def __init__(self):
+    """`backend` is the module that launches (`harness.launch`; the pipeline's CPU tests pass a stand-in)."""
+
+    def __init__(self, device: int = 0, backend: str = "harness.launch"):
+        self.device = device
+        self.backend = backend
         self._proc = None
         self._conn = None
+        self._deadline = None
+        self.gpu_s = 0.0  # time the worker spent in launches (transfers, module loads, kernels)
 
     def _start(self):
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child,), daemon=True)
+        self._proc = ctx.Process(target=_serve, args=(child, self.device, self.backend), daemon=True)
         self._proc.start()
         child.close()
         self._conn = parent
 
-    def run(self, cubin_path: str, name: str, packed: dict, timeout: float):
+    @property
+    def busy(self) -> bool:
+        return self._deadline is not None
+
+    def submit(self, cubin_path: str, name: str, packed, timeout: float, regs_out: str | None = None) -> None:
+        """Start a launch of `packed` (buffers, or the file they are in); with `regs_out` the registers are
+        saved there and collect() returns None."""
+        job = (str(cubin_path), name, packed, regs_out)
         if self._proc is None or not self._proc.is_alive():
             self._start()
         try:
-            self._conn.send((str(cubin_path), name, packed))
-            if not self._conn.poll(timeout):
+            self._conn.send(job)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.kill()
+            self._start()
+            self._conn.send(job)
+        self._deadline = time.monotonic() + timeout
+        self._timeout = timeout
+
+    def collect(self):
+        """The answer to the last submit: raw registers, or LaunchFailed (fault, or hang past the timeout)."""
+        deadline, self._deadline = self._deadline, None
+        timeout = deadline - time.monotonic()
+        try:
+            if not self._conn.poll(max(0.0, timeout)):
                 self.kill()
-                raise LaunchFailed("timeout", f"no answer within {timeout:g} s: the launch hangs; worker killed")
-            status, payload = self._conn.recv()
+                raise LaunchFailed("timeout", f"no answer within {self._timeout:g} s: the launch hangs; worker killed")
+            status, payload, seconds = self._conn.recv()
         except (EOFError, BrokenPipeError, ConnectionResetError):
             code = self._proc.exitcode if self._proc else None
             self.kill()
             raise LaunchFailed("fault", f"the GPU worker died (exit code {code})") from None
+        self.gpu_s += seconds
         if status != "ok":
             self.kill()
             raise LaunchFailed("fault", payload)
         return payload
+
+    def run(self, cubin_path: str, name: str, packed: dict, timeout: float):
+        self.submit(cubin_path, name, packed, timeout)
+        return self.collect()
 
     def kill(self):
         if self._proc is not None:
@@ -71,6 +114,7 @@ class GpuWorker:
                 self._proc.kill()
             self._proc.join(timeout=30)
         self._proc = self._conn = None
+        self._deadline = None
 
     def close(self):
         if self._proc is not None and self._proc.is_alive():
@@ -80,3 +124,17 @@ class GpuWorker:
             except (BrokenPipeError, OSError):
                 pass
         self.kill()
+
+
+def wait_any(workers: list[GpuWorker]) -> GpuWorker:
+    """The first busy worker with an answer, or whose deadline has passed (its collect will say 'timeout')."""
+    busy = [w for w in workers if w.busy]
+    while True:
+        now = time.monotonic()
+        expired = [w for w in busy if w._deadline <= now]
+        if expired:
+            return expired[0]
+        wait = min(w._deadline for w in busy) - now
+        ready = multiprocessing.connection.wait([w._conn for w in busy], timeout=wait)
+        if ready:
+            return next(w for w in busy if w._conn in ready)

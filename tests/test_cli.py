@@ -79,6 +79,9 @@ def test_zmask():
       "16", "--sbo", "256"], "unknown element type"),
     (["sweep", "--n", "12"], "N = 12 is not a wgmma N"),
     (["sweep", "--family", "f64"], "invalid choice"),
+    (["sweep", "--gpus", "0,x"], "use 'all', a count, or a comma list"),
+    (["sweep", "--shard", "4/4"], "need 0 <= I < N"),
+    (["sweep", "--shard", "half"], "write I/N"),
     (["nonsense"], "invalid choice"),
     ([], "give a command"),
 ])

@@ -2,7 +2,8 @@
 
 One kernel per kernel key is compiled (in parallel, cached) and launched once with all of its cases (one CTA
 per case) the first time any of its cases is asked for; each case is then its own test with a readable id.
-Without an sm_90a GPU every test here skips with the reason (see conftest.py).
+Without an sm_90a GPU every test here skips with the reason (see conftest.py). Under `pytest -n N` each
+worker holds one GPU and the cases of a kernel stay together (xdist groups).
 """
 import json
 import subprocess
@@ -43,8 +44,8 @@ def _explain(rec: dict) -> str:
                       indent=1)
 
 
-@pytest.mark.parametrize("case", CASES or [pytest.param(None, id="wgmma-cases")],
-                         ids=lambda c: c.id if c is not None else "wgmma-cases")
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(c.key.name)) for c in CASES]
+                         or [pytest.param(None, id="wgmma-cases")])
 def test_wgmma(case, wgmma_records):
     rec = wgmma_records(case)
     assert rec["status"] == "pass", _explain(rec)

@@ -1,0 +1,80 @@
+"""Several results files as one run: the GPUs of a node, or the nodes of a fleet (one file each).
+
+`merge` unions the cases. A case id present in more than one file (a fleet where every node ran the whole
+sweep) is kept once, as its worst outcome, with every disagreement listed: a case that passes on one node and
+fails on another is exactly what a fleet operator needs to see. The environment keeps what all inputs share
+and lists, per input, what they do not.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import results
+
+_RANK = {"pass": 0, "fail": 1, "timeout": 2, "fault": 3, "compile-error": 4}
+_COUNTED = ("pass", "fail", "fault", "timeout", "compile-error")
+
+
+def expand(paths) -> list[Path]:
+    """Files, with each directory standing for the *.jsonl files in it (sorted)."""
+    out = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(p.glob("*.jsonl"))
+            if not found:
+                raise results.ResultsFileError(f"{p}: directory holds no *.jsonl results file")
+            out += found
+        else:
+            out.append(p)
+    if not out:
+        raise results.ResultsFileError("no results file given")
+    return out
+
+
+def merge(paths) -> tuple[dict, dict[str, dict], dict, list[dict]]:
+    """(environment, {id: record}, summary, disagreements) of several results files taken together."""
+    files = expand(paths)
+    loaded = [(str(f), *results.load(f)) for f in files]
+    if len(loaded) == 1:
+        _, env, cases, summary = loaded[0]
+        return env, cases, summary or _summary(cases, 1), []
+    envs = [env for _, env, _, _ in loaded]
+    shared = {k: v for k, v in envs[0].items() if all(e.get(k) == v for e in envs[1:])}
+    env = {**shared, "type": "environment", "schema": results.SCHEMA,
+           "merged_from": [{"file": f, **{k: v for k, v in e.items() if k not in shared}}
+                           for (f, _, _, _), e in zip(loaded, envs)]}
+    cases: dict[str, dict] = {}
+    seen: dict[str, list[tuple[str, dict]]] = {}
+    for f, e, recs, _ in loaded:
+        where = {"file": f, "host": e.get("host"), "gpu_uuid": e.get("gpu_uuid")}
+        for cid, rec in recs.items():
+            seen.setdefault(cid, []).append((f, {**rec, "source": where}))
+    disagreements = []
+    for cid, runs in seen.items():
+        worst = max(runs, key=lambda r: _RANK.get(r[1].get("status"), 5))[1]
+        statuses = {r.get("status") for _, r in runs}
+        if len(statuses) > 1:
+            worst = {**worst, "disagreement": [{"file": f, "status": r.get("status")} for f, r in runs]}
+            disagreements.append({"id": cid, "runs": worst["disagreement"]})
+        if len(runs) > 1:
+            worst["runs"] = len(runs)
+        cases[cid] = worst
+    return env, cases, _summary(cases, len(loaded)), disagreements
+
+
+def _summary(cases: dict[str, dict], inputs: int) -> dict:
+    s = {"type": "summary", "inputs": inputs, "cases": len(cases)}
+    for k in _COUNTED:
+        s[k] = sum(r.get("status") == k for r in cases.values())
+    return s
+
+
+def write(path, env: dict, cases: dict[str, dict], summary: dict, disagreements: list[dict]) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write(json.dumps(env) + "\n")
+        for rec in cases.values():
+            fh.write(json.dumps({**rec, "type": "case"}) + "\n")
+        fh.write(json.dumps({**summary, "type": "summary", "disagreements": len(disagreements)}) + "\n")

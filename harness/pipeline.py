@@ -1,0 +1,161 @@
+"""The sweep's engine: host preparation, GPU launches and diffs overlapped, one GPU worker per GPU.
+
+    pool (all cores):  prepare + pack a kernel's cases -> spool files    (launch.npz, preps.pkl)
+    GPU worker / GPU:  launch the packed cases          -> spool file    (regs.npy)
+    pool (all cores):  diff the registers               -> result records
+    this process:      hand out work, write records in completion order
+
+The bulky data (shared-memory images, registers) goes through files in a spool directory (/dev/shm where it
+has room), never through this process, which only dispatches and writes: it is the one serial part. A launch
+that faults or hangs is bisected here in a fresh worker on the same GPU (sweep.run_isolated).
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import shutil
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from . import diff as _diff, launch, reference
+from .worker import GpuWorker, LaunchFailed, wait_any
+
+SPOOL_SUFFIXES = (".npz", ".preps.pkl", ".regs.npy")
+
+
+def prepare_and_pack(cs):
+    """Host work of one launch: references, images, packed buffers; each Prepared drops its image."""
+    preps = [reference.prepare(c) for c in cs]
+    packed = launch.pack(preps)
+    return [p.slim() for p in preps], packed
+
+
+def _prepare_job(cs, spool: str) -> str:
+    preps, packed = prepare_and_pack(cs)
+    stem = os.path.join(spool, f"{cs[0].key.name}-{cs[0].seed:08x}-{len(cs)}")
+    launch.save(packed, stem + ".npz")
+    with open(stem + ".preps.pkl", "wb") as fh:
+        pickle.dump(preps, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    return stem
+
+
+def load_preps(stem: str):
+    with open(stem + ".preps.pkl", "rb") as fh:
+        return pickle.load(fh)
+
+
+def _diff_job(stem: str, device: int) -> list[dict]:
+    recs = _diff.diff_launch(load_preps(stem), np.load(stem + ".regs.npy"))
+    for r in recs:
+        r["gpu"] = device
+    remove(stem)
+    return recs
+
+
+def remove(stem: str) -> None:
+    for suffix in SPOOL_SUFFIXES:
+        try:
+            os.unlink(stem + suffix)
+        except FileNotFoundError:
+            pass
+
+
+def spool_dir() -> str | None:
+    """RAM-backed /dev/shm when it has room (containers often give it only 64 MB), else the default."""
+    try:
+        if shutil.disk_usage("/dev/shm").free > 1 << 30 and os.access("/dev/shm", os.W_OK):
+            return "/dev/shm"
+    except OSError:
+        pass
+    return None
+
+
+def run(todo, devices: list[int], timeout: float, emit, isolate, log, workers: int | None = None,
+        backend: str = "harness.launch") -> dict:
+    """Run every (key, cases, compiled) of `todo` over the GPUs `devices`.
+
+    emit(records) is called with each finished kernel's records; isolate(worker, key, preps, packed,
+    cubin_path, error) bisects a failed launch and returns records. Returns timings."""
+    workers = max(1, workers or min(len(todo), os.cpu_count() or 1))
+    ahead = 2 * workers  # bounded look-ahead keeps memory and the spool flat however long the sweep is
+    timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0}
+    gpu_workers = [GpuWorker(d, backend) for d in devices]
+    in_flight: dict[GpuWorker, tuple] = {}
+    diffs = []  # (future, key, device, t_submitted)
+    done = [0]
+    # spawn: this process has a CUDA context by now, and forked children must not inherit it
+    ctx = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory(prefix="tc-harness-spool-", dir=spool_dir()) as spool, \
+            ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+
+        def finished(recs, key, device, t):
+            done[0] += 1
+            nfail = sum(r["status"] != "pass" for r in recs)
+            emit(recs)
+            log(f"[{done[0]}/{len(todo)}] {key.name}: {len(recs)} cases, {nfail} not passing "
+                f"(GPU {device}, {time.time() - t:.2f}s)")
+
+        def drain(block: bool = False):
+            t = time.time()
+            while diffs and (block or diffs[0][0].done()):
+                fut, key, device, tk = diffs.pop(0)
+                finished(fut.result(), key, device, tk)
+            timing["diff_wait_s"] += time.time() - t if block else 0.0
+
+        def harvest(w: GpuWorker):
+            entry = in_flight.pop(w)
+            try:
+                w.collect()
+                return entry, w, None
+            except LaunchFailed as e:
+                return entry, w, e
+
+        def complete(entry, w: GpuWorker, error) -> None:
+            key, comp, stem, tk = entry
+            if error is None:
+                diffs.append((pool.submit(_diff_job, stem, w.device), key, w.device, tk))
+                return
+            ti = time.time()
+            isolator = GpuWorker(w.device, backend)
+            try:
+                recs = isolate(isolator, key, load_preps(stem), stem + ".npz", comp.cubin_path, error)
+            finally:
+                isolator.close()
+                remove(stem)
+            for r in recs:
+                r["gpu"] = w.device
+            timing["isolate_s"] += time.time() - ti
+            finished(recs, key, w.device, tk)
+
+        try:
+            preparing = [pool.submit(_prepare_job, t[1], spool) for t in todo[:ahead]]
+            for i, (key, cs, comp) in enumerate(todo):
+                tp = time.time()
+                stem = preparing[i].result()
+                preparing[i] = None
+                timing["prepare_wait_s"] += time.time() - tp
+                if i + ahead < len(todo):
+                    preparing.append(pool.submit(_prepare_job, todo[i + ahead][1], spool))
+                idle = [w for w in gpu_workers if not w.busy]
+                answered = None
+                if not idle:  # take the first answer, give that GPU its next launch, then hand off the diff
+                    answered = harvest(wait_any(gpu_workers))
+                    idle = [answered[1]]
+                in_flight[idle[0]] = (key, comp, stem, time.time())
+                idle[0].submit(str(comp.cubin_path), key.name, stem + ".npz", timeout, regs_out=stem + ".regs.npy")
+                if answered:
+                    complete(*answered)
+                drain()
+            while in_flight:
+                complete(*harvest(wait_any(gpu_workers)))
+            drain(block=True)
+        finally:
+            for w in gpu_workers:
+                w.close()
+    timing = {k: round(v, 2) for k, v in timing.items()}
+    timing["gpu_worker_s"] = round(sum(w.gpu_s for w in gpu_workers), 2)
+    return timing

@@ -1,0 +1,51 @@
+"""diff_launch on synthetic device registers: the registers a correct tensor core would return (the model's
+expected values gathered through the fragment model) pass, every record is JSON-serialisable, and a single
+flipped bit is reported at the right thread, register, row and column."""
+import json
+
+import numpy as np
+import pytest
+
+from harness import diff, fragments, reference, sweep
+from harness.reference import _acc_bits
+
+KEYS = {k.name: (k, cs) for k, cs in sweep.plan(sweep.Selection(n_values=(8, 24)))}
+
+
+def device_registers(key, preps):
+    frag = fragments.wgmma_d_fragment(key.n, key.dtype)
+    return np.stack([fragments.gather_registers(frag, _acc_bits(key.dtype, p.expected)) for p in preps])
+
+
+@pytest.mark.parametrize("name", sorted(KEYS)[::5])
+def test_model_registers_pass_and_records_serialise(name):
+    key, cases = KEYS[name]
+    preps = [reference.prepare(c).slim() for c in cases]
+    recs = diff.diff_launch(preps, device_registers(key, preps))
+    assert [r["status"] for r in recs] == ["pass"] * len(recs)
+    assert all(r["caught"] and r["matches_model_prediction"] for r in recs if r.get("control"))
+    json.dumps(recs)
+
+
+def test_one_flipped_bit_is_located():
+    key, cases = next(v for v in KEYS.values() if v[0].dtype == "f32" and v[0].a_src == "SS")
+    preps = [reference.prepare(c).slim() for c in cases[:3]]
+    regs = device_registers(key, preps)
+    regs[1, 37, 2] ^= np.uint32(1 << 22)
+    recs = diff.diff_launch(preps, regs)
+    assert [r["status"] for r in recs] == ["pass", "fail", "pass"]
+    frag = fragments.wgmma_d_fragment(key.n, key.dtype)
+    m = recs[1]["first_mismatches"][0]
+    assert (m["thread"], m["register"]) == (37, 2) and recs[1]["mismatches"] == 1
+    assert (m["row"], m["col"]) == (int(frag.row[37, 2]), int(frag.col[37, 2]))
+    assert recs[1]["bad_threads"] == "37" and recs[1]["bad_registers"] == "2"
+    json.dumps(recs)
+
+
+def test_poison_left_in_a_register_is_counted():
+    key, cases = next(v for v in KEYS.values() if v[0].dtype == "f16")
+    preps = [reference.prepare(cases[0]).slim()]
+    regs = device_registers(key, preps)
+    regs[0, 5, 0] = reference.POISON
+    rec = diff.diff_launch(preps, regs)[0]
+    assert rec["status"] == "fail" and rec["unwritten_registers"] == 1 and rec["mismatches"] == 2
