@@ -104,6 +104,11 @@ def cmd_layout(a) -> int:
     L.validate(lay)
     L.check_distinct(lay)
     addr = L.smem_address(lay)
+    if a.png:
+        from . import pictures
+        pictures.layout_png(lay, a.png)
+        print(f"wrote {a.png}")
+        return 0
     if a.json:
         print(json.dumps({"layout": D.as_dict(lay), "address": addr.tolist(),
                           "chunk": (addr >> 4).tolist(), "footprint": list(L.footprint(lay))}))
@@ -200,14 +205,19 @@ def cmd_probe(a) -> int:
     from . import probes, sweep
     if a.timeout <= 0:
         raise UsageError("probe: --timeout must be positive seconds")
-    work = probes.work(a.name)
     out = Path(a.out) if a.out else Path("results") / "scratch" / f"probe-{a.name}.jsonl"
-    summary = sweep.execute(work, out, timeout=a.timeout)
-    if summary.get("ran") == 0:
-        print(f"compile-only: {summary['not_run_reason']}")
+    if a.name in ("base-offset", "start-alignment"):
+        summary = sweep.execute(probes.work(a.name), out, timeout=a.timeout)
+        if summary.get("ran") == 0:
+            print(f"compile-only: {summary['not_run_reason']}")
+            return 0
+        print(f"probe {a.name}: {summary.get('pass', 0)} cases behave as the model says, "
+              f"{summary['cases'] - summary.get('pass', 0)} do not; results: {out}")
         return 0
-    print(f"probe {a.name}: {summary.get('pass', 0)} cases behave as the model says, "
-          f"{summary['cases'] - summary.get('pass', 0)} do not; results: {out}")
+    from . import probe_runs
+    text = (probe_runs.addresses(out, a.timeout, a.match) if a.name == "addresses"
+            else probe_runs.field_overflow(out, a.timeout))
+    print(text)
     return 0
 
 
@@ -249,7 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(fn=cmd_merge)
 
     pr = sub.add_parser("probe", help="targeted experiments on what the spec leaves open")
-    pr.add_argument("name", choices=["base-offset"])
+    pr.add_argument("name", choices=["base-offset", "start-alignment", "addresses", "field-overflow"])
+    pr.add_argument("--match", help="addresses: only cases whose id contains this text")
     pr.add_argument("--out")
     pr.add_argument("--timeout", type=float, default=30.0)
     pr.set_defaults(fn=cmd_probe)
@@ -315,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     lp.add_argument("--start", type=_int, default=0)
     lp.add_argument("--base-offset", type=_int, default=0)
     lp.add_argument("--json", action="store_true")
+    lp.add_argument("--png", metavar="FILE", help="draw the tile (16-byte chunk of every element) to a PNG")
     lp.set_defaults(fn=cmd_layout)
     return p
 

@@ -37,8 +37,11 @@ def pack(preps: list[Prepared]) -> dict:
     for i, p in enumerate(preps):
         params[i]["image_offset"] = offsets[i]
         params[i]["image_bytes"] = p.image.size
-        params[i]["desc_a"] = encode_desc(p.a_layout) if p.a_layout is not None else 0
-        params[i]["desc_b"] = encode_desc(p.b_layout)
+        if p.descs is not None:  # raw descriptor values (probes of what the encoder would refuse)
+            params[i]["desc_a"], params[i]["desc_b"] = p.descs[0] or 0, p.descs[1]
+        else:
+            params[i]["desc_a"] = encode_desc(p.a_layout) if p.a_layout is not None else 0
+            params[i]["desc_b"] = encode_desc(p.b_layout)
         params[i]["variant"] = p.case.variant_index
         params[i]["scale_d"] = p.case.scale_d
         params[i]["inject"] = INJECT[p.case.inject]

@@ -84,6 +84,8 @@ def run(todo, devices: list[int], timeout: float, emit, isolate, log, workers: i
     ahead = 2 * workers  # bounded look-ahead keeps memory and the spool flat however long the sweep is
     timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0}
     gpu_workers = [GpuWorker(d, backend) for d in devices]
+    for w in gpu_workers:  # their CUDA start-up overlaps the pool's start and the first preparations
+        w.start()
     in_flight: dict[GpuWorker, tuple] = {}
     diffs = []  # (future, key, device, t_submitted)
     done = [0]

@@ -1,4 +1,10 @@
-"""Targeted experiments on what the spec leaves open, built from ordinary cases.
+"""Targeted experiments on what the spec leaves open.
+
+`base-offset`, `start-alignment`: ordinary cases (sweep.execute runs them; any that fails is diagnosed with
+the address probe). `addresses`: the address probe itself over every negative control and every operand
+scenario of a representative N. `field-overflow`: raw descriptors the encoder refuses (fields that wrap
+past 2^18 bytes, reserved bits above a field), each with the image written for the "ignored / wraps"
+hypothesis, run one per CTA so a fault is isolated to its experiment.
 
 `base_offset_work()`: every matrix base offset 0..7 with tiles starting at each 128-byte row of a swizzle
 pattern (on and off its boundary), for each swizzle mode and major-ness of B. Each case's image is written
@@ -8,10 +14,15 @@ itself only states the value for a pattern that starts at `start` (base offset =
 """
 from __future__ import annotations
 
-from . import layouts, wgmma
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import launch, layouts, wgmma
 from .cases import Case, Operand, operand_scenarios, _operand
 
-PROBES = ("base-offset",)
+PROBES = ("base-offset", "start-alignment", "addresses", "field-overflow")
 
 
 def base_offset_work(n: int = 64) -> list[tuple[wgmma.KernelKey, list[Case]]]:
@@ -32,7 +43,119 @@ def base_offset_work(n: int = 64) -> list[tuple[wgmma.KernelKey, list[Case]]]:
     return [(key, out)]
 
 
+def start_alignment_work(n: int = 64) -> list[tuple[wgmma.KernelKey, list[Case]]]:
+    """B starting at every 16-byte offset of a swizzle pattern (base offset 0), for each swizzle mode and
+    major-ness: the start is 16-byte aligned as the spec demands, but not aligned to the swizzle row,
+    atom or pattern. The model swizzles absolute addresses; a pass means the hardware does too."""
+    key = wgmma.KernelKey("f16", n, "f32", "SS")
+    vs = wgmma.variants(key)
+    a = _operand(*next(s for s in operand_scenarios("f16", 64, 16, ("K",)) if s[1].swizzle == "none" and not s[0]))
+    out = []
+    for major in ("K", "MN"):
+        vi = next(i for i, v in enumerate(vs) if v.trans_b == (major == "MN") and not v.trans_a
+                  and v.scale_a == v.scale_b == 1 and v.atype == "f16")
+        for sw in ("none", "32B", "64B", "128B"):
+            lbo, sbo = layouts.packed_strides(major, sw, "f16", n, 16)
+            for start in range(16, max(256, layouts.PATTERN_BYTES[sw]), 16):
+                lay = layouts.SmemLayout(major, sw, "f16", n, 16, lbo, sbo, start, 0)
+                out.append(Case(key, vi, a, Operand(f"+start{start}", lay, lay), 0, "exact"))
+    return [(key, out)]
+
+
+def address_cases(n: int = 64) -> list[Case]:
+    """Every negative control at N = n, and per kernel one case for each distinct A and B scenario."""
+    from . import sweep
+    out = []
+    for key, cs in sweep.plan(sweep.Selection(n_values=(n,), data_modes=("exact",))):
+        seen = set()
+        for c in cs:
+            tags = {("A", c.a.tag) if c.a else None, ("B", c.b.tag)} - {None}
+            if c.control or not tags <= seen:
+                out.append(c)
+                seen |= tags
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- overflow
+
+FIELD_BITS = 14
+WRAP = 1 << 18  # the descriptor's fields hold address bits 4..17
+
+
+@dataclass(frozen=True)
+class RawCase:
+    """A probe case outside the case model: what pack() and diff_launch() need, and a name."""
+    id: str
+    key: wgmma.KernelKey
+    variant_index: int
+    scale_d: int = 0
+    data: str = "exact"
+    control: str = ""
+    inject: str = ""
+
+
+def _raw_desc(start: int, lbo: int, sbo: int, extra_bits: int = 0) -> int:
+    """Fields as (value >> 4) & 0x3FFF, the way matrix-descriptor-encode() wraps them, plus raw bits."""
+    f = lambda v: (v >> 4) & ((1 << FIELD_BITS) - 1)
+    return f(start) | f(lbo) << 16 | f(sbo) << 32 | extra_bits
+
+
+# name: (B start offset in its region, LBO, SBO, extra descriptor bits, what the hypothesis says)
+OVERFLOW_EXPERIMENTS = {
+    "sbo-wraps": (7 * 256, 128, WRAP - 256, 0,
+                  "SBO = 2^18 - 256 acts as -256: the 8-row groups go downwards from the start"),
+    "lbo-wraps": (128, WRAP - 128, 256, 0, "LBO = 2^18 - 128 acts as -128: the second K chunk is below the first"),
+    "start-bit14": (0, 128, 256, 1 << 14, "descriptor bit 14 (above the 14-bit start field) is ignored"),
+    "start-bit15": (0, 128, 256, 1 << 15, "descriptor bit 15 (above the 14-bit start field) is ignored"),
+    "lbo-bit30": (0, 128, 256, 1 << 30, "descriptor bit 30 (above the 14-bit LBO field) is ignored"),
+    "sbo-bit46": (0, 128, 256, 1 << 46, "descriptor bit 46 (above the 14-bit SBO field) is ignored"),
+}
+
+
+def overflow_setups(n: int = 64):
+    """(RawCase, Prepared, addresses.Setup, hypothesis) per experiment: B is K-major, no swizzle, f16,
+    n x 16 (8-row groups, two 16-byte K chunks); its image is written where the hypothesis says the tensor
+    core reads, A is an ordinary packed K-major tile."""
+    from . import addresses, dtypes, fragments, reference
+    key = wgmma.KernelKey("f16", n, "f32", "SS")
+    vi = next(i for i, v in enumerate(wgmma.variants(key)) if not v.trans_a and not v.trans_b
+              and v.scale_a == v.scale_b == 1 and v.atype == "f16")
+    f16 = dtypes.get("f16")
+    a_lay = layouts.SmemLayout("K", "none", "f16", 64, 16, *layouts.packed_strides("K", "none", "f16", 64, 16))
+    region_b = 8192
+    out = []
+    for name, (start, lbo, sbo, extra, hypothesis) in OVERFLOW_EXPERIMENTS.items():
+        case = RawCase(f"m64n{n}k16-overflow-{name}", key, vi)
+        rng = np.random.default_rng(zlib.crc32(case.id.encode()))
+        a_vals = rng.choice(reference.EXACT_POOL["f16"], size=(64, 16))
+        b_vals = rng.choice(reference.EXACT_POOL["f16"], size=(n, 16))
+        shape = layouts.SmemLayout("K", "none", "f16", n, 16, lbo % WRAP, sbo % WRAP, 0)
+        b_addr = ((region_b + start) * 8 + layouts.canonical_bit_offsets(shape)) % (WRAP * 8)
+        size = region_b + 4096
+        image = np.zeros(size, np.uint8)
+        layouts.write_image(a_lay, f16.to_bits(a_vals), image)
+        addresses._write_bits(image, b_addr, f16.to_bits(b_vals), 16)
+        descs = (launch.encode_desc(a_lay), _raw_desc(region_b + start, lbo, sbo, extra))
+        expected = a_vals @ b_vals.T
+        dfrag = fragments.wgmma_d_fragment(n, "f32")
+        c_regs = fragments.gather_registers(dfrag, np.zeros((64, n), np.uint64))
+        prep = reference.Prepared(case, image, None, None, None, c_regs, a_vals, b_vals, np.zeros((64, n)),
+                                  expected.astype(np.float32), expected, None,
+                                  fragments.gather_registers(dfrag, f16_acc_bits(expected)), descs)
+        st = addresses.Setup(key, vi, addresses.Placed("f16", layouts.element_bit_addresses(a_lay), descs[0], a_lay,
+                                                        a_lay),
+                             addresses.Placed("f16", b_addr, descs[1]), size)
+        out.append((case, prep, st, hypothesis))
+    return out
+
+
+def f16_acc_bits(values) -> np.ndarray:
+    return np.asarray(values, np.float32).view(np.uint32).astype(np.uint64)
+
+
 def work(name: str):
     if name == "base-offset":
         return base_offset_work()
-    raise ValueError(f"unknown probe {name!r}; one of {', '.join(PROBES)}")
+    if name == "start-alignment":
+        return start_alignment_work()
+    raise ValueError(f"probe {name!r} is not made of ordinary cases; one of base-offset, start-alignment")

@@ -33,6 +33,8 @@ class Prepared:
     intended: np.ndarray  # M x N values of the intended product (== expected unless a negative control)
     tolerance: np.ndarray | None  # per-element bound for 'normal' data, None for exact
     expected_regs: np.ndarray | None = None  # exact data: `expected` as the device's registers [128, acc_regs]
+    descs: tuple[int | None, int] | None = None  # raw (A, B) descriptors, start relative to the window;
+    # None: encode a_layout / b_layout
 
     def slim(self) -> "Prepared":
         """Keep only what the diff needs, in the accumulator's own width (exact results are representable
@@ -123,6 +125,23 @@ def round_to_accumulator(case: Case, d: np.ndarray) -> np.ndarray:
     return t.from_bits(t.to_bits(d))
 
 
+def place(case: Case):
+    """Where a case's operands sit in the window: A's region at 0, B's on the next 1024-byte boundary after
+    everything A's layout or descriptor touches. Returns (A layout, A descriptor layout, B layout, B
+    descriptor layout, B region start, image bytes); the A entries are None when A is in registers."""
+    a_lay = a_desc = None
+    end = 0
+    if case.a is not None:
+        a_lay = _absolute(case.a.layout, 0)
+        a_desc = _absolute(case.a.desc_layout, 0)
+        end = max(layouts.footprint(a_lay)[1], layouts.footprint(a_desc)[1])
+    region_b = -(-end // REGION_ALIGN) * REGION_ALIGN
+    b_lay = _absolute(case.b.layout, region_b)
+    b_desc = _absolute(case.b.desc_layout, region_b)
+    size = max(end, layouts.footprint(b_lay)[1], layouts.footprint(b_desc)[1])
+    return a_lay, a_desc, b_lay, b_desc, region_b, -(-size // 16) * 16
+
+
 def prepare(case: Case) -> Prepared:
     key, v = case.key, case.variant
     rng = np.random.default_rng(case.seed)
@@ -137,18 +156,7 @@ def prepare(case: Case) -> Prepared:
         a_bits = a_bits | rng.integers(0, 1 << 13, size=a_bits.shape).astype(np.uint64)
         b_bits = b_bits | rng.integers(0, 1 << 13, size=b_bits.shape).astype(np.uint64)
 
-    # Place operands: A's region at 0, B's region on the next 1024 boundary after everything A touches.
-    a_lay = a_desc = None
-    end = 0
-    if case.a is not None:
-        a_lay = _absolute(case.a.layout, 0)
-        a_desc = _absolute(case.a.desc_layout, 0)
-        end = max(layouts.footprint(a_lay)[1], layouts.footprint(a_desc)[1])
-    region_b = -(-end // REGION_ALIGN) * REGION_ALIGN
-    b_lay = _absolute(case.b.layout, region_b)
-    b_desc = _absolute(case.b.desc_layout, region_b)
-    size = max(end, layouts.footprint(b_lay)[1], layouts.footprint(b_desc)[1])
-    size = -(-size // 16) * 16
+    a_lay, a_desc, b_lay, b_desc, region_b, size = place(case)
     image = np.concatenate([_junk(rng, at, region_b), _junk(rng, bt, size - region_b)])
     if a_lay is not None:
         layouts.write_image(a_lay, a_bits, image)

@@ -119,6 +119,8 @@ def load(path: Path) -> tuple[dict, dict[str, dict], dict | None]:
                 cases[rec["id"]] = rec
             elif t == "summary":
                 summary = rec
+            elif t == "diagnosis" and rec.get("id") in cases:
+                cases[rec["id"]].setdefault("diagnosis", []).append(rec)
     if env is None:
         raise ResultsFileError(f"{path}: empty")
     if env.get("schema") != SCHEMA:

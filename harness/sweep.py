@@ -92,7 +92,9 @@ def run(sel: Selection, out_path: Path | None, workers: int | None = None, log=_
 
 
 def execute(work, out_path: Path | None, workers: int | None = None, log=_log, resume: bool = False,
-            timeout: float = 30.0, gpus: str = "all", plan_s: float = 0.0) -> dict:
+            timeout: float = 30.0, gpus: str = "all", plan_s: float = 0.0, diagnose: int = 16) -> dict:
+    """Compile, run and diff `work`; then run the address probe on up to `diagnose` cases that did not do
+    what the model says, and record (and draw) what the tensor core read instead."""
     t0 = time.time()
     ncases = sum(len(cs) for _, cs in work)
     log(f"plan: {len(work)} kernels, {ncases} cases")
@@ -135,9 +137,13 @@ def execute(work, out_path: Path | None, workers: int | None = None, log=_log, r
                 writer.write_cases(recs)
     todo = [t for t in todo if t[1] and t[2].error is None]
 
+    suspects: list[str] = []
+
     def emit(recs):
         for r in recs:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
+            if r["status"] == "fail" or r.get("matches_model_prediction") is False:
+                suspects.append(r["id"])
         if writer:
             writer.write_cases(recs)
 
@@ -147,6 +153,9 @@ def execute(work, out_path: Path | None, workers: int | None = None, log=_log, r
     timing = {"plan_s": round(plan_s, 2)}
     try:
         timing.update(pipeline.run(todo, devices, timeout, emit, isolate, log, workers))
+        if suspects and diagnose > 0:
+            summary["diagnosed"] = _diagnose(work, compiled, suspects[:diagnose], devices[0], out_path, writer,
+                                             timeout, log)
     finally:
         summary.update(counts)
         summary["gpus"] = devices
@@ -155,6 +164,23 @@ def execute(work, out_path: Path | None, workers: int | None = None, log=_log, r
         if writer:
             writer.close(summary)
     return summary
+
+
+def _diagnose(work, compiled, ids, device, out_path, writer, timeout, log) -> int:
+    from . import diagnose
+    by_id = {c.id: c for _, cs in work for c in cs}
+    cubins = {key: comp.cubin_path for (key, _), comp in zip(work, compiled)}
+    png_dir = Path(out_path).parent / f"{Path(out_path).stem}-diagnosis" if out_path else None
+    worker = GpuWorker(device)
+    try:
+        recs = diagnose.diagnose([by_id[i] for i in ids], cubins.__getitem__, worker, timeout, png_dir)
+    finally:
+        worker.close()
+    for r in recs:
+        log(f"diagnosis {r['id']} operand {r['operand']}: {r.get('summary') or r.get('error')}")
+        if writer:
+            writer.write(r)
+    return len(recs)
 
 
 MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded

@@ -58,6 +58,11 @@ class GpuWorker:
         self._deadline = None
         self.gpu_s = 0.0  # time the worker spent in launches (transfers, module loads, kernels)
 
+    def start(self) -> None:
+        """Start the worker process now (it imports CuPy and makes its context while the caller works)."""
+        if self._proc is None or not self._proc.is_alive():
+            self._start()
+
     def _start(self):
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()

@@ -1,0 +1,178 @@
+"""Probe mode: recover, for every element of an operand, the shared-memory address the tensor core read.
+
+Every element-sized slot of the shared-memory image holds a number that names the slot (its index, written
+as digits of the largest base the operand type and the accumulator hold exactly, one digit per pass). The
+other operand is one-hot, so each accumulator element is exactly one read element of the probed operand:
+
+    probing A:  B[n, k] = 1 iff k == s*N + n     ->  D[m, n] = A_read[m, s*N + n]    (sub-pass s)
+    probing B:  A[m, k] = 1 iff k == s*64 + m    ->  D[m, n] = B_read[n, s*64 + m]
+
+Digits of all passes give the slot, the slot gives the byte (and bit) address the hardware read for that
+(row, k), which is compared with the address the layout model says. All passes and sub-passes of a probe
+are CTAs of one launch of the ordinary wgmma kernel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import dtypes, fragments, launch, layouts, wgmma
+from .cases import Case
+from .reference import Prepared, _acc_bits, place
+
+# Largest digit base whose values 0..base-1 the operand type holds exactly (and every accumulator, f16's
+# 2048 included); s8 stores digit - 128.
+DIGIT_BASE = {"f16": 2048, "bf16": 256, "tf32": 2048, "e4m3": 16, "e5m2": 8, "s8": 256, "u8": 256, "b1": 2}
+SLACK_BYTES = 2048  # numbered bytes past the image, so modest over-reads are still identified
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One operand as the probe sees it: where the image holds each element, and the descriptor used."""
+    dtype: str
+    addr: np.ndarray  # (rows, cols) absolute bit address of element [mn, k] in the intended layout
+    desc: int | None  # raw descriptor (start relative to the window); None: A comes from registers
+    layout: layouts.SmemLayout | None = None  # the intended layout, when there is one (for explanations)
+    desc_layout: layouts.SmemLayout | None = None  # the layout the descriptor encodes, when there is one
+
+
+@dataclass(frozen=True)
+class Setup:
+    key: wgmma.KernelKey
+    variant_index: int
+    a: Placed | None  # None: A from registers
+    b: Placed
+    size: int  # image bytes the operands span
+
+    @property
+    def variant(self) -> wgmma.Variant:
+        return wgmma.variants(self.key)[self.variant_index]
+
+
+def setup_of(case: Case) -> Setup:
+    a_lay, a_desc, b_lay, b_desc, _, size = place(case)
+    v = case.variant  # the element types are the variant's (a layout only needs the width)
+    a = None
+    if a_lay is not None:
+        a = Placed(v.atype, layouts.element_bit_addresses(a_lay), launch.encode_desc(a_desc), a_lay, a_desc)
+    b = Placed(v.btype, layouts.element_bit_addresses(b_lay), launch.encode_desc(b_desc), b_lay, b_desc)
+    return Setup(case.key, case.variant_index, a, b, size)
+
+
+def _digit_values(dtype: str, digits: np.ndarray) -> np.ndarray:
+    return digits - 128 if dtype == "s8" else digits
+
+
+def _value_digits(dtype: str, values: np.ndarray) -> np.ndarray:
+    v = np.rint(np.asarray(values, dtype=np.float64)).astype(np.int64)
+    return v + 128 if dtype == "s8" else v
+
+
+def plan_passes(st: Setup, which: str) -> tuple[int, int]:
+    """(digit passes, sub-passes) for probing operand `which` ('A' or 'B')."""
+    op = st.a if which == "A" else st.b
+    if op is None:
+        raise ValueError("A comes from registers in this form: only B can be probed")
+    bits = dtypes.get(op.dtype).bits
+    nslots = (st.size + SLACK_BYTES) * 8 // bits
+    base = DIGIT_BASE[op.dtype]
+    passes = max(1, int(np.ceil(np.log(nslots) / np.log(base))))
+    while base ** passes < nslots:
+        passes += 1
+    K = st.key.k
+    sub = -(-K // (st.key.n if which == "A" else wgmma.M))
+    return passes, sub
+
+
+def _one_hot(which: str, s: int, n: int, K: int) -> np.ndarray:
+    """The other operand's values for sub-pass s: B as (N, K) when probing A, A as (64, K) when probing B."""
+    rows = n if which == "A" else wgmma.M
+    m = np.arange(rows)[:, None]
+    k = np.arange(K)[None, :]
+    return (k == s * rows + m).astype(np.float64)
+
+
+def probe_jobs(st: Setup, which: str) -> list[Prepared]:
+    """One Prepared per (pass, sub-pass): numbered image, one-hot other operand, C = 0, scale-d = 0."""
+    key, v = st.key, st.variant
+    probed = st.a if which == "A" else st.b
+    other = st.b if which == "A" else st.a
+    pt = dtypes.get(probed.dtype)
+    passes, sub = plan_passes(st, which)
+    base = DIGIT_BASE[probed.dtype]
+    size = -(-(st.size + SLACK_BYTES) // 16) * 16
+    slots = np.arange(size * 8 // pt.bits, dtype=np.int64)
+    dfrag = fragments.wgmma_d_fragment(key.n, key.dtype)
+    c_regs = fragments.gather_registers(dfrag, _acc_bits(key.dtype, np.zeros((wgmma.M, key.n))))
+    case = Case(key, st.variant_index, None, None, 0)  # carries the variant and scale-d for pack()
+    jobs = []
+    for p in range(passes):
+        digits = (slots // base ** p) % base
+        image = np.zeros(size, np.uint8)
+        _write_bits(image, slots * pt.bits, pt.to_bits(_digit_values(probed.dtype, digits)), pt.bits)
+        for s in range(sub):
+            img = image.copy()
+            hot = _one_hot(which, s, key.n, key.k)
+            a_regs = None
+            if which == "A":
+                _write_bits(img, other.addr.ravel(), dtypes.get(other.dtype).to_bits(hot).ravel(),
+                            dtypes.get(other.dtype).bits)
+            elif other is not None:
+                _write_bits(img, other.addr.ravel(), dtypes.get(other.dtype).to_bits(hot).ravel(),
+                            dtypes.get(other.dtype).bits)
+            else:  # A from registers
+                a_regs = fragments.gather_registers(fragments.wgmma_a_fragment(v.atype),
+                                                    dtypes.get(v.atype).to_bits(hot))
+            descs = (st.a.desc if st.a is not None else None, st.b.desc)
+            jobs.append(Prepared(case, img, None, None, a_regs, c_regs, None, None, None, None, None, None,
+                                 None, descs))
+    return jobs
+
+
+def _write_bits(image: np.ndarray, bit_addr: np.ndarray, values: np.ndarray, bits: int) -> None:
+    bit_addr = np.asarray(bit_addr, np.int64).ravel()
+    values = np.asarray(values, np.uint64).ravel()
+    if bits % 8 == 0:
+        base = bit_addr >> 3
+        for i in range(bits // 8):
+            image[base + i] = ((values >> np.uint64(8 * i)) & np.uint64(0xFF)).astype(np.uint8)
+        return
+    byte, shift = bit_addr >> 3, (bit_addr & 7).astype(np.uint64)
+    mask = ((np.uint64((1 << bits) - 1) << shift)).astype(np.uint8)
+    np.bitwise_and.at(image, byte, ~mask)
+    np.bitwise_or.at(image, byte, ((values & np.uint64((1 << bits) - 1)) << shift).astype(np.uint8))
+
+
+def recover(st: Setup, which: str, d_values: np.ndarray) -> np.ndarray:
+    """Accumulator values of the probe's CTAs, [jobs, 64, N] in probe_jobs order -> (rows, cols) bit address
+    the hardware read for each element of the probed operand."""
+    key, v = st.key, st.variant
+    probed = st.a if which == "A" else st.b
+    bits = dtypes.get(probed.dtype).bits
+    passes, sub = plan_passes(st, which)
+    base = DIGIT_BASE[probed.dtype]
+    sign = v.scale_a * v.scale_b
+    rows = wgmma.M if which == "A" else key.n
+    slot = np.zeros((rows, key.k), np.int64)
+    d = np.asarray(d_values, dtype=np.float64).reshape(passes, sub, wgmma.M, key.n) * sign
+    for s in range(sub):
+        if which == "A":  # D[m, n] = A[m, s*N + n]
+            ks = s * key.n + np.arange(key.n)
+            ok = ks < key.k
+            for p in range(passes):
+                slot[:, ks[ok]] += _value_digits(probed.dtype, d[p, s][:, ok]) * base ** p
+        else:  # D[m, n] = B[n, s*64 + m]
+            ks = s * wgmma.M + np.arange(wgmma.M)
+            ok = ks < key.k
+            for p in range(passes):
+                slot[:, ks[ok]] += _value_digits(probed.dtype, d[p, s][ok, :]).T * base ** p
+    return slot * bits
+
+
+def run(st: Setup, which: str, worker, cubin_path: str, timeout: float = 30.0) -> np.ndarray:
+    """Launch the probe of one operand on a GPU worker and return the observed bit-address map."""
+    from .diff import decode_launch
+    jobs = probe_jobs(st, which)
+    regs = worker.run(str(cubin_path), st.key.name, launch.pack(jobs), timeout)
+    return recover(st, which, decode_launch(st.key, regs)[0])

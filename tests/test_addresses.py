@@ -1,0 +1,124 @@
+"""Probe mode on the CPU: a device that reads exactly what the layout model says (`model_device`) must give
+back, through the numbered images and one-hot operands, the model's address of every element; a device
+that reads through a wrong descriptor (the negative controls) must give back that descriptor's addresses,
+and the explanation must name the wrong setting."""
+import numpy as np
+import pytest
+
+from harness import addresses, dtypes, explain, fragments, layouts, sweep, wgmma
+from harness.cases import negative_controls, operand_scenarios, _majors
+
+
+def model_device(st, jobs):
+    """D of each probe CTA as the layout model says the tensor core computes it."""
+    v = st.variant
+    out = []
+    for j in jobs:
+        at, bt = dtypes.get(v.atype), dtypes.get(v.btype)
+        if st.a is not None:
+            a = at.from_bits(layouts.read_image(st.a.desc_layout, j.image))
+        else:
+            a = at.from_bits(fragments.scatter_registers(fragments.wgmma_a_fragment(v.atype), j.a_regs,
+                                                         (64, st.key.k)))
+        b = bt.from_bits(layouts.read_image(st.b.desc_layout, j.image))
+        out.append((v.scale_a * a) @ (v.scale_b * b).T)
+    return np.stack(out)
+
+
+PLAN = dict(sweep.plan(sweep.Selection(n_values=(8, 64), data_modes=("exact",))))
+FORMS = sorted({(k.family, k.n, k.dtype, k.a_src): k for k in PLAN}.values(), key=lambda k: k.name)
+
+
+@pytest.mark.parametrize("key", FORMS, ids=lambda k: k.name)
+def test_recovered_addresses_equal_the_model(key):
+    case = PLAN[key][-1 - len([c for c in PLAN[key] if c.control])]  # a positive case
+    st = addresses.setup_of(case)
+    for which in (("A", "B") if st.a is not None else ("B",)):
+        jobs = addresses.probe_jobs(st, which)
+        observed = addresses.recover(st, which, model_device(st, jobs))
+        expected = (st.a if which == "A" else st.b).addr
+        assert np.array_equal(observed, expected), which
+        assert explain.explain(expected, observed)["wrong"] == 0
+
+
+@pytest.mark.parametrize("control", ["wrong-swizzle", "swapped-lbo-sbo", "start+16"])
+def test_controls_are_explained_by_their_wrong_descriptor(control):
+    key = wgmma.KernelKey("f16", 64, "f32", "SS")
+    a_s = operand_scenarios("f16", 64, 16, _majors(key))
+    case = next(c for c in negative_controls(key, a_s, operand_scenarios("f16", 64, 16, _majors(key)))
+                if c.control == control)
+    st = addresses.setup_of(case)
+    observed = addresses.recover(st, "B", model_device(st, addresses.probe_jobs(st, "B")))
+    assert np.array_equal(observed, layouts.element_bit_addresses(st.b.desc_layout))
+    why = explain.explain(st.b.addr, observed, st.b.layout)
+    assert why["wrong"] > 0
+    want = {"wrong-swizzle": "swizzle 64B", "swapped-lbo-sbo": "LBO and SBO swapped", "start+16": "start +16 bytes"}
+    assert why["observed_change"] == want[control], why["summary"]
+
+
+def test_missing_swizzle_is_described_in_address_bits():
+    lay = layouts.SmemLayout("K", "128B", "f16", 64, 16, 16, 1024)
+    why = explain.explain(layouts.element_bit_addresses(lay), layouts.element_bit_addresses(lay.moved(swizzle="none")), lay)
+    assert "XOR of address bits 7-9 into bits 4-6 missing: swizzle 128B expected, none observed" in why["summary"]
+    assert why["rows"] == "1-7,9-15,17-23,25-31,33-39,41-47,49-55,57-63"  # row 8g reads the same either way
+
+
+def test_b1_needs_binary_digits_and_sub_passes():
+    key = wgmma.KernelKey("b1", 8, "s32", "SS")
+    case = next(c for c in PLAN[key] if not c.control)
+    st = addresses.setup_of(case)
+    passes, sub = addresses.plan_passes(st, "A")
+    assert sub == 32 and 2 ** passes >= (st.size + addresses.SLACK_BYTES) * 8
+    observed = addresses.recover(st, "A", model_device(st, addresses.probe_jobs(st, "A")))
+    assert np.array_equal(observed, st.a.addr)
+
+
+def test_every_address_probe_fits_one_launch_image():
+    from harness import launch, probes
+    cases = probes.address_cases()
+    assert any(c.control for c in cases) and any(not c.control for c in cases)
+    for c in cases[::7]:
+        st = addresses.setup_of(c)
+        for which in ("A", "B") if st.a is not None else ("B",):
+            jobs = addresses.probe_jobs(st, which)
+            assert max(j.image.size for j in jobs) <= launch.MAX_IMAGE
+
+
+def test_overflow_experiments_write_the_hypothesis_image():
+    from harness import descriptors, probes
+    for case, prep, st, hypothesis in probes.overflow_setups():
+        f16 = dtypes.get("f16")
+        b_read = f16.from_bits(addresses_read(prep.image, st.b.addr))
+        assert np.array_equal(b_read, prep.b_vals), case.id
+        fields = descriptors.decode_wgmma_desc(prep.descs[1])
+        name = case.id.split("overflow-")[1]
+        if name.endswith("wraps"):
+            assert not fields["problems"]  # an ordinary-looking descriptor whose sums cross 2^18
+        else:
+            assert "reserved bits set" in fields["problems"][0]
+        assert np.array_equal(prep.expected, (prep.a_vals @ prep.b_vals.T).astype(np.float32))
+
+
+def addresses_read(image, bit_addr):
+    byte = bit_addr >> 3
+    return image[byte].astype(np.uint64) | (image[byte + 1].astype(np.uint64) << np.uint64(8))
+
+
+def test_layout_png(tmp_path):
+    import subprocess
+    import sys
+    out = tmp_path / "l.png"
+    proc = subprocess.run([sys.executable, "-m", "harness", "layout", "--major", "MN", "--swizzle", "64B", "--dtype",
+                           "f16", "--rows", "64", "--cols", "16", "--lbo", "1024", "--sbo", "512", "--png", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_comparison_png(tmp_path):
+    from harness import pictures
+    lay = layouts.SmemLayout("K", "128B", "f16", 64, 16, 16, 1024)
+    out = tmp_path / "c.png"
+    pictures.comparison_png(layouts.element_bit_addresses(lay),
+                            layouts.element_bit_addresses(lay.moved(swizzle="64B")), out, "wrong swizzle")
+    assert out.stat().st_size > 1000
