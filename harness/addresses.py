@@ -36,6 +36,11 @@ class Placed:
     layout: layouts.SmemLayout | None = None  # the intended layout, when there is one (for explanations)
     desc_layout: layouts.SmemLayout | None = None  # the layout the descriptor encodes, when there is one
 
+    @property
+    def read_addr(self) -> np.ndarray:
+        """Where the model says the tensor core reads each element (differs from addr in controls)."""
+        return layouts.element_bit_addresses(self.desc_layout) if self.desc_layout is not None else self.addr
+
 
 @dataclass(frozen=True)
 class Setup:
@@ -115,11 +120,8 @@ def probe_jobs(st: Setup, which: str) -> list[Prepared]:
             img = image.copy()
             hot = _one_hot(which, s, key.n, key.k)
             a_regs = None
-            if which == "A":
-                _write_bits(img, other.addr.ravel(), dtypes.get(other.dtype).to_bits(hot).ravel(),
-                            dtypes.get(other.dtype).bits)
-            elif other is not None:
-                _write_bits(img, other.addr.ravel(), dtypes.get(other.dtype).to_bits(hot).ravel(),
+            if other is not None:  # where the other operand's descriptor makes the tensor core read it
+                _write_bits(img, other.read_addr.ravel(), dtypes.get(other.dtype).to_bits(hot).ravel(),
                             dtypes.get(other.dtype).bits)
             else:  # A from registers
                 a_regs = fragments.gather_registers(fragments.wgmma_a_fragment(v.atype),
