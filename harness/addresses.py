@@ -24,7 +24,11 @@ from .reference import Prepared, _acc_bits, place
 # Largest digit base whose values 0..base-1 the operand type holds exactly (and every accumulator, f16's
 # 2048 included); s8 stores digit - 128.
 DIGIT_BASE = {"f16": 2048, "bf16": 256, "tf32": 2048, "e4m3": 16, "e5m2": 8, "s8": 256, "u8": 256, "b1": 2}
-SLACK_BYTES = 2048  # numbered bytes past the image, so modest over-reads are still identified
+SLACK_BYTES = 2048
+
+
+class ProbeImpossible(ValueError):
+    """The other operand's descriptor makes two of its elements share storage: no one-hot can be placed."""  # numbered bytes past the image, so modest over-reads are still identified
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,11 @@ def probe_jobs(st: Setup, which: str) -> list[Prepared]:
     probed = st.a if which == "A" else st.b
     other = st.b if which == "A" else st.a
     pt = dtypes.get(probed.dtype)
+    if other is not None:
+        slots = other.read_addr.ravel()
+        if np.unique(slots).size != slots.size:
+            raise ProbeImpossible(f"operand {'B' if which == 'A' else 'A'}'s descriptor reads two elements from one "
+                                  f"place, so it cannot hold a one-hot matrix; operand {which} was not probed")
     passes, sub = plan_passes(st, which)
     base = DIGIT_BASE[probed.dtype]
     size = -(-(st.size + SLACK_BYTES) // 16) * 16

@@ -35,9 +35,16 @@ def diagnose_setups(items, cubin_of, worker, timeout: float = 30.0, png_dir: Pat
         jobs = []
         for c, st in cs:
             for which in ("A", "B") if st.a is not None else ("B",):
-                js = addresses.probe_jobs(st, which)
+                try:
+                    js = addresses.probe_jobs(st, which)
+                except addresses.ProbeImpossible as e:
+                    out.append({"type": "diagnosis", "id": c, "operand": which, "status": "not-probed",
+                                "summary": str(e)})
+                    continue
                 plan.append((c, st, which, len(jobs), len(js)))
                 jobs += js
+        if not jobs:
+            continue
         try:
             regs = worker.run(str(cubin_of(key)), key.name, launch.pack(jobs), timeout)
         except LaunchFailed as e:

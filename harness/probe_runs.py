@@ -43,6 +43,7 @@ def addresses(out: Path, timeout: float, match: str | None = None) -> str:
     as_model = sum(r.get("reads_as_model", False) for r in recs)
     controls = [r for r in recs if r.get("control")]
     summary = {"probes": len(recs), "reads_as_model": as_model,
+               "not_probed": sum(r["status"] == "not-probed" for r in recs),
                "positive_reads_as_intended": sum(r.get("reads_as_intended", False) for r in recs
                                                  if not by_id[r["id"]].control),
                "positive": sum(not by_id[r["id"]].control for r in recs),
@@ -54,7 +55,7 @@ def addresses(out: Path, timeout: float, match: str | None = None) -> str:
              f"{len(controls)} wrong-descriptor probes explained by a single changed setting; results: {out}"]
     lines += [f"  {r['id']} {r['operand']}: {r['summary']}" for r in controls[:6]]
     lines += [f"  NOT AS MODEL {r['id']} {r['operand']}: {r.get('vs_model') or r.get('error')}"
-              for r in recs if not r.get("reads_as_model")][:20]
+              for r in recs if not r.get("reads_as_model") and r["status"] != "not-probed"][:20]
     return "\n".join(lines)
 
 

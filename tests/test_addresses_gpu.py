@@ -23,7 +23,7 @@ def records():
 
 
 def test_every_probed_operand_reads_as_the_model_says(records):
-    bad = [r for r in records if not r.get("reads_as_model")]
+    bad = [r for r in records if not r.get("reads_as_model") and r["status"] != "not-probed"]
     assert not bad, bad[:3]
     assert len(records) >= len(CASES)
 
@@ -32,7 +32,9 @@ def test_positive_cases_read_the_intended_layout_and_controls_are_explained(reco
     by_id = {c.id: c for c in CASES}
     for r in records:
         c = by_id[r["id"]]
-        if not c.control:
+        if r["status"] == "not-probed":
+            assert c.control.startswith("swapped"), r["summary"]  # an aliasing descriptor on the other operand
+        elif not c.control:
             assert r["reads_as_intended"], r["summary"]
         elif r["operand"] == ("A" if c.control.endswith("@A") else "B"):
             assert r["wrong"] > 0 and r.get("observed_change"), r["summary"]
