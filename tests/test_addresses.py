@@ -88,7 +88,11 @@ def test_every_address_probe_fits_one_launch_image():
     for c in cases[::7]:
         st = addresses.setup_of(c)
         for which in ("A", "B") if st.a is not None else ("B",):
-            jobs = addresses.probe_jobs(st, which)
+            try:
+                jobs = addresses.probe_jobs(st, which)
+            except addresses.ProbeImpossible:
+                assert c.control.startswith("swapped")
+                continue
             assert max(j.image.size for j in jobs) <= launch.MAX_IMAGE
 
 
