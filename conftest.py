@@ -1,5 +1,5 @@
 """Hardware requirements are markers: `@pytest.mark.gpu("sm_90a")` skips, with the reason, unless a GPU of
-that arch is present. CuTe DSL cross-checks carry `cute` and skip where the DSL is not installed.
+that arch is present (`gpu("sm_100a", "sm_103a")`: one of those). CuTe DSL cross-checks carry `cute` and skip where the DSL is not installed.
 
 Under pytest-xdist (`pytest -n N`) each worker is pinned to one GPU of the node (worker i -> GPU i mod count,
 within CUDA_VISIBLE_DEVICES if set) before anything touches CUDA, and the wgmma cases are grouped by kernel
@@ -43,7 +43,8 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     for item in items:
         m = item.get_closest_marker("gpu")
-        if m is not None:
-            reason = gpu.skip_reason(m.args[0] if m.args else "sm_90a")
-            if reason:
-                item.add_marker(pytest.mark.skip(reason=reason))
+        if m is not None:  # gpu(arch, ...): runs where a GPU of any of the archs is
+            reasons = [gpu.skip_reason(a) for a in (m.args or ("sm_90a",))]
+            if all(reasons):
+                item.add_marker(pytest.mark.skip(reason=reasons[0] if len(reasons) == 1 else
+                                                 f"needs a {' or '.join(m.args)} GPU; " + reasons[0].split("; ", 1)[1]))

@@ -122,7 +122,7 @@ def cmd_layout(a) -> int:
 def cmd_sweep(a) -> int:
     from . import sweep
     sel = sweep.Selection(
-        families=tuple(a.family) if a.family else sweep.wgmma.FAMILIES,
+        families=tuple(a.family) if a.family else sweep.Selection.families,
         n_values=tuple(a.n) if a.n else None,
         a_srcs=tuple(a.a_src) if a.a_src else ("SS", "RS"),
         dtypes=tuple(a.dtype) if a.dtype else None,
@@ -151,11 +151,17 @@ def cmd_sweep(a) -> int:
         print(f"NVRTC rejected {e['kernel']} ({e['cases']} cases, e.g. {e['first_case']}); source and log: "
               f"{Path(e['source']).parent}")
     if summary.get("ran") == 0:
-        print(f"compile-only run: {summary['kernels']} kernels compiled or cached, {summary['cases']} cases planned, "
-              f"none run ({summary['not_run_reason']})")
+        print(f"compile-only run: {summary['kernels'] + summary.get('tcgen05_kernels', 0)} kernels compiled or "
+              f"cached, {summary['cases'] + summary.get('tcgen05_cases', 0)} cases planned, none run "
+              f"({summary['not_run_reason']})")
         return 1 if summary.get("compile_errors") else 0
+    total = summary["cases"] + summary.get("tcgen05_cases", 0)
     print(f"{summary.get('pass', 0)} passed, {summary.get('fail', 0)} failed, {summary.get('fault', 0)} faulted, "
-          f"{summary.get('timeout', 0)} timed out of {summary['cases']} cases in {summary['wall_s']}s; results: {out}")
+          f"{summary.get('timeout', 0)} timed out, {summary.get('not-run', 0)} not run of {total} cases "
+          f"in {summary['wall_s']}s; results: {out}")
+    if summary.get("tcgen05_not_run_reason"):
+        print(f"tcgen05: {summary['tcgen05_cases']} cases compiled for sm_100a/sm_103a, not run: "
+              f"{summary['tcgen05_not_run_reason']}")
     bad = sum(summary.get(k, 0) for k in ("fail", "fault", "timeout", "compile-error"))
     return 0 if bad == 0 else 1
 
@@ -238,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", parser_class=_Parser)
 
     s = sub.add_parser("sweep", help="run every wgmma case the GPU supports (compile only without one)")
-    s.add_argument("--family", action="append", choices=["f16", "tf32", "f8", "s8", "b1"])
+    s.add_argument("--family", action="append", choices=["f16", "tf32", "f8", "s8", "b1", "tcgen05"])
     s.add_argument("--n", action="append", type=int, help="only these N (repeatable)")
     s.add_argument("--a-src", action="append", choices=["SS", "RS"])
     s.add_argument("--dtype", action="append", choices=["f16", "f32", "s32"])

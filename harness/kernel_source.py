@@ -65,5 +65,23 @@ def wgmma_source(key: wgmma.KernelKey, only_variant: int | None = None) -> str:
                 VARIANT_CASES="\n".join(cases))
 
 
+def tcgen05_source(form) -> str:
+    from . import tcgen05
+    tcgen05.validate_form(form)
+    pair = form.cta_group == 2
+    cluster_sync = ('asm volatile("barrier.cluster.arrive.release.aligned;\\n" ::: "memory");\n'
+                    '    asm volatile("barrier.cluster.wait.acquire.aligned;\\n" ::: "memory");')
+    leader = "cluster_rank() == 0u"  # the even CTA of the pair issues the pair's MMA
+    return fill(template("tcgen05.cu"),
+                KERNEL_NAME=form.name,
+                CTA_GROUP=form.cta_group,
+                CLUSTER_ATTR="__cluster_dims__(2, 1, 1)" if pair else "",
+                CTA_SYNC=cluster_sync if pair else "__syncthreads();",
+                ISSUER=leader if pair else "true",
+                MMA=tcgen05.mma_statement(form),
+                SCALE_COPY=tcgen05.scale_copy(form),
+                COMMIT=tcgen05.commit(form))
+
+
 def smoke_source() -> str:
     return template("smoke.cu")

@@ -23,7 +23,7 @@ class SweepError(ValueError):
 
 @dataclass
 class Selection:
-    families: tuple[str, ...] = wgmma.FAMILIES
+    families: tuple[str, ...] = wgmma.FAMILIES + ("tcgen05",)
     n_values: tuple[int, ...] | None = None
     a_srcs: tuple[str, ...] = ("SS", "RS")
     dtypes: tuple[str, ...] | None = None
@@ -33,8 +33,8 @@ class Selection:
 
     def validate(self) -> "Selection":
         for f in self.families:
-            if f not in wgmma.FAMILIES:
-                raise SweepError(f"unknown family {f!r}; one of {', '.join(wgmma.FAMILIES)}")
+            if f not in wgmma.FAMILIES + ("tcgen05",):
+                raise SweepError(f"unknown family {f!r}; one of {', '.join(wgmma.FAMILIES)}, tcgen05")
         for s in self.a_srcs:
             if s not in ("SS", "RS"):
                 raise SweepError(f"A source must be SS or RS, not {s!r}")
@@ -57,7 +57,8 @@ class Selection:
 def plan(sel: Selection) -> list[tuple[wgmma.KernelKey, list[_cases.Case]]]:
     sel.validate()
     out = []
-    for key in wgmma.all_kernel_keys(sel.families, sel.n_values, sel.a_srcs):
+    families = tuple(f for f in sel.families if f != "tcgen05")
+    for key in wgmma.all_kernel_keys(families, sel.n_values, sel.a_srcs) if families else []:
         if sel.dtypes and key.dtype not in sel.dtypes:
             continue
         cs = _cases.cases_for_key(key, sel.data_modes, sel.controls)
@@ -65,7 +66,7 @@ def plan(sel: Selection) -> list[tuple[wgmma.KernelKey, list[_cases.Case]]]:
             cs = [c for c in cs if sel.match in c.id]
         if cs:
             out.append((key, cs))
-    if not out:
+    if not out and "tcgen05" not in sel.families:
         raise SweepError("the selection matches no case")
     return out
 
@@ -84,15 +85,18 @@ def run(sel: Selection, out_path: Path | None, workers: int | None = None, log=_
     every n-th kernel from the i-th, so the nodes of a fleet can split one sweep (and `merge` the files)."""
     t = time.time()
     work = plan(sel)
+    tc = "tcgen05" in sel.families and not (sel.match or sel.n_values or sel.dtypes)
     if shard:
         work = work[shard[0]::shard[1]]
         if not work:
             raise SweepError(f"shard {shard[0]}/{shard[1]} holds no kernel of the selection")
-    return execute(work, out_path, workers, log, resume, timeout, gpus, plan_s=time.time() - t)
+    return execute(work, out_path, workers, log, resume, timeout, gpus, plan_s=time.time() - t,
+                   tcgen05=tc and (shard is None or shard[0] == 0))
 
 
 def execute(work, out_path: Path | None, workers: int | None = None, log=_log, resume: bool = False,
-            timeout: float = 30.0, gpus: str = "all", plan_s: float = 0.0, diagnose: int = 16) -> dict:
+            timeout: float = 30.0, gpus: str = "all", plan_s: float = 0.0, diagnose: int = 16,
+            tcgen05: bool = False) -> dict:
     """Compile, run and diff `work`; then run the address probe on up to `diagnose` cases that did not do
     what the model says, and record (and draw) what the tensor core read instead."""
     t0 = time.time()
@@ -118,16 +122,30 @@ def execute(work, out_path: Path | None, workers: int | None = None, log=_log, r
         for e in summary["compile_errors"]:
             log(f"compile error: {e['kernel']} ({e['cases']} cases, e.g. {e['first_case']}): {e['error']}")
     reason = gpu.skip_reason(ARCH)
-    if reason:
-        log(f"compile-only: {reason}; no case was run")
+    tc_recs: list[dict] = []
+    if tcgen05:  # compiled (and, on a Blackwell GPU, run) whatever this machine is; else recorded as not run
+        from . import tcgen05_run
+        tc_recs, part = tcgen05_run.run(log, timeout, workers)
+        summary.update(part)
+    if reason and work:
+        log(f"compile-only: {reason}; no wgmma case was run")
         summary.update({"ran": 0, "not_run_reason": reason, "wall_s": round(time.time() - t0, 2)})
         return summary
-    devices = gpu.select(gpus, ARCH)
-    if not devices:
+    if not work:
+        devices = []
+    else:
+        devices = gpu.select(gpus, ARCH)
+    if work and not devices:
         raise SweepError(f"--gpus {gpus}: none of the selected GPUs is an {ARCH} GPU")
-    log("GPUs: " + ", ".join(f"{d} ({gpu.device_info(d)['name']})" for d in devices))
+    if devices:
+        log("GPUs: " + ", ".join(f"{d} ({gpu.device_info(d)['name']})" for d in devices))
     writer = results.ResultsWriter(out_path, results.environment(devices), resume=resume) if out_path else None
-    counts = {"pass": 0, "fail": 0, "fault": 0, "timeout": 0, "compile-error": 0}
+    counts = {"pass": 0, "fail": 0, "fault": 0, "timeout": 0, "compile-error": 0, "not-run": 0}
+    for r in tc_recs:
+        if r["id"] not in done_ids:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+    if writer and tc_recs:
+        writer.write_cases([r for r in tc_recs if r["id"] not in done_ids])
     todo = [(key, [c for c in cs if c.id not in done_ids], comp) for (key, cs), comp in zip(work, compiled)]
     for key, cs, comp in todo:
         if comp.error is not None and cs:
@@ -152,7 +170,8 @@ def execute(work, out_path: Path | None, workers: int | None = None, log=_log, r
 
     timing = {"plan_s": round(plan_s, 2)}
     try:
-        timing.update(pipeline.run(todo, devices, timeout, emit, isolate, log, workers))
+        if todo:
+            timing.update(pipeline.run(todo, devices, timeout, emit, isolate, log, workers))
         if suspects and diagnose > 0:
             summary["diagnosed"] = _diagnose(work, compiled, suspects[:diagnose], devices[0], out_path, writer,
                                              timeout, log)

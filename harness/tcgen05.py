@@ -1,0 +1,93 @@
+"""tcgen05.mma forms (sm_100a, sm_103a): which kernels exist, and the instruction text of each.
+
+A form is what must be compiled in: the .kind, the CTA group, .ws, where A comes from (shared memory or
+Tensor Memory) and, for the block-scaled kinds, the scale-vector size. Everything else (M, N, element types,
+transposes, negation, scale-factor ids) is in the 32-bit instruction descriptor, a runtime value, so one
+kernel per form serves every case of it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import descriptors as D
+
+ARCHS = ("sm_100a", "sm_103a")
+# kind -> scale-vector qualifier of the block-scaled MMA (PTX ISA 9.7.16.10.x: 1X for mxf8f6f4, 2X for mxf4,
+# 4X for mxf4nvf4 with 16-element blocks)
+SCALE_VEC = {"mxf8f6f4": "scale_vec::1X", "mxf4": "scale_vec::2X", "mxf4nvf4": "scale_vec::4X"}
+PLAIN_KINDS = ("tf32", "f16", "f8f6f4", "i8")
+
+
+@dataclass(frozen=True)
+class Form:
+    kind: str
+    cta_group: int = 1
+    ws: bool = False
+    a_src: str = "SS"  # 'SS': A and B from shared memory; 'TS': A from Tensor Memory
+
+    @property
+    def name(self) -> str:
+        return f"tcgen05_{self.kind}_cg{self.cta_group}{'_ws' if self.ws else ''}_{self.a_src}"
+
+    @property
+    def block_scaled(self) -> bool:
+        return self.kind in D.BLOCK_SCALED
+
+
+def validate_form(f: Form) -> Form:
+    if f.kind not in D.KINDS:
+        raise ValueError(f"unknown kind {f.kind!r}; one of {', '.join(D.KINDS)}")
+    if f.cta_group not in (1, 2):
+        raise ValueError("cta_group is 1 or 2")
+    if f.ws and (f.cta_group != 1 or f.block_scaled):
+        raise ValueError(".ws is valid with .cta_group::1 and the kinds tf32, f16, f8f6f4, i8 only")
+    if f.a_src not in ("SS", "TS"):
+        raise ValueError("A source is SS or TS")
+    return f
+
+
+def all_forms() -> list[Form]:
+    out = []
+    for kind in D.KINDS:
+        out.append(Form(kind, 1))
+        out.append(Form(kind, 2))
+        if kind in PLAIN_KINDS:
+            out.append(Form(kind, 1, a_src="TS"))
+            out.append(Form(kind, 1, ws=True))
+    return [validate_form(f) for f in out]
+
+
+def mma_statement(f: Form) -> str:
+    """The inline-asm statement issuing the MMA; operands: d_tmem, a (desc or tmem), desc_b, idesc,
+    enable_input_d, then the zero-column mask (.ws) or the scale-factor TMEM addresses (block scaling)."""
+    a_op = "[%1]" if f.a_src == "TS" else "%1"
+    a_in = '"r"(a_tmem)' if f.a_src == "TS" else '"l"(desc_a)'
+    inputs = ['"r"(d_tmem)', a_in, '"l"(desc_b)', '"r"(p.idesc)', '"r"(p.enable_input_d)']
+    if f.block_scaled:
+        instr = (f"tcgen05.mma.cta_group::{f.cta_group}.kind::{f.kind}.block_scale.{SCALE_VEC[f.kind]} "
+                 f"[%0], {a_op}, %2, %3, [%5], [%6], q;")
+        inputs += ['"r"(sfa)', '"r"(sfb)']
+    elif f.ws:
+        instr = f"tcgen05.mma.ws.cta_group::1.kind::{f.kind} [%0], {a_op}, %2, %3, q, %5;"
+        inputs.append('"l"(p.zero_mask)')
+    else:
+        instr = f"tcgen05.mma.cta_group::{f.cta_group}.kind::{f.kind} [%0], {a_op}, %2, %3, q;"
+    return (f'asm volatile("{{\\n.reg .pred q;\\nsetp.ne.b32 q, %4, 0;\\n{instr}\\n}}\\n"\n'
+            f'            :: {", ".join(inputs)} : "memory");')
+
+
+def scale_copy(f: Form) -> str:
+    if not f.block_scaled:
+        return ""
+    cp = f"tcgen05.cp.cta_group::{f.cta_group}.128x128b"
+    return (f'asm volatile("{cp} [%0], %1;\\n" :: "r"(sfa), "l"(p.sf_desc_a + window_field) : "memory");\n'
+            f'        asm volatile("{cp} [%0], %1;\\n" :: "r"(sfb), "l"(p.sf_desc_b + window_field) : "memory");')
+
+
+def commit(f: Form) -> str:
+    if f.cta_group == 1:
+        return ('asm volatile("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];\\n"'
+                ' :: "r"(smem_u32(&mbar)) : "memory");')
+    # the pair's MMA signals the mbarrier at the same offset in both CTAs of the cluster
+    return ('asm volatile("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64'
+            ' [%0], %1;\\n" :: "r"(smem_u32(&mbar)), "h"((unsigned short)3) : "memory");')

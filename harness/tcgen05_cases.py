@@ -1,0 +1,331 @@
+"""tcgen05 cases and their reference, from the spec: shared-memory images, Tensor Memory images, expected D.
+
+What the reference assumes beyond the texts in shared/spec (PTX ISA 9.7.16 as summarised by the search tool
+and CUTLASS's CuTe DSL docs), each to be confirmed by the first run on a Blackwell GPU:
+  * the accumulator data paths (which TMEM lane and column hold D[row, col]): layout D (M=128, cta_group::1,
+    identity), F (M=64: 16 rows per warp quarter), E/G (.ws M=64/32: column halves/quarters folded across
+    lane slabs), A (M=256 pair: 128 rows per CTA), B (M=128 pair: 64 rows per CTA, column halves folded);
+  * an f16 accumulator packs two columns per 32-bit TMEM cell (lower column in the low half);
+  * A in Tensor Memory: row m in lane m, K elements packed along 32-bit columns;
+  * kind::f8f6f4 keeps 6- and 4-bit elements one per byte (value in the low bits); mxf4 kinds pack e2m1 pairs;
+  * scale factors: tcgen05.cp 128x128b puts shared-memory row r (16 bytes) in TMEM lane r; the scale of K
+    block b of row m (of A) or column n (of B) is byte b of the first scale column.
+A Blackwell run that disagrees says which of these the hardware does differently (the diff names lanes and
+columns), and the fix belongs in this file, not in the hardware's favour silently.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import descriptors as D, dtypes, layouts
+from .layouts import SmemLayout
+from .tcgen05 import Form, all_forms
+
+POISON = 0x7FFF7FFF
+EXACT = {  # small exactly representable values of every operand type
+    "tf32": np.arange(-8, 9.0), "f16": np.arange(-4, 5.0), "bf16": np.arange(-4, 5.0),
+    "e4m3": np.array([0, 0.5, -0.5, 1, -1, 1.5, -1.5, 2, -2, 3, -3]),
+    "e5m2": np.array([0, 0.5, -0.5, 1, -1, 1.5, -1.5, 2, -2, 3, -3]),
+    "e2m3": np.array([0, 0.5, -0.5, 1, -1, 1.5, -1.5, 2, -2, 3, -3]),
+    "e3m2": np.array([0, 0.5, -0.5, 1, -1, 1.5, -1.5, 2, -2, 3, -3]),
+    "e2m1": np.array([0, 0.5, -0.5, 1, -1, 1.5, -1.5, 2, -2, 3, -3]),
+    "s8": np.arange(-8, 9.0), "u8": np.arange(0, 17.0),
+}
+F8F6F4 = ("e4m3", "e5m2", "e2m3", "e3m2", "e2m1")
+
+
+def type_combos(kind: str) -> list[tuple[str, str, str]]:
+    """(atype, btype, accumulator) pairings swept for a kind."""
+    if kind == "tf32":
+        return [("tf32", "tf32", "f32")]
+    if kind == "f16":
+        return [("f16", "f16", "f32"), ("f16", "f16", "f16"), ("bf16", "bf16", "f32")]
+    if kind == "f8f6f4":
+        return [(a, b, "f32") for a in F8F6F4 for b in F8F6F4] + [("e4m3", "e4m3", "f16")]
+    if kind == "i8":
+        return [(a, b, "s32") for a in ("s8", "u8") for b in ("s8", "u8")]
+    if kind == "mxf8f6f4":
+        return [("e4m3", "e4m3", "f32"), ("e5m2", "e2m1", "f32"), ("e2m3", "e3m2", "f32")]
+    return [("e2m1", "e2m1", "f32")]
+
+
+def storage_dtype(form: Form, t: str) -> str:
+    """The layout's element width: sub-byte types sit one per byte except in the mxf4 kinds."""
+    if dtypes.get(t).bits < 8 and form.kind not in ("mxf4", "mxf4nvf4"):
+        return "u8"
+    return t
+
+
+def shapes(form: Form) -> list[tuple[int, int]]:
+    legal = D.legal_shapes(form.kind, form.cta_group, form.ws)
+    out = []
+    for m, ns in sorted(legal.items()):
+        pick = [ns[0], ns[len(ns) // 2], ns[-1]] if not form.block_scaled else [n for n in (32, 128) if n in ns]
+        out += [(m, n) for n in dict.fromkeys(pick)]
+    return out
+
+
+@dataclass(frozen=True)
+class TcCase:
+    form: Form
+    m: int
+    n: int
+    atype: str
+    btype: str
+    dtype: str
+    swizzle_a: str
+    swizzle_b: str
+    scale_d: int = 0
+    zero_mask: D.ZeroColumnMask | None = None
+
+    @property
+    def k(self) -> int:
+        return D.KIND_K[self.form.kind]
+
+    @property
+    def id(self) -> str:
+        f = self.form
+        parts = [f"m{self.m}n{self.n}k{self.k}", f"{f.kind}.{self.dtype}.{self.atype}.{self.btype}",
+                 f"cg{f.cta_group}" + (".ws" if f.ws else ""), f.a_src,
+                 f"A:K/{self.swizzle_a}" if f.a_src == "SS" else "A:tmem", f"B:K/{self.swizzle_b}"]
+        if self.scale_d:
+            parts.append("accum")
+        if self.zero_mask is not None:
+            parts.append(f"zmask{D.encode_zero_column_mask(self.zero_mask):x}")
+        return "-".join(parts)
+
+    @property
+    def seed(self) -> int:
+        return zlib.crc32(self.id.encode())
+
+    def idesc(self) -> D.InstrDescriptor:
+        scale = "ue4m3" if self.form.kind == "mxf4nvf4" else "ue8m0"
+        return D.InstrDescriptor(self.form.kind, self.atype, self.btype, self.dtype, self.m, self.n,
+                                 cta_group=self.form.cta_group, ws=self.form.ws, scale_type=scale)
+
+
+def cases_for_form(form: Form) -> list[TcCase]:
+    out = []
+    swz = [s for s in ("none", "32B", "64B", "128B")]
+    i = 0
+    for m, n in shapes(form):
+        for a, b, acc in type_combos(form.kind):
+            sa, sb = swz[i % 4], swz[(i * 3 + 1) % 4]
+            zm = None
+            if form.ws and i % 2:
+                zm = D.ZeroColumnMask((1, 0, 2, 0), (1, 1, 0, 0), True, 1, 1, 0)
+            out.append(TcCase(form, m, n, a, b, acc, sa, sb, i % 2, zm))
+            i += 1
+    return out
+
+
+def all_cases(arch: str = "sm_100a") -> list[tuple[Form, list[TcCase]]]:
+    return [(f, cases_for_form(f)) for f in forms_for(arch)]
+
+
+def forms_for(arch: str) -> list[Form]:
+    # NVRTC 13: "Feature '.kind::i8' not supported on .target 'sm_103a'" (tests/test_tcgen05.py keeps it so)
+    return [f for f in all_forms() if not (arch == "sm_103a" and f.kind == "i8")]
+
+
+# ---------------------------------------------------------------------------------------------------- data paths
+
+def d_position(m: int, n: int, cta_group: int, ws: bool, dtype: str):
+    """(cta, lane, column, half) arrays [m, n] of D[row, col] in Tensor Memory; half is the 16-bit half of
+    the 32-bit cell (f16 accumulators pack two columns per cell)."""
+    r = np.arange(m)[:, None] + 0 * np.arange(n)[None, :]
+    c = np.arange(n)[None, :] + 0 * r
+    cta = np.zeros_like(r)
+    if cta_group == 2 and m == 256:  # A: 128 rows per CTA
+        cta, lane, col = r // 128, r % 128, c
+    elif cta_group == 2:  # B: 64 rows per CTA, column halves folded onto lanes 64..127
+        cta, lane, col = r // 64, r % 64 + 64 * (c // (n // 2)), c % (n // 2)
+    elif ws and m == 64:  # E
+        lane, col = r + 64 * (c // (n // 2)), c % (n // 2)
+    elif ws and m == 32:  # G
+        lane, col = r + 32 * (c // (n // 4)), c % (n // 4)
+    elif m == 64:  # F: 16 rows in each warp's lane quarter
+        lane, col = 32 * (r // 16) + r % 16, c
+    else:  # D: identity
+        lane, col = r, c
+    half = np.zeros_like(col)
+    if dtype == "f16":
+        col, half = col // 2, col % 2
+    return cta, lane, col, half
+
+
+def d_columns(c: TcCase) -> int:
+    _, _, col, _ = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
+    return int(col.max()) + 1
+
+
+# ---------------------------------------------------------------------------------------------------- reference
+
+@dataclass
+class TcPrepared:
+    case: TcCase
+    images: list[np.ndarray]  # per CTA, uint8
+    params: list[dict]  # per CTA
+    tmem_in: np.ndarray  # [ctas, 128, read_cols] uint32 (C, A-in-TMEM)
+    expected: np.ndarray  # [m, n] exact
+    read_cols: int
+
+
+def _draw(rng, t: str, shape):
+    return rng.choice(EXACT[t], size=shape)
+
+
+def _bits(t: str, v):
+    return dtypes.get(t).to_bits(v)
+
+
+def _acc_bits(dtype: str, v):
+    if dtype == "s32":
+        return (np.asarray(v, np.int64) & 0xFFFFFFFF).astype(np.uint64)
+    return dtypes.get(dtype).to_bits(v)
+
+
+def _k_major(form, t, rows, k, swizzle, start) -> SmemLayout:
+    st = storage_dtype(form, t)
+    lbo, sbo = layouts.packed_strides("K", swizzle, st, rows, k)
+    lay = SmemLayout("K", swizzle, st, rows, k, lbo, sbo, start)
+    layouts.validate(lay)
+    return lay
+
+
+def _desc(lay: SmemLayout, arch: str) -> int:
+    return D.encode_tcgen05_smem_desc(lay.start, lay.lbo, lay.sbo, lay.swizzle, 0, "relative", arch)
+
+
+def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
+    f, cg = c.form, c.form.cta_group
+    rng = np.random.default_rng(c.seed)
+    M, N, K = c.m, c.n, c.k
+    a = _draw(rng, c.atype, (M, K))
+    b = _draw(rng, c.btype, (N, K))
+    cm = rng.integers(-8, 9, size=(M, N)).astype(np.float64)
+    b_eff = b.copy()
+    if c.zero_mask is not None:
+        zero = np.array(D.zero_column_mask_bits(c.zero_mask, M, N), bool)
+        b_eff[zero, :] = 0
+    sfa = sfb = None
+    if f.block_scaled:
+        blocks = {"mxf8f6f4": 1, "mxf4": 2, "mxf4nvf4": 4}[f.kind]
+        sfa = rng.integers(126, 129, size=(M, blocks))  # ue8m0 exponents: scales 0.5, 1, 2
+        sfb = rng.integers(126, 129, size=(N, blocks))
+        if f.kind == "mxf4nvf4":  # ue4m3 codes of 0.5, 1, 2
+            sfa = rng.choice([0x30, 0x38, 0x40], size=(M, blocks))
+            sfb = rng.choice([0x30, 0x38, 0x40], size=(N, blocks))
+        bk = K // blocks
+        a_s = a * np.repeat(_scale_values(f.kind, sfa), bk, axis=1)
+        b_s = b_eff * np.repeat(_scale_values(f.kind, sfb), bk, axis=1)
+        prod = a_s @ b_s.T
+    else:
+        prod = a @ b_eff.T
+    expected = prod + (cm if c.scale_d else 0)
+    if c.dtype != "s32":
+        t = dtypes.get(c.dtype)
+        assert np.array_equal(t.from_bits(t.to_bits(expected)), expected), f"{c.id}: reference is not exact"
+
+    # TMEM columns: D, then A (TS), then the two scale-factor groups (4 columns each)
+    dcols = d_columns(c)
+    col = -(-dcols // 8) * 8
+    a_col = a_cols = 0
+    if f.a_src == "TS":
+        abits = dtypes.get(storage_dtype(f, c.atype)).bits
+        a_col, a_cols = col, -(-(K * abits // 32) // 8) * 8
+        col += a_cols
+    sf_a = sf_b = 0
+    if f.block_scaled:
+        sf_a, sf_b = col, col + 8
+        col += 16
+    read_cols = max(8, col)
+    alloc = max(32, 1 << (read_cols - 1).bit_length())
+    ctas = cg
+    tmem_in = np.zeros((ctas, 128, read_cols), np.uint32)
+    cta, lane, dcol, half = d_position(M, N, cg, f.ws, c.dtype)
+    if c.scale_d:
+        bits = _acc_bits(c.dtype, cm)
+        if c.dtype == "f16":
+            np.bitwise_or.at(tmem_in, (cta, lane, dcol), (bits << (16 * half).astype(np.uint64)).astype(np.uint32))
+        else:
+            tmem_in[cta, lane, dcol] = bits.astype(np.uint32)
+
+    images, params = [], []
+    rows_a, cols_b = M // cg, N // cg
+    for r in range(ctas):
+        a_part, b_part = a[r * rows_a:(r + 1) * rows_a], b[r * cols_b:(r + 1) * cols_b]
+        a_lay = _k_major(f, c.atype, rows_a, K, c.swizzle_a, 0)
+        b_start = -(-layouts.footprint(a_lay)[1] // 1024) * 1024
+        b_lay = _k_major(f, c.btype, cols_b, K, c.swizzle_b, b_start)
+        end = layouts.footprint(b_lay)[1]
+        sf_start = -(-end // 1024) * 1024
+        size = sf_start + (2 * 128 * 16 + 1024 if f.block_scaled else 0)
+        img = np.zeros(-(-size // 16) * 16, np.uint8)
+        if f.a_src == "SS":
+            layouts.write_image(a_lay, _bits(c.atype, a_part), img)
+        else:  # A in TMEM: row -> lane (this CTA's rows), K packed along 32-bit columns
+            _write_tmem_rows(tmem_in[r], a_col, _bits(c.atype, a_part), dtypes.get(storage_dtype(f, c.atype)).bits)
+        layouts.write_image(b_lay, _bits(c.btype, b_part), img)
+        p = {"desc_a": _desc(a_lay, arch) if f.a_src == "SS" else 0, "desc_b": _desc(b_lay, arch),
+             "idesc": D.encode_idesc(c.idesc()), "alloc_cols": alloc, "read_cols": read_cols,
+             "enable_input_d": c.scale_d, "a_tmem_col": a_col, "a_tmem_cols": a_cols,
+             "zero_mask": D.encode_zero_column_mask(c.zero_mask) if c.zero_mask else 0,
+             "sf_col_a": sf_a, "sf_col_b": sf_b, "sf_desc_a": 0, "sf_desc_b": 0}
+        if f.block_scaled:  # 128 rows x 16 bytes each, for tcgen05.cp 128x128b (rows at (r//8)*128 + (r%8)*16)
+            for which, sf, rows, start in (("a", sfa[r * rows_a:(r + 1) * rows_a], rows_a, sf_start),
+                                           ("b", sfb[r * cols_b:(r + 1) * cols_b], cols_b, sf_start + 2048)):
+                for i in range(rows):
+                    img[start + i * 16: start + i * 16 + sf.shape[1]] = sf[i]
+                p[f"sf_desc_{which}"] = D.encode_tcgen05_smem_desc(start, 16, 128, "none", 0, "relative", arch)
+        images.append(img)
+        params.append(p)
+    return TcPrepared(c, images, params, tmem_in, expected, read_cols)
+
+
+def _scale_values(kind: str, codes) -> np.ndarray:
+    if kind == "mxf4nvf4":
+        return dtypes.get("e4m3").from_bits(np.asarray(codes, np.uint64))  # ue4m3: e4m3 without the sign
+    return np.exp2(np.asarray(codes, np.float64) - 127)
+
+
+def _write_tmem_rows(tm: np.ndarray, col0: int, bits: np.ndarray, width: int) -> None:
+    rows, k = bits.shape
+    per = 32 // width
+    for j in range(k):
+        tm[:rows, col0 + j // per] |= (bits[:, j].astype(np.uint64) << np.uint64((j % per) * width)).astype(np.uint32)
+
+
+# ---------------------------------------------------------------------------------------------------- diff
+
+def decode(c: TcCase, tmem_out: np.ndarray) -> np.ndarray:
+    """Raw TMEM cells [ctas, 128, read_cols] -> D values [m, n] through the data-path model."""
+    cta, lane, col, half = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
+    cells = np.asarray(tmem_out, np.uint64)[cta, lane, col]
+    if c.dtype == "f16":
+        return dtypes.get("f16").from_bits((cells >> (16 * half).astype(np.uint64)) & np.uint64(0xFFFF))
+    if c.dtype == "s32":
+        s = cells.astype(np.int64)
+        return np.where(s >= 1 << 31, s - (1 << 32), s)
+    return dtypes.get("f32").from_bits(cells)
+
+
+def diff(prep: TcPrepared, tmem_out: np.ndarray, status) -> dict:
+    c = prep.case
+    rec = {"id": c.id, "kernel": c.form.name, "family": "tcgen05"}
+    if int(np.max(status)):
+        return {**rec, "status": "timeout", "error": "the MMA's mbarrier never completed within the spin limit"}
+    got = decode(c, tmem_out)
+    bad = ~(got == prep.expected)
+    n = int(bad.sum())
+    rec.update({"status": "pass" if n == 0 else "fail", "mismatches": n})
+    if n:
+        cta, lane, col, _ = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
+        rows, cols = np.nonzero(bad)
+        rec["first_mismatches"] = [{"row": int(r), "col": int(k), "cta": int(cta[r, k]), "lane": int(lane[r, k]),
+                                    "tmem_column": int(col[r, k]), "expected": float(prep.expected[r, k]),
+                                    "got": float(got[r, k])} for r, k in list(zip(rows, cols))[:8]]
+    return rec

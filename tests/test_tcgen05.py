@@ -1,0 +1,97 @@
+"""tcgen05 without a Blackwell GPU: every form compiles for sm_100a and sm_103a (and NVRTC's refusals are
+the compiler's own words), the SASS holds the tensor-core instructions each form must issue, and every
+case's reference is computed and consistent with the data-path model it will be diffed through."""
+import re
+
+import numpy as np
+import pytest
+
+from harness import compile as C, kernel_source, tcgen05, tcgen05_cases as T, tcgen05_launch
+from harness.tcgen05 import Form
+
+FORMS = tcgen05.all_forms()
+MNEMONIC = {"tf32": "UTCHMMA", "f16": "UTCHMMA", "f8f6f4": "UTCQMMA", "i8": "UTCIMMA", "mxf8f6f4": "UTCQMMA",
+            "mxf4": "UTCOMMA", "mxf4nvf4": "UTCOMMA"}
+
+
+@pytest.fixture(scope="module")
+def cubins():
+    jobs = [C.CompileJob(f.name, kernel_source.tcgen05_source(f), arch) for arch in tcgen05.ARCHS for f in FORMS]
+    return {(j.arch, j.name): c for j, c in zip(jobs, C.compile_many(jobs, raise_on_error=False))}
+
+
+def test_every_form_compiles_for_both_blackwell_arches_but_i8_on_sm_103a(cubins):
+    for (arch, name), comp in cubins.items():
+        if arch == "sm_103a" and "_i8_" in name:
+            assert comp.error is not None and "'.kind::i8' not supported on .target 'sm_103a'" in comp.error.log
+        else:
+            assert comp.error is None, comp.error
+    assert [f.name for f in T.forms_for("sm_103a")] == [f.name for f in FORMS if f.kind != "i8"]
+
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.name)
+def test_sass_has_the_forms_tensor_core_instructions(form, cubins):
+    sass = C.sass(cubins[("sm_100a", form.name)].cubin_path)
+    mma = [ln for ln in sass.splitlines() if re.search(r"\bUTC[A-Z]MMA\b|\bUTC[A-Z]MMA\.", ln)]
+    assert len(mma) == 1, mma
+    line = mma[0]
+    assert MNEMONIC[form.kind] in line
+    assert (".2CTA" in line) == (form.cta_group == 2)
+    assert (".WS" in line) == form.ws
+    operands = line.split(MNEMONIC[form.kind])[1]
+    assert re.search(r"^\S*\s+tmem\[" if form.a_src == "TS" else r"^\S*\s+gdesc\[", operands), line
+    if form.kind == "mxf4nvf4":
+        assert ".4X" in line
+    assert "LDTM" in sass and "STTM" in sass  # tcgen05.ld readback, tcgen05.st of C / A
+    assert len(re.findall(r"\bUTCCP\b|\bUTCCP\.", sass)) == (2 if form.block_scaled else 0)
+    assert re.search(r"UTCBAR(\.2CTA\.MULTICAST)?", sass)
+    if form.cta_group == 2:
+        assert "UTCBAR.2CTA.MULTICAST" in sass
+
+
+def test_tcgen05_is_refused_for_hopper_with_the_compilers_message():
+    cubin, log = C._nvrtc_compile(kernel_source.tcgen05_source(Form("f16")), "t", "sm_90a", C.DEFAULT_OPTIONS)
+    assert cubin is None and "tcgen05" in log and "not supported on .target 'sm_90a'" in log
+
+
+CASES = [c for _, cs in T.all_cases() for c in cs]
+
+
+def test_the_cases_cover_every_form_shape_and_type_pairing():
+    forms = {c.form for c in CASES}
+    assert forms == set(FORMS)
+    pairs = {(c.atype, c.btype) for c in CASES if c.form.kind == "f8f6f4"}
+    assert len(pairs) == 25
+    assert {c.m for c in CASES if c.form.cta_group == 2} == {128, 256}
+    assert {c.m for c in CASES if c.form.ws} == {32, 64, 128}
+    assert any(c.zero_mask for c in CASES) and any(c.scale_d for c in CASES)
+
+
+@pytest.mark.parametrize("case", CASES[::7], ids=lambda c: c.id)
+def test_reference_is_consistent_with_the_data_path(case):
+    prep = T.prepare(case)
+    cta, lane, col, half = T.d_position(case.m, case.n, case.form.cta_group, case.form.ws, case.dtype)
+    assert lane.max() < 128 and cta.max() < case.form.cta_group
+    cells = np.stack([cta.ravel(), lane.ravel(), col.ravel(), half.ravel()])
+    assert np.unique(cells, axis=1).shape[1] == case.m * case.n  # no two elements share a cell
+    # a device that wrote the expected D where the data path says decodes back to it exactly
+    out = np.full((case.form.cta_group, 128, prep.read_cols), T.POISON, np.uint32)
+    bits = T._acc_bits(case.dtype, prep.expected)
+    if case.dtype == "f16":
+        out[cta, lane, col] = 0
+        np.bitwise_or.at(out, (cta, lane, col), (bits << (16 * half).astype(np.uint64)).astype(np.uint32))
+    else:
+        out[cta, lane, col] = bits.astype(np.uint32)
+    assert T.diff(prep, out, [0] * case.form.cta_group)["status"] == "pass"
+    out[cta[0, 0], lane[0, 0], col[0, 0]] ^= np.uint32(1 << 20)
+    rec = T.diff(prep, out, [0] * case.form.cta_group)
+    assert rec["status"] == "fail" and rec["first_mismatches"][0]["lane"] == int(lane[0, 0])
+    assert T.diff(prep, out, [1] * case.form.cta_group)["status"] == "timeout"
+
+
+def test_every_launch_fits_shared_memory_and_tensor_memory():
+    for form, cs in T.all_cases():
+        packed = tcgen05_launch.pack([T.prepare(c) for c in cs])
+        assert packed["smem"] <= 227 * 1024
+        assert packed["params"]["alloc_cols"].max() <= 512
+        assert packed["params"].size == len(cs) * form.cta_group
