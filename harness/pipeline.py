@@ -74,31 +74,56 @@ def spool_dir() -> str | None:
     return None
 
 
-def run(todo, devices: list[int], timeout: float, emit, isolate, log, workers: int | None = None,
-        backend: str = "harness.launch") -> dict:
-    """Run every (key, cases, compiled) of `todo` over the GPUs `devices`.
+class Engine:
+    """Started before the sweep plans and compiles, so that the pool's processes and the GPU workers'
+    CUDA contexts come up meanwhile; `begin` hands it the launches to prepare, `run` drives them."""
 
-    emit(records) is called with each finished kernel's records; isolate(worker, key, preps, packed,
-    cubin_path, error) bisects a failed launch and returns records. Returns timings."""
-    workers = max(1, workers or min(len(todo), os.cpu_count() or 1))
-    ahead = 2 * workers  # bounded look-ahead keeps memory and the spool flat however long the sweep is
-    timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0}
-    gpu_workers = [GpuWorker(d, backend) for d in devices]
-    for w in gpu_workers:  # their CUDA start-up overlaps the pool's start and the first preparations
-        w.start()
-    in_flight: dict[GpuWorker, tuple] = {}
-    diffs = []  # (future, key, device, t_submitted)
-    done = [0]
-    # spawn: this process has a CUDA context by now, and forked children must not inherit it
-    ctx = multiprocessing.get_context("spawn")
-    with tempfile.TemporaryDirectory(prefix="tc-harness-spool-", dir=spool_dir()) as spool, \
-            ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    def __init__(self, devices: list[int], workers: int | None = None, backend: str = "harness.launch"):
+        self.devices, self.backend = devices, backend
+        self.nworkers = max(1, workers or os.cpu_count() or 1)
+        self.gpu_workers = [GpuWorker(d, backend) for d in devices]
+        for w in self.gpu_workers:
+            w.start()
+        self._spool = tempfile.TemporaryDirectory(prefix="tc-harness-spool-", dir=spool_dir())
+        self.spool = self._spool.name
+        # spawn: this process has (or will have) a CUDA context, which forked children must not inherit
+        self.pool = ProcessPoolExecutor(max_workers=self.nworkers, mp_context=multiprocessing.get_context("spawn"))
+        for _ in range(self.nworkers):  # bring every process up now
+            self.pool.submit(int)
+        self.items: list = []
+        self.preparing: list = []
+
+    @property
+    def ahead(self) -> int:
+        return 2 * self.nworkers  # bounded look-ahead keeps memory and the spool flat however long the sweep is
+
+    def begin(self, items) -> None:
+        """items: [(key, cases)] in launch order; their preparation starts now."""
+        self.items = items
+        self.preparing = [self.pool.submit(_prepare_job, cs, self.spool) for _, cs in items[:self.ahead]]
+
+    def close(self) -> None:
+        for w in self.gpu_workers:
+            w.close()
+        self.pool.shutdown(cancel_futures=True)
+        self._spool.cleanup()
+
+    def run(self, compiled, timeout: float, emit, isolate, log) -> dict:
+        """Launch every item begun (compiled[i] is item i's Compiled; items that did not compile are
+        skipped: the caller records them). emit(records) gets each kernel's records; isolate(worker, key,
+        preps, packed, cubin_path, error) bisects a failed launch. Returns timings."""
+        items, pool, spool, gpu_workers, backend = self.items, self.pool, self.spool, self.gpu_workers, self.backend
+        timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0}
+        in_flight: dict[GpuWorker, tuple] = {}
+        diffs = []  # (future, key, device, t_submitted)
+        done = [0]
+        total = sum(c.error is None for c in compiled)
 
         def finished(recs, key, device, t):
             done[0] += 1
             nfail = sum(r["status"] != "pass" for r in recs)
             emit(recs)
-            log(f"[{done[0]}/{len(todo)}] {key.name}: {len(recs)} cases, {nfail} not passing "
+            log(f"[{done[0]}/{total}] {key.name}: {len(recs)} cases, {nfail} not passing "
                 f"(GPU {device}, {time.time() - t:.2f}s)")
 
         def drain(block: bool = False):
@@ -133,31 +158,40 @@ def run(todo, devices: list[int], timeout: float, emit, isolate, log, workers: i
             timing["isolate_s"] += time.time() - ti
             finished(recs, key, w.device, tk)
 
-        try:
-            preparing = [pool.submit(_prepare_job, t[1], spool) for t in todo[:ahead]]
-            for i, (key, cs, comp) in enumerate(todo):
-                tp = time.time()
-                stem = preparing[i].result()
-                preparing[i] = None
-                timing["prepare_wait_s"] += time.time() - tp
-                if i + ahead < len(todo):
-                    preparing.append(pool.submit(_prepare_job, todo[i + ahead][1], spool))
-                idle = [w for w in gpu_workers if not w.busy]
-                answered = None
-                if not idle:  # take the first answer, give that GPU its next launch, then hand off the diff
-                    answered = harvest(wait_any(gpu_workers))
-                    idle = [answered[1]]
-                in_flight[idle[0]] = (key, comp, stem, time.time())
-                idle[0].submit(str(comp.cubin_path), key.name, stem + ".npz", timeout, regs_out=stem + ".regs.npy")
-                if answered:
-                    complete(*answered)
-                drain()
-            while in_flight:
-                complete(*harvest(wait_any(gpu_workers)))
-            drain(block=True)
-        finally:
-            for w in gpu_workers:
-                w.close()
-    timing = {k: round(v, 2) for k, v in timing.items()}
-    timing["gpu_worker_s"] = round(sum(w.gpu_s for w in gpu_workers), 2)
-    return timing
+        for i, ((key, cs), comp) in enumerate(zip(items, compiled)):
+            tp = time.time()
+            stem = self.preparing[i].result()
+            self.preparing[i] = None
+            timing["prepare_wait_s"] += time.time() - tp
+            if i + self.ahead < len(items):
+                self.preparing.append(pool.submit(_prepare_job, items[i + self.ahead][1], spool))
+            if comp.error is not None:
+                remove(stem)
+                continue
+            idle = [w for w in gpu_workers if not w.busy]
+            answered = None
+            if not idle:  # take the first answer, give that GPU its next launch, then hand off the diff
+                answered = harvest(wait_any(gpu_workers))
+                idle = [answered[1]]
+            in_flight[idle[0]] = (key, comp, stem, time.time())
+            idle[0].submit(str(comp.cubin_path), key.name, stem + ".npz", timeout, regs_out=stem + ".regs.npy")
+            if answered:
+                complete(*answered)
+            drain()
+        while in_flight:
+            complete(*harvest(wait_any(gpu_workers)))
+        drain(block=True)
+        timing = {k: round(v, 2) for k, v in timing.items()}
+        timing["gpu_worker_s"] = round(sum(w.gpu_s for w in gpu_workers), 2)
+        return timing
+
+
+def run(todo, devices: list[int], timeout: float, emit, isolate, log, workers: int | None = None,
+        backend: str = "harness.launch") -> dict:
+    """Run every (key, cases, compiled) of `todo` over the GPUs `devices` (an Engine for one call)."""
+    engine = Engine(devices, workers, backend)
+    try:
+        engine.begin([(k, cs) for k, cs, _ in todo])
+        return engine.run([c for _, _, c in todo], timeout, emit, isolate, log)
+    finally:
+        engine.close()

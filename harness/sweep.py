@@ -83,20 +83,29 @@ def run(sel: Selection, out_path: Path | None, workers: int | None = None, log=_
         resume: bool = False, timeout: float = 30.0, gpus: str = "all", shard: tuple[int, int] | None = None) -> dict:
     """Run (or, with no sm_90a GPU, compile only) the selection; returns the summary. `shard` (i, n) keeps
     every n-th kernel from the i-th, so the nodes of a fleet can split one sweep (and `merge` the files)."""
-    t = time.time()
-    work = plan(sel)
-    tc = "tcgen05" in sel.families and not (sel.match or sel.n_values or sel.dtypes)
-    if shard:
-        work = work[shard[0]::shard[1]]
-        if not work:
-            raise SweepError(f"shard {shard[0]}/{shard[1]} holds no kernel of the selection")
-    return execute(work, out_path, workers, log, resume, timeout, gpus, plan_s=time.time() - t,
-                   tcgen05=tc and (shard is None or shard[0] == 0))
+    engine = None
+    if gpu.skip_reason(ARCH) is None and set(sel.families) - {"tcgen05"}:
+        # start the pool and the GPU workers first: they come up while this process plans and compiles
+        devices = gpu.select(gpus, ARCH)
+        engine = pipeline.Engine(devices, workers) if devices else None
+    try:
+        t = time.time()
+        work = plan(sel)
+        tc = "tcgen05" in sel.families and not (sel.match or sel.n_values or sel.dtypes)
+        if shard:
+            work = work[shard[0]::shard[1]]
+            if not work:
+                raise SweepError(f"shard {shard[0]}/{shard[1]} holds no kernel of the selection")
+        return execute(work, out_path, workers, log, resume, timeout, gpus, plan_s=time.time() - t,
+                       tcgen05=tc and (shard is None or shard[0] == 0), engine=engine)
+    finally:
+        if engine is not None:
+            engine.close()
 
 
 def execute(work, out_path: Path | None, workers: int | None = None, log=_log, resume: bool = False,
             timeout: float = 30.0, gpus: str = "all", plan_s: float = 0.0, diagnose: int = 16,
-            tcgen05: bool = False) -> dict:
+            tcgen05: bool = False, engine: pipeline.Engine | None = None) -> dict:
     """Compile, run and diff `work`; then run the address probe on up to `diagnose` cases that did not do
     what the model says, and record (and draw) what the tensor core read instead."""
     t0 = time.time()
@@ -107,6 +116,25 @@ def execute(work, out_path: Path | None, workers: int | None = None, log=_log, r
         _, prev, _ = results.load(out_path)
         done_ids = set(prev)
         log(f"resume: {len(done_ids)} cases already in {out_path}")
+    own_engine = None
+    if engine is None and work and gpu.skip_reason(ARCH) is None:
+        devices = gpu.select(gpus, ARCH)
+        if devices:
+            engine = own_engine = pipeline.Engine(devices, workers)
+    items = [(key, [c for c in cs if c.id not in done_ids]) for key, cs in work]
+    items = [it for it in items if it[1]]
+    if engine is not None:
+        engine.begin(items)  # preparation runs while the kernels compile
+    try:
+        return _execute(work, items, out_path, workers, log, resume, timeout, gpus, plan_s, diagnose, tcgen05,
+                        engine, done_ids, t0, ncases)
+    finally:
+        if own_engine is not None:
+            own_engine.close()
+
+
+def _execute(work, items, out_path, workers, log, resume, timeout, gpus, plan_s, diagnose, tcgen05, engine,
+             done_ids, t0, ncases) -> dict:
     tc = time.time()
     failed_dir = Path(out_path).parent / f"{Path(out_path).stem}-compile-errors" if out_path else None
     compiled = _compile.compile_many(compile_jobs([k for k, _ in work]), workers, failed_dir, raise_on_error=False)
@@ -131,10 +159,7 @@ def execute(work, out_path: Path | None, workers: int | None = None, log=_log, r
         log(f"compile-only: {reason}; no wgmma case was run")
         summary.update({"ran": 0, "not_run_reason": reason, "wall_s": round(time.time() - t0, 2)})
         return summary
-    if not work:
-        devices = []
-    else:
-        devices = gpu.select(gpus, ARCH)
+    devices = engine.devices if engine is not None else []
     if work and not devices:
         raise SweepError(f"--gpus {gpus}: none of the selected GPUs is an {ARCH} GPU")
     if devices:
@@ -146,14 +171,14 @@ def execute(work, out_path: Path | None, workers: int | None = None, log=_log, r
             counts[r["status"]] = counts.get(r["status"], 0) + 1
     if writer and tc_recs:
         writer.write_cases([r for r in tc_recs if r["id"] not in done_ids])
-    todo = [(key, [c for c in cs if c.id not in done_ids], comp) for (key, cs), comp in zip(work, compiled)]
+    comp_of = {key: comp for (key, _), comp in zip(work, compiled)}
+    todo = [(key, cs, comp_of[key]) for key, cs in items]
     for key, cs, comp in todo:
         if comp.error is not None and cs:
             recs = [{"id": c.id, "kernel": key.name, "status": "compile-error", "error": str(comp.error)} for c in cs]
             counts["compile-error"] += len(recs)
             if writer:
                 writer.write_cases(recs)
-    todo = [t for t in todo if t[1] and t[2].error is None]
 
     suspects: list[str] = []
 
@@ -171,7 +196,7 @@ def execute(work, out_path: Path | None, workers: int | None = None, log=_log, r
     timing = {"plan_s": round(plan_s, 2)}
     try:
         if todo:
-            timing.update(pipeline.run(todo, devices, timeout, emit, isolate, log, workers))
+            timing.update(engine.run([comp for _, _, comp in todo], timeout, emit, isolate, log))
         if suspects and diagnose > 0:
             summary["diagnosed"] = _diagnose(work, compiled, suspects[:diagnose], devices[0], out_path, writer,
                                              timeout, log)

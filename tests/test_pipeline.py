@@ -22,7 +22,7 @@ def _run(todo, devices=(0, 1)):
 
 
 def test_every_case_comes_back_once_from_both_devices():
-    todo = [(k, cs, SimpleNamespace(cubin_path="unused.cubin")) for k, cs in WORK]
+    todo = [(k, cs, SimpleNamespace(cubin_path="unused.cubin", error=None)) for k, cs in WORK]
     recs, logs, timing = _run(todo)
     assert sorted(r["id"] for r in recs) == sorted(c.id for _, cs in WORK for c in cs)
     assert {r["gpu"] for r in recs} == {0, 1}
@@ -35,7 +35,7 @@ def test_every_case_comes_back_once_from_both_devices():
 def test_a_faulting_launch_is_bisected_to_its_case():
     key, cases = WORK[0]
     planted = dataclasses.replace(cases[3], inject="trap")
-    todo = [(key, cases[:3] + [planted] + cases[4:], SimpleNamespace(cubin_path="unused.cubin"))]
+    todo = [(key, cases[:3] + [planted] + cases[4:], SimpleNamespace(cubin_path="unused.cubin", error=None))]
     recs, logs, _ = _run(todo, devices=(0,))
     by_id = {r["id"]: r for r in recs}
     assert by_id[planted.id]["status"] == "fault" and "unspecified launch failure" in by_id[planted.id]["error"]
