@@ -63,7 +63,8 @@ def main():
     ncases = sum(len(cs) for _, cs in work)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    b = batched(work, out.with_suffix(".jsonl"))
+    with tempfile.TemporaryDirectory() as d:
+        b = batched(work, Path(d) / "batched.jsonl")
     n = naive(work)
     report = {"subset": f"every wgmma case with N in {sorted(a.n or [64])}", "kernels": len(work),
               "cases": ncases, "naive": n, "batched": b, "cpus": os.cpu_count(),

@@ -1,8 +1,10 @@
-"""Wall time of the full wgmma sweep from the command line, cold (empty compile cache) and warm.
+"""The benchmark: the full sweep from the command line, cold (empty compile cache) and warm, and the
+batched harness against the naive way (one module and one launch per case) on a subset, side by side.
 
 Run by hand on the GPU machine, from the repo root:
-    python3 benchmarks/bench_sweep.py --out-dir results/<run-name> [-- extra sweep arguments]
-Writes <out-dir>/sweep.jsonl (the cold run's results), <out-dir>/sweep-warm.jsonl and <out-dir>/bench.json.
+    python3 benchmarks/bench_sweep.py --out-dir results/<run-name> [--naive-n 64 --naive-n 128] [-- sweep args]
+Writes <out-dir>/sweep.jsonl (the cold run's results), <out-dir>/sweep-warm.jsonl, <out-dir>/bench.json and
+(unless --no-naive) <out-dir>/bench-naive.json; prints one table.
 """
 import argparse
 import json
@@ -33,6 +35,8 @@ def timed_sweep(cache: str, out: Path, extra) -> dict:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--naive-n", type=int, action="append", help="N values of the naive-vs-batched subset")
+    ap.add_argument("--no-naive", action="store_true")
     ap.add_argument("extra", nargs="*")
     a = ap.parse_args()
     out = Path(a.out_dir)
@@ -42,10 +46,27 @@ def main():
         warm = timed_sweep(cache, out / "sweep-warm.jsonl", a.extra)
     report = {"cases": cold["summary"].get("cases"), "kernels": cold["summary"].get("kernels"),
               "cold": cold, "warm": warm, "cpus": os.cpu_count()}
+    if not a.no_naive:
+        args = [sys.executable, str(Path(__file__).parent / "bench_naive.py"), "--out", str(out / "bench-naive.json")]
+        for n in a.naive_n or [64, 128]:
+            args += ["--n", str(n)]
+        subprocess.run(args, check=True)
+        naive = json.loads((out / "bench-naive.json").read_text())
+        report["naive"] = {k: naive[k] for k in ("subset", "cases", "ratio_cold", "ratio_warm")}
+        report["naive"]["naive_wall_s"] = naive["naive"]["wall_s"]
     (out / "bench.json").write_text(json.dumps(report, indent=1) + "\n")
-    print(f"cases {report['cases']} kernels {report['kernels']}: cold {cold['wall_s']} s, warm {warm['wall_s']} s")
-    print(cold["stdout"])
-    print(warm["stdout"])
+    cs, ws = cold["summary"], warm["summary"]
+    rows = [("cases (wgmma run + tcgen05 compiled only)", f"{cs.get('cases')} + {cs.get('tcgen05_cases', 0)}"),
+            ("kernels", f"{cs.get('kernels')} + {cs.get('tcgen05_kernels', 0)}"),
+            ("compile, cold / warm (s)", f"{cs.get('compile_s')} / {ws.get('compile_s')}"),
+            ("GPU worker time, warm (s)", ws.get("timing", {}).get("gpu_worker_s")),
+            ("wall, cold (s)", cold["wall_s"]), ("wall, warm (s)", warm["wall_s"])]
+    if "naive" in report:
+        nv = report["naive"]
+        rows.append((f"naive vs batched on {nv['cases']} cases ({nv['subset']})",
+                     f"{nv['naive_wall_s']} s naive: {nv['ratio_cold']}x cold, {nv['ratio_warm']}x warm"))
+    for k, v in rows:
+        print(f"{k:<48} {v}")
 
 
 if __name__ == "__main__":

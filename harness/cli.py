@@ -221,9 +221,10 @@ def cmd_probe(a) -> int:
               f"{summary['cases'] - summary.get('pass', 0)} do not; results: {out}")
         return 0
     from . import probe_runs
-    text = (probe_runs.addresses(out, a.timeout, a.match) if a.name == "addresses"
-            else probe_runs.field_overflow(out, a.timeout))
-    print(text)
+    run = {"addresses": lambda: probe_runs.addresses(out, a.timeout, a.match),
+           "field-overflow": lambda: probe_runs.field_overflow(out, a.timeout),
+           "spec-examples": lambda: probe_runs.spec_examples(out, a.timeout)}[a.name]
+    print(run())
     return 0
 
 
@@ -265,7 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(fn=cmd_merge)
 
     pr = sub.add_parser("probe", help="targeted experiments on what the spec leaves open")
-    pr.add_argument("name", choices=["base-offset", "start-alignment", "addresses", "field-overflow"])
+    pr.add_argument("name", choices=["base-offset", "start-alignment", "addresses", "field-overflow",
+                                     "spec-examples"])
     pr.add_argument("--match", help="addresses: only cases whose id contains this text")
     pr.add_argument("--out")
     pr.add_argument("--timeout", type=float, default=30.0)

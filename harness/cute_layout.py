@@ -63,3 +63,12 @@ def apply_swizzle(addr: int, bms: tuple[int, int, int] | None) -> int:
     b, m, s = bms
     mask = ((1 << b) - 1) << (m + s)
     return addr ^ ((addr & mask) >> s)
+
+
+def spec_addresses(text: str, element_bytes: int):
+    """Byte offset of every element [row, col] of a layout the spec writes in CuTe notation (in elements),
+    swizzled as bytes."""
+    import numpy as np
+    swz, lay = parse(text)
+    return np.array([[apply_swizzle(lay(r, c) * element_bytes, swz) for c in range(lay.size(1))]
+                     for r in range(lay.size(0))], dtype=np.int64)

@@ -60,31 +60,50 @@ def addresses(out: Path, timeout: float, match: str | None = None) -> str:
 
 
 def field_overflow(out: Path, timeout: float) -> str:
-    setups = probes.overflow_setups()
-    key = setups[0][0].key
-    cubins = _cubins([key])
+    return _raw_experiments(out, timeout, probes.overflow_setups(), "field-overflow", probe_all=False)
+
+
+def spec_examples(out: Path, timeout: float) -> str:
+    return _raw_experiments(out, timeout, probes.spec_example_setups(), "spec-examples", probe_all=True)
+
+
+def _raw_experiments(out: Path, timeout: float, setups, name: str, probe_all: bool) -> str:
+    """Run (RawCase, Prepared, Setup, claim) experiments: every kernel key in one launch (a fault is bisected
+    to its experiment), then the address probe on every experiment (`probe_all`) or on those that fail."""
+    keys = {c.key.name: c.key for c, _, _, _ in setups}
+    cubins = _cubins(keys.values())
     reason = gpu.skip_reason(sweep.ARCH)
     if reason:
-        return f"compile-only: {len(setups)} overflow experiments planned, none run ({reason})"
+        return f"compile-only: {len(setups)} {name} experiments planned, none run ({reason})"
     from . import launch
-    preps = [p for _, p, _, _ in setups]
+    recs, diags = {}, []
     worker = GpuWorker(gpu.select("all", sweep.ARCH)[0])
     try:
-        recs = sweep.run_isolated(worker, key, preps, launch.pack(preps), cubins[key.name], timeout)
-        failed = [(c.id, st) for (c, _, st, _), r in zip(setups, recs) if r["status"] == "fail"]
-        diags = diagnose.diagnose_setups(failed, lambda k: cubins[k.name], worker, timeout,
-                                         out.parent / f"{out.stem}-png") if failed else []
+        for kname, key in keys.items():
+            group = [(c, p) for c, p, _, _ in setups if c.key.name == kname]
+            preps = [p for _, p in group]
+            for r in sweep.run_isolated(worker, key, preps, launch.pack(preps), cubins[kname], timeout):
+                recs[r["id"]] = r
+        chosen = [(c.id, st) for c, _, st, _ in setups if probe_all or recs[c.id]["status"] == "fail"]
+        if chosen:
+            diags = diagnose.diagnose_setups(chosen, lambda k: cubins[k.name], worker, timeout,
+                                             out.parent / f"{out.stem}-png")
     finally:
         worker.close()
     writer = results.ResultsWriter(out, results.environment())
-    lines = [f"probe field-overflow: results {out}"]
-    for (c, p, _, hypothesis), r in zip(setups, recs):
-        r = {**r, "hypothesis": hypothesis, "descriptor_b": f"0x{p.descs[1]:016x}",
-             "verdict": {"pass": "holds", "fail": "does not hold", "fault": "faults", "timeout": "hangs"}[r["status"]]}
+    lines = [f"probe {name}: results {out}"]
+    verdicts = {"pass": "holds", "fail": "does not hold", "fault": "faults", "timeout": "hangs"}
+    for c, p, _, claim in setups:
+        r = {**recs[c.id], "claim": claim, "descriptor_b": f"0x{p.descs[1]:016x}",
+             "verdict": verdicts[recs[c.id]["status"]]}
         writer.write({"type": "case", **r})
-        lines.append(f"  {c.id}: {hypothesis}: {r['verdict']}" + (f" ({r.get('error')})" if r.get("error") else ""))
+        lines.append(f"  {c.id}: {claim}: {r['verdict']}" + (f" ({r.get('error')})" if r.get("error") else ""))
     for d in diags:
         writer.write(d)
-        lines.append(f"  diagnosis {d['id']}: {d.get('summary') or d.get('error')}")
-    writer.close({"experiments": len(recs), "hold": sum(r["status"] == "pass" for r in recs)})
+        if d.get("status") != "pass":
+            lines.append(f"  diagnosis {d['id']} {d['operand']}: {d.get('summary') or d.get('error')}")
+    lines.append(f"  address probes: {sum(d.get('reads_as_model', False) for d in diags)} of {len(diags)} operands "
+                 "read exactly where the experiment's claim puts them")
+    writer.close({"experiments": len(recs), "hold": sum(r["status"] == "pass" for r in recs.values()),
+                  "probed": len(diags), "probed_as_claimed": sum(d.get("reads_as_model", False) for d in diags)})
     return "\n".join(lines)

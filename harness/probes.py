@@ -22,7 +22,7 @@ import numpy as np
 from . import launch, layouts, wgmma
 from .cases import Case, Operand, operand_scenarios, _operand
 
-PROBES = ("base-offset", "start-alignment", "addresses", "field-overflow")
+PROBES = ("base-offset", "start-alignment", "addresses", "field-overflow", "spec-examples")
 
 
 def base_offset_work(n: int = 64) -> list[tuple[wgmma.KernelKey, list[Case]]]:
@@ -112,40 +112,90 @@ OVERFLOW_EXPERIMENTS = {
 }
 
 
+def raw_b_setup(case_id: str, key: wgmma.KernelKey, vi: int, b_addr: np.ndarray, desc_b: int, size: int):
+    """(RawCase, Prepared, addresses.Setup) for a case whose B sits at arbitrary bit addresses `b_addr` (N x K)
+    and is read through a raw descriptor; A is an ordinary packed K-major tile at address 0 with no swizzle.
+    Exact values; C = 0."""
+    from . import addresses, dtypes, fragments, reference
+    v = wgmma.variants(key)[vi]
+    at, bt = dtypes.get(v.atype), dtypes.get(v.btype)
+    a_lay = layouts.SmemLayout("K", "none", v.atype, 64, key.k, *layouts.packed_strides("K", "none", v.atype, 64,
+                                                                                         key.k))
+    case = RawCase(case_id, key, vi)
+    rng = np.random.default_rng(zlib.crc32(case_id.encode()))
+    a_vals = rng.choice(reference.EXACT_POOL[v.atype], size=(64, key.k))
+    b_vals = rng.choice(reference.EXACT_POOL[v.btype], size=(key.n, key.k))
+    image = np.zeros(-(-size // 16) * 16, np.uint8)
+    layouts.write_image(a_lay, at.to_bits(a_vals), image)
+    addresses._write_bits(image, b_addr, bt.to_bits(b_vals), bt.bits)
+    descs = (launch.encode_desc(a_lay), desc_b)
+    expected = (v.scale_a * a_vals) @ (v.scale_b * b_vals).T
+    dfrag = fragments.wgmma_d_fragment(key.n, key.dtype)
+    c_regs = fragments.gather_registers(dfrag, np.zeros((64, key.n), np.uint64))
+    prep = reference.Prepared(case, image, None, None, None, c_regs, a_vals, b_vals, np.zeros((64, key.n)),
+                              expected.astype(np.float32), expected, None,
+                              fragments.gather_registers(dfrag, f16_acc_bits(expected)), descs)
+    st = addresses.Setup(key, vi, addresses.Placed(v.atype, layouts.element_bit_addresses(a_lay), descs[0], a_lay,
+                                                    a_lay),
+                         addresses.Placed(v.btype, b_addr, descs[1]), image.size)
+    return case, prep, st
+
+
+def _variant(key: wgmma.KernelKey, btype: str, trans_b: bool) -> int:
+    return next(i for i, v in enumerate(wgmma.variants(key)) if not v.trans_a and v.trans_b == trans_b
+                and v.scale_a == v.scale_b == 1 and v.btype == btype)
+
+
 def overflow_setups(n: int = 64):
     """(RawCase, Prepared, addresses.Setup, hypothesis) per experiment: B is K-major, no swizzle, f16,
     n x 16 (8-row groups, two 16-byte K chunks); its image is written where the hypothesis says the tensor
     core reads, A is an ordinary packed K-major tile."""
-    from . import addresses, dtypes, fragments, reference
     key = wgmma.KernelKey("f16", n, "f32", "SS")
-    vi = next(i for i, v in enumerate(wgmma.variants(key)) if not v.trans_a and not v.trans_b
-              and v.scale_a == v.scale_b == 1 and v.atype == "f16")
-    f16 = dtypes.get("f16")
-    a_lay = layouts.SmemLayout("K", "none", "f16", 64, 16, *layouts.packed_strides("K", "none", "f16", 64, 16))
+    vi = _variant(key, "f16", False)
     region_b = 8192
     out = []
     for name, (start, lbo, sbo, extra, hypothesis) in OVERFLOW_EXPERIMENTS.items():
-        case = RawCase(f"m64n{n}k16-overflow-{name}", key, vi)
-        rng = np.random.default_rng(zlib.crc32(case.id.encode()))
-        a_vals = rng.choice(reference.EXACT_POOL["f16"], size=(64, 16))
-        b_vals = rng.choice(reference.EXACT_POOL["f16"], size=(n, 16))
         shape = layouts.SmemLayout("K", "none", "f16", n, 16, lbo % WRAP, sbo % WRAP, 0)
         b_addr = ((region_b + start) * 8 + layouts.canonical_bit_offsets(shape)) % (WRAP * 8)
-        size = region_b + 4096
-        image = np.zeros(size, np.uint8)
-        layouts.write_image(a_lay, f16.to_bits(a_vals), image)
-        addresses._write_bits(image, b_addr, f16.to_bits(b_vals), 16)
-        descs = (launch.encode_desc(a_lay), _raw_desc(region_b + start, lbo, sbo, extra))
-        expected = a_vals @ b_vals.T
-        dfrag = fragments.wgmma_d_fragment(n, "f32")
-        c_regs = fragments.gather_registers(dfrag, np.zeros((64, n), np.uint64))
-        prep = reference.Prepared(case, image, None, None, None, c_regs, a_vals, b_vals, np.zeros((64, n)),
-                                  expected.astype(np.float32), expected, None,
-                                  fragments.gather_registers(dfrag, f16_acc_bits(expected)), descs)
-        st = addresses.Setup(key, vi, addresses.Placed("f16", layouts.element_bit_addresses(a_lay), descs[0], a_lay,
-                                                        a_lay),
-                             addresses.Placed("f16", b_addr, descs[1]), size)
-        out.append((case, prep, st, hypothesis))
+        out.append((*raw_b_setup(f"m64n{n}k16-overflow-{name}", key, vi, b_addr,
+                                 _raw_desc(region_b + start, lbo, sbo, extra), region_b + 4096), hypothesis))
+    return out
+
+
+# The worked examples of the canonical-layouts section (PTX ISA 9.7.15.5.1.2.1.3): name, major-ness, swizzle,
+# type, the exact layout as the spec writes it (CuTe, in elements), LBO and SBO in bytes (None: "not used,
+# assumed 1").
+SPEC_EXAMPLES = [
+    ("K-major none tf32", "K", "none", "tf32", "Swizzle<0,4,3> o ((8,2),(4,4)):((4,32),(1,64))", 256, 128),
+    ("K-major 32B tf32", "K", "32B", "tf32", "Swizzle<1,4,3> o ((8,2),(4,4)):((8,64),(1,4))", None, 256),
+    ("MN-major none bf16", "MN", "none", "bf16", "Swizzle<0,4,3> o ((8,1,2),(8,2)):((1,8,64),(8,128))", 256, 128),
+    ("MN-major 32B bf16", "MN", "32B", "bf16", "Swizzle<1,4,3> o ((8,2,2),(8,2)):((1,8,128),(16,256))", 256, 512),
+    ("MN-major 64B bf16", "MN", "64B", "bf16", "Swizzle<2,4,3> o ((8,4,2),(8,2)):((1,8,256),(32,512))", 512, 1024),
+]
+
+
+def spec_example_setups():
+    """(RawCase, Prepared, addresses.Setup, claim) for each worked example and each K-step of it: B is the
+    example's tile (N = its MN extent), written exactly where the spec's CuTe layout puts every element, and
+    read through a descriptor with the example's LBO/SBO whose start is the K-step's first element. A pass
+    (and an address probe that reads as written) means the hardware agrees with the example as written."""
+    from . import cute_layout, descriptors, dtypes
+    out = []
+    region = 4096  # 1024-aligned, so the spec's swizzle (on offsets from 0) is the swizzle on addresses
+    for name, major, swz, dtype, text, lbo, sbo in SPEC_EXAMPLES:
+        addr = cute_layout.spec_addresses(text, dtypes.get(dtype).bits // 8)  # bytes, [mn, k]
+        fam = "tf32" if dtype == "tf32" else "f16"
+        key = wgmma.KernelKey(fam, addr.shape[0], "f32", "SS")
+        vi = _variant(key, dtype, major == "MN")
+        for s in range(addr.shape[1] // key.k):
+            cols = slice(s * key.k, (s + 1) * key.k)
+            _, lay = cute_layout.parse(text)
+            start = lay(0, s * key.k) * dtypes.get(dtype).bits // 8  # the K-step's first element, unswizzled
+            desc = descriptors.encode_wgmma_desc(region + start, lbo or 16, sbo, swz)
+            b_addr = (region + addr[:, cols]) * 8
+            cid = f"spec-example-{name.replace(' ', '-')}-kstep{s}"
+            claim = f"{name}: {text}, LBO={lbo if lbo is not None else '1 (assumed)'} SBO={sbo}, K-step {s}"
+            out.append((*raw_b_setup(cid, key, vi, b_addr, desc, region + 4096), claim))
     return out
 
 

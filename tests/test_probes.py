@@ -27,3 +27,26 @@ def test_base_offset_probe_discriminates():
     # every case whose base offset matters for its swizzle width is sensitive to "ignored"
     assert differs_from_ignored >= len(cases) // 2
     assert differs_from_xor >= len(cases) // 4
+
+
+def test_spec_examples_probe_writes_the_spec_layout_and_the_model_agrees():
+    from harness import descriptors, wgmma
+    setups = probes.spec_example_setups()
+    assert len(setups) == 7  # the two tf32 K-major examples are two K-steps wide
+    for case, prep, st, claim in setups:
+        f = descriptors.decode_wgmma_desc(prep.descs[1])["fields"]
+        v = wgmma.variants(case.key)[case.variant_index]
+        lay = layouts.SmemLayout("MN" if v.trans_b else "K", f["swizzle"], v.btype, case.key.n, case.key.k,
+                                 f["leading_byte_offset"], f["stride_byte_offset"], f["start_address"])
+        assert np.array_equal(layouts.element_bit_addresses(lay), st.b.addr), claim
+        b_read = prep.image[st.b.addr >> 3]  # the values sit where the spec says
+        assert b_read.shape == (case.key.n, case.key.k)
+
+
+def test_overflow_descriptors_decode_as_intended():
+    from harness import descriptors
+    by_name = {c.id.split("overflow-")[1]: p.descs[1] for c, p, _, _ in probes.overflow_setups()}
+    f = descriptors.decode_wgmma_desc(by_name["sbo-wraps"])["fields"]
+    assert f["stride_byte_offset"] == (1 << 18) - 256
+    assert descriptors.decode_wgmma_desc(by_name["lbo-wraps"])["fields"]["leading_byte_offset"] == (1 << 18) - 128
+    assert by_name["start-bit14"] & (1 << 14) and by_name["sbo-bit46"] & (1 << 46)
