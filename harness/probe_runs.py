@@ -102,8 +102,9 @@ def _raw_experiments(out: Path, timeout: float, setups, name: str, probe_all: bo
         writer.write(d)
         if d.get("status") != "pass":
             lines.append(f"  diagnosis {d['id']} {d['operand']}: {d.get('summary') or d.get('error')}")
-    lines.append(f"  address probes: {sum(d.get('reads_as_model', False) for d in diags)} of {len(diags)} operands "
-                 "read exactly where the experiment's claim puts them")
+    if diags:
+        lines.append(f"  address probes: {sum(d.get('reads_as_model', False) for d in diags)} of {len(diags)} "
+                     "operands read exactly where the experiment's claim puts them")
     writer.close({"experiments": len(recs), "hold": sum(r["status"] == "pass" for r in recs.values()),
                   "probed": len(diags), "probed_as_claimed": sum(d.get("reads_as_model", False) for d in diags)})
     return "\n".join(lines)
