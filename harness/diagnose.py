@@ -67,10 +67,13 @@ def diagnose_setups(items, cubin_of, worker, timeout: float = 30.0, png_dir: Pat
             if png_dir is not None and why["wrong"] and pngs < max_png:
                 png_dir.mkdir(parents=True, exist_ok=True)
                 path = png_dir / f"{_safe(c)}-{which}.png"
-                from . import pictures
-                pictures.comparison_png(op.addr, observed, path, f"{c}  operand {which}\n{_wrap(why['summary'])}")
-                rec["png"] = str(path)
-                pngs += 1
+                try:
+                    from . import pictures
+                    pictures.comparison_png(op.addr, observed, path, f"{c}  operand {which}\n{_wrap(why['summary'])}")
+                    rec["png"] = str(path)
+                    pngs += 1
+                except ImportError as e:  # a picture is a convenience; the record says why there is none
+                    rec["png"] = f"not drawn: {e}"
             out.append(rec)
     return out
 

@@ -155,12 +155,18 @@ def _execute(work, items, out_path, workers, log, resume, timeout, gpus, plan_s,
         from . import tcgen05_run
         tc_recs, part = tcgen05_run.run(log, timeout, workers)
         summary.update(part)
-    if reason and work:
+    if reason and work and not (tcgen05 and gpu.device_count()):
         log(f"compile-only: {reason}; no wgmma case was run")
         summary.update({"ran": 0, "not_run_reason": reason, "wall_s": round(time.time() - t0, 2)})
         return summary
     devices = engine.devices if engine is not None else []
-    if work and not devices:
+    if reason and work:  # a GPU of another arch (a Blackwell running the tcgen05 part): say what did not run
+        log(f"wgmma: {reason}; its cases are recorded as not run")
+        summary["not_run_reason"] = reason
+        tc_recs = [{"id": c.id, "kernel": key.name, "status": "not-run", "reason": reason}
+                   for key, cs in items for c in cs] + tc_recs
+        items = []
+    elif work and not devices:
         raise SweepError(f"--gpus {gpus}: none of the selected GPUs is an {ARCH} GPU")
     if devices:
         log("GPUs: " + ", ".join(f"{d} ({gpu.device_info(d)['name']})" for d in devices))
