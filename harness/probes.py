@@ -25,41 +25,33 @@ from .cases import Case, Operand, operand_scenarios, _operand
 PROBES = ("base-offset", "start-alignment", "addresses", "field-overflow", "spec-examples")
 
 
-def base_offset_work(n: int = 64) -> list[tuple[wgmma.KernelKey, list[Case]]]:
+def _b_placement_work(n: int, swizzles, placements) -> list[tuple[wgmma.KernelKey, list[Case]]]:
+    """Cases whose B (f16, n x 16, packed strides) sits at each (suffix, start, base offset) that
+    placements(swizzle) yields, K- and MN-major; A is a plain K-major tile."""
     key = wgmma.KernelKey("f16", n, "f32", "SS")
-    vs = wgmma.variants(key)
     a = _operand(*next(s for s in operand_scenarios("f16", 64, 16, ("K",)) if s[1].swizzle == "none" and not s[0]))
     out = []
     for major in ("K", "MN"):
-        vi = next(i for i, v in enumerate(vs) if v.trans_b == (major == "MN") and not v.trans_a
-                  and v.scale_a == v.scale_b == 1 and v.atype == "f16")
-        for sw in ("32B", "64B", "128B"):
+        vi = _variant(key, "f16", major == "MN")
+        for sw in swizzles:
             lbo, sbo = layouts.packed_strides(major, sw, "f16", n, 16)
-            for start in range(0, layouts.PATTERN_BYTES[sw], 128):
-                for bo in range(8):
-                    lay = layouts.SmemLayout(major, sw, "f16", n, 16, lbo, sbo, start, bo)
-                    b = Operand(f"+start{start}bo{bo}", lay, lay)
-                    out.append(Case(key, vi, a, b, 0, "exact"))
+            for suffix, start, bo in placements(sw):
+                lay = layouts.SmemLayout(major, sw, "f16", n, 16, lbo, sbo, start, bo)
+                out.append(Case(key, vi, a, Operand(suffix, lay, lay), 0, "exact"))
     return [(key, out)]
+
+
+def base_offset_work(n: int = 64) -> list[tuple[wgmma.KernelKey, list[Case]]]:
+    return _b_placement_work(n, ("32B", "64B", "128B"), lambda sw: [
+        (f"+start{start}bo{bo}", start, bo) for start in range(0, layouts.PATTERN_BYTES[sw], 128) for bo in range(8)])
 
 
 def start_alignment_work(n: int = 64) -> list[tuple[wgmma.KernelKey, list[Case]]]:
     """B starting at every 16-byte offset of a swizzle pattern (base offset 0), for each swizzle mode and
     major-ness: the start is 16-byte aligned as the spec demands, but not aligned to the swizzle row,
     atom or pattern. The model swizzles absolute addresses; a pass means the hardware does too."""
-    key = wgmma.KernelKey("f16", n, "f32", "SS")
-    vs = wgmma.variants(key)
-    a = _operand(*next(s for s in operand_scenarios("f16", 64, 16, ("K",)) if s[1].swizzle == "none" and not s[0]))
-    out = []
-    for major in ("K", "MN"):
-        vi = next(i for i, v in enumerate(vs) if v.trans_b == (major == "MN") and not v.trans_a
-                  and v.scale_a == v.scale_b == 1 and v.atype == "f16")
-        for sw in ("none", "32B", "64B", "128B"):
-            lbo, sbo = layouts.packed_strides(major, sw, "f16", n, 16)
-            for start in range(16, max(256, layouts.PATTERN_BYTES[sw]), 16):
-                lay = layouts.SmemLayout(major, sw, "f16", n, 16, lbo, sbo, start, 0)
-                out.append(Case(key, vi, a, Operand(f"+start{start}", lay, lay), 0, "exact"))
-    return [(key, out)]
+    return _b_placement_work(n, ("none", "32B", "64B", "128B"), lambda sw: [
+        (f"+start{start}", start, 0) for start in range(16, max(256, layouts.PATTERN_BYTES[sw]), 16)])
 
 
 def address_cases(n: int = 64) -> list[Case]:
