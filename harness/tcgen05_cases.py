@@ -80,6 +80,8 @@ class TcCase:
     swizzle_b: str
     scale_d: int = 0
     zero_mask: D.ZeroColumnMask | None = None
+    major_a: str = "K"
+    major_b: str = "K"
 
     @property
     def k(self) -> int:
@@ -90,7 +92,8 @@ class TcCase:
         f = self.form
         parts = [f"m{self.m}n{self.n}k{self.k}", f"{f.kind}.{self.dtype}.{self.atype}.{self.btype}",
                  f"cg{f.cta_group}" + (".ws" if f.ws else ""), f.a_src,
-                 f"A:K/{self.swizzle_a}" if f.a_src == "SS" else "A:tmem", f"B:K/{self.swizzle_b}"]
+                 f"A:{self.major_a}/{self.swizzle_a}" if f.a_src == "SS" else "A:tmem",
+                 f"B:{self.major_b}/{self.swizzle_b}"]
         if self.scale_d:
             parts.append("accum")
         if self.zero_mask is not None:
@@ -104,6 +107,7 @@ class TcCase:
     def idesc(self) -> D.InstrDescriptor:
         scale = "ue4m3" if self.form.kind == "mxf4nvf4" else "ue8m0"
         return D.InstrDescriptor(self.form.kind, self.atype, self.btype, self.dtype, self.m, self.n,
+                                 transpose_a=self.major_a == "MN", transpose_b=self.major_b == "MN",
                                  cta_group=self.form.cta_group, ws=self.form.ws, scale_type=scale)
 
 
@@ -119,7 +123,20 @@ def cases_for_form(form: Form) -> list[TcCase]:
                 zm = D.ZeroColumnMask((1, 0, 2, 0), (1, 1, 0, 0), True, 1, 1, 0)
             out.append(TcCase(form, m, n, a, b, acc, sa, sb, i % 2, zm))
             i += 1
+    if form.kind in MN_MAJOR_KINDS and not form.ws:
+        # MN-major operands (the transpose bits), every swizzle, 128B_base32b where the type allows it
+        m, n = shapes(form)[-1]
+        a, b, acc = type_combos(form.kind)[0]
+        mn_swz = ("none", "32B", "64B", "128B") + (("128B_base32b",) if form.kind == "tf32" else ())
+        for j, sw in enumerate(mn_swz):
+            ma = "MN" if form.a_src == "SS" and j % 2 == 0 else "K"
+            out.append(TcCase(form, m, n, a, b, acc, sw if ma == "MN" else "128B", sw, j % 2, None, ma, "MN"))
     return out
+
+
+# Kinds whose instruction descriptor may transpose A and B (MN-major operands); the 32-byte-atom 128B swizzle
+# (CUTLASS's SW128_32B) is an MN-major tf32 layout.
+MN_MAJOR_KINDS = ("tf32", "f16")
 
 
 def all_cases(arch: str = "sm_100a") -> list[tuple[Form, list[TcCase]]]:
@@ -188,10 +205,10 @@ def _acc_bits(dtype: str, v):
     return dtypes.get(dtype).to_bits(v)
 
 
-def _k_major(form, t, rows, k, swizzle, start) -> SmemLayout:
+def _operand_layout(form, t, rows, k, major, swizzle, start) -> SmemLayout:
     st = storage_dtype(form, t)
-    lbo, sbo = layouts.packed_strides("K", swizzle, st, rows, k)
-    lay = SmemLayout("K", swizzle, st, rows, k, lbo, sbo, start)
+    lbo, sbo = layouts.packed_strides(major, swizzle, st, rows, k)
+    lay = SmemLayout(major, swizzle, st, rows, k, lbo, sbo, start)
     layouts.validate(lay)
     return lay
 
@@ -258,9 +275,9 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
     rows_a, cols_b = M // cg, N // cg
     for r in range(ctas):
         a_part, b_part = a[r * rows_a:(r + 1) * rows_a], b[r * cols_b:(r + 1) * cols_b]
-        a_lay = _k_major(f, c.atype, rows_a, K, c.swizzle_a, 0)
+        a_lay = _operand_layout(f, c.atype, rows_a, K, c.major_a, c.swizzle_a, 0)
         b_start = -(-layouts.footprint(a_lay)[1] // 1024) * 1024
-        b_lay = _k_major(f, c.btype, cols_b, K, c.swizzle_b, b_start)
+        b_lay = _operand_layout(f, c.btype, cols_b, K, c.major_b, c.swizzle_b, b_start)
         end = layouts.footprint(b_lay)[1]
         sf_start = -(-end // 1024) * 1024
         size = sf_start + (2 * 128 * 16 + 1024 if f.block_scaled else 0)

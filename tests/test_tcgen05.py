@@ -65,6 +65,9 @@ def test_the_cases_cover_every_form_shape_and_type_pairing():
     assert {c.m for c in CASES if c.form.cta_group == 2} == {128, 256}
     assert {c.m for c in CASES if c.form.ws} == {32, 64, 128}
     assert any(c.zero_mask for c in CASES) and any(c.scale_d for c in CASES)
+    mn = {(c.form.kind, c.swizzle_b) for c in CASES if c.major_b == "MN"}
+    assert ("tf32", "128B_base32b") in mn and {sw for k, sw in mn if k == "f16"} == {"none", "32B", "64B", "128B"}
+    assert all(c.idesc().transpose_b for c in CASES if c.major_b == "MN")
 
 
 @pytest.mark.parametrize("case", CASES[::7], ids=lambda c: c.id)
