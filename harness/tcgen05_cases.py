@@ -1,17 +1,16 @@
 """tcgen05 cases and their reference, from the spec: shared-memory images, Tensor Memory images, expected D.
 
-What the reference assumes beyond the texts in shared/spec (PTX ISA 9.7.16 as summarised by the search tool
-and CUTLASS's CuTe DSL docs), each to be confirmed by the first run on a Blackwell GPU:
-  * the accumulator data paths (which TMEM lane and column hold D[row, col]): layout D (M=128, cta_group::1,
-    identity), F (M=64: 16 rows per warp quarter), E/G (.ws M=64/32: column halves/quarters folded across
-    lane slabs), A (M=256 pair: 128 rows per CTA), B (M=128 pair: 64 rows per CTA, column halves folded);
-  * an f16 accumulator packs two columns per 32-bit TMEM cell (lower column in the low half);
-  * A in Tensor Memory: row m in lane m, K elements packed along 32-bit columns;
+Where D[row, col] and A[row, k] sit in Tensor Memory (the data paths) is cross-checked against CUTLASS's CuTe
+DSL on the CPU for what the DSL exposes (tests/test_cute_oracle.py): layout D (M=128, cta_group::1, identity),
+F (M=64: 16 rows in each warp's 32-lane quarter), A (M=256 pair: 128 rows per CTA), B (M=128 pair: 64 rows per
+CTA, column halves folded onto lanes 64..127), an f16 accumulator taking a whole 32-bit column per element (low
+half), and A in Tensor Memory (rows on D's lanes, K packed along 32-bit columns). What remains a reading of the
+documentation, to be confirmed by the first run on a Blackwell GPU:
+  * the .ws data paths E (M=64: column halves folded) and G (M=32: column quarters folded);
   * kind::f8f6f4 keeps 6- and 4-bit elements one per byte (value in the low bits); mxf4 kinds pack e2m1 pairs;
   * scale factors: tcgen05.cp 128x128b puts shared-memory row r (16 bytes) in TMEM lane r; the scale of K
     block b of row m (of A) or column n (of B) is byte b of the first scale column.
-A Blackwell run that disagrees says which of these the hardware does differently (the diff names lanes and
-columns), and the fix belongs in this file, not in the hardware's favour silently.
+A Blackwell run that disagrees says where (the diff names CTA, lane and column); the fix belongs in this file.
 """
 from __future__ import annotations
 
@@ -152,7 +151,7 @@ def forms_for(arch: str) -> list[Form]:
 
 def d_position(m: int, n: int, cta_group: int, ws: bool, dtype: str):
     """(cta, lane, column, half) arrays [m, n] of D[row, col] in Tensor Memory; half is the 16-bit half of
-    the 32-bit cell (f16 accumulators pack two columns per cell)."""
+    the 32-bit cell that holds the value (always the low one: an f16 accumulator still takes a whole column)."""
     r = np.arange(m)[:, None] + 0 * np.arange(n)[None, :]
     c = np.arange(n)[None, :] + 0 * r
     cta = np.zeros_like(r)
@@ -168,10 +167,13 @@ def d_position(m: int, n: int, cta_group: int, ws: bool, dtype: str):
         lane, col = 32 * (r // 16) + r % 16, c
     else:  # D: identity
         lane, col = r, c
-    half = np.zeros_like(col)
-    if dtype == "f16":
-        col, half = col // 2, col % 2
-    return cta, lane, col, half
+    return cta, lane, col, np.zeros_like(col)
+
+
+def a_lane(m: int, row):
+    """TMEM lane of row `row` of an A operand in Tensor Memory (the rows follow D's data path)."""
+    row = np.asarray(row)
+    return 32 * (row // 16) + row % 16 if m == 64 else row
 
 
 def d_columns(c: TcCase) -> int:
@@ -285,7 +287,8 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
         if f.a_src == "SS":
             layouts.write_image(a_lay, _bits(c.atype, a_part), img)
         else:  # A in TMEM: row -> lane (this CTA's rows), K packed along 32-bit columns
-            _write_tmem_rows(tmem_in[r], a_col, _bits(c.atype, a_part), dtypes.get(storage_dtype(f, c.atype)).bits)
+            _write_tmem_rows(tmem_in[r], a_col, _bits(c.atype, a_part), dtypes.get(storage_dtype(f, c.atype)).bits,
+                             a_lane(M, np.arange(rows_a)))
         layouts.write_image(b_lay, _bits(c.btype, b_part), img)
         p = {"desc_a": _desc(a_lay, arch) if f.a_src == "SS" else 0, "desc_b": _desc(b_lay, arch),
              "idesc": D.encode_idesc(c.idesc()), "alloc_cols": alloc, "read_cols": read_cols,
@@ -309,11 +312,10 @@ def _scale_values(kind: str, codes) -> np.ndarray:
     return np.exp2(np.asarray(codes, np.float64) - 127)
 
 
-def _write_tmem_rows(tm: np.ndarray, col0: int, bits: np.ndarray, width: int) -> None:
-    rows, k = bits.shape
+def _write_tmem_rows(tm: np.ndarray, col0: int, bits: np.ndarray, width: int, lanes) -> None:
     per = 32 // width
-    for j in range(k):
-        tm[:rows, col0 + j // per] |= (bits[:, j].astype(np.uint64) << np.uint64((j % per) * width)).astype(np.uint32)
+    for j in range(bits.shape[1]):
+        tm[lanes, col0 + j // per] |= (bits[:, j].astype(np.uint64) << np.uint64((j % per) * width)).astype(np.uint32)
 
 
 # ---------------------------------------------------------------------------------------------------- diff

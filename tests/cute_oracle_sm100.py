@@ -20,6 +20,62 @@ def tmem_ld_layouts(requests):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def tmem_mma_layouts(requests):
+    """For each (operand 'C' or 'A', M, N (C) or K (A), cta_group, accumulator or A type), CuTe's Tensor
+    Memory layout of that MMA fragment, per CTA: [row][col] -> (lane, 32-bit column, bit offset in it)."""
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_100a")
+    out = subprocess.run([sys.executable, __file__, "mma", json.dumps(requests)], capture_output=True, text=True,
+                         env=env, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _mma_main(requests):
+    import cutlass
+    import cutlass.cute as cute
+    from cutlass.cute.nvgpu import OperandMajorMode as MM, tcgen05
+
+    types = {"f32": cutlass.Float32, "f16": cutlass.Float16}
+    result = []
+
+    class Collected(Exception):
+        pass
+
+    def collect(operand, m, nk, cg, t):  # plain Python: the DSL rewrites control flow only inside cute.jit
+        group = tcgen05.CtaGroup.ONE if cg == 1 else tcgen05.CtaGroup.TWO
+        src = tcgen05.OperandSource.TMEM if operand == "A" else tcgen05.OperandSource.SMEM
+        acc = types[t] if operand == "C" else cutlass.Float32
+        op = tcgen05.MmaF16BF16Op(cutlass.Float16, acc, (m, nk if operand == "C" else 64, 16), group, src,
+                                  MM.K, MM.K)
+        tm = cute.make_tiled_mma(op)
+        if operand == "C":
+            frag, bits = tm.make_fragment_C(tm.partition_shape_C((m, nk))), (32 if t == "f32" else 16)
+        else:
+            frag, bits = tm.make_fragment_A(tm.partition_shape_A((m, nk))), 16
+        lay = cute.get(frag.layout, mode=[0])
+        cells = []
+        for i in range(cute.size(lay, mode=[0])):
+            row = []
+            for j in range(cute.size(lay, mode=[1])):
+                off = int(lay((i, j))) * bits  # in bits: lane << 21 | column << 5 | bit
+                row.append([off >> 21, (off >> 5) & 0xFFFF, off & 31])
+            cells.append(row)
+        result.append(cells)
+
+    @cute.jit
+    def trace():
+        for r in requests:
+            collect(*r)
+        raise Collected()
+
+    try:
+        trace()
+    except Collected:
+        pass
+    print(json.dumps(result))
+
+
 def _main(requests):
     import cutlass
     import cutlass.cute as cute
@@ -51,4 +107,7 @@ def _main(requests):
 
 
 if __name__ == "__main__":
-    _main([tuple(r) for r in json.loads(sys.argv[1])])
+    if sys.argv[1] == "mma":
+        _mma_main([tuple(r) for r in json.loads(sys.argv[2])])
+    else:
+        _main([tuple(r) for r in json.loads(sys.argv[1])])

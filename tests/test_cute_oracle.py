@@ -105,3 +105,29 @@ def test_tcgen05_ld_fragments_match_cute(shape, num, cute_tmem_ld):
     columns = index.size // lanes
     assert index.shape == lane.shape
     assert np.array_equal(index // columns, lane) and np.array_equal(index % columns, col)
+
+
+# (operand, M, N or K, cta_group, type): every tcgen05 data path the DSL exposes for one CTA's view
+MMA_FRAGMENTS = [("C", 128, 64, 1, "f32"), ("C", 64, 64, 1, "f32"), ("C", 128, 256, 1, "f16"),
+                 ("C", 64, 32, 1, "f16"), ("C", 256, 64, 2, "f32"), ("C", 128, 64, 2, "f32"),
+                 ("C", 128, 128, 2, "f16"), ("A", 128, 16, 1, "f16"), ("A", 64, 16, 1, "f16")]
+
+
+def test_tcgen05_tmem_data_paths_match_cute():
+    """Where D[row, col] (per CTA of a pair) and A[row, k] sit in Tensor Memory: tcgen05_cases' model against
+    CuTe's TMEM fragments of the same MMAs (layouts D, F, A, B; f16 accumulators; A from TMEM)."""
+    from cute_oracle_sm100 import tmem_mma_layouts
+
+    from harness import tcgen05_cases as T
+    for (operand, m, nk, cg, t), cells in zip(MMA_FRAGMENTS, tmem_mma_layouts(MMA_FRAGMENTS)):
+        cute_cells = np.array(cells)  # [rows of this CTA, cols, (lane, column, bit)]
+        rows = cute_cells.shape[0]
+        if operand == "C":
+            cta, lane, col, half = T.d_position(m, nk, cg, False, t)
+            mine = np.stack([lane[:rows], col[:rows], 16 * half[:rows]], axis=-1)  # CTA 0's rows
+            assert (cta[:rows] == 0).all()
+        else:
+            k = np.arange(nk)[None, :]
+            lane = T.a_lane(m, np.arange(m))[:, None] + 0 * k
+            mine = np.stack([lane, 0 * lane + k * 16 // 32, 0 * lane + (k * 16) % 32], axis=-1)
+        assert np.array_equal(mine, cute_cells), (operand, m, nk, cg, t)
