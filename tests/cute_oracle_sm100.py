@@ -12,23 +12,42 @@ SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")
 def tmem_ld_layouts(requests):
     """For each (shape, num): (lanes, columns, [thread][value] -> lane * columns + column) of the tcgen05.ld
     copy atom's destination thread-value layout, in CuTe's (lane, column) tile of 32-bit cells."""
-    env = dict(os.environ, CUTE_DSL_ARCH="sm_100a")
-    out = subprocess.run([sys.executable, __file__, json.dumps(requests)], capture_output=True, text=True,
-                         env=env, timeout=600)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr[-2000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return _in_sm100_process("ld", requests)
 
 
 def tmem_mma_layouts(requests):
     """For each (operand 'C' or 'A', M, N (C) or K (A), cta_group, accumulator or A type), CuTe's Tensor
     Memory layout of that MMA fragment, per CTA: [row][col] -> (lane, 32-bit column, bit offset in it)."""
+    return _in_sm100_process("mma", requests)
+
+
+def _in_sm100_process(what: str, requests):
     env = dict(os.environ, CUTE_DSL_ARCH="sm_100a")
-    out = subprocess.run([sys.executable, __file__, "mma", json.dumps(requests)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, __file__, what, json.dumps(requests)], capture_output=True, text=True,
                          env=env, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _trace_each(collect, requests) -> None:
+    """Call collect(*request) for every request inside one cute.jit trace, and stop before compiling (the
+    DSL on a machine without the GPU would otherwise go on to build a kernel)."""
+    import cutlass.cute as cute
+
+    class Collected(Exception):
+        pass
+
+    @cute.jit
+    def trace():
+        for r in requests:
+            collect(*r)
+        raise Collected()
+
+    try:
+        trace()
+    except Collected:
+        pass
 
 
 def _mma_main(requests):
@@ -39,10 +58,7 @@ def _mma_main(requests):
     types = {"f32": cutlass.Float32, "f16": cutlass.Float16}
     result = []
 
-    class Collected(Exception):
-        pass
-
-    def collect(operand, m, nk, cg, t):  # plain Python: the DSL rewrites control flow only inside cute.jit
+    def collect(operand, m, nk, cg, t):  # plain Python: the DSL rewrites control flow inside cute.jit only
         group = tcgen05.CtaGroup.ONE if cg == 1 else tcgen05.CtaGroup.TWO
         src = tcgen05.OperandSource.TMEM if operand == "A" else tcgen05.OperandSource.SMEM
         acc = types[t] if operand == "C" else cutlass.Float32
@@ -63,16 +79,7 @@ def _mma_main(requests):
             cells.append(row)
         result.append(cells)
 
-    @cute.jit
-    def trace():
-        for r in requests:
-            collect(*r)
-        raise Collected()
-
-    try:
-        trace()
-    except Collected:
-        pass
+    _trace_each(collect, requests)
     print(json.dumps(result))
 
 
@@ -87,27 +94,15 @@ def _main(requests):
             8: tcgen05.Repetition.x8}
     result = []
 
-    class Collected(Exception):
-        pass
+    def collect(shape, num):
+        atom = cute.make_copy_atom(ops[shape](reps[num]), cutlass.Float32)
+        dst = atom.layout_dst_tv
+        nthr, nval = cute.size(dst, mode=[0]), cute.size(dst, mode=[1])
+        result.append([[int(dst((t, v))) for v in range(nval)] for t in range(nthr)])
 
-    @cute.jit
-    def trace():
-        for shape, num in requests:
-            atom = cute.make_copy_atom(ops[shape](reps[num]), cutlass.Float32)
-            dst = atom.layout_dst_tv
-            nthr, nval = cute.size(dst, mode=[0]), cute.size(dst, mode=[1])
-            result.append([[int(dst((t, v))) for v in range(nval)] for t in range(nthr)])
-        raise Collected()
-
-    try:
-        trace()
-    except Collected:
-        pass
+    _trace_each(collect, requests)
     print(json.dumps(result))
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "mma":
-        _mma_main([tuple(r) for r in json.loads(sys.argv[2])])
-    else:
-        _main([tuple(r) for r in json.loads(sys.argv[1])])
+    {"mma": _mma_main, "ld": _main}[sys.argv[1]]([tuple(r) for r in json.loads(sys.argv[2])])
