@@ -12,6 +12,8 @@
 
 #define CTA_GROUP {{CTA_GROUP}}
 
+{{SMEM_WINDOW}}
+
 struct CaseParams {
     unsigned long long image_offset;  // byte offset of this CTA's shared-memory image in `images`
     unsigned long long desc_a;        // matrix descriptors, start fields relative to the window
@@ -52,13 +54,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) {{CLUSTER_ATTR}}
     const unsigned int tid = threadIdx.x, warp = tid / 32u;
     const CaseParams p = params[blockIdx.x];
 
-    const unsigned int raw = smem_u32(smem_raw);
-    const unsigned int window = (raw + 1023u) & ~1023u;
-    unsigned char* smem = smem_raw + (window - raw);
-    const uint4* src = reinterpret_cast<const uint4*>(images + p.image_offset);
-    uint4* dst = reinterpret_cast<uint4*>(smem);
-    for (unsigned int i = tid; i < p.image_bytes / 16u; i += 128u) dst[i] = src[i];
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    const unsigned int window = fill_smem_window(smem_raw, images + p.image_offset, p.image_bytes, tid);
 
     if (warp == 0) {
         asm volatile("tcgen05.alloc.cta_group::" "{{CTA_GROUP}}" ".sync.aligned.shared::cta.b32 [%0], %1;\n"

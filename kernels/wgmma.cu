@@ -6,6 +6,8 @@
 // the window's shared address, loads C into the accumulators, issues one wgmma, and writes every
 // accumulator register of every thread out raw.
 
+{{SMEM_WINDOW}}
+
 struct CaseParams {
     unsigned long long image_offset;  // byte offset of this case's image in `images` (16-byte aligned)
     unsigned long long desc_a;        // matrix descriptors whose start fields are relative to the window
@@ -33,17 +35,7 @@ extern "C" __global__ void __launch_bounds__(128, 1)
         if (v == 0x12345678u) d_out[0] = v;
     }
 
-    // The swizzle is anchored to shared-memory address bits, so the host models addresses relative to a
-    // 1024-byte-aligned window; align the window whatever the dynamic smem base is.
-    const unsigned int raw = (unsigned int)__cvta_generic_to_shared(smem_raw);
-    const unsigned int window = (raw + 1023u) & ~1023u;
-    unsigned char* smem = smem_raw + (window - raw);
-
-    const uint4* src = reinterpret_cast<const uint4*>(images + p.image_offset);
-    uint4* dst = reinterpret_cast<uint4*>(smem);
-    for (unsigned int i = tid; i < p.image_bytes / 16u; i += 128u) dst[i] = src[i];
-    // Ordinary stores must be made visible to the async proxy (the tensor core) before the barrier.
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    const unsigned int window = fill_smem_window(smem_raw, images + p.image_offset, p.image_bytes, tid);
     __syncthreads();
 
     const unsigned long long window_field = (unsigned long long)((window >> 4) & 0x3FFFu);
