@@ -124,13 +124,13 @@ def probe_jobs(st: Setup, which: str) -> list[Prepared]:
     for p in range(passes):
         digits = (slots // base ** p) % base
         image = np.zeros(size, np.uint8)
-        _write_bits(image, slots * pt.bits, pt.to_bits(_digit_values(probed.dtype, digits)), pt.bits)
+        layouts.write_bits(image, slots * pt.bits, pt.to_bits(_digit_values(probed.dtype, digits)), pt.bits)
         for s in range(sub):
             img = image.copy()
             hot = _one_hot(which, s, key.n, key.k)
             a_regs = None
             if other is not None:  # where the other operand's descriptor makes the tensor core read it
-                _write_bits(img, other.read_addr.ravel(), dtypes.get(other.dtype).to_bits(hot).ravel(),
+                layouts.write_bits(img, other.read_addr.ravel(), dtypes.get(other.dtype).to_bits(hot).ravel(),
                             dtypes.get(other.dtype).bits)
             else:  # A from registers
                 a_regs = fragments.gather_registers(fragments.wgmma_a_fragment(v.atype),
@@ -139,20 +139,6 @@ def probe_jobs(st: Setup, which: str) -> list[Prepared]:
             jobs.append(Prepared(case, img, None, None, a_regs, c_regs, None, None, None, None, None, None,
                                  None, descs))
     return jobs
-
-
-def _write_bits(image: np.ndarray, bit_addr: np.ndarray, values: np.ndarray, bits: int) -> None:
-    bit_addr = np.asarray(bit_addr, np.int64).ravel()
-    values = np.asarray(values, np.uint64).ravel()
-    if bits % 8 == 0:
-        base = bit_addr >> 3
-        for i in range(bits // 8):
-            image[base + i] = ((values >> np.uint64(8 * i)) & np.uint64(0xFF)).astype(np.uint8)
-        return
-    byte, shift = bit_addr >> 3, (bit_addr & 7).astype(np.uint64)
-    mask = ((np.uint64((1 << bits) - 1) << shift)).astype(np.uint8)
-    np.bitwise_and.at(image, byte, ~mask)
-    np.bitwise_or.at(image, byte, ((values & np.uint64((1 << bits) - 1)) << shift).astype(np.uint8))
 
 
 def recover(st: Setup, which: str, d_values: np.ndarray) -> np.ndarray:

@@ -71,13 +71,17 @@ def diff_launch(preps: list[Prepared], regs: np.ndarray) -> list[dict]:
     out: list[dict | None] = [None] * len(preps)
     for i in np.flatnonzero(same):
         case = preps[i].case
-        out[i] = {"id": case.id, "kernel": case.key.name, "variant": case.variant_index, "data": case.data,
-                  "mismatches": 0, "unwritten_registers": 0, "status": "pass"}
+        out[i] = {**_record(case, 0, 0), "status": "pass"}
     rest = np.flatnonzero(~same)
     if rest.size:
         for i, rec in zip(rest, _diff_by_value([preps[i] for i in rest], regs[rest])):
             out[i] = rec
     return out  # type: ignore[return-value]
+
+
+def _record(case, mismatches: int, unwritten: int) -> dict:
+    return {"id": case.id, "kernel": case.key.name, "variant": case.variant_index, "data": case.data,
+            "mismatches": mismatches, "unwritten_registers": unwritten}
 
 
 def _diff_by_value(preps: list[Prepared], regs: np.ndarray) -> list[dict]:
@@ -96,8 +100,7 @@ def _diff_by_value(preps: list[Prepared], regs: np.ndarray) -> list[dict]:
     out = []
     for i, prep in enumerate(preps):
         case = prep.case
-        rec = {"id": case.id, "kernel": key.name, "variant": case.variant_index,
-               "data": case.data, "mismatches": int(nbad[i]), "unwritten_registers": int(unwritten[i])}
+        rec = _record(case, int(nbad[i]), int(unwritten[i]))
         if case.control:
             with np.errstate(invalid="ignore"):
                 differs = bool(np.any(~(got[i] == prep.intended)))

@@ -36,11 +36,6 @@ def device_info(index: int = 0) -> dict | None:
         return None
 
 
-def present_arch() -> str | None:
-    info = device_info()
-    return info["arch"] if info else None
-
-
 def skip_reason(arch: str) -> str | None:
     """None when a GPU of `arch` is here, else why its cases cannot run."""
     infos = [device_info(i) for i in range(device_count())]

@@ -200,26 +200,30 @@ def check_distinct(layout: SmemLayout) -> None:
 def write_image(layout: SmemLayout, element_bits: np.ndarray, image: np.ndarray) -> None:
     """Place the raw bits of a (rows, cols) matrix into a uint8 shared-memory image (in place)."""
     check_distinct(layout)
-    bits = layout.bits
     addr = element_bit_addresses(layout)
     if addr.max() // 8 >= image.size:
         raise LayoutError(f"tile reaches byte {addr.max() // 8}, beyond the {image.size}-byte image")
     v = np.asarray(element_bits, dtype=np.uint64)
     if v.shape != addr.shape:
         raise LayoutError(f"matrix is {v.shape}, layout is {addr.shape}")
+    write_bits(image, addr, v, layout.bits)
+
+
+def write_bits(image: np.ndarray, bit_addr, values, bits: int) -> None:
+    """Write `bits`-wide raw values at bit addresses of a uint8 image (in place), little-endian bytes; a
+    sub-byte element only changes its own bits of the byte it shares."""
+    bit_addr = np.asarray(bit_addr, np.int64).ravel()
+    flat = np.asarray(values, np.uint64).ravel()
     if bits % 8 == 0:
-        nbytes = bits // 8
-        base = (addr >> 3).ravel()
-        flat = v.ravel()
-        for i in range(nbytes):  # little-endian bytes of each element
+        base = bit_addr >> 3
+        for i in range(bits // 8):  # little-endian bytes of each element
             image[base + i] = ((flat >> np.uint64(8 * i)) & np.uint64(0xFF)).astype(np.uint8)
-    else:  # sub-byte: clear then set the element's bits inside its byte
-        byte = (addr >> 3).ravel()
-        shift = (addr & 7).ravel().astype(np.uint64)
-        mask = ((np.uint64((1 << bits) - 1) << shift)).astype(np.uint8)
-        vals = ((v.ravel() & np.uint64((1 << bits) - 1)) << shift).astype(np.uint8)
-        np.bitwise_and.at(image, byte, ~mask)
-        np.bitwise_or.at(image, byte, vals)
+        return
+    byte, shift = bit_addr >> 3, (bit_addr & 7).astype(np.uint64)
+    mask = ((np.uint64((1 << bits) - 1) << shift)).astype(np.uint8)
+    vals = ((flat & np.uint64((1 << bits) - 1)) << shift).astype(np.uint8)
+    np.bitwise_and.at(image, byte, ~mask)
+    np.bitwise_or.at(image, byte, vals)
 
 
 def read_image(layout: SmemLayout, image: np.ndarray) -> np.ndarray:

@@ -119,14 +119,14 @@ def raw_b_setup(case_id: str, key: wgmma.KernelKey, vi: int, b_addr: np.ndarray,
     b_vals = rng.choice(reference.EXACT_POOL[v.btype], size=(key.n, key.k))
     image = np.zeros(-(-size // 16) * 16, np.uint8)
     layouts.write_image(a_lay, at.to_bits(a_vals), image)
-    addresses._write_bits(image, b_addr, bt.to_bits(b_vals), bt.bits)
+    layouts.write_bits(image, b_addr, bt.to_bits(b_vals), bt.bits)
     descs = (launch.encode_desc(a_lay), desc_b)
     expected = (v.scale_a * a_vals) @ (v.scale_b * b_vals).T
     dfrag = fragments.wgmma_d_fragment(key.n, key.dtype)
     c_regs = fragments.gather_registers(dfrag, np.zeros((64, key.n), np.uint64))
     prep = reference.Prepared(case, image, None, None, None, c_regs, a_vals, b_vals, np.zeros((64, key.n)),
                               expected.astype(np.float32), expected, None,
-                              fragments.gather_registers(dfrag, f16_acc_bits(expected)), descs)
+                              fragments.gather_registers(dfrag, reference._acc_bits(key.dtype, expected)), descs)
     st = addresses.Setup(key, vi, addresses.Placed(v.atype, layouts.element_bit_addresses(a_lay), descs[0], a_lay,
                                                     a_lay),
                          addresses.Placed(v.btype, b_addr, descs[1]), image.size)
@@ -189,10 +189,6 @@ def spec_example_setups():
             claim = f"{name}: {text}, LBO={lbo if lbo is not None else '1 (assumed)'} SBO={sbo}, K-step {s}"
             out.append((*raw_b_setup(cid, key, vi, b_addr, desc, region + 4096), claim))
     return out
-
-
-def f16_acc_bits(values) -> np.ndarray:
-    return np.asarray(values, np.float32).view(np.uint32).astype(np.uint64)
 
 
 def work(name: str):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .launch import load, save, use_device  # noqa: F401  (the worker backend's interface)
+from .launch import load, use_device  # noqa: F401  (use_device is part of the worker backend's interface)
 from .tcgen05_cases import POISON, TcPrepared
 
 PARAMS_DTYPE = np.dtype([(k, "<u8") for k in ("image_offset", "desc_a", "desc_b", "zero_mask", "sf_desc_a",

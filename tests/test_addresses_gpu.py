@@ -1,6 +1,5 @@
 """Probe mode on the GPU: the tensor core's reads, recovered element by element, are where the layout model
 says, and a wrong descriptor is explained by the one setting it changed."""
-import numpy as np
 import pytest
 
 from harness import compile as C, diagnose, gpu, probes, sweep
