@@ -31,7 +31,7 @@ def _pin_xdist_worker_to_one_gpu() -> None:
 
 _pin_xdist_worker_to_one_gpu()
 
-from harness import gpu  # noqa: E402  (after the pin)
+from harness.run import gpu  # noqa: E402  (after the pin)
 
 
 def pytest_configure(config):

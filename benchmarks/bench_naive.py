@@ -18,7 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness import compile as C, diff, kernel_source, launch, reference, sweep  # noqa: E402
+from harness.run import compile as C
+from harness.families.wgmma import readback as diff, kernel as launch, reference
+from harness import kernel_source, sweep  # noqa: E402
 
 
 def naive(work) -> dict:

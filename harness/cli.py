@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import descriptors as D, layouts as L
+from harness.spec import descriptors as D, layouts as L
 
 
 class UsageError(Exception):
@@ -105,7 +105,7 @@ def cmd_layout(a) -> int:
     L.check_distinct(lay)
     addr = L.smem_address(lay)
     if a.png:
-        from . import pictures
+        from harness.diagnosis import pictures
         pictures.layout_png(lay, a.png)
         print(f"wrote {a.png}")
         return 0
@@ -120,7 +120,7 @@ def cmd_layout(a) -> int:
 # ---------------------------------------------------------------------------------------------------- sweep
 
 def cmd_sweep(a) -> int:
-    from . import sweep
+    from harness import sweep
     sel = sweep.Selection(
         families=tuple(a.family) if a.family else sweep.Selection.families,
         n_values=tuple(a.n) if a.n else None,
@@ -139,7 +139,7 @@ def cmd_sweep(a) -> int:
     if a.resume and not a.out:
         raise UsageError("sweep: --resume needs the --out file to continue")
     if a.resume and Path(a.out).exists():
-        from . import results
+        from harness.records import results
         try:
             results.load(a.out)
         except results.ResultsFileError as e:
@@ -180,7 +180,8 @@ def _shard(text: str | None):
 
 def _check_gpus(spec: str) -> None:
     """Refuse a bad --gpus before compiling; device numbers are checked only where a GPU of the arch is."""
-    from . import gpu, sweep
+    from harness.run import gpu
+    from harness import sweep
     if not (spec == "all" or spec.isdigit() or all(x.strip().isdigit() for x in spec.split(","))):
         raise UsageError(f"sweep: --gpus {spec!r}: use 'all', a count, or a comma list such as 0,1")
     if gpu.skip_reason(sweep.ARCH) is None:
@@ -192,7 +193,7 @@ def _check_gpus(spec: str) -> None:
 
 
 def cmd_merge(a) -> int:
-    from . import merge, results
+    from harness.records import merge, results
     try:
         env, cases, summary, disagreements = merge.merge(a.inputs)
     except results.ResultsFileError as e:
@@ -208,7 +209,8 @@ def cmd_merge(a) -> int:
 
 
 def cmd_probe(a) -> int:
-    from . import probes, sweep
+    from harness.experiments import probes
+    from harness import sweep
     if a.timeout <= 0:
         raise UsageError("probe: --timeout must be positive seconds")
     out = Path(a.out) if a.out else Path("results") / "scratch" / f"probe-{a.name}.jsonl"
@@ -220,7 +222,7 @@ def cmd_probe(a) -> int:
         print(f"probe {a.name}: {summary.get('pass', 0)} cases behave as the model says, "
               f"{summary['cases'] - summary.get('pass', 0)} do not; results: {out}")
         return 0
-    from . import probe_runs
+    from harness.experiments import probe_runs
     run = {"addresses": lambda: probe_runs.addresses(out, a.timeout, a.match),
            "field-overflow": lambda: probe_runs.field_overflow(out, a.timeout),
            "spec-examples": lambda: probe_runs.spec_examples(out, a.timeout)}[a.name]
@@ -229,7 +231,7 @@ def cmd_probe(a) -> int:
 
 
 def cmd_compare(a) -> int:
-    from . import compare, results
+    from harness.records import compare, results
     try:
         report = compare.compare(a.old.split(","), a.new.split(","))
     except results.ResultsFileError as e:

@@ -4,9 +4,9 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from . import wgmma
+from harness.families.wgmma import forms as wgmma
 
-KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
+KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 
 
 @lru_cache(maxsize=None)
@@ -67,7 +67,7 @@ def wgmma_source(key: wgmma.KernelKey, only_variant: int | None = None) -> str:
 
 
 def tcgen05_source(form) -> str:
-    from . import tcgen05
+    from harness.families.tcgen05 import forms as tcgen05
     tcgen05.validate_form(form)
     pair = form.cta_group == 2
     cluster_sync = ('asm volatile("barrier.cluster.arrive.release.aligned;\\n" ::: "memory");\n'

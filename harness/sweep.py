@@ -11,8 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cases as _cases, compile as _compile, diff as _diff, gpu, kernel_source, launch, pipeline, results, wgmma
-from .worker import GpuWorker, LaunchFailed
+from harness.families.wgmma import cases as _cases, readback as _diff, kernel as launch, forms as wgmma
+from harness.run import compile as _compile, gpu, engine as pipeline
+from harness import kernel_source
+from harness.records import results
+from harness.run.worker import GpuWorker, LaunchFailed
 
 ARCH = "sm_90a"
 
@@ -152,7 +155,7 @@ def _execute(work, items, out_path, workers, log, resume, timeout, gpus, plan_s,
     reason = gpu.skip_reason(ARCH)
     tc_recs: list[dict] = []
     if tcgen05:  # compiled (and, on a Blackwell GPU, run) whatever this machine is; else recorded as not run
-        from . import tcgen05_run
+        from harness import tcgen05_run
         tc_recs, part = tcgen05_run.run(log, timeout, workers)
         summary.update(part)
     if reason and work and not (tcgen05 and gpu.device_count()):
@@ -217,7 +220,7 @@ def _execute(work, items, out_path, workers, log, resume, timeout, gpus, plan_s,
 
 
 def _diagnose(work, compiled, ids, device, out_path, writer, timeout, log) -> int:
-    from . import diagnose
+    from harness.diagnosis import diagnose
     by_id = {c.id: c for _, cs in work for c in cs}
     cubins = {key: comp.cubin_path for (key, _), comp in zip(work, compiled)}
     png_dir = Path(out_path).parent / f"{Path(out_path).stem}-diagnosis" if out_path else None

@@ -3,8 +3,10 @@ cases on a Blackwell GPU of the matching arch; on any other machine every case i
 the reason, so a results file says what it did not check."""
 from __future__ import annotations
 
-from . import compile as _compile, gpu, kernel_source, tcgen05, tcgen05_cases as T
-from .worker import GpuWorker, LaunchFailed
+from harness.run import compile as _compile, gpu
+from harness import kernel_source
+from harness.families.tcgen05 import forms as tcgen05, cases as T
+from harness.run.worker import GpuWorker, LaunchFailed
 
 
 def compile_jobs(arch: str):
@@ -31,9 +33,9 @@ def run(log, timeout: float = 30.0, workers: int | None = None) -> tuple[list[di
                 for f, cs in plan for c in cs], part
     recs = []
     worker = GpuWorker(next(i for i in range(gpu.device_count()) if gpu.device_info(i)["arch"] == arch),
-                       backend="harness.tcgen05_launch")
+                       backend="harness.families.tcgen05.kernel")
     try:
-        from . import tcgen05_launch
+        from harness.families.tcgen05 import kernel as tcgen05_launch
         for f, cs in plan:
             comp = comps[(arch, f.name)]
             if comp.error is not None:
@@ -59,7 +61,7 @@ def run(log, timeout: float = 30.0, workers: int | None = None) -> tuple[list[di
 
 
 def _alone(worker, comp, f, p, timeout, first) -> dict:
-    from . import tcgen05_launch
+    from harness.families.tcgen05 import kernel as tcgen05_launch
     try:
         out = worker.run(str(comp.cubin_path), f.name, tcgen05_launch.pack([p]), timeout)
         return T.diff(p, out[:, :128, :p.read_cols], out[:, 128, 0])

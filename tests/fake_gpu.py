@@ -4,7 +4,7 @@ the tensor core: it returns each case's C registers unchanged, which the diff mu
 happens to expect exactly C), and it raises like a sticky CUDA error for any launch holding a planted trap."""
 import numpy as np
 
-from harness import launch
+from harness.families.wgmma import kernel as launch
 
 
 def use_device(index: int) -> None:

@@ -5,8 +5,11 @@ and the explanation must name the wrong setting."""
 import numpy as np
 import pytest
 
-from harness import addresses, dtypes, explain, fragments, layouts, sweep, wgmma
-from harness.cases import negative_controls, operand_scenarios, _majors
+from harness.diagnosis import addresses, explain
+from harness.spec import dtypes, fragments, layouts
+from harness import sweep
+from harness.families.wgmma import forms as wgmma
+from harness.families.wgmma.cases import negative_controls, operand_scenarios, _majors
 
 
 def model_device(st, jobs):
@@ -82,7 +85,8 @@ def test_b1_needs_binary_digits_and_sub_passes():
 
 
 def test_every_address_probe_fits_one_launch_image():
-    from harness import launch, probes
+    from harness.families.wgmma import kernel as launch
+    from harness.experiments import probes
     cases = probes.address_cases()
     assert any(c.control for c in cases) and any(not c.control for c in cases)
     for c in cases[::7]:
@@ -97,7 +101,8 @@ def test_every_address_probe_fits_one_launch_image():
 
 
 def test_overflow_experiments_write_the_hypothesis_image():
-    from harness import descriptors, probes
+    from harness.spec import descriptors
+    from harness.experiments import probes
     for case, prep, st, hypothesis in probes.overflow_setups():
         f16 = dtypes.get("f16")
         b_read = f16.from_bits(addresses_read(prep.image, st.b.addr))
@@ -128,7 +133,7 @@ def test_layout_png(tmp_path):
 
 
 def test_comparison_png(tmp_path):
-    from harness import pictures
+    from harness.diagnosis import pictures
     lay = layouts.SmemLayout("K", "128B", "f16", 64, 16, 16, 1024)
     out = tmp_path / "c.png"
     pictures.comparison_png(layouts.element_bit_addresses(lay),

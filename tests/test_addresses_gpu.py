@@ -2,8 +2,11 @@
 says, and a wrong descriptor is explained by the one setting it changed."""
 import pytest
 
-from harness import compile as C, diagnose, gpu, probes, sweep
-from harness.worker import GpuWorker
+from harness.run import compile as C, gpu
+from harness.diagnosis import diagnose
+from harness.experiments import probes
+from harness import sweep
+from harness.run.worker import GpuWorker
 
 ARCH = "sm_90a"
 pytestmark = pytest.mark.gpu(ARCH)

@@ -6,7 +6,8 @@ import sys
 import numpy as np
 import pytest
 
-from harness import cli, layouts
+from harness import cli
+from harness.spec import layouts
 
 
 def run(*args):

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from harness import compare, results
+from harness.records import compare, results
 
 
 def write(path, env_extra, cases, schema=results.SCHEMA):

@@ -10,8 +10,8 @@ The DSL has no warpgroup atom for tf32 or b1, so those fragments are checked aga
 import numpy as np
 import pytest
 
-from harness import fragments, layouts
-from harness.layouts import SmemLayout
+from harness.spec import fragments, layouts
+from harness.spec.layouts import SmemLayout
 
 cute_oracle = pytest.importorskip("cute_oracle", reason="nvidia-cutlass-dsl is not installed")
 pytestmark = [pytest.mark.cute, pytest.mark.slow]  # the DSL takes ~25 s to evaluate it all
@@ -118,7 +118,7 @@ def test_tcgen05_tmem_data_paths_match_cute():
     CuTe's TMEM fragments of the same MMAs (layouts D, F, A, B; f16 accumulators; A from TMEM)."""
     from cute_oracle_sm100 import tmem_mma_layouts
 
-    from harness import tcgen05_cases as T
+    from harness.families.tcgen05 import cases as T
     for (operand, m, nk, cg, t), cells in zip(MMA_FRAGMENTS, tmem_mma_layouts(MMA_FRAGMENTS)):
         cute_cells = np.array(cells)  # [rows of this CTA, cols, (lane, column, bit)]
         rows = cute_cells.shape[0]

@@ -1,8 +1,8 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness import descriptors as D
-from harness.descriptors import DescriptorError
+from harness.spec import descriptors as D
+from harness.spec.descriptors import DescriptorError
 
 addr = st.integers(0, (1 << 14) - 1).map(lambda x: x << 4)
 

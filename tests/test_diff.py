@@ -6,8 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from harness import diff, fragments, reference, sweep
-from harness.reference import _acc_bits
+from harness.families.wgmma import readback as diff, reference
+from harness.spec import fragments
+from harness import sweep
+from harness.families.wgmma.reference import _acc_bits
 
 KEYS = {k.name: (k, cs) for k, cs in sweep.plan(sweep.Selection(n_values=(8, 24)))}
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from harness import dtypes
+from harness.spec import dtypes
 
 
 @pytest.mark.parametrize("name", ["f16", "bf16", "tf32", "e4m3", "e5m2", "e2m3", "e3m2", "e2m1", "f32"])

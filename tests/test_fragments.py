@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from harness import fragments, wgmma
+from harness.spec import fragments
+from harness.families.wgmma import forms as wgmma
 
 
 @pytest.mark.parametrize("dtype", ["f32", "s32", "f16"])

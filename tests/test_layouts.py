@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness import layouts
-from harness.layouts import LayoutError, SmemLayout
+from harness.spec import layouts
+from harness.spec.layouts import LayoutError, SmemLayout
 
 DTYPES = {"b1": 1, "e2m1": 4, "e4m3": 8, "f16": 16, "tf32": 32}
 SW = layouts.SWIZZLES

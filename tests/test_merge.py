@@ -3,7 +3,7 @@ import json
 import subprocess
 import sys
 
-from harness import compare, merge, results
+from harness.records import compare, merge, results
 from test_compare import FAIL, case, write
 
 

@@ -3,7 +3,9 @@ import re
 
 import pytest
 
-from harness import compile as C, kernel_source, wgmma
+from harness.run import compile as C
+from harness import kernel_source
+from harness.families.wgmma import forms as wgmma
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,8 @@ import dataclasses
 import json
 from types import SimpleNamespace
 
-from harness import pipeline, sweep
+from harness.run import engine as pipeline
+from harness import sweep
 
 WORK = sweep.plan(sweep.Selection(families=("f16", "s8"), n_values=(8, 16), a_srcs=("SS",)))
 

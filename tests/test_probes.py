@@ -2,7 +2,8 @@
 it into the row phase instead of subtracting it, would read different bytes in most of its cases."""
 import numpy as np
 
-from harness import layouts, probes
+from harness.spec import layouts
+from harness.experiments import probes
 
 
 def _xor_model_addresses(lay):
@@ -30,7 +31,8 @@ def test_base_offset_probe_discriminates():
 
 
 def test_spec_examples_probe_writes_the_spec_layout_and_the_model_agrees():
-    from harness import descriptors, wgmma
+    from harness.spec import descriptors
+    from harness.families.wgmma import forms as wgmma
     setups = probes.spec_example_setups()
     assert len(setups) == 7  # the two tf32 K-major examples are two K-steps wide
     for case, prep, st, claim in setups:
@@ -44,7 +46,7 @@ def test_spec_examples_probe_writes_the_spec_layout_and_the_model_agrees():
 
 
 def test_overflow_descriptors_decode_as_intended():
-    from harness import descriptors
+    from harness.spec import descriptors
     by_name = {c.id.split("overflow-")[1]: p.descs[1] for c, p, _, _ in probes.overflow_setups()}
     f = descriptors.decode_wgmma_desc(by_name["sbo-wraps"])["fields"]
     assert f["stride_byte_offset"] == (1 << 18) - 256

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from harness import cases, diff, fragments, reference, wgmma
-from harness.reference import POISON
+from harness.families.wgmma import cases, readback as diff, reference, forms as wgmma
+from harness.spec import fragments
+from harness.families.wgmma.reference import POISON
 
 
 def perfect_registers(prep):

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from harness import results, sweep
+from harness.records import results
+from harness import sweep
 
 pytestmark = pytest.mark.gpu("sm_90a")
 

@@ -5,8 +5,8 @@ The exact layouts are CuTe layouts in elements; their swizzle acts on the byte a
 import numpy as np
 import pytest
 
-from harness import cute_layout, descriptors, dtypes, layouts
-from harness.layouts import LayoutError, SmemLayout
+from harness.spec import cute_layout, descriptors, dtypes, layouts
+from harness.spec.layouts import LayoutError, SmemLayout
 
 # (name, major, swizzle, dtype, exact layout, T, m, k, LBO bytes or None, SBO bytes, LBO enc, SBO enc)
 EXAMPLES = [

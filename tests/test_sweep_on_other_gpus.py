@@ -1,7 +1,9 @@
 """The sweep on a GPU that is not an sm_90a (a B200 running the tcgen05 part, say): the wgmma cases are written
 to the results file as not run, with the reason, next to the tcgen05 records; nothing is silently dropped.
 The GPU and the tcgen05 run are stand-ins here (monkeypatched): this tests the bookkeeping, not a GPU."""
-from harness import gpu, results, sweep, tcgen05_run
+from harness.run import gpu
+from harness.records import results
+from harness import sweep, tcgen05_run
 
 
 def test_wgmma_cases_are_recorded_not_run_beside_tcgen05_results(tmp_path, monkeypatch):

@@ -6,8 +6,10 @@ import re
 import numpy as np
 import pytest
 
-from harness import compile as C, kernel_source, tcgen05, tcgen05_cases as T, tcgen05_launch
-from harness.tcgen05 import Form
+from harness.run import compile as C
+from harness import kernel_source
+from harness.families.tcgen05 import forms as tcgen05, cases as T, kernel as tcgen05_launch
+from harness.families.tcgen05.forms import Form
 
 FORMS = tcgen05.all_forms()
 MNEMONIC = {"tf32": "UTCHMMA", "f16": "UTCHMMA", "f8f6f4": "UTCQMMA", "i8": "UTCIMMA", "mxf8f6f4": "UTCQMMA",

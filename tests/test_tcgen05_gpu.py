@@ -3,7 +3,9 @@ of Tensor Memory against the reference. No Blackwell GPU was available where thi
 tests have never run; on any other machine they skip with the reason (see conftest.py)."""
 import pytest
 
-from harness import gpu, tcgen05, tcgen05_cases as T, tcgen05_run
+from harness.run import gpu
+from harness.families.tcgen05 import forms as tcgen05, cases as T
+from harness import tcgen05_run
 
 ARCH = next((a for a in tcgen05.ARCHS if gpu.skip_reason(a) is None), None)
 CASES = [c for _, cs in T.all_cases(ARCH) for c in cs] if ARCH else []

@@ -11,8 +11,10 @@ import sys
 
 import pytest
 
-from harness import compile as C, gpu, results, sweep
-from harness.worker import GpuWorker
+from harness.run import compile as C, gpu
+from harness.records import results
+from harness import sweep
+from harness.run.worker import GpuWorker
 
 ARCH = "sm_90a"
 PLAN = [] if gpu.skip_reason(ARCH) else sweep.plan(sweep.Selection())

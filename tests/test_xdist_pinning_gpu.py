@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import gpu
+from harness.run import gpu
 
 pytestmark = pytest.mark.gpu("sm_90a")
 

@@ -4,7 +4,7 @@ The spec writes masks most-significant bit first ('0b ... 111 0000 111 0000'); c
 significant bit. `lsb_first` turns the spec's text into the mask's first columns."""
 import pytest
 
-from harness import descriptors as D
+from harness.spec import descriptors as D
 
 
 def lsb_first(spec_text: str) -> str:

@@ -2,7 +2,7 @@
 in the environment (driver, toolkit, GPU) that could explain it."""
 from __future__ import annotations
 
-from . import merge
+from harness.records import merge
 
 # environment keys that differ between any two runs and say nothing about the stack
 _VOLATILE = {"type", "date", "seed", "merged_from"}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .layouts import PATTERN_BYTES
+from harness.spec.layouts import PATTERN_BYTES
 
 
 class DescriptorError(ValueError):

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import addresses, diff, explain, launch, layouts
-from .worker import LaunchFailed
+from harness.diagnosis import addresses, explain
+from harness.families.wgmma import readback as diff, kernel as launch
+from harness.spec import layouts
+from harness.run.worker import LaunchFailed
 
 
 def diagnose(cases, cubin_of, worker, timeout: float = 30.0, png_dir: Path | None = None,
@@ -68,7 +70,7 @@ def diagnose_setups(items, cubin_of, worker, timeout: float = 30.0, png_dir: Pat
                 png_dir.mkdir(parents=True, exist_ok=True)
                 path = png_dir / f"{_safe(c)}-{which}.png"
                 try:
-                    from . import pictures
+                    from harness.diagnosis import pictures
                     pictures.comparison_png(op.addr, observed, path, f"{c}  operand {which}\n{_wrap(why['summary'])}")
                     rec["png"] = str(path)
                     pngs += 1

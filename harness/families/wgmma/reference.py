@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import dtypes, fragments, layouts
-from .cases import REGION_ALIGN, Case
+from harness.spec import dtypes, fragments, layouts
+from harness.families.wgmma.cases import REGION_ALIGN, Case
 
 POISON = 0x7FFF7FFF  # NaN as f32 and as both f16 halves; never a result of an exact case
 

@@ -14,9 +14,10 @@ from functools import lru_cache
 import numpy as np
 from dataclasses import dataclass
 
-from . import layouts, wgmma
-from .descriptors import expected_base_offset
-from .layouts import SmemLayout, LayoutError
+from harness.spec import layouts
+from harness.families.wgmma import forms as wgmma
+from harness.spec.descriptors import expected_base_offset
+from harness.spec.layouts import SmemLayout, LayoutError
 
 REGION_ALIGN = 1024  # each operand's region starts on a 1024-byte boundary of the window
 

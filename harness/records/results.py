@@ -18,7 +18,8 @@ SCHEMA = 1
 
 def environment(devices: list[int] | None = None, seed_note: str = "per-case seeds: crc32 of the case id") -> dict:
     """What a run ran on; `devices` are the GPU indices the run used (default: GPU 0)."""
-    from . import __version__, compile as _compile, gpu
+    from harness import __version__
+    from harness.run import compile as _compile, gpu
     env = {"type": "environment", "schema": SCHEMA, "harness": __version__,
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "host": socket.gethostname(), "python": platform.python_version(), "seed": seed_note}

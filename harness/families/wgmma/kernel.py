@@ -5,8 +5,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import descriptors
-from .reference import POISON, Prepared
+from harness.spec import descriptors
+from harness.families.wgmma.reference import POISON, Prepared
 
 PARAMS_DTYPE = np.dtype([("image_offset", "<u8"), ("desc_a", "<u8"), ("desc_b", "<u8"),
                          ("image_bytes", "<u4"), ("variant", "<u4"), ("scale_d", "<u4"), ("inject", "<u4")])

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .launch import load, use_device  # noqa: F401  (use_device is part of the worker backend's interface)
-from .tcgen05_cases import POISON, TcPrepared
+from harness.families.wgmma.kernel import load, use_device  # noqa: F401  (use_device is part of the worker backend's interface)
+from harness.families.tcgen05.cases import POISON, TcPrepared
 
 PARAMS_DTYPE = np.dtype([(k, "<u8") for k in ("image_offset", "desc_a", "desc_b", "zero_mask", "sf_desc_a",
                                              "sf_desc_b")] +
@@ -43,7 +43,7 @@ def run(cubin_path: str, kernel_name: str, packed) -> np.ndarray:
     is the CTA's status (0: the MMA completed; 1: it did not within the spin limit)."""
     import cupy as cp
 
-    from .launch import _module
+    from harness.families.wgmma.kernel import _module
     packed = load(packed)
     fn = _module(str(cubin_path)).get_function(kernel_name)
     if packed["smem"] > 48 * 1024:

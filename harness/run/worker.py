@@ -50,7 +50,7 @@ def _serve(conn, device: int, backend: str) -> None:
 class GpuWorker:
     """`backend` is the module that launches (`harness.launch`; the pipeline's CPU tests pass a stand-in)."""
 
-    def __init__(self, device: int = 0, backend: str = "harness.launch"):
+    def __init__(self, device: int = 0, backend: str = "harness.families.wgmma.kernel"):
         self.device = device
         self.backend = backend
         self._proc = None

@@ -21,8 +21,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from . import diff as _diff, launch, reference
-from .worker import GpuWorker, LaunchFailed, wait_any
+from harness.families.wgmma import readback as _diff, kernel as launch, reference
+from harness.run.worker import GpuWorker, LaunchFailed, wait_any
 
 SPOOL_SUFFIXES = (".npz", ".preps.pkl", ".regs.npy")
 
@@ -78,7 +78,7 @@ class Engine:
     """Started before the sweep plans and compiles, so that the pool's processes and the GPU workers'
     CUDA contexts come up meanwhile; `begin` hands it the launches to prepare, `run` drives them."""
 
-    def __init__(self, devices: list[int], workers: int | None = None, backend: str = "harness.launch"):
+    def __init__(self, devices: list[int], workers: int | None = None, backend: str = "harness.families.wgmma.kernel"):
         self.devices, self.backend = devices, backend
         self.nworkers = max(1, workers or os.cpu_count() or 1)
         self.gpu_workers = [GpuWorker(d, backend) for d in devices]
@@ -187,7 +187,7 @@ class Engine:
 
 
 def run(todo, devices: list[int], timeout: float, emit, isolate, log, workers: int | None = None,
-        backend: str = "harness.launch") -> dict:
+        backend: str = "harness.families.wgmma.kernel") -> dict:
     """Run every (key, cases, compiled) of `todo` over the GPUs `devices` (an Engine for one call)."""
     engine = Engine(devices, workers, backend)
     try:

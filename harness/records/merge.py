@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import results
+from harness.records import results
 
 _RANK = {"pass": 0, "fail": 1, "timeout": 2, "fault": 3, "compile-error": 4}
 _COUNTED = ("pass", "fail", "fault", "timeout", "compile-error")

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import launch, layouts, wgmma
-from .cases import Case, Operand, operand_scenarios, _operand
+from harness.families.wgmma import kernel as launch, forms as wgmma
+from harness.spec import layouts
+from harness.families.wgmma.cases import Case, Operand, operand_scenarios, _operand
 
 PROBES = ("base-offset", "start-alignment", "addresses", "field-overflow", "spec-examples")
 
@@ -56,7 +57,7 @@ def start_alignment_work(n: int = 64) -> list[tuple[wgmma.KernelKey, list[Case]]
 
 def address_cases(n: int = 64) -> list[Case]:
     """Every negative control at N = n, and per kernel one case for each distinct A and B scenario."""
-    from . import sweep
+    from harness import sweep
     out = []
     for key, cs in sweep.plan(sweep.Selection(n_values=(n,), data_modes=("exact",))):
         seen = set()
@@ -108,7 +109,9 @@ def raw_b_setup(case_id: str, key: wgmma.KernelKey, vi: int, b_addr: np.ndarray,
     """(RawCase, Prepared, addresses.Setup) for a case whose B sits at arbitrary bit addresses `b_addr` (N x K)
     and is read through a raw descriptor; A is an ordinary packed K-major tile at address 0 with no swizzle.
     Exact values; C = 0."""
-    from . import addresses, dtypes, fragments, reference
+    from harness.diagnosis import addresses
+    from harness.spec import dtypes, fragments
+    from harness.families.wgmma import reference
     v = wgmma.variants(key)[vi]
     at, bt = dtypes.get(v.atype), dtypes.get(v.btype)
     a_lay = layouts.SmemLayout("K", "none", v.atype, 64, key.k, *layouts.packed_strides("K", "none", v.atype, 64,
@@ -171,7 +174,7 @@ def spec_example_setups():
     example's tile (N = its MN extent), written exactly where the spec's CuTe layout puts every element, and
     read through a descriptor with the example's LBO/SBO whose start is the K-step's first element. A pass
     (and an address probe that reads as written) means the hardware agrees with the example as written."""
-    from . import cute_layout, descriptors, dtypes
+    from harness.spec import cute_layout, descriptors, dtypes
     out = []
     region = 4096  # 1024-aligned, so the spec's swizzle (on offsets from 0) is the swizzle on addresses
     for name, major, swz, dtype, text, lbo, sbo in SPEC_EXAMPLES:

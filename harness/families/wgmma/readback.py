@@ -5,8 +5,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import fragments
-from .reference import POISON, Prepared
+from harness.spec import fragments
+from harness.families.wgmma.reference import POISON, Prepared
 
 MAX_REPORTED = 8
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import descriptors as D, dtypes, layouts
-from .layouts import SmemLayout
-from .tcgen05 import Form, all_forms
+from harness.spec import descriptors as D, dtypes, layouts
+from harness.spec.layouts import SmemLayout
+from harness.families.tcgen05.forms import Form, all_forms
 
 POISON = 0x7FFF7FFF
 EXACT = {  # small exactly representable values of every operand type

@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import dtypes
+from harness.spec import dtypes
 
 
 class LayoutError(ValueError):

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import compile as _compile, diagnose, gpu, probes, results, sweep
-from .worker import GpuWorker
+from harness.run import compile as _compile, gpu
+from harness.diagnosis import diagnose
+from harness.experiments import probes
+from harness.records import results
+from harness import sweep
+from harness.run.worker import GpuWorker
 
 
 def _cubins(keys):
@@ -75,7 +79,7 @@ def _raw_experiments(out: Path, timeout: float, setups, name: str, probe_all: bo
     reason = gpu.skip_reason(sweep.ARCH)
     if reason:
         return f"compile-only: {len(setups)} {name} experiments planned, none run ({reason})"
-    from . import launch
+    from harness.families.wgmma import kernel as launch
     recs, diags = {}, []
     worker = GpuWorker(gpu.select("all", sweep.ARCH)[0])
     try:

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import dtypes, fragments, launch, layouts, wgmma
-from .cases import Case
-from .reference import Prepared, _acc_bits, place
+from harness.spec import dtypes, fragments, layouts
+from harness.families.wgmma import kernel as launch, forms as wgmma
+from harness.families.wgmma.cases import Case
+from harness.families.wgmma.reference import Prepared, _acc_bits, place
 
 # Largest digit base whose values 0..base-1 the operand type holds exactly (and every accumulator, f16's
 # 2048 included); s8 stores digit - 128.
@@ -169,7 +170,7 @@ def recover(st: Setup, which: str, d_values: np.ndarray) -> np.ndarray:
 
 def run(st: Setup, which: str, worker, cubin_path: str, timeout: float = 30.0) -> np.ndarray:
     """Launch the probe of one operand on a GPU worker and return the observed bit-address map."""
-    from .diff import decode_launch
+    from harness.families.wgmma.readback import decode_launch
     jobs = probe_jobs(st, which)
     regs = worker.run(str(cubin_path), st.key.name, launch.pack(jobs), timeout)
     return recover(st, which, decode_launch(st.key, regs)[0])

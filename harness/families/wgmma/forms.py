@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .fragments import WGMMA_K
+from harness.spec.fragments import WGMMA_K
 
 M = 64
 N_ALL = tuple(range(8, 257, 8))

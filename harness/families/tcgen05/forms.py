@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import descriptors as D
+from harness.spec import descriptors as D
 
 ARCHS = ("sm_100a", "sm_103a")
 # kind -> scale-vector qualifier of the block-scaled MMA (PTX ISA 9.7.16.10.x: 1X for mxf8f6f4, 2X for mxf4,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import layouts
-from .diff import _ranges
-from .layouts import SmemLayout
+from harness.spec import layouts
+from harness.families.wgmma.readback import _ranges
+from harness.spec.layouts import SmemLayout
 
 # Swizzle<B,M,S> in words: which address bits are XORed into which.
 _XOR_WORDS = {sw: (f"bits {m + s}-{m + s + b - 1}" if b > 1 else f"bit {m + s}",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import layouts
+from harness.spec import layouts
 
 
 def _plt():
