@@ -26,7 +26,7 @@ class SweepError(ValueError):
 
 @dataclass
 class Selection:
-    families: tuple[str, ...] = wgmma.FAMILIES + ("tcgen05",)
+    families: tuple[str, ...] = wgmma.KINDS + ("tcgen05",)
     n_values: tuple[int, ...] | None = None
     a_srcs: tuple[str, ...] = ("SS", "RS")
     dtypes: tuple[str, ...] | None = None
@@ -36,8 +36,8 @@ class Selection:
 
     def validate(self) -> "Selection":
         for f in self.families:
-            if f not in wgmma.FAMILIES + ("tcgen05",):
-                raise SweepError(f"unknown family {f!r}; one of {', '.join(wgmma.FAMILIES)}, tcgen05")
+            if f not in wgmma.KINDS + ("tcgen05",):
+                raise SweepError(f"unknown family {f!r}; one of {', '.join(wgmma.KINDS)}, tcgen05")
         for s in self.a_srcs:
             if s not in ("SS", "RS"):
                 raise SweepError(f"A source must be SS or RS, not {s!r}")
@@ -50,7 +50,7 @@ class Selection:
                 if n not in legal:
                     raise SweepError(f"N = {n} is not a wgmma N (8..256 step 8)")
         if self.dtypes:
-            known = {d for ds in wgmma.FAMILY_DTYPES.values() for d in ds}
+            known = {d for ds in wgmma.KIND_DTYPES.values() for d in ds}
             for d in self.dtypes:
                 if d not in known:
                     raise SweepError(f"accumulator type {d!r} is not one of {', '.join(sorted(known))}")

@@ -29,7 +29,7 @@ def model_device(st, jobs):
 
 
 PLAN = dict(sweep.plan(sweep.Selection(n_values=(8, 64), data_modes=("exact",))))
-FORMS = sorted({(k.family, k.n, k.dtype, k.a_src): k for k in PLAN}.values(), key=lambda k: k.name)
+FORMS = sorted({(k.kind, k.n, k.dtype, k.a_src): k for k in PLAN}.values(), key=lambda k: k.name)
 
 
 @pytest.mark.parametrize("key", FORMS, ids=lambda k: k.name)

@@ -42,12 +42,12 @@ def expected_sass(key: wgmma.KernelKey) -> set[str]:
     """The tensor-core SASS opcode each variant of a kernel must produce."""
     n, out = key.n, set()
     for v in wgmma.variants(key):
-        if key.family in ("f16", "tf32"):
+        if key.kind in ("f16", "tf32"):
             t = {"f16": "", "bf16": ".BF16", "tf32": ".TF32"}[v.atype]
             out.add(f"HGMMA.64x{n}x{key.k}.{key.dtype.upper()}{t}")
-        elif key.family == "f8":
+        elif key.kind == "f8":
             out.add(f"QGMMA.64x{n}x32.{key.dtype.upper()}.{v.atype.upper()}.{v.btype.upper()}")
-        elif key.family == "s8":
+        elif key.kind == "s8":
             out.add(f"IGMMA.64x{n}x32.{v.atype.upper()}.{v.btype.upper()}" + (".SAT" if v.satfinite else ""))
         else:
             out.add(f"BGMMA.64x{n}x256.AND.POPC")

@@ -79,7 +79,7 @@ class Case:
 
 def _majors(key: wgmma.KernelKey) -> tuple[str, ...]:
     # Only the 16-bit types have imm-trans-a/b; every other type is K-major in shared memory.
-    if key.family != "f16":
+    if key.kind != "f16":
         return ("K",)
     return ("K", "MN")
 
@@ -158,7 +158,7 @@ def cases_for_key(key: wgmma.KernelKey, data_modes=("exact",), controls: bool = 
     count = max(len(vs), len(a_scen), len(b_scen)) * (2 if rich else 1)
     out = []
     for mode in data_modes:
-        if mode == "normal" and key.family in ("s8", "b1"):
+        if mode == "normal" and key.kind in ("s8", "b1"):
             continue  # integer results are exact whatever the inputs
         for i in range(count):
             vi = i % len(vs)
@@ -166,7 +166,7 @@ def cases_for_key(key: wgmma.KernelKey, data_modes=("exact",), controls: bool = 
             a = a_scen[(i * 5 + 1) % len(a_scen)]
             b = b_scen[(i * 7 + 3) % len(b_scen)]
             # The major-ness is part of the variant (imm-trans); pick scenarios that match it.
-            if key.family == "f16":
+            if key.kind == "f16":
                 want_a = "MN" if v.trans_a else "K"
                 want_b = "MN" if v.trans_b else "K"
                 if a is not None and a[1].major != want_a:
@@ -174,9 +174,9 @@ def cases_for_key(key: wgmma.KernelKey, data_modes=("exact",), controls: bool = 
                 if b[1].major != want_b:
                     b = _matching(b_scen, want_b, i)
             extra = ""
-            if key.family == "s8" and i % 3 == 2:
+            if key.kind == "s8" and i % 3 == 2:
                 extra = "ovf"
-            elif key.family == "tf32" and i % 2 == 1:
+            elif key.kind == "tf32" and i % 2 == 1:
                 extra = "tf32dirty"
             scale_d = 1 if (i % 2 == 1 or extra == "ovf") else 0
             out.append(Case(key, vi, _operand(*a) if a else None, _operand(*b), scale_d, mode, "", extra))

@@ -1,6 +1,6 @@
 """The wgmma.mma_async instruction forms of PTX ISA 9.7.15 (sm_90a), as data.
 
-A *kernel key* fixes what must be compiled into one kernel: the K-shape family, N, the accumulator type and
+A *kernel key* fixes what must be compiled into one kernel: the K-shape kind, N, the accumulator type and
 where A comes from (SS: shared memory descriptor, RS: registers). Inside one kernel a runtime switch picks a
 *variant*: the remaining immediates of the instruction (A/B types, imm-trans-a/b, imm-scale-a/b,
 .satfinite). Each variant's instruction text is its own asm statement, so every immediate is compiled in.
@@ -18,43 +18,43 @@ N_ALL = tuple(range(8, 257, 8))
 # Integer and b1 accumulators: N = 8, 16, 24, 32, then 48..256 step 16.
 N_S32 = (8, 16, 24, 32) + tuple(range(48, 257, 16))
 
-FAMILIES = ("f16", "tf32", "f8", "s8", "b1")
-FAMILY_TYPES = {
+KINDS = ("f16", "tf32", "f8", "s8", "b1")
+KIND_TYPES = {
     "f16": ("f16", "bf16"),
     "tf32": ("tf32",),
     "f8": ("e4m3", "e5m2"),
     "s8": ("s8", "u8"),
     "b1": ("b1",),
 }
-FAMILY_DTYPES = {"f16": ("f16", "f32"), "tf32": ("f32",), "f8": ("f16", "f32"), "s8": ("s32",), "b1": ("s32",)}
+KIND_DTYPES = {"f16": ("f16", "f32"), "tf32": ("f32",), "f8": ("f16", "f32"), "s8": ("s32",), "b1": ("s32",)}
 
 
-def family_of(atype: str) -> str:
-    for fam, types in FAMILY_TYPES.items():
+def kind_of(atype: str) -> str:
+    for fam, types in KIND_TYPES.items():
         if atype in types:
             return fam
     raise ValueError(f"{atype!r} is not a wgmma input type; one of "
-                     f"{', '.join(t for ts in FAMILY_TYPES.values() for t in ts)}")
+                     f"{', '.join(t for ts in KIND_TYPES.values() for t in ts)}")
 
 
-def legal_n(family: str) -> tuple[int, ...]:
-    return N_S32 if family in ("s8", "b1") else N_ALL
+def legal_n(kind: str) -> tuple[int, ...]:
+    return N_S32 if kind in ("s8", "b1") else N_ALL
 
 
 @dataclass(frozen=True)
 class KernelKey:
-    family: str
+    kind: str  # the K-shape kind: f16 (f16/bf16), tf32, f8 (e4m3/e5m2), s8 (s8/u8), b1
     n: int
     dtype: str
     a_src: str  # 'SS' or 'RS'
 
     @property
     def k(self) -> int:
-        return WGMMA_K[FAMILY_TYPES[self.family][0]]
+        return WGMMA_K[KIND_TYPES[self.kind][0]]
 
     @property
     def name(self) -> str:
-        return f"wgmma_{self.family}_m64n{self.n}k{self.k}_{self.dtype}_{self.a_src}"
+        return f"wgmma_{self.kind}_m64n{self.n}k{self.k}_{self.dtype}_{self.a_src}"
 
     @property
     def acc_regs(self) -> int:
@@ -81,13 +81,13 @@ class Variant:
 
 
 def validate_key(key: KernelKey) -> KernelKey:
-    if key.family not in FAMILIES:
-        raise ValueError(f"unknown wgmma family {key.family!r}; one of {', '.join(FAMILIES)}")
-    if key.n not in legal_n(key.family):
-        raise ValueError(f"N = {key.n} is not legal for wgmma {key.family} "
-                         f"({'8, 16, 24, 32, 48..256 step 16' if key.family in ('s8', 'b1') else '8..256 step 8'})")
-    if key.dtype not in FAMILY_DTYPES[key.family]:
-        raise ValueError(f"wgmma {key.family} accumulates into {'/'.join(FAMILY_DTYPES[key.family])}, "
+    if key.kind not in KINDS:
+        raise ValueError(f"unknown wgmma kind {key.kind!r}; one of {', '.join(KINDS)}")
+    if key.n not in legal_n(key.kind):
+        raise ValueError(f"N = {key.n} is not legal for wgmma {key.kind} "
+                         f"({'8, 16, 24, 32, 48..256 step 16' if key.kind in ('s8', 'b1') else '8..256 step 8'})")
+    if key.dtype not in KIND_DTYPES[key.kind]:
+        raise ValueError(f"wgmma {key.kind} accumulates into {'/'.join(KIND_DTYPES[key.kind])}, "
                          f"not {key.dtype}")
     if key.a_src not in ("SS", "RS"):
         raise ValueError(f"A source must be SS or RS, not {key.a_src!r}")
@@ -97,10 +97,10 @@ def validate_key(key: KernelKey) -> KernelKey:
 def validate_variant(key: KernelKey, v: Variant) -> Variant:
     """Refuse an immediate combination the PTX ISA does not allow for this kernel key, in one sentence."""
     validate_key(key)
-    fam = key.family
+    fam = key.kind
     for role, t in (("A", v.atype), ("B", v.btype)):
-        if t not in FAMILY_TYPES[fam]:
-            raise ValueError(f"wgmma {fam} takes {role} of type {'/'.join(FAMILY_TYPES[fam])}, not {t!r}")
+        if t not in KIND_TYPES[fam]:
+            raise ValueError(f"wgmma {fam} takes {role} of type {'/'.join(KIND_TYPES[fam])}, not {t!r}")
     if fam == "f16" and v.atype != v.btype:
         raise ValueError("wgmma k16 needs A and B of the same type (f16 x f16 or bf16 x bf16)")
     if fam == "f16" and key.dtype == "f16" and v.atype != "f16":
@@ -122,7 +122,7 @@ def validate_variant(key: KernelKey, v: Variant) -> Variant:
 def variants(key: KernelKey) -> tuple[Variant, ...]:
     """Every legal immediate combination of a kernel key, in a fixed order (the runtime switch index)."""
     validate_key(key)
-    fam, out = key.family, []
+    fam, out = key.kind, []
     if fam == "f16":
         types = ("f16",) if key.dtype == "f16" else ("f16", "bf16")
         trans_a = (0, 1) if key.a_src == "SS" else (0,)  # A from registers has no major-ness
@@ -146,7 +146,7 @@ def instruction(key: KernelKey, v: Variant, d_operands: str, a_operand: str, b_o
                 scale_d_pred: str) -> str:
     """The PTX text of one wgmma.mma_async."""
     shape = f"m64n{key.n}k{key.k}"
-    fam = key.family
+    fam = key.kind
     if fam == "s8":
         sat = ".satfinite" if v.satfinite else ""
         return (f"wgmma.mma_async.sync.aligned.{shape}{sat}.s32.{v.atype}.{v.btype} "
@@ -166,10 +166,10 @@ def variant_index(key: KernelKey, v: Variant) -> int:
     return variants(key).index(validate_variant(key, v))
 
 
-def all_kernel_keys(families=FAMILIES, n_values=None, a_srcs=("SS", "RS")) -> list[KernelKey]:
+def all_kernel_keys(families=KINDS, n_values=None, a_srcs=("SS", "RS")) -> list[KernelKey]:
     keys = []
     for fam in families:
-        for dtype in FAMILY_DTYPES[fam]:
+        for dtype in KIND_DTYPES[fam]:
             for n in legal_n(fam):
                 if n_values is not None and n not in n_values:
                     continue
