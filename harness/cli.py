@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from harness.enums import Arch, FamilyName, Major, OperandSource, Swizzle
 from harness.spec import descriptors as D, layouts as L
 
 
@@ -122,16 +123,10 @@ def cmd_layout(a) -> int:
 def cmd_sweep(a) -> int:
     from harness import sweep
     sel = sweep.Selection(
-        families=tuple(a.family) if a.family else sweep.Selection.families,
-        n_values=tuple(a.n) if a.n else None,
-        a_srcs=tuple(a.a_src) if a.a_src else ("SS", "RS"),
-        dtypes=tuple(a.dtype) if a.dtype else None,
-        data_modes=tuple(a.data) if a.data else ("exact", "normal"),
-        controls=not a.no_controls, match=a.match)
-    try:
-        sel.validate()
-    except sweep.SweepError as e:
-        raise UsageError(f"sweep: {e}") from None
+        families=tuple(a.family) if a.family else None, kinds=tuple(a.kind) if a.kind else None,
+        n_values=tuple(a.n) if a.n else None, dtypes=tuple(a.dtype) if a.dtype else None,
+        a_srcs=tuple(a.a_src) if a.a_src else None, cta_groups=tuple(a.cta_group) if a.cta_group else None,
+        data_modes=tuple(a.data) if a.data else None, controls=not a.no_controls, match=a.match)
     out = Path(a.out) if a.out else Path("results") / "scratch" / (
         f"sweep-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}.jsonl")
     if a.timeout <= 0:
@@ -146,22 +141,23 @@ def cmd_sweep(a) -> int:
             raise UsageError(f"sweep: {e}") from None
     shard = _shard(a.shard)
     _check_gpus(a.gpus)
-    summary = sweep.run(sel, out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus, shard=shard)
+    try:
+        sel.validate()
+        from harness import plan
+        plan.make(sel, shard=shard)  # refuse an empty or impossible selection before anything is compiled
+    except sweep.SweepError as e:
+        raise UsageError(f"sweep: {e}") from None
+    cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
+                            shard=shard)
+    summary = sweep.run(sel, cfg)
     for e in summary.get("compile_errors", []):
-        print(f"NVRTC rejected {e['kernel']} ({e['cases']} cases, e.g. {e['first_case']}); source and log: "
+        print(f"NVRTC rejected {e['kernel']} for {e['arch']} ({e['cases']} cases); source and log: "
               f"{Path(e['source']).parent}")
-    if summary.get("ran") == 0:
-        print(f"compile-only run: {summary['kernels'] + summary.get('tcgen05_kernels', 0)} kernels compiled or "
-              f"cached, {summary['cases'] + summary.get('tcgen05_cases', 0)} cases planned, none run "
-              f"({summary['not_run_reason']})")
-        return 1 if summary.get("compile_errors") else 0
-    total = summary["cases"] + summary.get("tcgen05_cases", 0)
     print(f"{summary.get('pass', 0)} passed, {summary.get('fail', 0)} failed, {summary.get('fault', 0)} faulted, "
-          f"{summary.get('timeout', 0)} timed out, {summary.get('not-run', 0)} not run of {total} cases "
-          f"in {summary['wall_s']}s; results: {out}")
-    if summary.get("tcgen05_not_run_reason"):
-        print(f"tcgen05: {summary['tcgen05_cases']} cases compiled for sm_100a/sm_103a, not run: "
-              f"{summary['tcgen05_not_run_reason']}")
+          f"{summary.get('timeout', 0)} timed out, {summary.get('compile-error', 0)} did not compile, "
+          f"{summary.get('not-run', 0)} not run of {summary['cases']} cases in {summary['wall_s']}s; results: {out}")
+    for fam, reason in summary.get("not_run_reasons", {}).items():
+        print(f"{fam}: not run: {reason}")
     bad = sum(summary.get(k, 0) for k in ("fail", "fault", "timeout", "compile-error"))
     return 0 if bad == 0 else 1
 
@@ -179,15 +175,16 @@ def _shard(text: str | None):
 
 
 def _check_gpus(spec: str) -> None:
-    """Refuse a bad --gpus before compiling; device numbers are checked only where a GPU of the arch is."""
+    """Refuse a bad --gpus before compiling; device numbers are checked only where a GPU is."""
+    from harness.enums import Arch
     from harness.run import gpu
-    from harness import sweep
     if not (spec == "all" or spec.isdigit() or all(x.strip().isdigit() for x in spec.split(","))):
         raise UsageError(f"sweep: --gpus {spec!r}: use 'all', a count, or a comma list such as 0,1")
-    if gpu.skip_reason(sweep.ARCH) is None:
+    if gpu.device_count():
         try:
-            if not gpu.select(spec, sweep.ARCH):
-                raise UsageError(f"sweep: --gpus {spec}: none of those GPUs is an {sweep.ARCH} GPU")
+            if spec != "all" and not any(gpu.select(spec, arch) for arch in Arch.values()):
+                raise UsageError(f"sweep: --gpus {spec}: none of those GPUs is one the harness runs on "
+                                 f"({', '.join(Arch.values())})")
         except gpu.GpuSelectionError as e:
             raise UsageError(f"sweep: {e}") from None
 
@@ -215,9 +212,11 @@ def cmd_probe(a) -> int:
         raise UsageError("probe: --timeout must be positive seconds")
     out = Path(a.out) if a.out else Path("results") / "scratch" / f"probe-{a.name}.jsonl"
     if a.name in ("base-offset", "start-alignment"):
-        summary = sweep.execute(probes.work(a.name), out, timeout=a.timeout)
+        from harness.families.wgmma import FAMILY as WGMMA
+        work = sweep.Plan([(WGMMA.kernel_of(key), cs) for key, cs in probes.work(a.name)])
+        summary = sweep.execute(work, sweep.SweepConfig(out_path=out, timeout=a.timeout))
         if summary.get("ran") == 0:
-            print(f"compile-only: {summary['not_run_reason']}")
+            print(f"compile-only: {summary['not_run_reasons'].get('wgmma')}")
             return 0
         print(f"probe {a.name}: {summary.get('pass', 0)} cases behave as the model says, "
               f"{summary['cases'] - summary.get('pass', 0)} do not; results: {out}")
@@ -242,15 +241,22 @@ def cmd_compare(a) -> int:
 
 # ----------------------------------------------------------------------------------------------------
 
+def _kinds() -> list[str]:
+    from harness.families.wgmma import forms
+    return list(dict.fromkeys(forms.KINDS + D.KINDS))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m harness", description=__doc__)
     sub = p.add_subparsers(dest="cmd", parser_class=_Parser)
 
-    s = sub.add_parser("sweep", help="run every wgmma case the GPU supports (compile only without one)")
-    s.add_argument("--family", action="append", choices=["f16", "tf32", "f8", "s8", "b1", "tcgen05"])
+    s = sub.add_parser("sweep", help="run every case the node's GPUs support (the rest recorded as not run)")
+    s.add_argument("--family", action="append", choices=FamilyName.values(), help="instruction family (repeatable)")
+    s.add_argument("--kind", action="append", choices=_kinds(), help="wgmma or tcgen05 kind (repeatable)")
     s.add_argument("--n", action="append", type=int, help="only these N (repeatable)")
-    s.add_argument("--a-src", action="append", choices=["SS", "RS"])
-    s.add_argument("--dtype", action="append", choices=["f16", "f32", "s32"])
+    s.add_argument("--a-src", action="append", choices=OperandSource.values())
+    s.add_argument("--cta-group", action="append", type=int, choices=[1, 2], help="tcgen05 CTA group")
+    s.add_argument("--dtype", action="append", choices=["f16", "f32", "s32"], help="accumulator type")
     s.add_argument("--data", action="append", choices=["exact", "normal"])
     s.add_argument("--match", help="only cases whose id contains this text")
     s.add_argument("--no-controls", action="store_true", help="skip the negative controls")
@@ -282,11 +288,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(fn=cmd_compare)
 
     d = sub.add_parser("desc", help="encode or decode a shared-memory matrix descriptor")
-    d.add_argument("--arch", required=True, choices=["sm_90a", "sm_100a", "sm_103a"])
+    d.add_argument("--arch", required=True, choices=Arch.values())
     d.add_argument("--start", type=_int)
     d.add_argument("--lbo", type=_int)
     d.add_argument("--sbo", type=_int)
-    d.add_argument("--swizzle", default="none", choices=["none", "32B", "64B", "128B", "128B_base32b"])
+    d.add_argument("--swizzle", default="none", choices=Swizzle.values())
     d.add_argument("--base-offset", type=_int, default=0)
     d.add_argument("--lbo-mode", default="relative", choices=["relative", "absolute"])
     d.add_argument("--decode", type=_int, metavar="VALUE")
@@ -326,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     z.set_defaults(fn=cmd_zmask)
 
     lp = sub.add_parser("layout", help="show where each element of a canonical smem tile lives")
-    lp.add_argument("--major", required=True, choices=["K", "MN"])
+    lp.add_argument("--major", required=True, choices=Major.values())
     lp.add_argument("--swizzle", required=True, choices=list(L.SWIZZLE_BMS))
     lp.add_argument("--dtype", required=True)
     lp.add_argument("--rows", type=_int, required=True, help="MN extent")

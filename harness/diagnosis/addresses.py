@@ -172,5 +172,5 @@ def run(st: Setup, which: str, worker, cubin_path: str, timeout: float = 30.0) -
     """Launch the probe of one operand on a GPU worker and return the observed bit-address map."""
     from harness.families.wgmma.readback import decode_launch
     jobs = probe_jobs(st, which)
-    regs = worker.run(str(cubin_path), st.key.name, launch.pack(jobs), timeout)
+    regs = worker.run(str(cubin_path), st.key.name, launch.pack(jobs), timeout)["d_out"]
     return recover(st, which, decode_launch(st.key, regs)[0])

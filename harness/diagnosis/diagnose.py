@@ -48,7 +48,7 @@ def diagnose_setups(items, cubin_of, worker, timeout: float = 30.0, png_dir: Pat
         if not jobs:
             continue
         try:
-            regs = worker.run(str(cubin_of(key)), key.name, launch.pack(jobs), timeout)
+            regs = worker.run(str(cubin_of(key)), key.name, launch.pack(jobs), timeout)["d_out"]
         except LaunchFailed as e:
             out += [{"type": "diagnosis", "id": c, "operand": which, "status": e.status, "error": str(e)}
                     for c, _, which, _, _ in plan]

@@ -7,16 +7,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.run import compile as _compile, gpu
 from harness.diagnosis import diagnose
+from harness.enums import Arch
 from harness.experiments import probes
+from harness.families.wgmma import FAMILY as WGMMA, kernel as wgmma_kernel
 from harness.records import results
-from harness import sweep
+from harness.run import compile as _compile, engine, gpu
 from harness.run.worker import GpuWorker
+
+ARCH = Arch.SM_90A
 
 
 def _cubins(keys):
-    comps = _compile.compile_many(sweep.compile_jobs(sorted(set(keys), key=lambda k: k.name)))
+    keys = sorted(set(keys), key=lambda k: k.name)
+    comps = _compile.compile_many([_compile.CompileJob(k.name, wgmma_kernel.source(k), ARCH) for k in keys])
     return {c.name: c.cubin_path for c in comps}
 
 
@@ -27,11 +31,11 @@ def addresses(out: Path, timeout: float, match: str | None = None) -> str:
         if not cases:
             raise ValueError(f"no address-probe case matches {match!r}")
     cubins = _cubins([c.key for c in cases])
-    reason = gpu.skip_reason(sweep.ARCH)
+    reason = gpu.skip_reason(ARCH)
     if reason:
         return f"compile-only: {len(cases)} address probes planned, none run ({reason})"
     png_dir = out.parent / f"{out.stem}-png"
-    worker = GpuWorker(gpu.select("all", sweep.ARCH)[0])
+    worker = GpuWorker(gpu.select("all", ARCH)[0])
     try:
         recs = diagnose.diagnose(cases, lambda k: cubins[k.name], worker, timeout, png_dir, max_png=12)
     finally:
@@ -76,17 +80,17 @@ def _raw_experiments(out: Path, timeout: float, setups, name: str, probe_all: bo
     to its experiment), then the address probe on every experiment (`probe_all`) or on those that fail."""
     keys = {c.key.name: c.key for c, _, _, _ in setups}
     cubins = _cubins(keys.values())
-    reason = gpu.skip_reason(sweep.ARCH)
+    reason = gpu.skip_reason(ARCH)
     if reason:
         return f"compile-only: {len(setups)} {name} experiments planned, none run ({reason})"
-    from harness.families.wgmma import kernel as launch
     recs, diags = {}, []
-    worker = GpuWorker(gpu.select("all", sweep.ARCH)[0])
+    worker = GpuWorker(gpu.select("all", ARCH)[0])
     try:
         for kname, key in keys.items():
             group = [(c, p) for c, p, _, _ in setups if c.key.name == kname]
             preps = [p for _, p in group]
-            for r in sweep.run_isolated(worker, key, preps, launch.pack(preps), cubins[kname], timeout):
+            for r in engine.run_isolated(worker, WGMMA.kernel_of(key), preps, wgmma_kernel.pack(preps),
+                                         str(cubins[kname]), timeout):
                 recs[r["id"]] = r
         chosen = [(c.id, st) for c, _, st, _ in setups if probe_all or recs[c.id]["status"] == "fail"]
         if chosen:

@@ -57,9 +57,10 @@ def start_alignment_work(n: int = 64) -> list[tuple[wgmma.KernelKey, list[Case]]
 
 def address_cases(n: int = 64) -> list[Case]:
     """Every negative control at N = n, and per kernel one case for each distinct A and B scenario."""
-    from harness import sweep
+    from harness import plan
     out = []
-    for key, cs in sweep.plan(sweep.Selection(n_values=(n,), data_modes=("exact",))):
+    sel = plan.Selection(families=("wgmma",), n_values=(n,), data_modes=("exact",))
+    for _, cs in plan.make(sel).work:
         seen = set()
         for c in cs:
             tags = {("A", c.a.tag) if c.a else None, ("B", c.b.tag)} - {None}

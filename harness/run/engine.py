@@ -1,13 +1,14 @@
-"""The sweep's engine: host preparation, GPU launches and diffs overlapped, one GPU worker per GPU.
+"""The engine: host preparation, GPU launches and read-backs overlapped, one GPU worker per GPU, for any family.
 
-    pool (all cores):  prepare + pack a kernel's cases -> spool files    (launch.npz, preps.pkl)
-    GPU worker / GPU:  launch the packed cases          -> spool file    (regs.npy)
-    pool (all cores):  diff the registers               -> result records
+    pool (all cores):  family.prepare(kernel, cases)   -> spool files   (launch .npz, expectations .pkl)
+    GPU worker / GPU:  launch the LaunchInput            -> spool file    (outputs .out.npz)
+    pool (all cores):  family.readback(...)              -> case records
     this process:      hand out work, write records in completion order
 
-The bulky data (shared-memory images, registers) goes through files in a spool directory (/dev/shm where it
-has room), never through this process, which only dispatches and writes: it is the one serial part. A launch
-that faults or hangs is bisected here in a fresh worker on the same GPU (sweep.run_isolated).
+The bulky data goes through files in a spool directory (/dev/shm where it has room), never through this
+process, which only dispatches and writes. A launch that faults or hangs is bisected in fresh workers on the
+same GPU down to the cases that do (`run_isolated`); every other case still gets its result. The engine never
+asks which family it runs: it calls the family's prepare and readback by the kernel's family name.
 """
 from __future__ import annotations
 
@@ -18,38 +19,47 @@ import shutil
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 
-import numpy as np
-
-from harness.families.wgmma import readback as _diff, kernel as launch, reference
+from harness import families
+from harness.enums import Status
+from harness.families.base import Kernel, case_record
+from harness.run.launch import LaunchInput, load_outputs
 from harness.run.worker import GpuWorker, LaunchFailed, wait_any
 
-SPOOL_SUFFIXES = (".npz", ".preps.pkl", ".regs.npy")
+SPOOL_SUFFIXES = (".npz", ".exp.pkl", ".out.npz")
+MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded
+DEFAULT_BACKEND = "harness.run.launch"
 
 
-def prepare_and_pack(cs):
-    """Host work of one launch: references, images, packed buffers; each Prepared drops its image."""
-    preps = [reference.prepare(c) for c in cs]
-    packed = launch.pack(preps)
-    return [p.slim() for p in preps], packed
+@dataclass(frozen=True)
+class Job:
+    """One launch: a kernel, the cases it runs, and where its cubin is."""
+    kernel: Kernel
+    cases: tuple
+    cubin_path: str
 
 
-def _prepare_job(cs, spool: str) -> str:
-    preps, packed = prepare_and_pack(cs)
-    stem = os.path.join(spool, f"{cs[0].key.name}-{cs[0].seed:08x}-{len(cs)}")
-    launch.save(packed, stem + ".npz")
-    with open(stem + ".preps.pkl", "wb") as fh:
-        pickle.dump(preps, fh, protocol=pickle.HIGHEST_PROTOCOL)
+def prepare(kernel: Kernel, cases) -> tuple[LaunchInput, list]:
+    return families.get(kernel.family).prepare(kernel, list(cases))
+
+
+def prepare_job(kernel: Kernel, cases, spool: str) -> str:
+    inp, expectations = prepare(kernel, cases)
+    stem = os.path.join(spool, f"{kernel.name}-{cases[0].seed:08x}-{len(cases)}")
+    inp.save(stem + ".npz")
+    with open(stem + ".exp.pkl", "wb") as fh:
+        pickle.dump(expectations, fh, protocol=pickle.HIGHEST_PROTOCOL)
     return stem
 
 
-def load_preps(stem: str):
-    with open(stem + ".preps.pkl", "rb") as fh:
+def load_expectations(stem: str) -> list:
+    with open(stem + ".exp.pkl", "rb") as fh:
         return pickle.load(fh)
 
 
-def _diff_job(stem: str, device: int) -> list[dict]:
-    recs = _diff.diff_launch(load_preps(stem), np.load(stem + ".regs.npy"))
+def readback_job(kernel: Kernel, stem: str, device: int) -> list[dict]:
+    recs = families.get(kernel.family).readback(kernel, load_expectations(stem), load_outputs(stem + ".out.npz"))
     for r in recs:
         r["gpu"] = device
     remove(stem)
@@ -74,14 +84,42 @@ def spool_dir() -> str | None:
     return None
 
 
+def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: LaunchInput, cubin_path: str,
+                 timeout: float, log=print, first_error: LaunchFailed | None = None) -> list[dict]:
+    """Launch every case at once (unless `first_error` says that launch already failed); if it faults or
+    hangs, bisect to the cases that do, so every other case still gets its result."""
+    family = families.get(kernel.family)
+    launch = LaunchInput.load(launch)
+    budget = [MAX_ISOLATION_LAUNCHES]
+
+    def go(idx: list[int], error: LaunchFailed | None = None) -> list[dict]:
+        try:
+            if error is not None:
+                raise error
+            outputs = worker.run(cubin_path, kernel.name, launch.subset(idx), timeout)
+            return family.readback(kernel, [expectations[j] for j in idx], outputs)
+        except LaunchFailed as e:
+            budget[0] -= 1
+            if len(idx) == 1 or budget[0] <= 0:
+                note = "" if len(idx) == 1 else f" (isolation stopped after {MAX_ISOLATION_LAUNCHES} failed launches)"
+                return [case_record(expectations[j].case.id, kernel, e.status, error=str(e) + note) for j in idx]
+            log(f"{kernel.name}: launch of {len(idx)} cases failed ({e.status}: {str(e)[:120]}); isolating")
+            half = len(idx) // 2
+            return go(idx[:half]) + go(idx[half:])
+
+    return go(list(range(launch.cases)), first_error)
+
+
 class Engine:
     """Started before the sweep plans and compiles, so that the pool's processes and the GPU workers'
-    CUDA contexts come up meanwhile; `begin` hands it the launches to prepare, `run` drives them."""
+    contexts come up meanwhile; `begin` hands it the jobs to prepare, `run` drives them. `devices` pairs
+    each GPU index with its arch: a job goes only to a GPU of its kernel's arch."""
 
-    def __init__(self, devices: list[int], workers: int | None = None, backend: str = "harness.families.wgmma.kernel"):
+    def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND):
         self.devices, self.backend = devices, backend
         self.nworkers = max(1, workers or os.cpu_count() or 1)
-        self.gpu_workers = [GpuWorker(d, backend) for d in devices]
+        self.gpu_workers = [GpuWorker(d, backend) for d, _ in devices]
+        self.arch_of = {w: str(a) for w, (_, a) in zip(self.gpu_workers, devices)}
         for w in self.gpu_workers:
             w.start()
         self._spool = tempfile.TemporaryDirectory(prefix="tc-harness-spool-", dir=spool_dir())
@@ -90,17 +128,17 @@ class Engine:
         self.pool = ProcessPoolExecutor(max_workers=self.nworkers, mp_context=multiprocessing.get_context("spawn"))
         for _ in range(self.nworkers):  # bring every process up now
             self.pool.submit(int)
-        self.items: list = []
+        self.jobs: list[Job] = []
         self.preparing: list = []
 
     @property
     def ahead(self) -> int:
         return 2 * self.nworkers  # bounded look-ahead keeps memory and the spool flat however long the sweep is
 
-    def begin(self, items) -> None:
-        """items: [(key, cases)] in launch order; their preparation starts now."""
-        self.items = items
-        self.preparing = [self.pool.submit(_prepare_job, cs, self.spool) for _, cs in items[:self.ahead]]
+    def begin(self, jobs: list[Job]) -> None:
+        """Jobs in launch order; their preparation starts now."""
+        self.jobs = jobs
+        self.preparing = [self.pool.submit(prepare_job, j.kernel, j.cases, self.spool) for j in jobs[:self.ahead]]
 
     def close(self) -> None:
         for w in self.gpu_workers:
@@ -108,29 +146,26 @@ class Engine:
         self.pool.shutdown(cancel_futures=True)
         self._spool.cleanup()
 
-    def run(self, compiled, timeout: float, emit, isolate, log) -> dict:
-        """Launch every item begun (compiled[i] is item i's Compiled; items that did not compile are
-        skipped: the caller records them). emit(records) gets each kernel's records; isolate(worker, key,
-        preps, packed, cubin_path, error) bisects a failed launch. Returns timings."""
-        items, pool, spool, gpu_workers, backend = self.items, self.pool, self.spool, self.gpu_workers, self.backend
+    def run(self, timeout: float, emit, log) -> dict:
+        """Launch every job begun; emit(records) gets each kernel's records. Returns timings."""
+        jobs, pool, spool = self.jobs, self.pool, self.spool
         timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0}
         in_flight: dict[GpuWorker, tuple] = {}
-        diffs = []  # (future, key, device, t_submitted)
+        reads = []  # (future, job, device, t_submitted)
         done = [0]
-        total = sum(c.error is None for c in compiled)
 
-        def finished(recs, key, device, t):
+        def finished(recs, job, device, t):
             done[0] += 1
-            nfail = sum(r["status"] != "pass" for r in recs)
+            nfail = sum(r["status"] != Status.PASS for r in recs)
             emit(recs)
-            log(f"[{done[0]}/{total}] {key.name}: {len(recs)} cases, {nfail} not passing "
+            log(f"[{done[0]}/{len(jobs)}] {job.kernel.name}: {len(recs)} cases, {nfail} not passing "
                 f"(GPU {device}, {time.time() - t:.2f}s)")
 
         def drain(block: bool = False):
             t = time.time()
-            while diffs and (block or diffs[0][0].done()):
-                fut, key, device, tk = diffs.pop(0)
-                finished(fut.result(), key, device, tk)
+            while reads and (block or reads[0][0].done()):
+                fut, job, device, tk = reads.pop(0)
+                finished(fut.result(), job, device, tk)
             timing["diff_wait_s"] += time.time() - t if block else 0.0
 
         def harvest(w: GpuWorker):
@@ -142,56 +177,47 @@ class Engine:
                 return entry, w, e
 
         def complete(entry, w: GpuWorker, error) -> None:
-            key, comp, stem, tk = entry
+            job, stem, tk = entry
             if error is None:
-                diffs.append((pool.submit(_diff_job, stem, w.device), key, w.device, tk))
+                reads.append((pool.submit(readback_job, job.kernel, stem, w.device), job, w.device, tk))
                 return
             ti = time.time()
-            isolator = GpuWorker(w.device, backend)
+            isolator = GpuWorker(w.device, self.backend)
             try:
-                recs = isolate(isolator, key, load_preps(stem), stem + ".npz", comp.cubin_path, error)
+                recs = run_isolated(isolator, job.kernel, load_expectations(stem), LaunchInput.load(stem + ".npz"),
+                                    job.cubin_path, timeout, log, first_error=error)
             finally:
                 isolator.close()
                 remove(stem)
             for r in recs:
                 r["gpu"] = w.device
             timing["isolate_s"] += time.time() - ti
-            finished(recs, key, w.device, tk)
+            finished(recs, job, w.device, tk)
 
-        for i, ((key, cs), comp) in enumerate(zip(items, compiled)):
+        for i, job in enumerate(jobs):
             tp = time.time()
             stem = self.preparing[i].result()
             self.preparing[i] = None
             timing["prepare_wait_s"] += time.time() - tp
-            if i + self.ahead < len(items):
-                self.preparing.append(pool.submit(_prepare_job, items[i + self.ahead][1], spool))
-            if comp.error is not None:
-                remove(stem)
-                continue
-            idle = [w for w in gpu_workers if not w.busy]
+            if i + self.ahead < len(jobs):
+                nxt = jobs[i + self.ahead]
+                self.preparing.append(pool.submit(prepare_job, nxt.kernel, nxt.cases, spool))
+            mine = [w for w in self.gpu_workers if self.arch_of[w] == str(job.kernel.arch)]
+            if not mine:
+                raise ValueError(f"{job.kernel.name}: no GPU of {job.kernel.arch} in this engine")
+            idle = [w for w in mine if not w.busy]
             answered = None
-            if not idle:  # take the first answer, give that GPU its next launch, then hand off the diff
-                answered = harvest(wait_any(gpu_workers))
+            if not idle:  # take the first answer, give that GPU its next launch, then hand off the read-back
+                answered = harvest(wait_any(mine))
                 idle = [answered[1]]
-            in_flight[idle[0]] = (key, comp, stem, time.time())
-            idle[0].submit(str(comp.cubin_path), key.name, stem + ".npz", timeout, regs_out=stem + ".regs.npy")
+            in_flight[idle[0]] = (job, stem, time.time())
+            idle[0].submit(job.cubin_path, job.kernel.name, stem + ".npz", timeout, out_path=stem + ".out.npz")
             if answered:
                 complete(*answered)
             drain()
         while in_flight:
-            complete(*harvest(wait_any(gpu_workers)))
+            complete(*harvest(wait_any(list(in_flight))))
         drain(block=True)
         timing = {k: round(v, 2) for k, v in timing.items()}
-        timing["gpu_worker_s"] = round(sum(w.gpu_s for w in gpu_workers), 2)
+        timing["gpu_worker_s"] = round(sum(w.gpu_s for w in self.gpu_workers), 2)
         return timing
-
-
-def run(todo, devices: list[int], timeout: float, emit, isolate, log, workers: int | None = None,
-        backend: str = "harness.families.wgmma.kernel") -> dict:
-    """Run every (key, cases, compiled) of `todo` over the GPUs `devices` (an Engine for one call)."""
-    engine = Engine(devices, workers, backend)
-    try:
-        engine.begin([(k, cs) for k, cs, _ in todo])
-        return engine.run([c for _, _, c in todo], timeout, emit, isolate, log)
-    finally:
-        engine.close()

@@ -36,15 +36,16 @@ def device_info(index: int = 0) -> dict | None:
         return None
 
 
-def skip_reason(arch: str) -> str | None:
-    """None when a GPU of `arch` is here, else why its cases cannot run."""
+def skip_reason(*archs: str) -> str | None:
+    """None when a GPU of one of `archs` is here, else why their cases cannot run."""
     infos = [device_info(i) for i in range(device_count())]
-    if any(i and i["arch"] == arch for i in infos):
+    if any(i and i["arch"] in archs for i in infos):
         return None
     info = infos[0] if infos else None
+    want = " or ".join(map(str, archs))
     if info is None:
-        return f"needs a {arch} GPU; none is visible (no CUDA device or driver)"
-    return f"needs a {arch} GPU; this is {info['name']} (compute capability {info['compute_capability']})"
+        return f"needs a {want} GPU; none is visible (no CUDA device or driver)"
+    return f"needs a {want} GPU; this is {info['name']} (compute capability {info['compute_capability']})"
 
 
 class GpuSelectionError(ValueError):

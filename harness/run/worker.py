@@ -1,7 +1,7 @@
 """A GPU worker process: launches run there, so a sticky CUDA error or a hang costs a worker, not the sweep.
 
-The parent sends (cubin path, kernel name, packed buffers); the worker answers with the raw registers and its
-timings, or the error text. After any error the parent replaces the worker: a CUDA context that saw an
+The parent sends (cubin path, kernel name, LaunchInput or the file it is saved in); the worker answers with the
+kernel's outputs and its timings, or the error text. After any error the parent replaces the worker: a CUDA context that saw an
 illegal instruction, a misaligned address or an out-of-range access is unusable. A launch that does not
 answer within the timeout is a hang: the worker is killed (which tears down its context and the kernel with
 it). One worker drives one GPU; `submit` and `collect` let the parent keep every GPU busy while it diffs.
@@ -23,7 +23,7 @@ class LaunchFailed(RuntimeError):
 def _serve(conn, device: int, backend: str) -> None:
     import importlib
 
-    import numpy as np
+    from harness.run.launch import save_outputs
 
     launch = importlib.import_module(backend)
     launch.use_device(device)
@@ -34,23 +34,24 @@ def _serve(conn, device: int, backend: str) -> None:
             return
         if job is None:
             return
-        cubin_path, name, packed, regs_out = job
+        cubin_path, name, inp, out_path = job
         try:
             t = time.perf_counter()
-            regs = launch.run(cubin_path, name, packed)
-            if regs_out:  # the registers go to a file for the diff process, not back through the pipe
-                np.save(regs_out, regs)
-                regs = None
-            conn.send(("ok", regs, time.perf_counter() - t))
+            outputs = launch.run(cubin_path, name, inp)
+            if out_path:  # the outputs go to a file for the read-back process, not back through the pipe
+                save_outputs(outputs, out_path)
+                outputs = None
+            conn.send(("ok", outputs, time.perf_counter() - t))
         except Exception as e:  # report, then exit: the context may be poisoned
             conn.send(("error", f"{type(e).__name__}: {e}".strip() or traceback.format_exc(limit=1), 0.0))
             return
 
 
 class GpuWorker:
-    """`backend` is the module that launches (`harness.launch`; the pipeline's CPU tests pass a stand-in)."""
+    """`backend` is the module that launches: `harness.run.launch`, or a simulated device (tests/simulated/)
+    with the same `use_device` and `run`."""
 
-    def __init__(self, device: int = 0, backend: str = "harness.families.wgmma.kernel"):
+    def __init__(self, device: int = 0, backend: str = "harness.run.launch"):
         self.device = device
         self.backend = backend
         self._proc = None
@@ -75,10 +76,10 @@ class GpuWorker:
     def busy(self) -> bool:
         return self._deadline is not None
 
-    def submit(self, cubin_path: str, name: str, packed, timeout: float, regs_out: str | None = None) -> None:
-        """Start a launch of `packed` (buffers, or the file they are in); with `regs_out` the registers are
-        saved there and collect() returns None."""
-        job = (str(cubin_path), name, packed, regs_out)
+    def submit(self, cubin_path: str, name: str, launch, timeout: float, out_path: str | None = None) -> None:
+        """Start a launch (a LaunchInput, or the file it is in); with `out_path` the outputs are saved there
+        and collect() returns None."""
+        job = (str(cubin_path), name, launch, out_path)
         if self._proc is None or not self._proc.is_alive():
             self._start()
         try:
@@ -91,7 +92,7 @@ class GpuWorker:
         self._timeout = timeout
 
     def collect(self):
-        """The answer to the last submit: raw registers, or LaunchFailed (fault, or hang past the timeout)."""
+        """The answer to the last submit: the kernel's outputs, or LaunchFailed (fault, or hang past the timeout)."""
         deadline, self._deadline = self._deadline, None
         timeout = deadline - time.monotonic()
         try:
@@ -109,8 +110,8 @@ class GpuWorker:
             raise LaunchFailed("fault", payload)
         return payload
 
-    def run(self, cubin_path: str, name: str, packed: dict, timeout: float):
-        self.submit(cubin_path, name, packed, timeout)
+    def run(self, cubin_path: str, name: str, launch, timeout: float) -> dict:
+        self.submit(cubin_path, name, launch, timeout)
         return self.collect()
 
     def kill(self):

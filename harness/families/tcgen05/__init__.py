@@ -1,1 +1,55 @@
-"""families/tcgen05"""
+"""tcgen05.mma (sm_100a, sm_103a): forms, cases and their Tensor Memory data paths, kernel, readback;
+`FAMILY` is what the engine runs."""
+from __future__ import annotations
+
+from harness.enums import Arch, FamilyName
+from harness.families.base import Kernel, case_record
+
+
+class Tcgen05Family:
+    name = FamilyName.TCGEN05
+    archs = (Arch.SM_100A, Arch.SM_103A)
+    facets = frozenset({"kind", "n", "dtype", "a_src", "cta_group", "data"})
+
+    def kernels(self, arch) -> list[tuple[Kernel, list]]:
+        from harness.families.tcgen05 import cases
+        if arch not in self.archs:
+            return []
+        return [(Kernel(self.name, Arch(arch), f.name, f), cases.cases_for_form(f)) for f in cases.forms_for(arch)]
+
+    @staticmethod
+    def facets_of(case) -> dict:
+        f = case.form
+        return {"kind": f.kind, "n": case.n, "dtype": case.dtype, "a_src": f.a_src, "cta_group": f.cta_group,
+                "data": "exact", "control": bool(getattr(case, "control", ""))}
+
+    def source(self, kernel: Kernel) -> str:
+        from harness.families.tcgen05 import kernel as tk
+        return tk.source(kernel.form)
+
+    def prepare(self, kernel: Kernel, cases: list):
+        from harness.families.tcgen05 import cases as T, kernel as tk
+        preps = [T.prepare(c, str(kernel.arch)) for c in cases]
+        inp = tk.pack(preps)
+        for p in preps:  # the diff needs only the expectation and where D sits
+            p.images, p.tmem_in = [], None
+        return inp, preps
+
+    def readback(self, kernel: Kernel, expectations: list, outputs: dict) -> list[dict]:
+        from harness.families.tcgen05 import cases as T
+        tmem, status = outputs["tmem_out"], outputs["status"]
+        out, j = [], 0
+        for p in expectations:
+            k = p.case.form.cta_group
+            r = T.diff(p, tmem[j:j + k, :, :p.read_cols], status[j:j + k])
+            out.append(case_record(r["id"], kernel, r["status"],
+                                   **{k2: v for k2, v in r.items() if k2 not in ("id", "status", "kernel", "family")}))
+            j += k
+        return out
+
+    def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
+        return [{"type": "diagnosis", "id": c.id, "operand": "A,B", "status": "not-probed",
+                 "summary": "the tcgen05 address probe is not built yet"} for c in cases]
+
+
+FAMILY = Tcgen05Family()

@@ -1,13 +1,13 @@
-"""Pack tcgen05 cases into one launch (one CTA, or a cluster of two, per case) and run it through CuPy.
-
-Also a GPU-worker backend (use_device, run), so tcgen05 launches get the same fault and hang isolation as
-wgmma's."""
+"""The tcgen05 kernel: its CUDA source (kernels/tcgen05.cu filled in per form) and a launch of prepared cases
+(one CTA, or a cluster of two for cta_group::2, per case)."""
 from __future__ import annotations
 
 import numpy as np
 
-from harness.families.wgmma.kernel import load, use_device  # noqa: F401  (use_device is part of the worker backend's interface)
+from harness import kernels
+from harness.families.tcgen05 import forms
 from harness.families.tcgen05.cases import POISON, TcPrepared
+from harness.run.launch import LaunchInput, OutputSpec
 
 PARAMS_DTYPE = np.dtype([(k, "<u8") for k in ("image_offset", "desc_a", "desc_b", "zero_mask", "sf_desc_a",
                                              "sf_desc_b")] +
@@ -15,9 +15,31 @@ PARAMS_DTYPE = np.dtype([(k, "<u8") for k in ("image_offset", "desc_a", "desc_b"
                                               "a_tmem_col", "a_tmem_cols", "sf_col_a", "sf_col_b", "spin_limit")])
 assert PARAMS_DTYPE.itemsize == 88
 SPIN_LIMIT = 1 << 22  # mbarrier polls (tens of milliseconds) before a case reports that its MMA never completed
+STATUS_UNSET = 2  # the kernel writes 0 (the MMA completed) or 1 (it did not within the spin limit)
 
 
-def pack(preps: list[TcPrepared]) -> dict:
+def source(form: forms.Form) -> str:
+    forms.validate_form(form)
+    pair = form.cta_group == 2
+    cluster_sync = ('asm volatile("barrier.cluster.arrive.release.aligned;\\n" ::: "memory");\n'
+                    '    asm volatile("barrier.cluster.wait.acquire.aligned;\\n" ::: "memory");')
+    leader = "cluster_rank() == 0u"  # the even CTA of the pair issues the pair's MMA
+    return kernels.fill(kernels.template("tcgen05.cu"),
+                KERNEL_NAME=form.name,
+                CTA_GROUP=form.cta_group,
+                CLUSTER_ATTR="__cluster_dims__(2, 1, 1)" if pair else "",
+                CTA_SYNC=cluster_sync if pair else "__syncthreads();",
+                ISSUER=leader if pair else "true",
+                MMA=forms.mma_statement(form),
+                SCALE_COPY=forms.scale_copy(form),
+                COMMIT=forms.commit(form))
+
+
+
+
+def pack(preps: list[TcPrepared]) -> LaunchInput:
+    """One launch: every CTA's image and parameters, the Tensor Memory image stored before the MMA (C, and A
+    for TS); out come every TMEM cell read back raw, poisoned first, and each CTA's status."""
     read_cols = max(p.read_cols for p in preps)
     alloc = max(32, 1 << (read_cols - 1).bit_length())
     images = [img for p in preps for img in p.images]
@@ -34,27 +56,7 @@ def pack(preps: list[TcPrepared]) -> dict:
             params[j]["read_cols"], params[j]["alloc_cols"], params[j]["spin_limit"] = read_cols, alloc, SPIN_LIMIT
             tmem_in[j, :, :p.read_cols] = p.tmem_in[r]
             j += 1
-    return {"images": np.concatenate(images), "params": params, "tmem_in": tmem_in,
-            "smem": int(sizes.max()) + 1024 + 64, "read_cols": read_cols}
-
-
-def run(cubin_path: str, kernel_name: str, packed) -> np.ndarray:
-    """Launch; returns uint32 [ctas, 128 + 1, read_cols]: the raw TMEM cells, then a row whose first cell
-    is the CTA's status (0: the MMA completed; 1: it did not within the spin limit)."""
-    import cupy as cp
-
-    from harness.families.wgmma.kernel import _module
-    packed = load(packed)
-    fn = _module(str(cubin_path)).get_function(kernel_name)
-    if packed["smem"] > 48 * 1024:
-        fn.max_dynamic_shared_size_bytes = int(packed["smem"])
-    n, cols = packed["params"].size, int(packed["read_cols"])
-    out = cp.full((n, 128, cols), POISON, dtype=cp.uint32)
-    status = cp.full((n,), 2, dtype=cp.uint32)
-    fn((n,), (128,), (cp.asarray(packed["images"]), cp.asarray(packed["params"].view(np.uint8)),
-                      cp.asarray(packed["tmem_in"]), out, status), shared_mem=int(packed["smem"]))
-    cp.cuda.get_current_stream().synchronize()
-    res = np.zeros((n, 129, cols), np.uint32)
-    res[:, :128] = cp.asnumpy(out)
-    res[:, 128, 0] = cp.asnumpy(status)
-    return res
+    return LaunchInput(np.concatenate(images), params, {"tmem_in": tmem_in},
+                       {"tmem_out": OutputSpec((128, read_cols), "uint32", POISON),
+                        "status": OutputSpec((), "uint32", STATUS_UNSET)},
+                       ctas_per_case=preps[0].case.form.cta_group, extra_smem=64)

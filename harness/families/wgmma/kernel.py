@@ -1,28 +1,75 @@
-"""Pack prepared cases into one launch (one CTA per case) and run a compiled kernel through CuPy."""
+"""The wgmma kernel: its CUDA source (kernels/wgmma.cu filled in per kernel key) and a launch of prepared
+cases (one CTA, one warpgroup, per case)."""
 from __future__ import annotations
-
-from functools import lru_cache
 
 import numpy as np
 
-from harness.spec import descriptors
+from harness import kernels
+from harness.families.wgmma import forms
 from harness.families.wgmma.reference import POISON, Prepared
+from harness.run.launch import LaunchInput, OutputSpec
+from harness.spec import descriptors
 
 PARAMS_DTYPE = np.dtype([("image_offset", "<u8"), ("desc_a", "<u8"), ("desc_b", "<u8"),
                          ("image_bytes", "<u4"), ("variant", "<u4"), ("scale_d", "<u4"), ("inject", "<u4")])
 assert PARAMS_DTYPE.itemsize == 40
 INJECT = {"": 0, "trap": 1, "hang": 2, "misaligned": 3}  # see kernels/wgmma.cu
-WINDOW_SLACK = 1024  # the kernel aligns its window up to 1024 bytes
 # The kernel adds the window's (shared address >> 4) to the 14-bit start fields; keep the sum in range.
 MAX_IMAGE = 160 * 1024
+
+
+def source(key: forms.KernelKey, only_variant: int | None = None) -> str:
+    """The kernel of one key, with every variant (or, for the naive baseline of the benchmark, one)."""
+    forms.validate_key(key)
+    nreg = key.acc_regs
+    is_f32 = key.dtype == "f32"
+    acc_con = "f" if is_f32 else "r"
+    # Operand numbering: %0..%{nreg-1} accumulators, then A (desc or 4 regs), desc_b, scale_d.
+    d_ops = "{" + ", ".join(f"%{i}" for i in range(nreg)) + "}"
+    nxt = nreg
+    if key.a_src == "SS":
+        a_op, a_inputs = f"%{nxt}", ['"l"(desc_a)']
+        nxt += 1
+    else:
+        a_op = "{" + ", ".join(f"%{nxt + i}" for i in range(4)) + "}"
+        a_inputs = [f'"r"(a{i})' for i in range(4)]
+        nxt += 4
+    b_op, scale_op = f"%{nxt}", f"%{nxt + 1}"
+    outputs = ", ".join(f'"+{acc_con}"(d[{i}])' for i in range(nreg))
+    inputs = ", ".join(a_inputs + ['"l"(desc_b)', '"r"(p.scale_d)'])
+    cases = []
+    for idx, v in enumerate(forms.variants(key)):
+        if only_variant is not None and idx != only_variant:
+            continue
+        instr = forms.instruction(key, v, d_ops, a_op, b_op, "p")
+        cases.append(
+            f"    case {idx}:  // {v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}\n"
+            f"        asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, {scale_op}, 0;\\n{instr}\\n}}\\n\"\n"
+            f"            : {outputs}\n            : {inputs} : \"memory\");\n        break;")
+    if key.a_src == "RS":
+        a_regs = ("const unsigned int* ar = a_regs + slot * 4ull;\n"
+                  "    const unsigned int a0 = ar[0], a1 = ar[1], a2 = ar[2], a3 = ar[3];")
+    else:
+        a_regs = "(void)a_regs;"
+    return fill(template("wgmma.cu"),
+                KERNEL_NAME=key.name,
+                ACC_TYPE="float" if is_f32 else "unsigned int",
+                ACC_REGS=nreg,
+                FROM_BITS="__uint_as_float" if is_f32 else "",
+                TO_BITS="__float_as_uint" if is_f32 else "",
+                A_REGS=a_regs,
+                VARIANT_CASES="\n".join(cases))
+
+
 
 
 def encode_desc(layout) -> int:
     return descriptors.encode_wgmma_desc(layout.start, layout.lbo, layout.sbo, layout.swizzle, layout.base_offset)
 
 
-def pack(preps: list[Prepared]) -> dict:
-    """Host buffers for one launch: images, params, A registers, C registers."""
+def pack(preps: list[Prepared]) -> LaunchInput:
+    """One launch of prepared cases: images, params, A registers (RS), C registers; D comes back poisoned
+    wherever the instruction did not write."""
     n = len(preps)
     key = preps[0].case.key
     nreg = key.acc_regs
@@ -48,67 +95,5 @@ def pack(preps: list[Prepared]) -> dict:
         if p.a_regs is not None:
             a_regs[i] = p.a_regs
         c_regs[i] = p.c_regs
-    return {"images": images, "params": params, "a_regs": a_regs, "c_regs": c_regs,
-            "smem": int(sizes.max()) + WINDOW_SLACK, "nreg": nreg}
-
-
-def subset(packed, idx) -> dict:
-    """The buffers of a subset of a packed launch (for isolating a faulting case)."""
-    packed = load(packed)
-    params = packed["params"][idx].copy()
-    chunks, off = [], 0
-    for i in range(params.size):
-        start, size = int(params[i]["image_offset"]), int(params[i]["image_bytes"])
-        chunks.append(packed["images"][start:start + size])
-        params[i]["image_offset"] = off
-        off += size
-    return {"images": np.concatenate(chunks), "params": params, "a_regs": packed["a_regs"][idx],
-            "c_regs": packed["c_regs"][idx], "smem": packed["smem"], "nreg": packed["nreg"]}
-
-
-def save(packed: dict, path: str) -> str:
-    """Write a packed launch to a file (in /dev/shm during sweeps) so the buffers go from the process that
-    prepared them to the GPU worker without passing through the sweep's own process."""
-    with open(path, "wb") as fh:
-        np.savez(fh, **{k: np.asarray(v) for k, v in packed.items()})
-    return path
-
-
-def load(packed) -> dict:
-    """A packed launch, from a dict (returned as is) or a file written by `save`."""
-    if isinstance(packed, dict):
-        return packed
-    with np.load(packed) as z:
-        out = {k: z[k] for k in z.files}
-    out["smem"], out["nreg"] = int(out["smem"]), int(out["nreg"])
-    return out
-
-
-def use_device(index: int) -> None:
-    import cupy as cp
-    cp.cuda.Device(index).use()
-
-
-@lru_cache(maxsize=None)
-def _module(cubin_path: str):
-    import cupy as cp
-    return cp.RawModule(path=cubin_path)
-
-
-def run(cubin_path: str, kernel_name: str, packed) -> np.ndarray:
-    """Launch (packed buffers, or the file they were saved to) and return the raw accumulator registers, uint32 [cases, 128, acc_regs]."""
-    import cupy as cp
-    packed = load(packed)
-    fn = _module(str(cubin_path)).get_function(kernel_name)
-    smem = packed["smem"]
-    if smem > 48 * 1024:
-        fn.max_dynamic_shared_size_bytes = smem
-    n = packed["params"].size
-    images = cp.asarray(packed["images"])
-    params = cp.asarray(packed["params"].view(np.uint8))
-    a_regs = cp.asarray(packed["a_regs"])
-    c_regs = cp.asarray(packed["c_regs"])
-    d_out = cp.full((n, 128, packed["nreg"]), POISON, dtype=cp.uint32)
-    fn((n,), (128,), (images, params, a_regs, c_regs, d_out), shared_mem=smem)
-    cp.cuda.get_current_stream().synchronize()
-    return cp.asnumpy(d_out)
+    return LaunchInput(images, params, {"a_regs": a_regs, "c_regs": c_regs},
+                       {"d_out": OutputSpec((128, nreg), "uint32", POISON)})

@@ -1,0 +1,67 @@
+"""The vocabulary every layer shares, defined once: the CLI's choices, the records and the models use these.
+
+They are `str` enums, so a member compares equal to its spelling ("128B" == Swizzle.B128) and serialises
+as it in JSON records.
+"""
+from __future__ import annotations
+
+from enum import Enum
+
+
+class _Str(str, Enum):
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def values(cls) -> tuple[str, ...]:
+        return tuple(m.value for m in cls)
+
+
+class Arch(_Str):
+    SM_90A = "sm_90a"
+    SM_100A = "sm_100a"
+    SM_103A = "sm_103a"
+
+
+class Swizzle(_Str):
+    NONE = "none"
+    B32 = "32B"
+    B64 = "64B"
+    B128 = "128B"
+    B128_BASE32B = "128B_base32b"  # tcgen05 only: 128-byte swizzle with 32-byte atomicity
+
+
+class Major(_Str):
+    K = "K"
+    MN = "MN"
+
+
+class OperandSource(_Str):
+    SS = "SS"  # A and B from shared memory
+    RS = "RS"  # wgmma: A from registers
+    TS = "TS"  # tcgen05: A from Tensor Memory
+
+
+class CtaGroup(int, Enum):
+    ONE = 1
+    TWO = 2
+
+
+class Status(_Str):
+    """What happened to a case. `rank` orders them from best to worst for merging several runs of one case;
+    not-run says nothing about the case, so it ranks below every outcome that ran."""
+    PASS = "pass"
+    FAIL = "fail"
+    TIMEOUT = "timeout"
+    FAULT = "fault"
+    COMPILE_ERROR = "compile-error"
+    NOT_RUN = "not-run"
+
+    @property
+    def ran(self) -> bool:
+        return self not in (Status.NOT_RUN,)
+
+
+class FamilyName(_Str):
+    WGMMA = "wgmma"
+    TCGEN05 = "tcgen05"

@@ -1,0 +1,50 @@
+"""What an instruction family gives the engine. The engine (harness/run, harness/sweep.py) knows nothing else.
+
+A family answers:
+  * `kernels(arch)`: every kernel that exists for an arch, each with its cases (planned from the spec);
+  * `source(kernel)`: the kernel's CUDA source;
+  * `prepare(kernel, cases)`: a `LaunchInput` for those cases and one expectation per case (expected values,
+    tolerance, a negative control's predicted misread: whatever its `readback` needs, picklable);
+  * `readback(kernel, expectations, outputs)`: the device's output buffers -> one case record per case;
+  * `diagnose(kernel, cases, cubin_path, worker, timeout, png_dir)`: probe records that explain a failure.
+Cases expose `id`, `seed` and `facets` (the values the sweep's filters select on: kind, n, dtype, a_src, ...).
+Adding a family is one subpackage under harness/families/ with a `FAMILY` object and one line in
+`harness/families/__init__.py`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from harness.enums import Arch, FamilyName, Status
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One compiled unit: a family's form (what is compiled in) for one arch."""
+    family: FamilyName
+    arch: Arch
+    name: str
+    form: Any  # the family's own kernel key (frozen, picklable)
+
+
+class Family(Protocol):
+    name: FamilyName
+    archs: tuple[Arch, ...]
+    facets: frozenset[str]  # the selection filters that apply to this family's cases
+
+    def kernels(self, arch: Arch) -> list[tuple[Kernel, list]]: ...
+
+    def source(self, kernel: Kernel) -> str: ...
+
+    def prepare(self, kernel: Kernel, cases: list): ...
+
+    def readback(self, kernel: Kernel, expectations: list, outputs: dict) -> list[dict]: ...
+
+    def diagnose(self, kernel: Kernel, cases: list, cubin_path: str, worker, timeout: float, png_dir) -> list[dict]: ...
+
+
+def case_record(case_id: str, kernel: Kernel, status: Status | str, **fields) -> dict:
+    """Every case record, of every family, starts with these keys (records/results.py documents them all)."""
+    return {"id": case_id, "family": str(kernel.family), "kernel": kernel.name, "arch": str(kernel.arch),
+            "status": str(Status(status)), **fields}

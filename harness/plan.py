@@ -1,0 +1,107 @@
+"""Which kernels and cases a sweep runs: every family's plan, narrowed by one Selection, optionally sharded.
+
+A filter that names a facet a family's cases do not have (`--cta-group` for wgmma) leaves that family out,
+and the plan says so in `notes`; nothing is dropped without a line saying why.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness import families
+from harness.enums import Arch, FamilyName, OperandSource
+from harness.families.base import Kernel
+
+
+class SweepError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Selection:
+    families: tuple[str, ...] | None = None  # None: every family
+    kinds: tuple[str, ...] | None = None
+    n_values: tuple[int, ...] | None = None
+    dtypes: tuple[str, ...] | None = None
+    a_srcs: tuple[str, ...] | None = None
+    cta_groups: tuple[int, ...] | None = None
+    data_modes: tuple[str, ...] | None = None
+    controls: bool = True
+    match: str | None = None  # substring of case ids
+
+    def filters(self) -> dict[str, tuple]:
+        """facet -> allowed values, for the filters given."""
+        given = {"kind": self.kinds, "n": self.n_values, "dtype": self.dtypes, "a_src": self.a_srcs,
+                 "cta_group": self.cta_groups, "data": self.data_modes}
+        return {k: tuple(v) for k, v in given.items() if v}
+
+    def validate(self) -> "Selection":
+        for f in self.families or ():
+            if f not in FamilyName.values():
+                raise SweepError(f"unknown family {f!r}; one of {', '.join(FamilyName.values())}")
+        for s in self.a_srcs or ():
+            if s not in OperandSource.values():
+                raise SweepError(f"A source must be one of {', '.join(OperandSource.values())}, not {s!r}")
+        for m in self.data_modes or ():
+            if m not in ("exact", "normal"):
+                raise SweepError(f"data mode must be exact or normal, not {m!r}")
+        for g in self.cta_groups or ():
+            if g not in (1, 2):
+                raise SweepError(f"CTA group must be 1 or 2, not {g!r}")
+        return self
+
+
+@dataclass
+class Plan:
+    work: list[tuple[Kernel, list]]  # kernels with the cases to run, in launch order
+    compile_only: list[Kernel] = field(default_factory=list)  # other archs of a family: NVRTC must take them
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def cases(self) -> int:
+        return sum(len(cs) for _, cs in self.work)
+
+
+def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[int, int] | None = None) -> Plan:
+    """run_archs: family -> the arch whose cases to plan (a GPU of it is here); a family not in it plans its
+    first arch's cases (to record them as not run) and compiles its other archs."""
+    sel.validate()
+    filters = sel.filters()
+    names = [FamilyName(f) for f in (sel.families or FamilyName.values())]
+    plan = Plan([])
+    seen_values: dict[str, set] = {k: set() for k in filters}
+    for fam in map(families.get, names):
+        missing = [k for k in filters if k not in fam.facets]
+        if missing:
+            plan.notes.append(f"{fam.name}: left out: its cases have no {', '.join(missing)} to select on")
+            continue
+        arch = (run_archs or {}).get(str(fam.name), fam.archs[0])
+        first = len(plan.work)
+        for kernel, cases in fam.kernels(arch):
+            keep = []
+            for c in cases:
+                facets = fam.facets_of(c)
+                for k, allowed in filters.items():
+                    seen_values[k].add(facets[k])
+                if all(facets[k] in allowed for k, allowed in filters.items()) \
+                        and (sel.controls or not facets["control"]) and (not sel.match or sel.match in c.id):
+                    keep.append(c)
+            if keep:
+                plan.work.append((kernel, keep))
+        planned = {k.name for k, _ in plan.work[first:]}
+        for other in fam.archs:  # the same forms for the family's other archs: NVRTC must take them too
+            if other != arch:
+                plan.compile_only += [k for k, _ in fam.kernels(other) if k.name in planned]
+    for k, allowed in filters.items():
+        unknown = [v for v in allowed if v not in seen_values[k]]
+        if unknown:
+            raise SweepError(f"--{k.replace('_', '-')} {unknown[0]}: no case of the selected families has it "
+                             f"(they have {', '.join(map(str, sorted(seen_values[k], key=str)))})")
+    if not plan.work:
+        raise SweepError("the selection matches no case" + (f" ({'; '.join(plan.notes)})" if plan.notes else ""))
+    if shard:
+        i, n = shard
+        plan.work = plan.work[i::n]
+        plan.compile_only = plan.compile_only if i == 0 else []
+        if not plan.work:
+            raise SweepError(f"shard {i}/{n} holds no kernel of the selection")
+    return plan

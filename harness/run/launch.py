@@ -1,0 +1,137 @@
+"""One validated launch description handed to one launch function, for every instruction family.
+
+A family turns a batch of cases into a `LaunchInput`: a shared-memory image per CTA (concatenated), a
+structured parameter record per CTA (which must carry `image_offset` and `image_bytes`), further per-CTA
+input arrays, and the per-CTA outputs to allocate (filled with a poison value first). The kernel's
+parameters are, in order: images, params, each input, each output. `run` launches it and returns the
+outputs; `subset` cuts a launch down to some of its cases (bisection of a fault); `save`/`load` move it
+through a spool file between processes.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+WINDOW_SLACK = 1024  # kernels align their shared-memory window up to 1024 bytes
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    shape: tuple[int, ...]  # per CTA
+    dtype: str = "uint32"
+    fill: int = 0  # poison written before the launch, so an unwritten output never looks like a result
+
+
+@dataclass
+class LaunchInput:
+    images: np.ndarray  # uint8, every CTA's image concatenated
+    params: np.ndarray  # structured, one record per CTA
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)  # per-CTA arrays, leading axis = CTA
+    outputs: dict[str, OutputSpec] = field(default_factory=dict)
+    ctas_per_case: int = 1
+    threads: int = 128
+    extra_smem: int = 0  # dynamic shared memory beyond the largest image and the alignment slack
+
+    def __post_init__(self):
+        n = self.params.size
+        for name in ("image_offset", "image_bytes"):
+            if name not in (self.params.dtype.names or ()):
+                raise ValueError(f"launch parameters need a field {name!r}")
+        if n % self.ctas_per_case:
+            raise ValueError(f"{n} CTAs is not a whole number of cases of {self.ctas_per_case} CTAs")
+        for name, arr in self.inputs.items():
+            if len(arr) != n:
+                raise ValueError(f"input {name!r} has {len(arr)} CTAs, the launch {n}")
+        ends = self.params["image_offset"].astype(np.int64) + self.params["image_bytes"]
+        if n and (ends.max() > self.images.size or (self.params["image_offset"] % 16).any()):
+            raise ValueError("an image lies outside the image buffer or is not 16-byte aligned")
+
+    @property
+    def ctas(self) -> int:
+        return int(self.params.size)
+
+    @property
+    def cases(self) -> int:
+        return self.ctas // self.ctas_per_case
+
+    @property
+    def smem(self) -> int:
+        return int(self.params["image_bytes"].max()) + WINDOW_SLACK + self.extra_smem
+
+    def subset(self, case_indices) -> "LaunchInput":
+        """The launch of some of its cases (every CTA of each), images re-packed."""
+        cpc = self.ctas_per_case
+        ctas = np.array([c * cpc + j for c in case_indices for j in range(cpc)], np.int64)
+        params = self.params[ctas].copy()
+        chunks, off = [], 0
+        for i in range(params.size):
+            start, size = int(params[i]["image_offset"]), int(params[i]["image_bytes"])
+            chunks.append(self.images[start:start + size])
+            params[i]["image_offset"] = off
+            off += size
+        return LaunchInput(np.concatenate(chunks) if chunks else np.zeros(0, np.uint8), params,
+                           {k: v[ctas] for k, v in self.inputs.items()}, self.outputs, cpc, self.threads,
+                           self.extra_smem)
+
+    def save(self, path: str) -> str:
+        meta = {"inputs": list(self.inputs), "outputs": {k: [list(o.shape), o.dtype, o.fill]
+                                                        for k, o in self.outputs.items()},
+                "ctas_per_case": self.ctas_per_case, "threads": self.threads, "extra_smem": self.extra_smem}
+        arrays = {"images": self.images, "params": self.params, "meta": np.frombuffer(json.dumps(meta).encode(),
+                                                                                      np.uint8)}
+        arrays.update({f"in_{k}": v for k, v in self.inputs.items()})
+        with open(path, "wb") as fh:
+            np.savez(fh, **arrays)
+        return path
+
+    @classmethod
+    def load(cls, source) -> "LaunchInput":
+        if isinstance(source, LaunchInput):
+            return source
+        with np.load(source) as z:
+            meta = json.loads(z["meta"].tobytes().decode())
+            return cls(z["images"], z["params"], {k: z[f"in_{k}"] for k in meta["inputs"]},
+                       {k: OutputSpec(tuple(s), d, f) for k, (s, d, f) in meta["outputs"].items()},
+                       meta["ctas_per_case"], meta["threads"], meta["extra_smem"])
+
+
+def save_outputs(outputs: dict[str, np.ndarray], path: str) -> None:
+    with open(path, "wb") as fh:
+        np.savez(fh, **outputs)
+
+
+def load_outputs(path: str) -> dict[str, np.ndarray]:
+    with np.load(path) as z:
+        return {k: z[k] for k in z.files}
+
+
+# ---------------------------------------------------------------------------------------------------- device
+
+def use_device(index: int) -> None:
+    import cupy as cp
+    cp.cuda.Device(index).use()
+
+
+@lru_cache(maxsize=None)
+def module(cubin_path: str):
+    import cupy as cp
+    return cp.RawModule(path=cubin_path)
+
+
+def run(cubin_path: str, kernel_name: str, launch) -> dict[str, np.ndarray]:
+    """Launch (a LaunchInput, or the file it was saved to); returns each output, [CTAs, *shape]."""
+    import cupy as cp
+    inp = LaunchInput.load(launch)
+    fn = module(str(cubin_path)).get_function(kernel_name)
+    if inp.smem > 48 * 1024:
+        fn.max_dynamic_shared_size_bytes = inp.smem
+    n = inp.ctas
+    outs = {k: cp.full((n, *o.shape), o.fill, dtype=o.dtype) for k, o in inp.outputs.items()}
+    args = [cp.asarray(inp.images), cp.asarray(inp.params.view(np.uint8))]
+    args += [cp.asarray(v) for v in inp.inputs.values()] + list(outs.values())
+    fn((n,), (inp.threads,), tuple(args), shared_mem=inp.smem)
+    cp.cuda.get_current_stream().synchronize()
+    return {k: cp.asnumpy(v) for k, v in outs.items()}
