@@ -61,6 +61,12 @@ class Plan:
         return sum(len(cs) for _, cs in self.work)
 
 
+def _listing(values) -> str:
+    vals = sorted(values, key=lambda v: (isinstance(v, str), v))
+    text = ", ".join(map(str, vals))
+    return text if len(vals) <= 10 else f"{', '.join(map(str, vals[:4]))}, ..., {', '.join(map(str, vals[-2:]))}"
+
+
 def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[int, int] | None = None) -> Plan:
     """run_archs: family -> the arch whose cases to plan (a GPU of it is here); a family not in it plans its
     first arch's cases (to record them as not run) and compiles its other archs."""
@@ -95,7 +101,7 @@ def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[
         unknown = [v for v in allowed if v not in seen_values[k]]
         if unknown:
             raise SweepError(f"--{k.replace('_', '-')} {unknown[0]}: no case of the selected families has it "
-                             f"(they have {', '.join(map(str, sorted(seen_values[k], key=str)))})")
+                             f"(they have {_listing(seen_values[k])})")
     if not plan.work:
         raise SweepError("the selection matches no case" + (f" ({'; '.join(plan.notes)})" if plan.notes else ""))
     if shard:

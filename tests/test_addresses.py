@@ -7,7 +7,7 @@ import pytest
 
 from harness.diagnosis import addresses, explain
 from harness.spec import dtypes, fragments, layouts
-from harness import sweep
+from harness import plan
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma.cases import negative_controls, operand_scenarios, _majors
 
@@ -28,7 +28,7 @@ def model_device(st, jobs):
     return np.stack(out)
 
 
-PLAN = dict(sweep.plan(sweep.Selection(n_values=(8, 64), data_modes=("exact",))))
+PLAN = {k.form: cs for k, cs in plan.make(plan.Selection(families=("wgmma",), n_values=(8, 64), data_modes=("exact",))).work}
 FORMS = sorted({(k.kind, k.n, k.dtype, k.a_src): k for k in PLAN}.values(), key=lambda k: k.name)
 
 

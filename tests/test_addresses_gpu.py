@@ -5,7 +5,7 @@ import pytest
 from harness.run import compile as C, gpu
 from harness.diagnosis import diagnose
 from harness.experiments import probes
-from harness import sweep
+from harness.families.wgmma import kernel as wgmma_kernel
 from harness.run.worker import GpuWorker
 
 ARCH = "sm_90a"
@@ -16,7 +16,8 @@ CASES = [] if gpu.skip_reason(ARCH) else probes.address_cases()
 @pytest.fixture(scope="module")
 def records():
     keys = sorted({c.key for c in CASES}, key=lambda k: k.name)
-    cubins = {c.name: c.cubin_path for c in C.compile_many(sweep.compile_jobs(keys))}
+    cubins = {c.name: c.cubin_path for c in C.compile_many([C.CompileJob(k.name, wgmma_kernel.source(k), ARCH)
+                                                            for k in keys])}
     worker = GpuWorker()
     try:
         yield diagnose.diagnose(CASES, lambda k: cubins[k.name], worker)

@@ -78,7 +78,7 @@ def test_zmask():
       "16", "--sbo", "256"], "64 bytes wide along K"),
     (["layout", "--major", "K", "--swizzle", "none", "--dtype", "f12", "--rows", "8", "--cols", "8", "--lbo",
       "16", "--sbo", "256"], "unknown element type"),
-    (["sweep", "--n", "12"], "N = 12 is not a wgmma N"),
+    (["sweep", "--n", "12"], "--n 12: no case of the selected families has it (they have 8, 16, 24, 32, ..., 248, 256)"),
     (["sweep", "--family", "f64"], "invalid choice"),
     (["sweep", "--gpus", "0,x"], "use 'all', a count, or a comma list"),
     (["sweep", "--shard", "4/4"], "need 0 <= I < N"),

@@ -8,10 +8,10 @@ import pytest
 
 from harness.families.wgmma import readback as diff, reference
 from harness.spec import fragments
-from harness import sweep
+from harness import plan
 from harness.families.wgmma.reference import _acc_bits
 
-KEYS = {k.name: (k, cs) for k, cs in sweep.plan(sweep.Selection(n_values=(8, 24)))}
+KEYS = {k.name: (k.form, cs) for k, cs in plan.make(plan.Selection(families=("wgmma",), n_values=(8, 24))).work}
 
 
 def device_registers(key, preps):

@@ -4,7 +4,8 @@ import re
 import pytest
 
 from harness.run import compile as C
-from harness import kernel_source
+from harness import kernels
+from harness.families.wgmma import kernel as wgmma_kernel
 from harness.families.wgmma import forms as wgmma
 
 
@@ -15,17 +16,17 @@ def _private_cache(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("arch", C.ARCHS)
 def test_smoke_kernel_compiles_to_a_cubin_for_each_arch(arch):
-    out = C.compile_one(C.CompileJob("smoke", kernel_source.smoke_source(), arch))
+    out = C.compile_one(C.CompileJob("smoke", kernels.smoke_source(), arch))
     data = out.cubin_path.read_bytes()
     assert data[:4] == b"\x7fELF"
     assert f"code for {arch}" in C.sass(out.cubin_path)
 
 
 def test_cache_hit_and_key():
-    job = C.CompileJob("smoke", kernel_source.smoke_source(), "sm_90a")
+    job = C.CompileJob("smoke", kernels.smoke_source(), "sm_90a")
     first, second = C.compile_one(job), C.compile_one(job)
     assert not first.cached and second.cached and first.cubin_path == second.cubin_path
-    other = C.CompileJob("smoke", kernel_source.smoke_source(), "sm_90a", C.DEFAULT_OPTIONS + ("-G",))
+    other = C.CompileJob("smoke", kernels.smoke_source(), "sm_90a", C.DEFAULT_OPTIONS + ("-G",))
     assert other.key(C.nvrtc_version()) != job.key(C.nvrtc_version())
 
 
@@ -33,7 +34,7 @@ def test_cache_hit_and_key():
 def test_wgmma_is_refused_for_blackwell_with_the_compilers_message(arch):
     key = wgmma.KernelKey("f16", 8, "f32", "SS")
     with pytest.raises(C.CompileError) as e:
-        C.compile_one(C.CompileJob(key.name, kernel_source.wgmma_source(key), arch))
+        C.compile_one(C.CompileJob(key.name, wgmma_kernel.source(key), arch))
     assert f"not supported on .target '{arch}'" in e.value.log
     assert e.value.source_path.exists() and (e.value.source_path.parent / "nvrtc.log").exists()
 
@@ -59,7 +60,7 @@ def sass_gmma_ops(sass: str) -> set[str]:
 
 
 def _check_kernel(key):
-    out = C.compile_one(C.CompileJob(key.name, kernel_source.wgmma_source(key), "sm_90a"))
+    out = C.compile_one(C.CompileJob(key.name, wgmma_kernel.source(key), "sm_90a"))
     ops = sass_gmma_ops(C.sass(out.cubin_path))
     missing = expected_sass(key) - ops
     assert not missing, f"{key.name}: SASS lacks {sorted(missing)}; has {sorted(ops)}"
@@ -77,22 +78,24 @@ def test_wgmma_kernel_sass_has_every_variants_instruction(key):
 def test_every_wgmma_kernel_of_the_sweep_compiles_with_its_sass(tmp_path):
     """All kernel keys of the full sweep, compiled in parallel as the sweep does."""
     keys = wgmma.all_kernel_keys()
-    jobs = [C.CompileJob(k.name, kernel_source.wgmma_source(k), "sm_90a") for k in keys]
+    jobs = [C.CompileJob(k.name, wgmma_kernel.source(k), "sm_90a") for k in keys]
     for key, out in zip(keys, C.compile_many(jobs)):
         ops = sass_gmma_ops(C.sass(out.cubin_path))
         assert expected_sass(key) <= ops, key.name
 
 
 def test_a_rejected_kernel_keeps_its_source_and_log_next_to_the_results(tmp_path, monkeypatch):
-    from harness import sweep
-    work = sweep.plan(sweep.Selection(families=("b1",), n_values=(8,), data_modes=("exact",)))
-    broken = work[0][0]
-    real = kernel_source.wgmma_source
-    monkeypatch.setattr(kernel_source, "wgmma_source",
+    from harness import plan, sweep
+    work = plan.make(plan.Selection(kinds=("b1",), n_values=(8,), data_modes=("exact",))).work
+    broken = work[0][0].form
+    real = wgmma_kernel.source
+    monkeypatch.setattr(wgmma_kernel, "source",
                         lambda k: real(k).replace("wgmma.fence.sync.aligned", "wgmma.bogus") if k == broken else real(k))
-    summary = sweep.execute(work, tmp_path / "run.jsonl", workers=1, log=lambda m: None)
+    summary = sweep.execute(plan.Plan(work), sweep.SweepConfig(out_path=tmp_path / "run.jsonl", workers=1),
+                            log=lambda m: None)
     (err,) = summary["compile_errors"]
-    assert err["kernel"] == broken.name and err["first_case"] == work[0][1][0].id
+    assert err["kernel"] == broken.name and err["cases"] == len(work[0][1])
+    assert summary["compile-error"] == len(work[0][1])
     saved = tmp_path / "run-compile-errors" / f"{broken.name}-sm_90a"
     assert (saved / f"{broken.name}.cu").read_text().count("wgmma.bogus") >= 1
     assert "error" in (saved / "nvrtc.log").read_text().lower()

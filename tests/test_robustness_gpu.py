@@ -9,14 +9,14 @@ import json
 import pytest
 
 from harness.records import results
-from harness import sweep
+from harness import plan, sweep
 
 pytestmark = pytest.mark.gpu("sm_90a")
 
 
 def small_plan():
-    return sweep.plan(sweep.Selection(families=("f16", "s8"), n_values=(8, 16), a_srcs=("SS",), dtypes=("f32", "s32"),
-                                      data_modes=("exact",)))
+    return plan.make(plan.Selection(families=("wgmma",), kinds=("f16", "s8"), n_values=(8, 16), a_srcs=("SS",),
+                                    dtypes=("f32", "s32"), data_modes=("exact",))).work
 
 
 def plant(work, where):
@@ -37,7 +37,7 @@ def test_planted_faults_and_hangs_are_isolated_and_everything_else_runs(tmp_path
     assert len(work) >= 3
     work, planted = plant(work, {0: (3, "trap"), 1: (5, "misaligned"), len(work) - 1: (2, "hang")})
     out = tmp_path / "r.jsonl"
-    summary = sweep.execute(work, out, timeout=5.0)
+    summary = sweep.execute(plan.Plan(work), sweep.SweepConfig(out_path=out, timeout=5.0, diagnose=0))
     _, recs, closing = results.load(out)
     assert set(recs) == {c.id for _, cs in work for c in cs}, "a case was lost"
     for cid, rec in recs.items():
@@ -53,9 +53,9 @@ def test_planted_faults_and_hangs_are_isolated_and_everything_else_runs(tmp_path
 def test_resume_continues_without_rerunning(tmp_path):
     work = small_plan()
     out = tmp_path / "r.jsonl"
-    sweep.execute(work[:1], out)
+    sweep.execute(plan.Plan(work[:1]), sweep.SweepConfig(out_path=out))
     first = {json.loads(line)["id"] for line in out.read_text().splitlines() if '"type": "case"' in line}
-    sweep.execute(work, out, resume=True)
+    sweep.execute(plan.Plan(work), sweep.SweepConfig(out_path=out, resume=True))
     ids = [json.loads(line)["id"] for line in out.read_text().splitlines() if '"type": "case"' in line]
     assert len(ids) == len(set(ids)) == sum(len(cs) for _, cs in work)
     assert first <= set(ids)

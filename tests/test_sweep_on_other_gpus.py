@@ -1,9 +1,10 @@
 """The sweep on a GPU that is not an sm_90a (a B200 running the tcgen05 part, say): the wgmma cases are written
 to the results file as not run, with the reason, next to the tcgen05 records; nothing is silently dropped.
-The GPU and the tcgen05 run are stand-ins here (monkeypatched): this tests the bookkeeping, not a GPU."""
-from harness.run import gpu
+The GPU is a stand-in here (monkeypatched) and so is its backend (tests/simulated/passthrough_device.py, whose
+tcgen05 answer is never a pass): this tests the bookkeeping, not a GPU."""
+from harness import plan, sweep
 from harness.records import results
-from harness import sweep, tcgen05_run
+from harness.run import gpu
 
 
 def test_wgmma_cases_are_recorded_not_run_beside_tcgen05_results(tmp_path, monkeypatch):
@@ -12,15 +13,21 @@ def test_wgmma_cases_are_recorded_not_run_beside_tcgen05_results(tmp_path, monke
     monkeypatch.setattr(gpu, "device_count", lambda: 1)
     monkeypatch.setattr(gpu, "device_info", lambda index=0: b200 if index == 0 else None)
     monkeypatch.setattr(gpu, "skip_reason",
-                        lambda arch: None if arch == "sm_100a" else f"needs a {arch} GPU; this is {b200['name']}")
-    tc = [{"id": "tc-case", "kernel": "tcgen05_f16_cg1_SS", "family": "tcgen05", "status": "pass"}]
-    monkeypatch.setattr(tcgen05_run, "run", lambda log, timeout=30.0, workers=None: (tc, {"tcgen05_cases": 1}))
+                        lambda *archs: None if "sm_100a" in archs else f"needs a {' or '.join(archs)} GPU; "
+                                                                       f"this is {b200['name']}")
     out = tmp_path / "r.jsonl"
-    summary = sweep.run(sweep.Selection(families=("b1", "tcgen05"), a_srcs=("RS",)), out, log=lambda m: None)
+    sel = sweep.Selection(kinds=("b1", "f16"), a_srcs=("RS", "TS"), n_values=(8, 64))
+    cfg = sweep.SweepConfig(out_path=out, backend="tests.simulated.passthrough_device", workers=2, diagnose=0)
+    summary = sweep.run(sel, cfg, log=lambda m: None)
     env, recs, closing = results.load(out)
-    wgmma_cases = sum(len(cs) for _, cs in sweep.plan(sweep.Selection(families=("b1",), a_srcs=("RS",))))
-    assert recs["tc-case"]["status"] == "pass"
+    planned = plan.make(sel, {"tcgen05": "sm_100a"}).work
+    wgmma_cases = sum(len(cs) for k, cs in planned if k.family == "wgmma")
+    tc_cases = sum(len(cs) for k, cs in planned if k.family == "tcgen05")
+    assert wgmma_cases and tc_cases and len(recs) == wgmma_cases + tc_cases
     not_run = [r for r in recs.values() if r["status"] == "not-run"]
-    assert len(not_run) == wgmma_cases and "needs a sm_90a GPU" in not_run[0]["reason"]
-    assert closing["not-run"] == wgmma_cases and closing["pass"] == 1 and summary["not_run_reason"]
+    assert len(not_run) == wgmma_cases and all(r["family"] == "wgmma" for r in not_run)
+    assert "needs a sm_90a GPU" in not_run[0]["reason"]
+    ran = [r for r in recs.values() if r["family"] == "tcgen05"]
+    assert {r["status"] for r in ran} <= {"fault", "fail"} and {r["arch"] for r in ran} == {"sm_100a"}
+    assert closing["not-run"] == wgmma_cases and summary["not_run_reasons"]["wgmma"]
     assert env["gpu"] == b200["name"]

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from harness.run import compile as C
-from harness import kernel_source
 from harness.families.tcgen05 import forms as tcgen05, cases as T, kernel as tcgen05_launch
 from harness.families.tcgen05.forms import Form
 
@@ -18,7 +17,7 @@ MNEMONIC = {"tf32": "UTCHMMA", "f16": "UTCHMMA", "f8f6f4": "UTCQMMA", "i8": "UTC
 
 @pytest.fixture(scope="module")
 def cubins():
-    jobs = [C.CompileJob(f.name, kernel_source.tcgen05_source(f), arch) for arch in tcgen05.ARCHS for f in FORMS]
+    jobs = [C.CompileJob(f.name, tcgen05_launch.source(f), arch) for arch in tcgen05.ARCHS for f in FORMS]
     return {(j.arch, j.name): c for j, c in zip(jobs, C.compile_many(jobs, raise_on_error=False))}
 
 
@@ -52,7 +51,7 @@ def test_sass_has_the_forms_tensor_core_instructions(form, cubins):
 
 
 def test_tcgen05_is_refused_for_hopper_with_the_compilers_message():
-    cubin, log = C._nvrtc_compile(kernel_source.tcgen05_source(Form("f16")), "t", "sm_90a", C.DEFAULT_OPTIONS)
+    cubin, log = C._nvrtc_compile(tcgen05_launch.source(Form("f16")), "t", "sm_90a", C.DEFAULT_OPTIONS)
     assert cubin is None and "tcgen05" in log and "not supported on .target 'sm_90a'" in log
 
 
@@ -97,6 +96,6 @@ def test_reference_is_consistent_with_the_data_path(case):
 def test_every_launch_fits_shared_memory_and_tensor_memory():
     for form, cs in T.all_cases():
         packed = tcgen05_launch.pack([T.prepare(c) for c in cs])
-        assert packed["smem"] <= 227 * 1024
-        assert packed["params"]["alloc_cols"].max() <= 512
-        assert packed["params"].size == len(cs) * form.cta_group
+        assert packed.smem <= 227 * 1024
+        assert packed.params["alloc_cols"].max() <= 512
+        assert packed.params.size == len(cs) * form.cta_group

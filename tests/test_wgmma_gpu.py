@@ -11,33 +11,24 @@ import sys
 
 import pytest
 
-from harness.run import compile as C, gpu
+from harness import plan, sweep
 from harness.records import results
-from harness import sweep
-from harness.run.worker import GpuWorker
+from harness.run import gpu
 
 ARCH = "sm_90a"
-PLAN = [] if gpu.skip_reason(ARCH) else sweep.plan(sweep.Selection())
-CASES = [c for _, cs in PLAN for c in cs]
+PLAN = None if gpu.skip_reason(ARCH) else plan.make(plan.Selection(families=("wgmma",)))
+CASES = [c for _, cs in PLAN.work for c in cs] if PLAN else []
 pytestmark = pytest.mark.gpu(ARCH)
 
 
 @pytest.fixture(scope="session")
-def wgmma_records():
-    keys = [k for k, _ in PLAN]
-    compiled = dict(zip(keys, C.compile_many(sweep.compile_jobs(keys))))
-    cases_of = dict(PLAN)
-    done: dict = {}
-    worker = GpuWorker()
-
-    def record(case):
-        if case.key not in done:
-            recs = sweep.run_kernel(case.key, cases_of[case.key], compiled[case.key].cubin_path, worker=worker)
-            done[case.key] = {r["id"]: r for r in recs}
-        return done[case.key][case.id]
-
-    yield record
-    worker.close()
+def wgmma_records(tmp_path_factory):
+    """The whole plan through the sweep's engine once (parallel cached compile, batched launches on this
+    worker's GPU); each case is then its own test, with its own record."""
+    out = tmp_path_factory.mktemp("wgmma") / "sweep.jsonl"
+    sweep.execute(PLAN, sweep.SweepConfig(out_path=out, diagnose=0), log=lambda m: None)
+    recs = results.load(out)[1]
+    return recs.__getitem__
 
 
 def _explain(rec: dict) -> str:
@@ -46,10 +37,10 @@ def _explain(rec: dict) -> str:
                       indent=1)
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(c.key.name)) for c in CASES]
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group("wgmma")) for c in CASES]
                          or [pytest.param(None, id="wgmma-cases")])
 def test_wgmma(case, wgmma_records):
-    rec = wgmma_records(case)
+    rec = wgmma_records(case.id)
     assert rec["status"] == "pass", _explain(rec)
     if case.control:
         assert rec["caught"], "a deliberately wrong descriptor must change the result"
@@ -57,7 +48,7 @@ def test_wgmma(case, wgmma_records):
 
 def test_sweep_command_writes_a_results_file(tmp_path):
     out = tmp_path / "r.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "harness", "sweep", "--family", "f16", "--n", "64", "--a-src",
+    proc = subprocess.run([sys.executable, "-m", "harness", "sweep", "--family", "wgmma", "--kind", "f16", "--n", "64", "--a-src",
                            "SS", "--data", "exact", "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     env, recs, summary = results.load(out)

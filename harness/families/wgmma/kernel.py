@@ -51,7 +51,7 @@ def source(key: forms.KernelKey, only_variant: int | None = None) -> str:
                   "    const unsigned int a0 = ar[0], a1 = ar[1], a2 = ar[2], a3 = ar[3];")
     else:
         a_regs = "(void)a_regs;"
-    return fill(template("wgmma.cu"),
+    return kernels.fill(kernels.template("wgmma.cu"),
                 KERNEL_NAME=key.name,
                 ACC_TYPE="float" if is_f32 else "unsigned int",
                 ACC_REGS=nreg,
