@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.run import compile as C
-from harness.families.wgmma import readback as diff, kernel as launch, reference
-from harness import kernel_source, sweep  # noqa: E402
+from harness import plan, sweep  # noqa: E402
+from harness.families.wgmma import kernel as wgmma_kernel, readback, reference  # noqa: E402
+from harness.run import compile as C, launch  # noqa: E402
 
 
 def naive(work) -> dict:
@@ -31,14 +31,14 @@ def naive(work) -> dict:
         for key, cases in work:
             for case in cases:
                 tc = time.time()
-                cubin, log = C._nvrtc_compile(kernel_source.wgmma_source(key, case.variant_index), key.name,
-                                              sweep.ARCH, C.DEFAULT_OPTIONS)
+                cubin, log = C.nvrtc_compile(wgmma_kernel.source(key.form, case.variant_index), key.name,
+                                             str(key.arch), C.DEFAULT_OPTIONS)
                 compile_s += time.time() - tc
                 path = os.path.join(d, f"{case.seed:08x}.cubin")
                 Path(path).write_bytes(cubin)
                 prep = reference.prepare(case)
-                regs = launch.run(path, key.name, launch.pack([prep]))
-                statuses.append(diff.diff(prep.slim(), regs[0])["status"])
+                regs = launch.run(path, key.name, wgmma_kernel.pack([prep]))["d_out"]
+                statuses.append(readback.diff(prep.slim(), regs[0])["status"])
     return {"wall_s": round(time.time() - t0, 2), "compile_s": round(compile_s, 2),
             "pass": statuses.count("pass"), "cases": len(statuses)}
 
@@ -47,10 +47,10 @@ def batched(work, out: Path) -> dict:
     with tempfile.TemporaryDirectory() as cache:
         os.environ["TC_HARNESS_CACHE"] = cache
         t0 = time.time()
-        cold = sweep.execute(work, out, log=lambda m: None)
+        cold = sweep.execute(plan.Plan(work), sweep.SweepConfig(out_path=out), log=lambda m: None)
         cold_wall = time.time() - t0
         t0 = time.time()
-        warm = sweep.execute(work, out, log=lambda m: None)
+        warm = sweep.execute(plan.Plan(work), sweep.SweepConfig(out_path=out), log=lambda m: None)
         warm_wall = time.time() - t0
     return {"cold_wall_s": round(cold_wall, 2), "warm_wall_s": round(warm_wall, 2),
             "pass": cold.get("pass", 0), "warm_pass": warm.get("pass", 0), "cold_summary": cold}
@@ -61,7 +61,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--n", type=int, action="append", help="N values of the subset (default 64)")
     a = ap.parse_args()
-    work = sweep.plan(sweep.Selection(n_values=tuple(a.n or [64])))
+    work = plan.make(plan.Selection(families=("wgmma",), n_values=tuple(a.n or [64]))).work
     ncases = sum(len(cs) for _, cs in work)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -111,13 +111,15 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
 
 def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, devs, t0) -> dict:
     run_set = {k for k, _ in runnable}
+    tc = time.time()
     compiled = compile_kernels([k for k, _ in p.work] + p.compile_only, cfg, log)
+    compile_s = round(time.time() - tc, 2)
     jobs = [Job(k, tuple(cs), str(compiled[k].cubin_path)) for k, cs in runnable if compiled[k].error is None]
     if engine is not None and jobs:
         engine.begin(jobs)
     summary = {"kernels": len(p.work), "cases": p.cases, "compiled": sum(not c.cached and c.error is None
                                                                             for c in compiled.values()),
-               "compile_only_kernels": len(p.compile_only), "notes": p.notes}
+               "compile_only_kernels": len(p.compile_only), "compile_s": compile_s, "notes": p.notes}
     errors = [(k, c) for k, c in compiled.items() if c.error is not None]
     if errors:
         summary["compile_errors"] = [{"kernel": k.name, "arch": str(k.arch),

@@ -51,7 +51,7 @@ def test_sass_has_the_forms_tensor_core_instructions(form, cubins):
 
 
 def test_tcgen05_is_refused_for_hopper_with_the_compilers_message():
-    cubin, log = C._nvrtc_compile(tcgen05_launch.source(Form("f16")), "t", "sm_90a", C.DEFAULT_OPTIONS)
+    cubin, log = C.nvrtc_compile(tcgen05_launch.source(Form("f16")), "t", "sm_90a", C.DEFAULT_OPTIONS)
     assert cubin is None and "tcgen05" in log and "not supported on .target 'sm_90a'" in log
 
 

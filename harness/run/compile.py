@@ -51,7 +51,7 @@ def _check(result, what: str):
     return result[1:] if len(result) > 2 else (result[1] if len(result) == 2 else None)
 
 
-def _nvrtc_compile(source: str, name: str, arch: str, options: tuple[str, ...]) -> tuple[bytes | None, str]:
+def nvrtc_compile(source: str, name: str, arch: str, options: tuple[str, ...]) -> tuple[bytes | None, str]:
     """(cubin or None, log). Runs in worker processes too, so it takes and returns plain data."""
     from cuda.bindings import nvrtc
     prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []), "create")
@@ -112,7 +112,7 @@ def compile_one(job: CompileJob) -> Compiled:
 
 def _run_job(args):
     job, = args
-    return _nvrtc_compile(job.source, job.name, job.arch, job.options)
+    return nvrtc_compile(job.source, job.name, job.arch, job.options)
 
 
 def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir: Path | None = None,
