@@ -143,13 +143,14 @@ def cmd_sweep(a) -> int:
     _check_gpus(a.gpus)
     try:
         sel.validate()
-        from harness import plan
-        plan.make(sel, shard=shard)  # refuse an empty or impossible selection before anything is compiled
     except sweep.SweepError as e:
         raise UsageError(f"sweep: {e}") from None
     cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
                             shard=shard)
-    summary = sweep.run(sel, cfg)
+    try:  # an empty or impossible selection is refused while planning, before anything is compiled
+        summary = sweep.run(sel, cfg)
+    except sweep.SweepError as e:
+        raise UsageError(f"sweep: {e}") from None
     for e in summary.get("compile_errors", []):
         print(f"NVRTC rejected {e['kernel']} for {e['arch']} ({e['cases']} cases); source and log: "
               f"{Path(e['source']).parent}")

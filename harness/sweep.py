@@ -111,12 +111,14 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
 
 def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, devs, t0) -> dict:
     run_set = {k for k, _ in runnable}
+    jobs = [Job(k, tuple(cs)) for k, cs in runnable]
+    if engine is not None and jobs:
+        engine.begin(jobs)  # preparation runs while the kernels compile
     tc = time.time()
     compiled = compile_kernels([k for k, _ in p.work] + p.compile_only, cfg, log)
     compile_s = round(time.time() - tc, 2)
-    jobs = [Job(k, tuple(cs), str(compiled[k].cubin_path)) for k, cs in runnable if compiled[k].error is None]
-    if engine is not None and jobs:
-        engine.begin(jobs)
+    cubins = {k.name: (str(c.cubin_path) if c.error is None else None) for k, c in compiled.items()
+              if k in run_set}
     summary = {"kernels": len(p.work), "cases": p.cases, "compiled": sum(not c.cached and c.error is None
                                                                             for c in compiled.values()),
                "compile_only_kernels": len(p.compile_only), "compile_s": compile_s, "notes": p.notes}
@@ -154,7 +156,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
     try:
         if jobs:
             log("GPUs: " + ", ".join(f"{d} ({gpu.device_info(d)['name']}, {a})" for d, a in devs))
-            timing.update(engine.run(cfg.timeout, emit, log))
+            timing.update(engine.run(cubins, cfg.timeout, emit, log))
         if suspects and cfg.diagnose > 0:
             summary["diagnosed"] = _diagnose(p, compiled, suspects[:cfg.diagnose], devs, cfg, writer, log)
     finally:

@@ -16,14 +16,14 @@ def _run(jobs, devices=(0, 1)):
     engine = Engine([(d, "sm_90a") for d in devices], workers=2, backend=BACKEND)
     try:
         engine.begin(jobs)
-        timing = engine.run(20.0, emitted.extend, logs.append)
+        timing = engine.run({j.kernel.name: "unused.cubin" for j in jobs}, 20.0, emitted.extend, logs.append)
     finally:
         engine.close()
     return emitted, logs, timing
 
 
 def test_every_case_comes_back_once_from_both_devices():
-    jobs = [Job(k, tuple(cs), "unused.cubin") for k, cs in WORK]
+    jobs = [Job(k, tuple(cs)) for k, cs in WORK]
     recs, logs, timing = _run(jobs)
     assert sorted(r["id"] for r in recs) == sorted(c.id for _, cs in WORK for c in cs)
     assert {r["gpu"] for r in recs} == {0, 1}
@@ -36,7 +36,7 @@ def test_every_case_comes_back_once_from_both_devices():
 def test_a_faulting_launch_is_bisected_to_its_case():
     kernel, cases = WORK[0]
     planted = dataclasses.replace(cases[3], inject="trap")
-    jobs = [Job(kernel, tuple(cases[:3] + [planted] + cases[4:]), "unused.cubin")]
+    jobs = [Job(kernel, tuple(cases[:3] + [planted] + cases[4:]))]
     recs, logs, _ = _run(jobs, devices=(0,))
     by_id = {r["id"]: r for r in recs}
     assert by_id[planted.id]["status"] == "fault" and "unspecified launch failure" in by_id[planted.id]["error"]

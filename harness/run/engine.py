@@ -34,10 +34,10 @@ DEFAULT_BACKEND = "harness.run.launch"
 
 @dataclass(frozen=True)
 class Job:
-    """One launch: a kernel, the cases it runs, and where its cubin is."""
+    """One launch: a kernel and the cases it runs (its cubin is looked up when it launches, so preparation
+    can start while the kernels still compile)."""
     kernel: Kernel
     cases: tuple
-    cubin_path: str
 
 
 def prepare(kernel: Kernel, cases) -> tuple[LaunchInput, list]:
@@ -146,19 +146,21 @@ class Engine:
         self.pool.shutdown(cancel_futures=True)
         self._spool.cleanup()
 
-    def run(self, timeout: float, emit, log) -> dict:
-        """Launch every job begun; emit(records) gets each kernel's records. Returns timings."""
+    def run(self, cubins: dict[str, str | None], timeout: float, emit, log) -> dict:
+        """Launch every job begun whose kernel compiled (cubins: kernel name -> cubin path, None if NVRTC
+        rejected it: the caller records those); emit(records) gets each kernel's records. Returns timings."""
         jobs, pool, spool = self.jobs, self.pool, self.spool
         timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0}
         in_flight: dict[GpuWorker, tuple] = {}
         reads = []  # (future, job, device, t_submitted)
         done = [0]
+        launched = sum(cubins.get(j.kernel.name) is not None for j in jobs)
 
         def finished(recs, job, device, t):
             done[0] += 1
             nfail = sum(r["status"] != Status.PASS for r in recs)
             emit(recs)
-            log(f"[{done[0]}/{len(jobs)}] {job.kernel.name}: {len(recs)} cases, {nfail} not passing "
+            log(f"[{done[0]}/{launched}] {job.kernel.name}: {len(recs)} cases, {nfail} not passing "
                 f"(GPU {device}, {time.time() - t:.2f}s)")
 
         def drain(block: bool = False):
@@ -185,7 +187,7 @@ class Engine:
             isolator = GpuWorker(w.device, self.backend)
             try:
                 recs = run_isolated(isolator, job.kernel, load_expectations(stem), LaunchInput.load(stem + ".npz"),
-                                    job.cubin_path, timeout, log, first_error=error)
+                                    cubins[job.kernel.name], timeout, log, first_error=error)
             finally:
                 isolator.close()
                 remove(stem)
@@ -202,6 +204,9 @@ class Engine:
             if i + self.ahead < len(jobs):
                 nxt = jobs[i + self.ahead]
                 self.preparing.append(pool.submit(prepare_job, nxt.kernel, nxt.cases, spool))
+            if cubins.get(job.kernel.name) is None:
+                remove(stem)
+                continue
             mine = [w for w in self.gpu_workers if self.arch_of[w] == str(job.kernel.arch)]
             if not mine:
                 raise ValueError(f"{job.kernel.name}: no GPU of {job.kernel.arch} in this engine")
@@ -211,7 +216,7 @@ class Engine:
                 answered = harvest(wait_any(mine))
                 idle = [answered[1]]
             in_flight[idle[0]] = (job, stem, time.time())
-            idle[0].submit(job.cubin_path, job.kernel.name, stem + ".npz", timeout, out_path=stem + ".out.npz")
+            idle[0].submit(cubins[job.kernel.name], job.kernel.name, stem + ".npz", timeout, out_path=stem + ".out.npz")
             if answered:
                 complete(*answered)
             drain()
