@@ -13,7 +13,7 @@ from harness.enums import Status
 from harness.families.base import Kernel, case_record
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (the sweep's public vocabulary)
 from harness.records import results
-from harness.run import compile as _compile, gpu
+from harness.run import compile as nvrtc, gpu
 from harness.run.engine import DEFAULT_BACKEND, Engine, Job
 from harness.run.worker import GpuWorker
 
@@ -97,15 +97,15 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
             own_engine.close()
 
 
-def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel, _compile.Compiled]:
+def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel, nvrtc.Compiled]:
     t = time.time()
     failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
-    jobs = [_compile.CompileJob(k.name, families.get(k.family).source(k), str(k.arch)) for k in kernels]
-    compiled = dict(zip(kernels, _compile.compile_many(jobs, cfg.workers, failed_dir, raise_on_error=False)))
+    jobs = [nvrtc.CompileJob(k.name, families.get(k.family).source(k), str(k.arch)) for k in kernels]
+    compiled = dict(zip(kernels, nvrtc.compile_many(jobs, cfg.workers, failed_dir, raise_on_error=False)))
     fresh = sum(not c.cached and c.error is None for c in compiled.values())
     archs = ", ".join(sorted({str(k.arch) for k in kernels}))
     log(f"compile: {len(kernels)} kernels for {archs} ({fresh} compiled, "
-        f"{sum(c.cached for c in compiled.values())} cached) in {time.time() - t:.1f}s; cache {_compile.cache_dir()}")
+        f"{sum(c.cached for c in compiled.values())} cached) in {time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
     return compiled
 
 

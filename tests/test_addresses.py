@@ -9,7 +9,7 @@ from harness.diagnosis import addresses, explain
 from harness.spec import dtypes, fragments, layouts
 from harness import plan
 from harness.families.wgmma import forms as wgmma
-from harness.families.wgmma.cases import negative_controls, operand_scenarios, _majors
+from harness.families.wgmma.cases import negative_controls, operand_scenarios, majors
 
 
 def model_device(st, jobs):
@@ -47,8 +47,8 @@ def test_recovered_addresses_equal_the_model(key):
 @pytest.mark.parametrize("control", ["wrong-swizzle", "swapped-lbo-sbo", "start+16"])
 def test_controls_are_explained_by_their_wrong_descriptor(control):
     key = wgmma.KernelKey("f16", 64, "f32", "SS")
-    a_s = operand_scenarios("f16", 64, 16, _majors(key))
-    case = next(c for c in negative_controls(key, a_s, operand_scenarios("f16", 64, 16, _majors(key)))
+    a_s = operand_scenarios("f16", 64, 16, majors(key))
+    case = next(c for c in negative_controls(key, a_s, operand_scenarios("f16", 64, 16, majors(key)))
                 if c.control == control)
     st = addresses.setup_of(case)
     observed = addresses.recover(st, "B", model_device(st, addresses.probe_jobs(st, "B")))

@@ -9,14 +9,14 @@ import pytest
 from harness.families.wgmma import readback as diff, reference
 from harness.spec import fragments
 from harness import plan
-from harness.families.wgmma.reference import _acc_bits
+from harness.families.wgmma.reference import acc_bits
 
 KEYS = {k.name: (k.form, cs) for k, cs in plan.make(plan.Selection(families=("wgmma",), n_values=(8, 24))).work}
 
 
 def device_registers(key, preps):
     frag = fragments.wgmma_d_fragment(key.n, key.dtype)
-    return np.stack([fragments.gather_registers(frag, _acc_bits(key.dtype, p.expected)) for p in preps])
+    return np.stack([fragments.gather_registers(frag, acc_bits(key.dtype, p.expected)) for p in preps])
 
 
 @pytest.mark.parametrize("name", sorted(KEYS)[::5])

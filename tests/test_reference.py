@@ -11,7 +11,7 @@ def perfect_registers(prep):
     key = prep.case.key
     vals = prep.expected if prep.tolerance is None else reference.round_to_accumulator(prep.case, prep.expected)
     return fragments.gather_registers(fragments.wgmma_d_fragment(key.n, key.dtype),
-                                      reference._acc_bits(key.dtype, vals))
+                                      reference.acc_bits(key.dtype, vals))
 
 
 KEYS = [wgmma.KernelKey("f16", 16, "f32", "SS"), wgmma.KernelKey("f16", 24, "f16", "RS"),

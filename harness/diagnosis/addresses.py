@@ -20,7 +20,7 @@ import numpy as np
 from harness.spec import dtypes, fragments, layouts
 from harness.families.wgmma import kernel as launch, forms as wgmma
 from harness.families.wgmma.cases import Case
-from harness.families.wgmma.reference import Prepared, _acc_bits, place
+from harness.families.wgmma.reference import Prepared, acc_bits, place
 
 # Largest digit base whose values 0..base-1 the operand type holds exactly (and every accumulator, f16's
 # 2048 included); s8 stores digit - 128.
@@ -119,7 +119,7 @@ def probe_jobs(st: Setup, which: str) -> list[Prepared]:
     size = -(-(st.size + SLACK_BYTES) // 16) * 16
     slots = np.arange(size * 8 // pt.bits, dtype=np.int64)
     dfrag = fragments.wgmma_d_fragment(key.n, key.dtype)
-    c_regs = fragments.gather_registers(dfrag, _acc_bits(key.dtype, np.zeros((wgmma.M, key.n))))
+    c_regs = fragments.gather_registers(dfrag, acc_bits(key.dtype, np.zeros((wgmma.M, key.n))))
     case = Case(key, st.variant_index, None, None, 0)  # carries the variant and scale-d for pack()
     jobs = []
     for p in range(passes):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.spec import layouts
-from harness.families.wgmma.readback import _ranges
+from harness.families.wgmma.readback import ranges
 from harness.spec.layouts import SmemLayout
 
 # Swizzle<B,M,S> in words: which address bits are XORed into which.
@@ -17,7 +17,7 @@ _XOR_WORDS = {sw: (f"bits {m + s}-{m + s + b - 1}" if b > 1 else f"bit {m + s}",
 
 def _bit_ranges(mask: int) -> str:
     bits = [i for i in range(mask.bit_length()) if mask >> i & 1]
-    return _ranges(bits) if bits else "none"
+    return ranges(bits) if bits else "none"
 
 
 def candidates(lay: SmemLayout):
@@ -67,7 +67,7 @@ def explain(expected_bits: np.ndarray, observed_bits: np.ndarray, lay: SmemLayou
         return out
     rows, cols = np.nonzero(wrong)
     xor = np.bitwise_or.reduce(((exp[wrong] >> 3) ^ (obs[wrong] >> 3)).astype(np.int64))
-    out.update({"rows": _ranges(np.unique(rows)), "cols": _ranges(np.unique(cols)),
+    out.update({"rows": ranges(np.unique(rows)), "cols": ranges(np.unique(cols)),
                 "address_bits_differ": _bit_ranges(int(xor))})
     first = list(zip(rows.tolist(), cols.tolist()))[:6]
     out["first"] = [{"row": r, "k": c, "expected_byte": int(exp[r, c] >> 3), "observed_byte": int(obs[r, c] >> 3)}

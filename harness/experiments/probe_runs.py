@@ -12,7 +12,7 @@ from harness.enums import Arch
 from harness.experiments import probes
 from harness.families.wgmma import FAMILY as WGMMA, kernel as wgmma_kernel
 from harness.records import results
-from harness.run import compile as _compile, engine, gpu
+from harness.run import compile as nvrtc, engine, gpu
 from harness.run.worker import GpuWorker
 
 ARCH = Arch.SM_90A
@@ -20,7 +20,7 @@ ARCH = Arch.SM_90A
 
 def _cubins(keys):
     keys = sorted(set(keys), key=lambda k: k.name)
-    comps = _compile.compile_many([_compile.CompileJob(k.name, wgmma_kernel.source(k), ARCH) for k in keys])
+    comps = nvrtc.compile_many([nvrtc.CompileJob(k.name, wgmma_kernel.source(k), ARCH) for k in keys])
     return {c.name: c.cubin_path for c in comps}
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.families.wgmma import kernel as launch, forms as wgmma
 from harness.spec import layouts
-from harness.families.wgmma.cases import Case, Operand, operand_scenarios, _operand
+from harness.families.wgmma.cases import Case, Operand, operand_scenarios, plain_operand
 
 PROBES = ("base-offset", "start-alignment", "addresses", "field-overflow", "spec-examples")
 
@@ -30,7 +30,7 @@ def _b_placement_work(n: int, swizzles, placements) -> list[tuple[wgmma.KernelKe
     """Cases whose B (f16, n x 16, packed strides) sits at each (suffix, start, base offset) that
     placements(swizzle) yields, K- and MN-major; A is a plain K-major tile."""
     key = wgmma.KernelKey("f16", n, "f32", "SS")
-    a = _operand(*next(s for s in operand_scenarios("f16", 64, 16, ("K",)) if s[1].swizzle == "none" and not s[0]))
+    a = plain_operand(*next(s for s in operand_scenarios("f16", 64, 16, ("K",)) if s[1].swizzle == "none" and not s[0]))
     out = []
     for major in ("K", "MN"):
         vi = _variant(key, "f16", major == "MN")
@@ -130,7 +130,7 @@ def raw_b_setup(case_id: str, key: wgmma.KernelKey, vi: int, b_addr: np.ndarray,
     c_regs = fragments.gather_registers(dfrag, np.zeros((64, key.n), np.uint64))
     prep = reference.Prepared(case, image, None, None, None, c_regs, a_vals, b_vals, np.zeros((64, key.n)),
                               expected.astype(np.float32), expected, None,
-                              fragments.gather_registers(dfrag, reference._acc_bits(key.dtype, expected)), descs)
+                              fragments.gather_registers(dfrag, reference.acc_bits(key.dtype, expected)), descs)
     st = addresses.Setup(key, vi, addresses.Placed(v.atype, layouts.element_bit_addresses(a_lay), descs[0], a_lay,
                                                     a_lay),
                          addresses.Placed(v.btype, b_addr, descs[1]), image.size)

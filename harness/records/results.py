@@ -19,7 +19,7 @@ SCHEMA = 1
 def environment(devices: list[int] | None = None, seed_note: str = "per-case seeds: crc32 of the case id") -> dict:
     """What a run ran on; `devices` are the GPU indices the run used (default: GPU 0)."""
     from harness import __version__
-    from harness.run import compile as _compile, gpu
+    from harness.run import compile as nvrtc, gpu
     env = {"type": "environment", "schema": SCHEMA, "harness": __version__,
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "host": socket.gethostname(), "python": platform.python_version(), "seed": seed_note}
@@ -29,7 +29,7 @@ def environment(devices: list[int] | None = None, seed_note: str = "per-case see
         except Exception as e:  # record why rather than fail the run
             env[mod] = f"unavailable ({type(e).__name__})"
     try:
-        env["nvrtc"] = _compile.nvrtc_version()
+        env["nvrtc"] = nvrtc.nvrtc_version()
     except Exception as e:
         env["nvrtc"] = f"unavailable ({type(e).__name__})"
     env["ptxas"] = _ptxas_version()

@@ -77,7 +77,7 @@ class Case:
 
 # ----------------------------------------------------------------------------------------------------
 
-def _majors(key: wgmma.KernelKey) -> tuple[str, ...]:
+def majors(key: wgmma.KernelKey) -> tuple[str, ...]:
     # Only the 16-bit types have imm-trans-a/b; every other type is K-major in shared memory.
     if key.kind != "f16":
         return ("K",)
@@ -143,7 +143,7 @@ CONTROLS = {
 RICH_N = {8, 16, 24, 64, 128, 136, 256}  # N values that get every layout scenario x several repeats
 
 
-def _operand(suffix: str, lay: SmemLayout) -> Operand:
+def plain_operand(suffix: str, lay: SmemLayout) -> Operand:
     return Operand(suffix, lay, lay)
 
 
@@ -152,8 +152,8 @@ def cases_for_key(key: wgmma.KernelKey, data_modes=("exact",), controls: bool = 
     wgmma.validate_key(key)
     vs = wgmma.variants(key)
     atype0 = vs[0].atype
-    a_scen = (operand_scenarios(atype0, wgmma.M, key.k, _majors(key)) if key.a_src == "SS" else [None])
-    b_scen = operand_scenarios(atype0, key.n, key.k, _majors(key))
+    a_scen = (operand_scenarios(atype0, wgmma.M, key.k, majors(key)) if key.a_src == "SS" else [None])
+    b_scen = operand_scenarios(atype0, key.n, key.k, majors(key))
     rich = key.n in RICH_N
     count = max(len(vs), len(a_scen), len(b_scen)) * (2 if rich else 1)
     out = []
@@ -179,7 +179,7 @@ def cases_for_key(key: wgmma.KernelKey, data_modes=("exact",), controls: bool = 
             elif key.kind == "tf32" and i % 2 == 1:
                 extra = "tf32dirty"
             scale_d = 1 if (i % 2 == 1 or extra == "ovf") else 0
-            out.append(Case(key, vi, _operand(*a) if a else None, _operand(*b), scale_d, mode, "", extra))
+            out.append(Case(key, vi, plain_operand(*a) if a else None, plain_operand(*b), scale_d, mode, "", extra))
         if rich and key.a_src == "SS":
             out.extend(_full_cross(key, vs, a_scen, b_scen, mode))
     if controls:
@@ -201,7 +201,7 @@ def _full_cross(key, vs, a_scen, b_scen, mode) -> list[Case]:
             pool = [k for k, v in enumerate(vs)
                     if v.trans_a == ta and v.trans_b == tb and v.scale_a == v.scale_b == 1]
             vi = pool[(i + j) % len(pool)]
-            out.append(Case(key, vi, _operand(*a), _operand(*b), (i + j) % 2, mode))
+            out.append(Case(key, vi, plain_operand(*a), plain_operand(*b), (i + j) % 2, mode))
     return out
 
 
@@ -237,9 +237,9 @@ def negative_controls(key, a_scen, b_scen) -> list[Case]:
                     continue  # vacuous for this tile: try the next layout
                 target = Operand(suffix, lay, bad)
                 if role == "B":
-                    a = _operand(*k_plain(a_scen)) if key.a_src == "SS" else None
+                    a = plain_operand(*k_plain(a_scen)) if key.a_src == "SS" else None
                     out.append(Case(key, 0, a, target, 0, "exact", name))
                 else:
-                    out.append(Case(key, 0, target, _operand(*k_plain(b_scen)), 0, "exact", name + "@A"))
+                    out.append(Case(key, 0, target, plain_operand(*k_plain(b_scen)), 0, "exact", name + "@A"))
                 break
     return out

@@ -131,9 +131,9 @@ def _where(prep: Prepared, bad, got, got_bits) -> dict:
         if case.key.dtype == "f16":
             item["half"] = "lo" if half[r, c] == 0 else "hi"
         first.append(item)
-    return {"first_mismatches": first, "bad_rows": _ranges(np.unique(rows)), "bad_cols": _ranges(np.unique(cols)),
-            "bad_threads": _ranges(np.unique(thread[rows, cols])),
-            "bad_registers": _ranges(np.unique(reg[rows, cols]))}
+    return {"first_mismatches": first, "bad_rows": ranges(np.unique(rows)), "bad_cols": ranges(np.unique(cols)),
+            "bad_threads": ranges(np.unique(thread[rows, cols])),
+            "bad_registers": ranges(np.unique(reg[rows, cols]))}
 
 
 def _num(x):
@@ -145,7 +145,7 @@ def _num(x):
     return x
 
 
-def _ranges(values) -> str:
+def ranges(values) -> str:
     """[0,1,2,5,7,8] -> '0-2,5,7-8'."""
     vals = [int(v) for v in values]
     out, i = [], 0

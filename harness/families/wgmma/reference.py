@@ -171,7 +171,7 @@ def prepare(case: Case) -> Prepared:
     if case.a is None:
         a_regs = fragments.gather_registers(fragments.wgmma_a_fragment(v.atype), a_bits)
     dfrag = fragments.wgmma_d_fragment(N, key.dtype)
-    c_bits = _acc_bits(key.dtype, c_vals)
+    c_bits = acc_bits(key.dtype, c_vals)
     c_regs = fragments.gather_registers(dfrag, c_bits)
 
     a_logical = at.from_bits(a_bits)
@@ -190,7 +190,7 @@ def prepare(case: Case) -> Prepared:
         # a product the accumulator holds exactly
         if not np.array_equal(expected, exact_expected):
             raise AssertionError(f"{case.id}: reference is not exact in {key.dtype}; the value pools are wrong")
-    expected_regs = None if tol is not None else fragments.gather_registers(dfrag, _acc_bits(key.dtype, expected))
+    expected_regs = None if tol is not None else fragments.gather_registers(dfrag, acc_bits(key.dtype, expected))
     return Prepared(case, image, a_desc, b_desc, a_regs, c_regs, a_logical, b_logical, c_vals,
                     expected, intended, tol, expected_regs)
 
@@ -204,7 +204,7 @@ NORMAL_REL_TOL = {
 }
 
 
-def _acc_bits(dtype: str, vals: np.ndarray) -> np.ndarray:
+def acc_bits(dtype: str, vals: np.ndarray) -> np.ndarray:
     if dtype == "s32":
         return (np.asarray(vals, np.int64) & 0xFFFFFFFF).astype(np.uint64)
     return dtypes.get(dtype).to_bits(vals)
