@@ -1,0 +1,45 @@
+"""A non-editable install works: the wheel carries the kernels (package data), and the CLI runs from outside
+the checkout with the installed package, not the source tree."""
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_wheel_installs_and_every_command_runs_outside_the_checkout(tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+                    str(wheels), str(ROOT)], check=True, capture_output=True, timeout=600)
+    (wheel,) = wheels.glob("tensor_core_harness-*.whl")
+    import zipfile
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {"harness/kernels/wgmma.cu", "harness/kernels/tcgen05.cu", "harness/kernels/smem_window.cuh"} <= set(names)
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    py = str(env_dir / "bin" / "python")
+    subprocess.run([sys.executable, "-m", "pip", "--python", py, "install", "-q", "--no-deps", "--no-index",
+                    str(wheel)], check=True, capture_output=True, timeout=600)
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+
+    def cli(*args):
+        return subprocess.run([py, "-m", "harness", *args], cwd=work, capture_output=True, text=True, timeout=600)
+
+    where = subprocess.run([py, "-c", "import harness; print(harness.__file__)"], cwd=work, capture_output=True,
+                           text=True, check=True).stdout.strip()
+    assert str(env_dir) in where and str(ROOT) not in where
+    assert cli("desc", "--arch", "sm_90a", "--start", "1024", "--lbo", "16", "--sbo", "1024", "--swizzle",
+               "128B").returncode == 0
+    assert cli("idesc", "--kind", "f16", "--atype", "bf16", "--btype", "bf16", "--dtype", "f32", "--m", "128",
+               "--n", "256").returncode == 0
+    assert cli("layout", "--major", "K", "--swizzle", "128B", "--dtype", "bf16", "--rows", "8", "--cols", "64",
+               "--lbo", "16", "--sbo", "1024").returncode == 0
+    out = cli("sweep", "--family", "tcgen05", "--kind", "f16", "--cta-group", "1", "--a-src", "SS",
+              "--out", str(work / "r.jsonl"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (work / "r.jsonl").exists() and "not run" in out.stdout
