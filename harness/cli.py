@@ -197,13 +197,14 @@ def cmd_merge(a) -> int:
     except results.ResultsFileError as e:
         raise UsageError(f"merge: {e}") from None
     merge.write(a.out, env, cases, summary, disagreements)
-    print(f"merged {summary['inputs']} files: {summary['cases']} cases ({summary['pass']} pass, "
-          f"{summary['cases'] - summary['pass']} not) -> {a.out}")
+    bad = sum(summary[k] for k in merge.BAD)
+    print(f"merged {summary['inputs']} files: {summary['cases']} cases: {summary['pass']} pass, {bad} fail, fault, "
+          f"time out or did not compile, {summary['not-run']} not run anywhere -> {a.out}")
     for d in disagreements[:20]:
         print(f"  disagreement: {d['id']}: " + ", ".join(f"{r['file']}={r['status']}" for r in d["runs"]))
     if len(disagreements) > 20:
         print(f"  ... {len(disagreements) - 20} more disagreements (in the merged file)")
-    return 1 if disagreements or summary["pass"] != summary["cases"] else 0
+    return 1 if disagreements or bad else 0
 
 
 def cmd_probe(a) -> int:

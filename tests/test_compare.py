@@ -82,3 +82,28 @@ def test_results_of_another_schema_are_refused(tmp_path):
     new = write(tmp_path / "new.jsonl", {}, [case("a")])
     out = run("compare", str(old), str(new))
     assert out.returncode == 2 and "schema 0 is not this harness's schema" in out.stderr
+
+
+TC_FAIL = dict(first_mismatches=[{"row": 3, "col": 9, "cta": 0, "lane": 3, "tmem_column": 9, "expected": 2.0,
+                                  "got": 5.0}], family="tcgen05")
+
+
+def test_a_newly_failing_tcgen05_case_is_reported_with_its_lane_and_column(tmp_path):
+    tc = "m128n64k16-f16.f32.f16.f16-cg1-SS-A:K/128B-B:K/128B"
+    old = write(tmp_path / "old.jsonl", {}, [case(tc, family="tcgen05"), case("w")])
+    new = write(tmp_path / "new.jsonl", {}, [case(tc, "fail", **TC_FAIL), case("w")])
+    r = compare.compare(old, new)
+    assert [x["id"] for x in r["newly_failing"]] == [tc] and r["regressed"]
+    text = compare.render(r)
+    assert "cta 0 lane 3 tmem_column 9 row 3 col 9: expected 2.0 got 5.0" in text and "REGRESSED" in text
+    changed = write(tmp_path / "again.jsonl", {}, [case(tc, "fail", **{**TC_FAIL, "first_mismatches": [
+        {**TC_FAIL["first_mismatches"][0], "lane": 67}]}), case("w")])
+    assert [x["id"] for x in compare.compare(new, changed)["changed_failures"]] == [tc]
+
+
+def test_a_case_that_passed_and_is_now_not_run_is_a_regression(tmp_path):
+    old = write(tmp_path / "old.jsonl", {}, [case("a"), case("b")])
+    new = write(tmp_path / "new.jsonl", {}, [case("a"), case("b", "not-run", reason="needs a sm_90a GPU")])
+    r = compare.compare(old, new)
+    assert r["no_longer_run"] == [{"id": "b", "reason": "needs a sm_90a GPU"}] and r["regressed"]
+    assert not compare.compare(new, new)["regressed"]

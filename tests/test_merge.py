@@ -51,3 +51,18 @@ def test_merge_bad_input_is_one_line(tmp_path):
                       ((str(tmp_path / "empty"),), "holds no *.jsonl")]:
         proc = run("merge", *args, "--out", str(tmp_path / "m.jsonl"))
         assert proc.returncode == 2 and msg in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_an_h100_run_and_a_b200_run_merge_without_losing_either_sides_results(tmp_path):
+    h100 = write(tmp_path / "h100.jsonl", {"gpu": "H100"}, [case("w1"), case("t1", "not-run", reason="needs B200")])
+    b200 = write(tmp_path / "b200.jsonl", {"gpu": "B200"}, [case("w1", "not-run", reason="needs H100"), case("t1")])
+    env, cases, summary, disagreements = merge.merge([h100, b200])
+    assert cases["w1"]["status"] == cases["t1"]["status"] == "pass" and not disagreements
+    assert summary["pass"] == 2 and summary["not-run"] == 0
+
+
+def test_merge_of_one_finished_file_works_and_not_run_is_no_failure(tmp_path):
+    one = write(tmp_path / "one.jsonl", {}, [case("a"), case("t", "not-run", reason="needs B200")])
+    out = subprocess.run([sys.executable, "-m", "harness", "merge", str(one), "--out", str(tmp_path / "m.jsonl")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "1 not run anywhere" in out.stdout, out.stderr

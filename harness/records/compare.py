@@ -8,11 +8,18 @@ from harness.records import merge
 _VOLATILE = {"type", "date", "seed", "merged_from"}
 
 
+def where(m: dict) -> str:
+    """Where a mismatch sits, in its family's terms: thread / register (wgmma), CTA / lane / column (tcgen05)."""
+    keys = [k for k in ("thread", "register", "half", "cta", "lane", "tmem_column") if k in m]
+    return " ".join(f"{k} {m[k]}" for k in keys)
+
+
 def _pattern(rec: dict):
     """What a failing case looked like: enough to tell 'the same failure' from 'a different one'."""
     first = rec.get("first_mismatches") or []
     return (rec.get("status"), rec.get("mismatches"), rec.get("bad_rows"), rec.get("bad_cols"),
-            tuple((m["thread"], m["register"], m["got_bits"]) for m in first[:3]), rec.get("error"))
+            tuple((where(m), m.get("row"), m.get("col"), m.get("got_bits", m.get("got"))) for m in first[:3]),
+            rec.get("error"))
 
 
 def compare(old_path, new_path) -> dict:
@@ -26,19 +33,24 @@ def compare(old_path, new_path) -> dict:
     for key in sorted((set(old_env) | set(new_env)) - _VOLATILE):
         if old_env.get(key) != new_env.get(key):
             report["environment"][key] = [old_env.get(key), new_env.get(key)]
+    report["no_longer_run"] = []
     for cid in sorted(set(old) & set(new)):
         a, b = old[cid], new[cid]
         was, now = a.get("status") == "pass", b.get("status") == "pass"
-        if was and not now:
+        if was and b.get("status") == "not-run":  # passed before, not checked now: not a pass, and said so
+            report["no_longer_run"].append({"id": cid, "reason": b.get("reason")})
+        elif was and not now:
             report["newly_failing"].append({"id": cid, "status": b.get("status"), "mismatches": b.get("mismatches"),
                                             "error": b.get("error"),
                                             "first_mismatches": (b.get("first_mismatches") or [])[:3]})
         elif now and not was:
             report["newly_passing"].append({"id": cid, "was": a.get("status")})
-        elif not was and not now and _pattern(a) != _pattern(b):
+        elif not was and not now and "not-run" not in (a.get("status"), b.get("status")) \
+                and _pattern(a) != _pattern(b):
             report["changed_failures"].append({"id": cid, "old": _pattern(a)[:4], "new": _pattern(b)[:4]})
     report["common"] = len(set(old) & set(new))
-    report["regressed"] = bool(report["newly_failing"] or report["changed_failures"] or report["missing_in_new"])
+    report["regressed"] = bool(report["newly_failing"] or report["changed_failures"] or report["missing_in_new"]
+                               or report["no_longer_run"])
     return report
 
 
@@ -49,20 +61,23 @@ def render(report: dict, limit: int = 20) -> str:
         lines.append("environment:")
         lines += [f"  {k:<20} {v[0]} -> {v[1]}" for k, v in env.items()]
     rows = [("newly failing", report["newly_failing"]), ("failure changed", report["changed_failures"]),
-            ("missing in new", report["missing_in_new"]), ("newly passing", report["newly_passing"]),
+            ("missing in new", report["missing_in_new"]), ("no longer run", report["no_longer_run"]),
+            ("newly passing", report["newly_passing"]),
             ("only in new", report["new_cases"])]
     lines.append(f"  {'':<16}{'count':>5}")
     lines += [f"  {name:<16}{len(items):>5}" for name, items in rows]
-    for name, items in rows[:3]:
+    for name, items in rows[:4]:
         for it in items[:limit]:
             if isinstance(it, str):
                 lines.append(f"  {name}: {it}")
             elif name == "newly failing":
                 m = (it.get("first_mismatches") or [{}])[0]
-                where = (f" first at thread {m['thread']} register {m['register']} row {m['row']} col {m['col']}: "
-                         f"expected {m['expected']} got {m['got']}") if m else ""
-                lines.append(f"  {name}: {it['id']} [{it['status']}, {it['mismatches']} mismatches]{where}"
+                at = (f" first at {where(m)} row {m.get('row')} col {m.get('col')}: "
+                      f"expected {m.get('expected')} got {m.get('got')}") if m else ""
+                lines.append(f"  {name}: {it['id']} [{it['status']}, {it['mismatches']} mismatches]{at}"
                              f"{' ' + it['error'] if it.get('error') else ''}")
+            elif name == "no longer run":
+                lines.append(f"  {name}: {it['id']} passed before, now not run: {it['reason']}")
             else:
                 lines.append(f"  {name}: {it['id']} {it['old']} -> {it['new']}")
         if len(items) > limit:

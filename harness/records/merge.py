@@ -12,8 +12,11 @@ from pathlib import Path
 
 from harness.records import results
 
-_RANK = {"pass": 0, "fail": 1, "timeout": 2, "fault": 3, "compile-error": 4}
-_COUNTED = ("pass", "fail", "fault", "timeout", "compile-error")
+# worst outcome wins; not-run says nothing about the case (an H100 records tcgen05 as not run, a B200 wgmma),
+# so any outcome that ran outranks it and it is no disagreement
+_RANK = {"not-run": -1, "pass": 0, "fail": 1, "timeout": 2, "fault": 3, "compile-error": 4}
+_COUNTED = ("pass", "fail", "fault", "timeout", "compile-error", "not-run")
+BAD = ("fail", "fault", "timeout", "compile-error")
 
 
 def expand(paths) -> list[Path]:
@@ -37,8 +40,8 @@ def merge(paths) -> tuple[dict, dict[str, dict], dict, list[dict]]:
     files = expand(paths)
     loaded = [(str(f), *results.load(f)) for f in files]
     if len(loaded) == 1:
-        _, env, cases, summary = loaded[0]
-        return env, cases, summary or _summary(cases, 1), []
+        _, env, cases, _ = loaded[0]
+        return env, cases, _summary(cases, 1), []
     envs = [env for _, env, _, _ in loaded]
     shared = {k: v for k, v in envs[0].items() if all(e.get(k) == v for e in envs[1:])}
     env = {**shared, "type": "environment", "schema": results.SCHEMA,
@@ -53,7 +56,7 @@ def merge(paths) -> tuple[dict, dict[str, dict], dict, list[dict]]:
     disagreements = []
     for cid, runs in seen.items():
         worst = max(runs, key=lambda r: _RANK.get(r[1].get("status"), 5))[1]
-        statuses = {r.get("status") for _, r in runs}
+        statuses = {r.get("status") for _, r in runs} - {"not-run"}
         if len(statuses) > 1:
             worst = {**worst, "disagreement": [{"file": f, "status": r.get("status")} for f, r in runs]}
             disagreements.append({"id": cid, "runs": worst["disagreement"]})
