@@ -296,6 +296,7 @@ class TcPrepared:
     tmem_in: np.ndarray  # [ctas, 128, read_cols] uint32 (C, A-in-TMEM)
     expected: np.ndarray  # [m, n] exact
     read_cols: int
+    operands: dict | None = None  # 'a', 'b' (values [m, k], [n, k]), 'sfa', 'sfb' (scale codes [m|n, blocks])
 
 
 def _draw(rng, t: str, shape):
@@ -427,7 +428,7 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
                 p[f"sf_desc_{which}"] = D.encode_tcgen05_smem_desc(start, 16, 128, "none", 0, "relative", arch)
         images.append(img)
         params.append(p)
-    return TcPrepared(c, images, params, tmem_in, expected, read_cols)
+    return TcPrepared(c, images, params, tmem_in, expected, read_cols, {"a": a, "b": b, "sfa": sfa, "sfb": sfb})
 
 
 def _write_tmem_rows(tm: np.ndarray, col0: int, bits: np.ndarray, width: int, lanes) -> None:

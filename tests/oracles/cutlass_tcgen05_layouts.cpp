@@ -5,9 +5,11 @@
 //   acc          tmem_frg / tmem_frg_ws accumulators: D[row, col] of one CTA -> (lane, 32-bit column, 16-bit half)
 //   a_tmem       A from Tensor Memory (UMMA_TS): A[row, k] -> (lane, column, byte)
 //   sf_tmem      tmem_sf_frg (block-scale factors): (mn, sf index, replica) -> (lane, column, byte)
-//   sf_smem      Sm1xxBlkScaledConfig's scale-factor layout (global = smem chunk): (mn, k block) -> byte
+//   sf_smem      Sm1xxBlkScaledConfig's scale-factor layout over 4 K blocks (one atom along K, as one MMA's smem
+//                tile holds it): (mn, k block) -> byte
 //   utccp        tcgen05.cp atoms: source row r, bit b, replica -> (lane, bit in the row of columns)
 //   sw128_32b    Layout_MN_SW128_32B_Atom tiled to a tile, its swizzled byte addresses and make_umma_desc strides
+//   e2m1_pairs   cutlass::Array<float_e2m1_t, 8> storage word with only element i set to 0x7
 //   subbyte      how f8f6f4 4/6-bit operands are typed for shared memory (element bits, smem allocation, UMMA format)
 #include <cstdio>
 #include <string>
@@ -160,6 +162,19 @@ static void subbyte_one(const char* name) {
   emitf("\"umma_format\":%ld},", long(UMMA::to_UMMAFormat<T>()));
 }
 
+// ---- packed 4-bit pairs (mxf4 kinds): which nibble of a byte holds the lower-indexed e2m1 ----------------------
+static void nibbles() {
+  emit("\"e2m1_pairs\":[");
+  for (int i = 0; i < 8; ++i) {
+    cutlass::Array<cutlass::float_e2m1_t, 8> a;
+    a.clear();
+    a[i] = cutlass::float_e2m1_t::bitcast(0x7);
+    emitf("%ld,", long(a.raw_data()[0]));
+  }
+  out.pop_back();
+  emit("]");
+}
+
 int main() {
   emit("{\"acc\":[");
   acc_1sm<float, 128, 64>(32); acc_1sm<float, 64, 64>(32); acc_1sm<half_t, 128, 32>(16); acc_1sm<half_t, 64, 32>(16);
@@ -188,7 +203,7 @@ int main() {
   sf_one<16, 4, 2, false, X22, 256>("2x2");
   out.pop_back();
   emit("],\"sf_smem\":[");
-  sf_smem<32>(256, 128); sf_smem<16>(256, 128);
+  sf_smem<32>(256, 128); sf_smem<16>(256, 64);  // K = 4 blocks: one atom along K, so 128-row blocks are 512 B apart
   out.pop_back();
   emit("],\"utccp\":[");
   utccp_one<SM100_UTCCP_4x32dp128bit_1cta>("32x128b.warpx4");
@@ -202,7 +217,9 @@ int main() {
   subbyte_one<cutlass::detail::float_e2m3_unpacksmem_t>("e2m3_unpacksmem");
   subbyte_one<cutlass::detail::float_e3m2_unpacksmem_t>("e3m2_unpacksmem");
   out.pop_back();
-  emit("]}\n");
+  emit("],");
+  nibbles();
+  emit("}\n");
   std::fputs(out.c_str(), stdout);
   return 0;
 }
