@@ -274,10 +274,10 @@ def unsettled_reason(c: TcCase) -> str | None:
                 "word) but shows where in the byte only in Figures 199-201 (no text); CUTLASS's tmem_frg would "
                 "pack 4/6-bit A densely. Modelled: value in the low bits of its byte")
     if f.block_scaled and f.cta_group == 2:
-        return ("tcgen05.cp.cta_group::2 of the scale factors: CUTLASS loads each CTA's own A-row factors and "
-                "all of B's into each CTA's shared memory and issues one cta_group::2 copy from the leader, which "
-                "implies each CTA's shared memory goes to its own Tensor Memory; the ISA text read here does not "
-                "say which shared memory a cta_group::2 copy reads. Modelled: each CTA's own")
+        return ("tcgen05.cp.cta_group::2 of the scale factors: the ISA says the data 'is copied into the Tensor "
+                "Memory of both the current and the peer CTAs' but not whose shared memory each CTA's copy reads; "
+                "CUTLASS loads each CTA's own A-row factors and all of B's into each CTA's shared memory and has "
+                "the leader issue one cta_group::2 copy, which implies each CTA's own. Modelled: each CTA's own")
     return None
 
 
