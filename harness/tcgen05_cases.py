@@ -92,6 +92,9 @@ class TcCase:
     zero_mask: D.ZeroColumnMask | None = None
     major_a: str = "K"
     major_b: str = "K"
+    # 'cutlass_base32b': B (MN-major 128B_base32b) tiled as CUTLASS's Layout_MN_SW128_32B_Atom (4 K-rows per atom,
+    # LBO = 512 between MN atoms, SBO = 512 * atoms between K-row groups), which harness/layouts.py cannot express
+    b_atoms: str = "layouts"
 
     @property
     def k(self) -> int:
@@ -108,6 +111,8 @@ class TcCase:
             parts.append("accum")
         if self.zero_mask is not None:
             parts.append(f"zmask{D.encode_zero_column_mask(self.zero_mask):x}")
+        if self.b_atoms != "layouts":
+            parts.append(f"B:{self.b_atoms}")
         return "-".join(parts)
 
     @property
@@ -141,6 +146,8 @@ def cases_for_form(form: Form) -> list[TcCase]:
         for j, sw in enumerate(mn_swz):
             ma = "MN" if form.a_src == "SS" and j % 2 == 0 else "K"
             out.append(TcCase(form, m, n, a, b, acc, sw if ma == "MN" else "128B", sw, j % 2, None, ma, "MN"))
+        if form.kind == "tf32":  # one case that tells the two readings of 128B_base32b apart (see unsettled_reason)
+            out.append(TcCase(form, m, n, a, b, acc, "128B", "128B_base32b", 0, None, "K", "MN", "cutlass_base32b"))
     return out
 
 
@@ -269,6 +276,11 @@ def unsettled_reason(c: TcCase) -> str | None:
     """Why a case's expected result rests on a reading neither NVIDIA's code nor the PTX ISA text decides (None
     when both fix every layout it uses). A Blackwell run of the case settles it; its record carries the reason."""
     f = c.form
+    if c.b_atoms == "cutlass_base32b":
+        return ("128B_base32b with CUTLASS's strides: CUTLASS's atom is 4 K-rows of 128 bytes and SBO steps over "
+                "4 K-rows (Layout_MN_SW128_32B_Atom, make_umma_desc<Major::MN>); the ISA's canonical-layout table "
+                "has no 128B_base32b row and defines SBO of swizzled MN-major layouts 'from the first 8 columns to "
+                "the next 8 columns' (harness/layouts.py's reading). Modelled: CUTLASS's")
     if f.a_src == "TS" and f.kind == "f8f6f4" and dtypes.get(c.atype).bits < 8:
         return ("A in Tensor Memory, 4/6-bit type: the ISA says one element per 8-bit container (4 per 32-bit "
                 "word) but shows where in the byte only in Figures 199-201 (no text); CUTLASS's tmem_frg would "
@@ -323,6 +335,18 @@ def base32b_strides(dtype: str, rows: int, cols: int) -> tuple[int, int]:
     return 1024, 512  # one 1024-byte block (8 K-rows) per 128-byte MN atom; SBO = 4 K-rows
 
 
+def base32b_cutlass_bytes(mn, k, lbo: int, sbo: int, start: int = 0, elem_bytes: int = 4):
+    """Byte address of element (mn, k) of an MN-major SWIZZLE_128B_BASE32B tile as CUTLASS reads the descriptor
+    (make_umma_desc<Major::MN>, Layout_MN_SW128_32B_Atom): 16-byte chunks ((8,n),(4,k)) : ((1,LBO),(8,SBO)), i.e.
+    8 chunks of MN per 128-byte row, 4 K-rows per atom, LBO between MN atoms, SBO between groups of 4 K-rows;
+    then Swizzle<2,5,2> on the byte address (32-byte units XORed by address bits 7-8). `start` 512-aligned."""
+    per = 16 // elem_bytes
+    mn, k = np.asarray(mn), np.asarray(k)
+    chunk, elem = mn // per, mn % per
+    byte = start + (chunk % 8) * 16 + (chunk // 8) * lbo + (k % 4) * 128 + (k // 4) * sbo
+    return (byte ^ (((byte >> 7) & 3) << 5)) + elem * elem_bytes
+
+
 def _operand_layout(form, t, rows, k, major, swizzle, start) -> SmemLayout:
     st = storage_dtype(form, t)
     if swizzle == "128B_base32b":
@@ -353,6 +377,9 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
     if f.block_scaled:
         if N > SF_ROWS_PER_COPY or M // cg > SF_ROWS_PER_COPY:
             raise ValueError(f"{c.id}: the kernel copies one 128-row block of scale factors per operand")
+        if cg == 2 and M == 128:
+            raise ValueError(f"{c.id}: B's factors of an M=128 pair take CUTLASS's 2x2 layout (sf_tmem_position "
+                             "'2x2'), which one 32x128b.warpx4 copy cannot produce; not modelled in prepare")
         blocks = {"mxf8f6f4": 1, "mxf4": 2, "mxf4nvf4": 4}[f.kind]
         sfa = rng.integers(126, 129, size=(M, blocks))  # ue8m0 exponents: scales 0.5, 1, 2
         sfb = rng.integers(126, 129, size=(N, blocks))
@@ -402,6 +429,11 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
         b_start = -(-layouts.footprint(a_lay)[1] // 1024) * 1024
         b_lay = _operand_layout(f, c.btype, cols_b, K, c.major_b, c.swizzle_b, b_start)
         end = layouts.footprint(b_lay)[1]
+        if c.b_atoms == "cutlass_base32b":
+            b_lbo, b_sbo = 512, 512 * -(-cols_b // 32)
+            mn_, k_ = np.meshgrid(np.arange(cols_b), np.arange(K), indexing="ij")
+            b_bytes = base32b_cutlass_bytes(mn_, k_, b_lbo, b_sbo, b_start)
+            end = int(b_bytes.max()) + 4
         sf_start = -(-end // 1024) * 1024
         size = sf_start + (2 * 1024 if f.block_scaled else 0)  # A's factors, then B's, 512 bytes per 128 rows
         img = np.zeros(-(-size // 16) * 16, np.uint8)
@@ -410,8 +442,13 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
         else:  # A in TMEM: row -> lane (this CTA's rows), K packed along 32-bit columns
             _write_tmem_rows(tmem_in[r], a_col, _bits(c.atype, a_part), dtypes.get(storage_dtype(f, c.atype)).bits,
                              a_lane(M, np.arange(rows_a)))
-        _write_operand(f, c.btype, b_lay, _bits(c.btype, b_part), img)
-        p = {"desc_a": _desc(a_lay, arch) if f.a_src == "SS" else 0, "desc_b": _desc(b_lay, arch),
+        if c.b_atoms == "cutlass_base32b":
+            layouts.write_bits(img, b_bytes * 8, _bits(c.btype, b_part), 32)
+            desc_b = D.encode_tcgen05_smem_desc(b_start, b_lbo, b_sbo, "128B_base32b", 0, "relative", arch)
+        else:
+            _write_operand(f, c.btype, b_lay, _bits(c.btype, b_part), img)
+            desc_b = _desc(b_lay, arch)
+        p = {"desc_a": _desc(a_lay, arch) if f.a_src == "SS" else 0, "desc_b": desc_b,
              "idesc": D.encode_idesc(c.idesc()), "alloc_cols": alloc, "read_cols": read_cols,
              "enable_input_d": c.scale_d, "a_tmem_col": a_col, "a_tmem_cols": a_cols,
              "zero_mask": D.encode_zero_column_mask(c.zero_mask) if c.zero_mask else 0,
