@@ -1,16 +1,26 @@
 """tcgen05 cases and their reference, from the spec: shared-memory images, Tensor Memory images, expected D.
 
-Where D[row, col] and A[row, k] sit in Tensor Memory (the data paths) is cross-checked against CUTLASS's CuTe
-DSL on the CPU for what the DSL exposes (tests/test_cute_oracle.py): layout D (M=128, cta_group::1, identity),
-F (M=64: 16 rows in each warp's 32-lane quarter), A (M=256 pair: 128 rows per CTA), B (M=128 pair: 64 rows per
-CTA, column halves folded onto lanes 64..127), an f16 accumulator taking a whole 32-bit column per element (low
-half), and A in Tensor Memory (rows on D's lanes, K packed along 32-bit columns). What remains a reading of the
-documentation, to be confirmed by the first run on a Blackwell GPU:
-  * the .ws data paths E (M=64: column halves folded) and G (M=32: column quarters folded);
-  * kind::f8f6f4 keeps 6- and 4-bit elements one per byte (value in the low bits); mxf4 kinds pack e2m1 pairs;
-  * scale factors: tcgen05.cp 128x128b puts shared-memory row r (16 bytes) in TMEM lane r; the scale of K
-    block b of row m (of A) or column n (of B) is byte b of the first scale column.
-A Blackwell run that disagrees says where (the diff names CTA, lane and column); the fix belongs in this file.
+Every data layout here is diffed against NVIDIA's own code on the CPU: CUTLASS's C++ CuTe layouts evaluated on the
+host (tests/oracles/cutlass_tcgen05_layouts.cpp, tests/test_tcgen05_layouts_vs_cutlass.py) and the CuTe DSL
+(tests/test_cute_oracle.py). What they fix:
+  * D in Tensor Memory (tmem_frg / tmem_frg_ws): layout D (M=128, identity), F (M=64: 16 rows in each warp's
+    32-lane quarter), A (M=256 pair: 128 rows per CTA), B (M=128 pair: 64 rows per CTA, column halves folded onto
+    lanes 64..127), E (.ws M=64: column halves folded onto lanes 64..127), G (.ws M=32: column quarters folded
+    onto the four lane quarters); an f16 accumulator takes a whole 32-bit column per element (low half);
+  * A in Tensor Memory: rows on D's lanes, K packed along 32-bit columns (byte k%4 of column k//4 for 8-bit A);
+  * block-scale factors (tmem_sf_frg, ScaleFactorDuplicated4by1): the factor of row mn, block b sits in lane
+    mn%32 of every 32-lane quarter, column mn//32, byte b (the scale-factor id selects the byte, 0 here); it gets
+    there from CUTLASS's scale-factor smem atom (row mn at byte 16*(mn%32) + 4*(mn//32 % 4) + b, 512 bytes per
+    128 rows) by tcgen05.cp 32x128b.warpx4 (PTX ISA 9.7.16.10.7: "Scale factors for A and B matrices need to be
+    duplicated to all 32 lane partitions of tensor memory"); under cta_group::2 every CTA holds the factors of
+    its own A rows and of all N columns of B;
+  * kind::f8f6f4 / mxf8f6f4 4- and 6-bit elements in shared memory: 16 elements of a 16-byte chunk packed
+    contiguously from its start, the rest padding (PTX ISA 9.7.16.10.4.4 "contiguously packed along with
+    padding"; CUTLASS's *_unpacksmem_t types load through TMA's 16U4_ALIGN16B / 16U6_ALIGN16B into uint8_t smem);
+    mxf4 kinds pack two e2m1 per byte, no padding, lower element in the low nibble;
+  * 128B swizzle with 32-byte atomicity: CUTLASS's atom is 4 K-rows of 128 bytes; the cases choose strides that
+    read the same under that and under harness/layouts.py's 8-row reading (see base32b_strides).
+What neither source settles is named per case by unsettled_reason() and carried in its record.
 """
 from __future__ import annotations
 
@@ -52,7 +62,8 @@ def type_combos(kind: str) -> list[tuple[str, str, str]]:
 
 
 def storage_dtype(form: Form, t: str) -> str:
-    """The layout's element width: sub-byte types sit one per byte except in the mxf4 kinds."""
+    """The layout's element width: f8f6f4 sub-byte types take an 8-bit slot of the canonical layout (16 per
+    16-byte chunk; within the chunk they are packed, see subbyte_bit_addresses); the mxf4 kinds pack e2m1 pairs."""
     if dtypes.get(t).bits < 8 and form.kind not in ("mxf4", "mxf4nvf4"):
         return "u8"
     return t
@@ -81,6 +92,9 @@ class TcCase:
     zero_mask: D.ZeroColumnMask | None = None
     major_a: str = "K"
     major_b: str = "K"
+    # 'cutlass_base32b': B (MN-major 128B_base32b) tiled as CUTLASS's Layout_MN_SW128_32B_Atom (4 K-rows per atom,
+    # LBO = 512 between MN atoms, SBO = 512 * atoms between K-row groups), which harness/layouts.py cannot express
+    b_atoms: str = "layouts"
 
     @property
     def k(self) -> int:
@@ -97,6 +111,8 @@ class TcCase:
             parts.append("accum")
         if self.zero_mask is not None:
             parts.append(f"zmask{D.encode_zero_column_mask(self.zero_mask):x}")
+        if self.b_atoms != "layouts":
+            parts.append(f"B:{self.b_atoms}")
         return "-".join(parts)
 
     @property
@@ -130,6 +146,8 @@ def cases_for_form(form: Form) -> list[TcCase]:
         for j, sw in enumerate(mn_swz):
             ma = "MN" if form.a_src == "SS" and j % 2 == 0 else "K"
             out.append(TcCase(form, m, n, a, b, acc, sw if ma == "MN" else "128B", sw, j % 2, None, ma, "MN"))
+        if form.kind == "tf32":  # one case that tells the two readings of 128B_base32b apart (see unsettled_reason)
+            out.append(TcCase(form, m, n, a, b, acc, "128B", "128B_base32b", 0, None, "K", "MN", "cutlass_base32b"))
     return out
 
 
@@ -176,6 +194,105 @@ def a_lane(m: int, row):
     return 32 * (row // 16) + row % 16 if m == 64 else row
 
 
+# ---------------------------------------------------------------------------------------------------- scale factors
+
+SF_ROWS_PER_COPY = 128  # one tcgen05.cp 32x128b.warpx4 moves 32 smem rows of 16 bytes = 128 rows' factors
+
+
+def sf_smem_offset(mn, block):
+    """Byte offset in the scale-factor tile of the factor of row (A) / column (B) `mn`, K block `block` (0..3):
+    CUTLASS's Sm1xxBlockScaledBasicChunk::SfKMajorAtom ((32,4),(SFVec,4)):((16,4),(0,1)), 512 bytes per 128 rows."""
+    mn, block = np.asarray(mn), np.asarray(block)
+    return 512 * (mn // 128) + 16 * (mn % 32) + 4 * ((mn // 32) % 4) + block
+
+
+def sf_tmem_position(mn, block, mode: str = "4x1", mn_extent: int = 128):
+    """(lanes [..., replicas], column, byte) in Tensor Memory of the factor of row/column `mn`, block `block`
+    (relative to the scale-factor address, scale-factor id 0). '4x1' (every cta_group::1 MMA, M=256 pairs, and
+    A of every pair): lane mn%32 of each 32-lane quarter, column mn//32, byte = block. '2x2' (B of an M=128 pair,
+    CUTLASS's ScaleFactorDuplicated2by2, mn_extent = N rounded up to 128): the first half of N on lane quarters
+    0,1, the second on 2,3."""
+    mn, block = np.asarray(mn), np.asarray(block)
+    if mode == "4x1":
+        lanes = (mn % 32)[..., None] + 32 * np.arange(4)
+        return lanes, mn // 32, block
+    half, j = mn // (mn_extent // 2), mn % (mn_extent // 2)
+    lanes = (j % 32 + 64 * half)[..., None] + 32 * np.arange(2)
+    return lanes, j // 32, block
+
+
+def scale_codes_to_values(kind: str, codes) -> np.ndarray:
+    """Scale-factor codes -> scale values: ue8m0 is 2^(code-127) with 0xFF NaN (OCP MX; ml_dtypes'
+    float8_e8m0fnu), ue4m3 is e4m3 with the sign bit clear (mxf4nvf4)."""
+    codes = np.asarray(codes, np.uint64)
+    if kind == "mxf4nvf4":
+        if np.any(codes & 0x80):
+            raise ValueError("ue4m3 scale factors have no sign bit")
+        return dtypes.get("ue4m3").from_bits(codes)
+    return dtypes.get("ue8m0").from_bits(codes)
+
+
+# ---------------------------------------------------------------------------------------------------- sub-byte operands
+
+def subbyte_bit_addresses(lay: SmemLayout, bits: int) -> np.ndarray:
+    """Bit address of each element of an f8f6f4 4/6-bit operand laid out in 8-bit slots (`lay`, dtype u8): the 16
+    elements whose slots share a 16-byte chunk are packed from the chunk's start, `bits` apart, little-endian (the
+    ISA's b4x16_p64 / b6x16_p32 shapes: 16 x 4 bits + 64 padding, 16 x 6 bits + 32 padding)."""
+    byte = layouts.smem_address(lay)
+    return (byte & ~15) * 8 + (byte & 15) * bits
+
+
+def write_bits_anywhere(image: np.ndarray, bit_addr, values, bits: int) -> None:
+    """OR `bits`-wide values into a uint8 image at bit addresses that may straddle bytes (6-bit elements do)."""
+    bit_addr = np.asarray(bit_addr, np.int64).ravel()
+    v = np.asarray(values, np.uint64).ravel()
+    for b in range(bits):
+        pos = bit_addr + b
+        one = ((v >> np.uint64(b)) & np.uint64(1)).astype(np.uint8)
+        np.bitwise_or.at(image, pos >> 3, (one << (pos & 7)).astype(np.uint8))
+
+
+def read_bits_anywhere(image: np.ndarray, bit_addr, bits: int) -> np.ndarray:
+    bit_addr = np.asarray(bit_addr, np.int64)
+    out = np.zeros(bit_addr.shape, np.uint64)
+    for b in range(bits):
+        pos = bit_addr + b
+        out |= ((image[pos >> 3] >> (pos & 7)) & 1).astype(np.uint64) << np.uint64(b)
+    return out
+
+
+def _write_operand(form: Form, t: str, lay: SmemLayout, bits_: np.ndarray, img: np.ndarray) -> None:
+    width = dtypes.get(t).bits
+    if lay.dtype == "u8" and width < 8:
+        layouts.check_distinct(lay)
+        write_bits_anywhere(img, subbyte_bit_addresses(lay, width), bits_, width)
+    else:
+        layouts.write_image(lay, bits_, img)
+
+
+# ---------------------------------------------------------------------------------------------------- unsettled
+
+def unsettled_reason(c: TcCase) -> str | None:
+    """Why a case's expected result rests on a reading neither NVIDIA's code nor the PTX ISA text decides (None
+    when both fix every layout it uses). A Blackwell run of the case settles it; its record carries the reason."""
+    f = c.form
+    if c.b_atoms == "cutlass_base32b":
+        return ("128B_base32b with CUTLASS's strides: CUTLASS's atom is 4 K-rows of 128 bytes and SBO steps over "
+                "4 K-rows (Layout_MN_SW128_32B_Atom, make_umma_desc<Major::MN>); the ISA's canonical-layout table "
+                "has no 128B_base32b row and defines SBO of swizzled MN-major layouts 'from the first 8 columns to "
+                "the next 8 columns' (harness/layouts.py's reading). Modelled: CUTLASS's")
+    if f.a_src == "TS" and f.kind == "f8f6f4" and dtypes.get(c.atype).bits < 8:
+        return ("A in Tensor Memory, 4/6-bit type: the ISA says one element per 8-bit container (4 per 32-bit "
+                "word) but shows where in the byte only in Figures 199-201 (no text); CUTLASS's tmem_frg would "
+                "pack 4/6-bit A densely. Modelled: value in the low bits of its byte")
+    if f.block_scaled and f.cta_group == 2:
+        return ("tcgen05.cp.cta_group::2 of the scale factors: the ISA says the data 'is copied into the Tensor "
+                "Memory of both the current and the peer CTAs' but not whose shared memory each CTA's copy reads; "
+                "CUTLASS loads each CTA's own A-row factors and all of B's into each CTA's shared memory and has "
+                "the leader issue one cta_group::2 copy, which implies each CTA's own. Modelled: each CTA's own")
+    return None
+
+
 def d_columns(c: TcCase) -> int:
     _, _, col, _ = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
     return int(col.max()) + 1
@@ -191,6 +308,7 @@ class TcPrepared:
     tmem_in: np.ndarray  # [ctas, 128, read_cols] uint32 (C, A-in-TMEM)
     expected: np.ndarray  # [m, n] exact
     read_cols: int
+    operands: dict | None = None  # 'a', 'b' (values [m, k], [n, k]), 'sfa', 'sfb' (scale codes [m|n, blocks])
 
 
 def _draw(rng, t: str, shape):
@@ -207,9 +325,34 @@ def _acc_bits(dtype: str, v):
     return dtypes.get(dtype).to_bits(v)
 
 
+def base32b_strides(dtype: str, rows: int, cols: int) -> tuple[int, int]:
+    """(LBO, SBO) for an MN-major 128B_base32b tile that reads the same under both readings of the descriptor:
+    CUTLASS's (Layout_MN_SW128_32B_Atom: 4 K-rows of 128 bytes per atom, SBO steps over 4 K-rows, LBO over
+    128-byte MN atoms) and harness/layouts.py's (8 K-rows per atom, SBO steps over 8). With at most 8 K-rows
+    (tf32: K=8 per MMA) and SBO = 4 rows * 128 bytes, K-row r of MN atom i lands at i*LBO + 128*r in both."""
+    if cols > 8:
+        raise layouts.LayoutError("base32b_strides: more than 8 K-rows would read differently under the two readings")
+    return 1024, 512  # one 1024-byte block (8 K-rows) per 128-byte MN atom; SBO = 4 K-rows
+
+
+def base32b_cutlass_bytes(mn, k, lbo: int, sbo: int, start: int = 0, elem_bytes: int = 4):
+    """Byte address of element (mn, k) of an MN-major SWIZZLE_128B_BASE32B tile as CUTLASS reads the descriptor
+    (make_umma_desc<Major::MN>, Layout_MN_SW128_32B_Atom): 16-byte chunks ((8,n),(4,k)) : ((1,LBO),(8,SBO)), i.e.
+    8 chunks of MN per 128-byte row, 4 K-rows per atom, LBO between MN atoms, SBO between groups of 4 K-rows;
+    then Swizzle<2,5,2> on the byte address (32-byte units XORed by address bits 7-8). `start` 512-aligned."""
+    per = 16 // elem_bytes
+    mn, k = np.asarray(mn), np.asarray(k)
+    chunk, elem = mn // per, mn % per
+    byte = start + (chunk % 8) * 16 + (chunk // 8) * lbo + (k % 4) * 128 + (k // 4) * sbo
+    return (byte ^ (((byte >> 7) & 3) << 5)) + elem * elem_bytes
+
+
 def _operand_layout(form, t, rows, k, major, swizzle, start) -> SmemLayout:
     st = storage_dtype(form, t)
-    lbo, sbo = layouts.packed_strides(major, swizzle, st, rows, k)
+    if swizzle == "128B_base32b":
+        lbo, sbo = base32b_strides(st, rows, k)
+    else:
+        lbo, sbo = layouts.packed_strides(major, swizzle, st, rows, k)
     lay = SmemLayout(major, swizzle, st, rows, k, lbo, sbo, start)
     layouts.validate(lay)
     return lay
@@ -232,6 +375,11 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
         b_eff[zero, :] = 0
     sfa = sfb = None
     if f.block_scaled:
+        if N > SF_ROWS_PER_COPY or M // cg > SF_ROWS_PER_COPY:
+            raise ValueError(f"{c.id}: the kernel copies one 128-row block of scale factors per operand")
+        if cg == 2 and M == 128:
+            raise ValueError(f"{c.id}: B's factors of an M=128 pair take CUTLASS's 2x2 layout (sf_tmem_position "
+                             "'2x2'), which one 32x128b.warpx4 copy cannot produce; not modelled in prepare")
         blocks = {"mxf8f6f4": 1, "mxf4": 2, "mxf4nvf4": 4}[f.kind]
         sfa = rng.integers(126, 129, size=(M, blocks))  # ue8m0 exponents: scales 0.5, 1, 2
         sfb = rng.integers(126, 129, size=(N, blocks))
@@ -239,8 +387,8 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
             sfa = rng.choice([0x30, 0x38, 0x40], size=(M, blocks))
             sfb = rng.choice([0x30, 0x38, 0x40], size=(N, blocks))
         bk = K // blocks
-        a_s = a * np.repeat(_scale_values(f.kind, sfa), bk, axis=1)
-        b_s = b_eff * np.repeat(_scale_values(f.kind, sfb), bk, axis=1)
+        a_s = a * np.repeat(scale_codes_to_values(f.kind, sfa), bk, axis=1)
+        b_s = b_eff * np.repeat(scale_codes_to_values(f.kind, sfb), bk, axis=1)
         prod = a_s @ b_s.T
     else:
         prod = a @ b_eff.T
@@ -281,35 +429,43 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
         b_start = -(-layouts.footprint(a_lay)[1] // 1024) * 1024
         b_lay = _operand_layout(f, c.btype, cols_b, K, c.major_b, c.swizzle_b, b_start)
         end = layouts.footprint(b_lay)[1]
+        if c.b_atoms == "cutlass_base32b":
+            b_lbo, b_sbo = 512, 512 * -(-cols_b // 32)
+            mn_, k_ = np.meshgrid(np.arange(cols_b), np.arange(K), indexing="ij")
+            b_bytes = base32b_cutlass_bytes(mn_, k_, b_lbo, b_sbo, b_start)
+            end = int(b_bytes.max()) + 4
         sf_start = -(-end // 1024) * 1024
-        size = sf_start + (2 * 128 * 16 + 1024 if f.block_scaled else 0)
+        size = sf_start + (2 * 1024 if f.block_scaled else 0)  # A's factors, then B's, 512 bytes per 128 rows
         img = np.zeros(-(-size // 16) * 16, np.uint8)
         if f.a_src == "SS":
-            layouts.write_image(a_lay, _bits(c.atype, a_part), img)
+            _write_operand(f, c.atype, a_lay, _bits(c.atype, a_part), img)
         else:  # A in TMEM: row -> lane (this CTA's rows), K packed along 32-bit columns
             _write_tmem_rows(tmem_in[r], a_col, _bits(c.atype, a_part), dtypes.get(storage_dtype(f, c.atype)).bits,
                              a_lane(M, np.arange(rows_a)))
-        layouts.write_image(b_lay, _bits(c.btype, b_part), img)
-        p = {"desc_a": _desc(a_lay, arch) if f.a_src == "SS" else 0, "desc_b": _desc(b_lay, arch),
+        if c.b_atoms == "cutlass_base32b":
+            layouts.write_bits(img, b_bytes * 8, _bits(c.btype, b_part), 32)
+            desc_b = D.encode_tcgen05_smem_desc(b_start, b_lbo, b_sbo, "128B_base32b", 0, "relative", arch)
+        else:
+            _write_operand(f, c.btype, b_lay, _bits(c.btype, b_part), img)
+            desc_b = _desc(b_lay, arch)
+        p = {"desc_a": _desc(a_lay, arch) if f.a_src == "SS" else 0, "desc_b": desc_b,
              "idesc": D.encode_idesc(c.idesc()), "alloc_cols": alloc, "read_cols": read_cols,
              "enable_input_d": c.scale_d, "a_tmem_col": a_col, "a_tmem_cols": a_cols,
              "zero_mask": D.encode_zero_column_mask(c.zero_mask) if c.zero_mask else 0,
              "sf_col_a": sf_a, "sf_col_b": sf_b, "sf_desc_a": 0, "sf_desc_b": 0}
-        if f.block_scaled:  # 128 rows x 16 bytes each, for tcgen05.cp 128x128b (rows at (r//8)*128 + (r%8)*16)
-            for which, sf, rows, start in (("a", sfa[r * rows_a:(r + 1) * rows_a], rows_a, sf_start),
-                                           ("b", sfb[r * cols_b:(r + 1) * cols_b], cols_b, sf_start + 2048)):
-                for i in range(rows):
-                    img[start + i * 16: start + i * 16 + sf.shape[1]] = sf[i]
+        if f.block_scaled:
+            # CUTLASS's scale-factor atom (sf_smem_offset): 32 rows of 16 bytes per 128 rows/columns, which
+            # tcgen05.cp 32x128b.warpx4 puts in every lane quarter (sf_tmem_position). Each CTA holds its own A
+            # rows' factors and the factors of all N columns of B (CUTLASS's TiledMMA_SF: a 1-CTA MMA over N).
+            for which, sf, start in (("a", sfa[r * rows_a:(r + 1) * rows_a], sf_start),
+                                     ("b", sfb, sf_start + 1024)):
+                mn, blk = np.meshgrid(np.arange(sf.shape[0]), np.arange(sf.shape[1]), indexing="ij")
+                img[start + sf_smem_offset(mn, blk)] = sf.astype(np.uint8)
+                # K-major, no swizzle: 8-row core matrices of 16-byte rows, 128 bytes apart (SBO)
                 p[f"sf_desc_{which}"] = D.encode_tcgen05_smem_desc(start, 16, 128, "none", 0, "relative", arch)
         images.append(img)
         params.append(p)
-    return TcPrepared(c, images, params, tmem_in, expected, read_cols)
-
-
-def _scale_values(kind: str, codes) -> np.ndarray:
-    if kind == "mxf4nvf4":
-        return dtypes.get("e4m3").from_bits(np.asarray(codes, np.uint64))  # ue4m3: e4m3 without the sign
-    return np.exp2(np.asarray(codes, np.float64) - 127)
+    return TcPrepared(c, images, params, tmem_in, expected, read_cols, {"a": a, "b": b, "sfa": sfa, "sfb": sfb})
 
 
 def _write_tmem_rows(tm: np.ndarray, col0: int, bits: np.ndarray, width: int, lanes) -> None:
@@ -335,6 +491,9 @@ def decode(c: TcCase, tmem_out: np.ndarray) -> np.ndarray:
 def diff(prep: TcPrepared, tmem_out: np.ndarray, status) -> dict:
     c = prep.case
     rec = {"id": c.id, "kernel": c.form.name, "family": "tcgen05"}
+    why = unsettled_reason(c)
+    if why:
+        rec["unsettled"] = why
     if int(np.max(status)):
         return {**rec, "status": "timeout", "error": "the MMA's mbarrier never completed within the spin limit"}
     got = decode(c, tmem_out)

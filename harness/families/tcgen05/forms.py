@@ -77,9 +77,12 @@ def mma_statement(f: Form) -> str:
 
 
 def scale_copy(f: Form) -> str:
+    """Scale factors, shared memory -> Tensor Memory, as CUTLASS's block-scaled collectives copy them
+    (SM100_UTCCP_4x32dp128bit_1cta/_2cta): 32 rows of 16 bytes, broadcast to all four 32-lane quarters, one copy
+    per operand (128 rows/columns of factors, 4 columns). Under cta_group::2 the leader CTA issues it for the pair."""
     if not f.block_scaled:
         return ""
-    cp = f"tcgen05.cp.cta_group::{f.cta_group}.128x128b"
+    cp = f"tcgen05.cp.cta_group::{f.cta_group}.32x128b.warpx4"
     return (f'asm volatile("{cp} [%0], %1;\\n" :: "r"(sfa), "l"(p.sf_desc_a + window_field) : "memory");\n'
             f'        asm volatile("{cp} [%0], %1;\\n" :: "r"(sfb), "l"(p.sf_desc_b + window_field) : "memory");')
 
