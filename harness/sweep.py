@@ -144,12 +144,14 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
 
     not_run: dict[str, int] = {}
     for k, cs in work:
+        fam = families.get(k.family)
         if compiled[k].error is not None:
-            emit([case_record(c.id, k, Status.COMPILE_ERROR, error=str(compiled[k].error)) for c in cs])
+            emit([case_record(c.id, k, Status.COMPILE_ERROR, error=str(compiled[k].error), **fam.case_fields(c))
+                  for c in cs])
         elif k not in run_set:
-            reason = gpu.skip_reason(*map(str, families.get(k.family).archs))
+            reason = gpu.skip_reason(*map(str, fam.archs))
             not_run[str(k.family)] = not_run.get(str(k.family), 0) + len(cs)
-            emit([case_record(c.id, k, Status.NOT_RUN, reason=reason) for c in cs])
+            emit([case_record(c.id, k, Status.NOT_RUN, reason=reason, **fam.case_fields(c)) for c in cs])
     for fam, n in not_run.items():
         log(f"{fam}: {n} cases recorded as not run ({gpu.skip_reason(*map(str, families.get(fam).archs))})")
     timing = {"plan_s": round(plan_s, 2)}

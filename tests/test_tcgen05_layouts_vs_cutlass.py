@@ -1,4 +1,4 @@
-"""Every tcgen05 data-layout model of harness/tcgen05_cases.py against CUTLASS's C++ CuTe layouts, evaluated on the
+"""Every tcgen05 data-layout model of harness/families/tcgen05/cases.py against CUTLASS's C++ CuTe layouts, evaluated on the
 host (tests/oracles/cutlass_tcgen05_layouts.cpp): the accumulator data paths (1-CTA, CTA pair, .ws), A in Tensor
 Memory, the block-scale factors (shared-memory atom, the tcgen05.cp shape that moves them, their Tensor Memory
 layout, the values of ue8m0/ue4m3 codes), the 4/6-bit f8f6f4 operands in shared memory, the e2m1 pairs of the mxf4
@@ -13,8 +13,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from oracles import cutlass_cpp  # noqa: E402
 
-from harness import dtypes, layouts, tcgen05, tcgen05_cases as T  # noqa: E402
-from harness.layouts import SmemLayout  # noqa: E402
+from harness.spec import dtypes, layouts
+from harness.families.tcgen05 import forms as tcgen05, cases as T  # noqa: E402
+from harness.spec.layouts import SmemLayout  # noqa: E402
 
 pytestmark = [pytest.mark.cutlass, pytest.mark.skipif(cutlass_cpp.skip_reason() is not None,
                                                       reason=str(cutlass_cpp.skip_reason()))]
@@ -173,7 +174,7 @@ def test_f8f6f4_subbyte_operands_take_8bit_slots_packed_16_per_chunk(nv):
     8-bit slot of the canonical layout each), loaded by TMA as 16U4_ALIGN16B / 16U6_ALIGN16B: 16 packed values
     then padding in every 16 bytes (the ISA's 'contiguously packed along with padding')."""
     bits = {e["type"].split("_")[0]: e for e in nv["subbyte"]}
-    from harness.tcgen05 import Form
+    from harness.families.tcgen05.forms import Form
     for t in ("e2m1", "e2m3", "e3m2"):
         e = bits[t]
         assert e["value_bits"] == dtypes.get(t).bits and e["smem_alloc_bits"] == 8
@@ -227,7 +228,7 @@ def test_sw128_32b_atom_is_four_k_rows_and_the_cases_read_the_same_both_ways(nv)
         mn, k = np.meshgrid(np.arange(e["mn"]), np.arange(e["k"]), indexing="ij")
         got = np.array(e["bytes"]).reshape(e["mn"], e["k"])
         assert np.array_equal(T.base32b_cutlass_bytes(mn, k, e["lbo"] or 512, e["sbo"] or 512), got), e
-    # the strides the cases use give the same addresses under harness/layouts.py's 8-row reading
+    # the strides the cases use give the same addresses under harness/spec/layouts.py's 8-row reading
     cases = [c for _, cs in T.all_cases() for c in cs if "128B_base32b" in (c.swizzle_a, c.swizzle_b)]
     assert cases
     for c in cases:

@@ -6,7 +6,9 @@ A family answers:
   * `prepare(kernel, cases)`: a `LaunchInput` for those cases and one expectation per case (expected values,
     tolerance, a negative control's predicted misread: whatever its `readback` needs, picklable);
   * `readback(kernel, expectations, outputs)`: the device's output buffers -> one case record per case;
-  * `diagnose(kernel, cases, cubin_path, worker, timeout, png_dir)`: probe records that explain a failure.
+  * `diagnose(kernel, cases, cubin_path, worker, timeout, png_dir)`: probe records that explain a failure;
+  * `case_fields(case)`: what every record of the case carries, run or not (a tcgen05 case whose expected
+    value rests on a reading NVIDIA's code and the PTX ISA do not settle says so: `unsettled`).
 Cases expose `id`, `seed` and `facets` (the values the sweep's filters select on: kind, n, dtype, a_src, ...).
 Adding a family is one subpackage under harness/families/ with a `FAMILY` object and one line in
 `harness/families/__init__.py`.
@@ -42,6 +44,8 @@ class Family(Protocol):
     def readback(self, kernel: Kernel, expectations: list, outputs: dict) -> list[dict]: ...
 
     def diagnose(self, kernel: Kernel, cases: list, cubin_path: str, worker, timeout: float, png_dir) -> list[dict]: ...
+
+    def case_fields(self, case) -> dict: ...  # fields every record of this case carries, run or not
 
 
 def case_record(case_id: str, kernel: Kernel, status: Status | str, **fields) -> dict:

@@ -47,6 +47,12 @@ class Tcgen05Family:
             j += k
         return out
 
+    @staticmethod
+    def case_fields(case) -> dict:
+        from harness.families.tcgen05 import cases as T
+        reason = T.unsettled_reason(case)
+        return {"unsettled": reason} if reason else {}
+
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
         return [{"type": "diagnosis", "id": c.id, "operand": "A,B", "status": "not-probed",
                  "summary": "the tcgen05 address probe is not built yet"} for c in cases]

@@ -19,7 +19,7 @@ host (tests/oracles/cutlass_tcgen05_layouts.cpp, tests/test_tcgen05_layouts_vs_c
     padding"; CUTLASS's *_unpacksmem_t types load through TMA's 16U4_ALIGN16B / 16U6_ALIGN16B into uint8_t smem);
     mxf4 kinds pack two e2m1 per byte, no padding, lower element in the low nibble;
   * 128B swizzle with 32-byte atomicity: CUTLASS's atom is 4 K-rows of 128 bytes; the cases choose strides that
-    read the same under that and under harness/layouts.py's 8-row reading (see base32b_strides).
+    read the same under that and under harness/spec/layouts.py's 8-row reading (see base32b_strides).
 What neither source settles is named per case by unsettled_reason() and carried in its record.
 """
 from __future__ import annotations
@@ -93,7 +93,7 @@ class TcCase:
     major_a: str = "K"
     major_b: str = "K"
     # 'cutlass_base32b': B (MN-major 128B_base32b) tiled as CUTLASS's Layout_MN_SW128_32B_Atom (4 K-rows per atom,
-    # LBO = 512 between MN atoms, SBO = 512 * atoms between K-row groups), which harness/layouts.py cannot express
+    # LBO = 512 between MN atoms, SBO = 512 * atoms between K-row groups), which harness/spec/layouts.py cannot express
     b_atoms: str = "layouts"
 
     @property
@@ -280,7 +280,7 @@ def unsettled_reason(c: TcCase) -> str | None:
         return ("128B_base32b with CUTLASS's strides: CUTLASS's atom is 4 K-rows of 128 bytes and SBO steps over "
                 "4 K-rows (Layout_MN_SW128_32B_Atom, make_umma_desc<Major::MN>); the ISA's canonical-layout table "
                 "has no 128B_base32b row and defines SBO of swizzled MN-major layouts 'from the first 8 columns to "
-                "the next 8 columns' (harness/layouts.py's reading). Modelled: CUTLASS's")
+                "the next 8 columns' (harness/spec/layouts.py's reading). Modelled: CUTLASS's")
     if f.a_src == "TS" and f.kind == "f8f6f4" and dtypes.get(c.atype).bits < 8:
         return ("A in Tensor Memory, 4/6-bit type: the ISA says one element per 8-bit container (4 per 32-bit "
                 "word) but shows where in the byte only in Figures 199-201 (no text); CUTLASS's tmem_frg would "
@@ -328,7 +328,7 @@ def _acc_bits(dtype: str, v):
 def base32b_strides(dtype: str, rows: int, cols: int) -> tuple[int, int]:
     """(LBO, SBO) for an MN-major 128B_base32b tile that reads the same under both readings of the descriptor:
     CUTLASS's (Layout_MN_SW128_32B_Atom: 4 K-rows of 128 bytes per atom, SBO steps over 4 K-rows, LBO over
-    128-byte MN atoms) and harness/layouts.py's (8 K-rows per atom, SBO steps over 8). With at most 8 K-rows
+    128-byte MN atoms) and harness/spec/layouts.py's (8 K-rows per atom, SBO steps over 8). With at most 8 K-rows
     (tf32: K=8 per MMA) and SBO = 4 rows * 128 bytes, K-row r of MN atom i lands at i*LBO + 128*r in both."""
     if cols > 8:
         raise layouts.LayoutError("base32b_strides: more than 8 K-rows would read differently under the two readings")

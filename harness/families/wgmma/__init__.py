@@ -42,6 +42,10 @@ class WgmmaFamily:
                                                               if k not in ("id", "status", "kernel")})
                 for r in readback.diff_launch(expectations, outputs["d_out"])]
 
+    @staticmethod
+    def case_fields(case) -> dict:
+        return {}
+
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
         from harness.diagnosis import diagnose
         return diagnose.diagnose(cases, lambda _key: cubin_path, worker, timeout, png_dir)
