@@ -118,16 +118,16 @@ def test_tcgen05_tmem_data_paths_match_cute():
     CuTe's TMEM fragments of the same MMAs (layouts D, F, A, B; f16 accumulators; A from TMEM)."""
     from cute_oracle_sm100 import tmem_mma_layouts
 
-    from harness.families.tcgen05 import cases as T
+    from harness.families.tcgen05 import cases as T, datapaths as DP, readback as RB, reference as R
     for (operand, m, nk, cg, t), cells in zip(MMA_FRAGMENTS, tmem_mma_layouts(MMA_FRAGMENTS)):
         cute_cells = np.array(cells)  # [rows of this CTA, cols, (lane, column, bit)]
         rows = cute_cells.shape[0]
         if operand == "C":
-            cta, lane, col, half = T.d_position(m, nk, cg, False, t)
+            cta, lane, col, half = DP.d_position(m, nk, cg, False, t)
             mine = np.stack([lane[:rows], col[:rows], 16 * half[:rows]], axis=-1)  # CTA 0's rows
             assert (cta[:rows] == 0).all()
         else:
             k = np.arange(nk)[None, :]
-            lane = T.a_lane(m, np.arange(m))[:, None] + 0 * k
+            lane = DP.a_lane(m, np.arange(m))[:, None] + 0 * k
             mine = np.stack([lane, 0 * lane + k * 16 // 32, 0 * lane + (k * 16) % 32], axis=-1)
         assert np.array_equal(mine, cute_cells), (operand, m, nk, cg, t)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from harness.run import compile as C
-from harness.families.tcgen05 import forms as tcgen05, cases as T, kernel as tcgen05_launch
+from harness.families.tcgen05 import (cases as T, datapaths as DP, forms as tcgen05, kernel as tcgen05_launch,
+                                      readback as RB, reference as R)
 from harness.families.tcgen05.forms import Form
 
 FORMS = tcgen05.all_forms()
@@ -73,29 +74,29 @@ def test_the_cases_cover_every_form_shape_and_type_pairing():
 
 @pytest.mark.parametrize("case", CASES[::7], ids=lambda c: c.id)
 def test_reference_is_consistent_with_the_data_path(case):
-    prep = T.prepare(case)
-    cta, lane, col, half = T.d_position(case.m, case.n, case.form.cta_group, case.form.ws, case.dtype)
+    prep = R.prepare(case)
+    cta, lane, col, half = DP.d_position(case.m, case.n, case.form.cta_group, case.form.ws, case.dtype)
     assert lane.max() < 128 and cta.max() < case.form.cta_group
     cells = np.stack([cta.ravel(), lane.ravel(), col.ravel(), half.ravel()])
     assert np.unique(cells, axis=1).shape[1] == case.m * case.n  # no two elements share a cell
     # a device that wrote the expected D where the data path says decodes back to it exactly
-    out = np.full((case.form.cta_group, 128, prep.read_cols), T.POISON, np.uint32)
-    bits = T._acc_bits(case.dtype, prep.expected)
+    out = np.full((case.form.cta_group, 128, prep.read_cols), R.POISON, np.uint32)
+    bits = R._acc_bits(case.dtype, prep.expected)
     if case.dtype == "f16":
         out[cta, lane, col] = 0
         np.bitwise_or.at(out, (cta, lane, col), (bits << (16 * half).astype(np.uint64)).astype(np.uint32))
     else:
         out[cta, lane, col] = bits.astype(np.uint32)
-    assert T.diff(prep, out, [0] * case.form.cta_group)["status"] == "pass"
+    assert RB.diff(prep, out, [0] * case.form.cta_group)["status"] == "pass"
     out[cta[0, 0], lane[0, 0], col[0, 0]] ^= np.uint32(1 << 10)  # inside every accumulator type's bits
-    rec = T.diff(prep, out, [0] * case.form.cta_group)
+    rec = RB.diff(prep, out, [0] * case.form.cta_group)
     assert rec["status"] == "fail" and rec["first_mismatches"][0]["lane"] == int(lane[0, 0])
-    assert T.diff(prep, out, [1] * case.form.cta_group)["status"] == "timeout"
+    assert RB.diff(prep, out, [1] * case.form.cta_group)["status"] == "timeout"
 
 
 def test_every_launch_fits_shared_memory_and_tensor_memory():
     for form, cs in T.all_cases():
-        packed = tcgen05_launch.pack([T.prepare(c) for c in cs])
+        packed = tcgen05_launch.pack([R.prepare(c) for c in cs])
         assert packed.smem <= 227 * 1024
         assert packed.params["alloc_cols"].max() <= 512
         assert packed.params.size == len(cs) * form.cta_group

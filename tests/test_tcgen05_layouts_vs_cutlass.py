@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from oracles import cutlass_cpp  # noqa: E402
 
 from harness.spec import dtypes, layouts
-from harness.families.tcgen05 import forms as tcgen05, cases as T  # noqa: E402
+from harness.families.tcgen05 import cases as T, datapaths as DP, forms as tcgen05, readback as RB, reference as R  # noqa: E402,E501
 from harness.spec.layouts import SmemLayout  # noqa: E402
 
 pytestmark = [pytest.mark.cutlass, pytest.mark.skipif(cutlass_cpp.skip_reason() is not None,
@@ -40,7 +40,7 @@ def test_accumulator_data_paths_match_cutlass_tmem_frg(nv):
         m, n, nsm = e["m"], e["n"], e["nsm"]
         dtype = "f32" if e["bits"] == 32 else "f16"
         got = _cells(e, 3).reshape(m, n, 3)
-        cta, lane, col, half = T.d_position(m * nsm, n, nsm, e["kind"] == "ws", dtype)
+        cta, lane, col, half = DP.d_position(m * nsm, n, nsm, e["kind"] == "ws", dtype)
         assert (cta[:m] == 0).all()
         mine = np.stack([lane[:m], col[:m], half[:m]], axis=-1)
         bad = np.argwhere((mine != got).any(axis=-1))
@@ -62,13 +62,13 @@ def test_a_in_tensor_memory_matches_cutlass(nv):
             assert np.array_equal(got[:, :, 0], np.arange(m)[:, None] + 0 * kk)
             assert not any(f.cta_group == 2 and f.a_src == "TS" for f in tcgen05.all_forms())
             continue
-        lane = T.a_lane(m, np.arange(m))[:, None] + 0 * kk
+        lane = DP.a_lane(m, np.arange(m))[:, None] + 0 * kk
         per = 32 // bits
         mine = np.stack([lane, kk // per, kk % per], axis=-1)
         assert np.array_equal(mine, got), (m, k, bits)
     # and the writer puts element j of a row at bits (j % per) * width of column j // per
     tm = np.zeros((128, 8), np.uint32)
-    T._write_tmem_rows(tm, 0, np.arange(32)[None, :].repeat(2, 0).astype(np.uint64) & 0xFF, 8, np.array([5, 9]))
+    R._write_tmem_rows(tm, 0, np.arange(32)[None, :].repeat(2, 0).astype(np.uint64) & 0xFF, 8, np.array([5, 9]))
     assert tm[5, 1] == 4 | 5 << 8 | 6 << 16 | 7 << 24
 
 
@@ -81,7 +81,7 @@ def test_scale_factor_tensor_memory_layout_matches_cutlass_tmem_sf_frg(nv):
         mn, nsf, reps = e["mn"], e["nsf"], e["replicas"]
         got = _cells(e, 3).reshape(reps, mn, nsf, 3)  # CuTe's first mode: mn + MN * replica
         idx, s = np.meshgrid(np.arange(mn), np.arange(nsf), indexing="ij")
-        lanes, col, byte = T.sf_tmem_position(idx, s, e["mode"], mn)
+        lanes, col, byte = DP.sf_tmem_position(idx, s, e["mode"], mn)
         assert lanes.shape[-1] == reps, e["mode"]
         for r in range(reps):
             assert np.array_equal(got[r, :, :, 0], lanes[..., r]), (e["mode"], e["operand"], mn, r)
@@ -94,7 +94,7 @@ def test_scale_factor_shared_memory_atom_matches_cutlass(nv):
         per = 4  # the factors of one MMA (1, 2 or 4 blocks) sit in one 4-byte group of the atom
         got = np.array(e["bytes"]).reshape(e["m"], e["k"] // e["vs"])[:, :per]
         mn, blk = np.meshgrid(np.arange(e["m"]), np.arange(per), indexing="ij")
-        assert np.array_equal(T.sf_smem_offset(mn, blk), got), e["vs"]
+        assert np.array_equal(DP.sf_smem_offset(mn, blk), got), e["vs"]
 
 
 def _utccp(nv, name):
@@ -118,11 +118,11 @@ def test_smem_atom_then_copy_lands_where_the_mma_reads(nv):
     bytes along columns) and tmem_sf_frg: they must agree with each other and with the model."""
     _, cells = _utccp(nv, "32x128b.warpx4")
     mn, blk = np.meshgrid(np.arange(128), np.arange(4), indexing="ij")
-    off = T.sf_smem_offset(mn, blk)
+    off = DP.sf_smem_offset(mn, blk)
     row, q = off // 16, off % 16
     lanes_copy = cells[:, row, q // 4, 0].transpose(1, 2, 0)  # [mn, b, replica]
     col_copy = cells[0, row, q // 4, 1] // 32
-    lanes, col, byte = T.sf_tmem_position(mn, blk)
+    lanes, col, byte = DP.sf_tmem_position(mn, blk)
     assert np.array_equal(lanes_copy, lanes) and np.array_equal(col_copy, col) and np.array_equal(q % 4, byte)
 
 
@@ -134,7 +134,7 @@ def test_prepared_scale_factors_reach_the_lanes_the_mma_reads(case, nv):
     """Simulate tcgen05.cp 32x128b.warpx4 on each CTA's prepared image, then read every factor where
     tmem_sf_frg says the MMA takes it: A's rows of this CTA, all N columns of B (CUTLASS's TiledMMA_SF)."""
     _, cells = _utccp(nv, "32x128b.warpx4")
-    prep = T.prepare(case)
+    prep = R.prepare(case)
     cg = case.form.cta_group
     for r in range(cg):
         img, p = prep.images[r], prep.params[r]
@@ -147,7 +147,7 @@ def test_prepared_scale_factors_reach_the_lanes_the_mma_reads(case, nv):
                 for w in range(4):
                     tmem[cells[rep, :, w, 0], 4 * w:4 * w + 4] = src[:, 4 * w:4 * w + 4]
             mn, blk = np.meshgrid(np.arange(codes.shape[0]), np.arange(codes.shape[1]), indexing="ij")
-            lanes, col, byte = T.sf_tmem_position(mn, blk)
+            lanes, col, byte = DP.sf_tmem_position(mn, blk)
             for rep in range(4):
                 assert np.array_equal(tmem[lanes[..., rep], 4 * col + byte], codes), (case.id, r, which, rep)
 
@@ -156,15 +156,15 @@ def test_scale_factor_codes_decode_as_ml_dtypes(nv):
     """ue8m0: 2^(code-127), 0xFF NaN (float8_e8m0fnu); ue4m3: e4m3 with the sign bit clear (float8_e4m3fn)."""
     codes = np.arange(256)
     want = codes.astype(np.uint8).view(ml_dtypes.float8_e8m0fnu).astype(np.float64)
-    got = T.scale_codes_to_values("mxf8f6f4", codes)
+    got = DP.scale_codes_to_values("mxf8f6f4", codes)
     assert np.array_equal(got, want, equal_nan=True) and np.isnan(got[255])
     assert np.array_equal(got[:255], np.exp2(codes[:255] - 127.0))
     codes = np.arange(128)
     want = codes.astype(np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
-    assert np.array_equal(T.scale_codes_to_values("mxf4nvf4", codes), want, equal_nan=True)
-    assert T.scale_codes_to_values("mxf4nvf4", [0x38])[0] == 1.0
+    assert np.array_equal(DP.scale_codes_to_values("mxf4nvf4", codes), want, equal_nan=True)
+    assert DP.scale_codes_to_values("mxf4nvf4", [0x38])[0] == 1.0
     with pytest.raises(ValueError):
-        T.scale_codes_to_values("mxf4nvf4", [0xB8])
+        DP.scale_codes_to_values("mxf4nvf4", [0xB8])
 
 
 # ------------------------------------------------------------------------------------------------ sub-byte operands
@@ -181,7 +181,7 @@ def test_f8f6f4_subbyte_operands_take_8bit_slots_packed_16_per_chunk(nv):
         for kind in ("f8f6f4", "mxf8f6f4"):
             assert T.storage_dtype(Form(kind), t) == "u8"
         lay = SmemLayout("K", "128B", "u8", 16, 128, 16, 1024)
-        addr = T.subbyte_bit_addresses(lay, e["value_bits"])
+        addr = DP.subbyte_bit_addresses(lay, e["value_bits"])
         byte = layouts.smem_address(lay)
         assert np.array_equal(addr - (byte & ~15) * 8, (byte & 15) * e["value_bits"])
         assert ((addr % 128) + e["value_bits"] <= 16 * e["value_bits"]).all()  # never in the padding
@@ -194,16 +194,16 @@ SUBBYTE = [c for _, cs in T.all_cases() for c in cs
 
 @pytest.mark.parametrize("case", SUBBYTE[::3], ids=lambda c: c.id)
 def test_prepared_subbyte_operands_read_back_packed(case):
-    prep = T.prepare(case)
+    prep = R.prepare(case)
     cg = case.form.cta_group
     b_start = (prep.params[0]["desc_b"] & 0x3FFF) << 4
     for which, t, rows, major, sw, start in (("a", case.atype, case.m // cg, case.major_a, case.swizzle_a, 0),
                                              ("b", case.btype, case.n // cg, case.major_b, case.swizzle_b, b_start)):
-        lay = T._operand_layout(case.form, t, rows, case.k, major, sw, start)
+        lay = R._operand_layout(case.form, t, rows, case.k, major, sw, start)
         w = dtypes.get(t).bits
         vals = dtypes.get(t).to_bits(prep.operands[which][:rows])
         if w < 8:
-            got = T.read_bits_anywhere(prep.images[0], T.subbyte_bit_addresses(lay, w), w)
+            got = DP.read_bits_anywhere(prep.images[0], DP.subbyte_bit_addresses(lay, w), w)
         else:
             got = layouts.read_image(lay, prep.images[0])
         assert np.array_equal(got, vals), (case.id, which)
@@ -227,7 +227,7 @@ def test_sw128_32b_atom_is_four_k_rows_and_the_cases_read_the_same_both_ways(nv)
         assert e["k_rows_per_atom"] == 4 and e["layout_type"] == 1
         mn, k = np.meshgrid(np.arange(e["mn"]), np.arange(e["k"]), indexing="ij")
         got = np.array(e["bytes"]).reshape(e["mn"], e["k"])
-        assert np.array_equal(T.base32b_cutlass_bytes(mn, k, e["lbo"] or 512, e["sbo"] or 512), got), e
+        assert np.array_equal(DP.base32b_cutlass_bytes(mn, k, e["lbo"] or 512, e["sbo"] or 512), got), e
     # the strides the cases use give the same addresses under harness/spec/layouts.py's 8-row reading
     cases = [c for _, cs in T.all_cases() for c in cs if "128B_base32b" in (c.swizzle_a, c.swizzle_b)]
     assert cases
@@ -236,19 +236,19 @@ def test_sw128_32b_atom_is_four_k_rows_and_the_cases_read_the_same_both_ways(nv)
                                 (c.swizzle_b, c.major_b, c.n // c.form.cta_group)):
             if sw != "128B_base32b":
                 continue
-            lay = T._operand_layout(c.form, c.atype, rows, c.k, major, sw, 0)
+            lay = R._operand_layout(c.form, c.atype, rows, c.k, major, sw, 0)
             mn, k = np.meshgrid(np.arange(rows), np.arange(c.k), indexing="ij")
-            assert np.array_equal(layouts.smem_address(lay), T.base32b_cutlass_bytes(mn, k, lay.lbo, lay.sbo)), c.id
+            assert np.array_equal(layouts.smem_address(lay), DP.base32b_cutlass_bytes(mn, k, lay.lbo, lay.sbo)), c.id
     # and the one case that tells the readings apart writes B where CUTLASS's reading says, distinct, unsettled
     tell = [c for c in cases if c.b_atoms == "cutlass_base32b"]
     assert tell and all(T.unsettled_reason(c) for c in tell)
     for c in tell:
-        prep = T.prepare(c)
+        prep = R.prepare(c)
         d = prep.params[0]["desc_b"]
         start, lbo, sbo = (d & 0x3FFF) << 4, ((d >> 16) & 0x3FFF) << 4, ((d >> 32) & 0x3FFF) << 4
         rows = c.n // c.form.cta_group
         mn, k = np.meshgrid(np.arange(rows), np.arange(c.k), indexing="ij")
-        addr = T.base32b_cutlass_bytes(mn, k, lbo, sbo, start)
+        addr = DP.base32b_cutlass_bytes(mn, k, lbo, sbo, start)
         assert np.unique(addr).size == addr.size and (lbo, sbo) == (512, 512 * rows // 32)
         got = prep.images[0][addr[..., None] + np.arange(4)].view("<u4")[..., 0]
         assert np.array_equal(got, dtypes.get(c.btype).to_bits(prep.operands["b"][:rows]).astype(np.uint32)), c.id
@@ -263,10 +263,10 @@ def test_unsettled_cases_are_named_and_their_records_carry_the_reason():
     assert all(c.form.a_src == "TS" or (c.form.block_scaled and c.form.cta_group == 2)
                or c.b_atoms != "layouts" for c in marked)
     c = marked[0]
-    prep = T.prepare(c)
+    prep = R.prepare(c)
     out = np.zeros((c.form.cta_group, 128, prep.read_cols), np.uint32)
-    assert T.diff(prep, out, [0] * c.form.cta_group)["unsettled"] == T.unsettled_reason(c)
+    assert RB.diff(prep, out, [0] * c.form.cta_group)["unsettled"] == T.unsettled_reason(c)
     settled = next(x for x in cases if not T.unsettled_reason(x))
-    prep = T.prepare(settled)
-    assert "unsettled" not in T.diff(prep, np.zeros((settled.form.cta_group, 128, prep.read_cols), np.uint32),
+    prep = R.prepare(settled)
+    assert "unsettled" not in RB.diff(prep, np.zeros((settled.form.cta_group, 128, prep.read_cols), np.uint32),
                                      [0] * settled.form.cta_group)

@@ -4,7 +4,7 @@ python tests/oracles/plant_layout_bugs.py [name ...]   (run from the repository 
 """
 import subprocess, sys, re
 P = {
- "ws64_rows_folded": ("harness/families/tcgen05/cases.py", "    elif ws and m == 64:  # E\n        lane, col = r + 64 * (c // (n // 2)), c % (n // 2)",
+ "ws64_rows_folded": ("harness/families/tcgen05/datapaths.py", "    elif ws and m == 64:  # E\n        lane, col = r + 64 * (c // (n // 2)), c % (n // 2)",
                       "    elif ws and m == 64:  # E\n        lane, col = 32 * (r // 16) + r % 16, c"),
  "ue8m0_bias_128": ("harness/families/tcgen05/cases.py", '    return dtypes.get("ue8m0").from_bits(codes)', '    return np.exp2(codes.astype(np.float64) - 128)'),
  "sf_model_lane_is_mn": ("harness/families/tcgen05/cases.py", "        lanes = (mn % 32)[..., None] + 32 * np.arange(4)\n        return lanes, mn // 32, block",
@@ -24,7 +24,9 @@ P = {
 }
 names = sys.argv[1:] or list(P)
 for name in names:
-    f, a, b = P[name]
+    _, a, b = P[name]
+    import glob  # the code may have moved between the family's modules: plant it where it is now
+    (f,) = [g for g in sorted(glob.glob("harness/families/tcgen05/*.py")) if a in open(g).read()] or [None]
     src = open(f).read()
     assert src.count(a) == 1, name
     open(f, "w").write(src.replace(a, b))

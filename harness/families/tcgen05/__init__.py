@@ -28,20 +28,20 @@ class Tcgen05Family:
         return tk.source(kernel.form)
 
     def prepare(self, kernel: Kernel, cases: list):
-        from harness.families.tcgen05 import cases as T, kernel as tk
-        preps = [T.prepare(c, str(kernel.arch)) for c in cases]
+        from harness.families.tcgen05 import kernel as tk, reference as R
+        preps = [R.prepare(c, str(kernel.arch)) for c in cases]
         inp = tk.pack(preps)
         for p in preps:  # the diff needs only the expectation and where D sits
             p.images, p.tmem_in = [], None
         return inp, preps
 
     def readback(self, kernel: Kernel, expectations: list, outputs: dict) -> list[dict]:
-        from harness.families.tcgen05 import cases as T
+        from harness.families.tcgen05 import readback as RB
         tmem, status = outputs["tmem_out"], outputs["status"]
         out, j = [], 0
         for p in expectations:
             k = p.case.form.cta_group
-            r = T.diff(p, tmem[j:j + k, :, :p.read_cols], status[j:j + k])
+            r = RB.diff(p, tmem[j:j + k, :, :p.read_cols], status[j:j + k])
             out.append(case_record(r["id"], kernel, r["status"],
                                    **{k2: v for k2, v in r.items() if k2 not in ("id", "status", "kernel", "family")}))
             j += k

@@ -6,7 +6,7 @@ import numpy as np
 
 from harness import kernels
 from harness.families.tcgen05 import forms
-from harness.families.tcgen05.cases import POISON, TcPrepared
+from harness.families.tcgen05.reference import POISON, TcPrepared
 from harness.run.launch import LaunchInput, OutputSpec
 
 PARAMS_DTYPE = np.dtype([(k, "<u8") for k in ("image_offset", "desc_a", "desc_b", "zero_mask", "sf_desc_a",

@@ -1,0 +1,128 @@
+"""Where tcgen05 data sits: D, A and the block-scale factors in Tensor Memory, scale factors and sub-byte operands
+in shared memory, the 128B_base32b strides. Each function is diffed against CUTLASS's C++ CuTe layouts
+(tests/test_tcgen05_layouts_vs_cutlass.py); cases.py's docstring lists what NVIDIA's code fixes."""
+from __future__ import annotations
+
+import numpy as np
+
+from harness.spec import dtypes, layouts
+from harness.spec.layouts import SmemLayout
+
+# ---------------------------------------------------------------------------------------------------- data paths
+
+def d_position(m: int, n: int, cta_group: int, ws: bool, dtype: str):
+    """(cta, lane, column, half) arrays [m, n] of D[row, col] in Tensor Memory; half is the 16-bit half of
+    the 32-bit cell that holds the value (always the low one: an f16 accumulator still takes a whole column)."""
+    r = np.arange(m)[:, None] + 0 * np.arange(n)[None, :]
+    c = np.arange(n)[None, :] + 0 * r
+    cta = np.zeros_like(r)
+    if cta_group == 2 and m == 256:  # A: 128 rows per CTA
+        cta, lane, col = r // 128, r % 128, c
+    elif cta_group == 2:  # B: 64 rows per CTA, column halves folded onto lanes 64..127
+        cta, lane, col = r // 64, r % 64 + 64 * (c // (n // 2)), c % (n // 2)
+    elif ws and m == 64:  # E
+        lane, col = r + 64 * (c // (n // 2)), c % (n // 2)
+    elif ws and m == 32:  # G
+        lane, col = r + 32 * (c // (n // 4)), c % (n // 4)
+    elif m == 64:  # F: 16 rows in each warp's lane quarter
+        lane, col = 32 * (r // 16) + r % 16, c
+    else:  # D: identity
+        lane, col = r, c
+    return cta, lane, col, np.zeros_like(col)
+
+
+def a_lane(m: int, row):
+    """TMEM lane of row `row` of an A operand in Tensor Memory (the rows follow D's data path)."""
+    row = np.asarray(row)
+    return 32 * (row // 16) + row % 16 if m == 64 else row
+
+
+# ---------------------------------------------------------------------------------------------------- scale factors
+
+SF_ROWS_PER_COPY = 128  # one tcgen05.cp 32x128b.warpx4 moves 32 smem rows of 16 bytes = 128 rows' factors
+
+
+def sf_smem_offset(mn, block):
+    """Byte offset in the scale-factor tile of the factor of row (A) / column (B) `mn`, K block `block` (0..3):
+    CUTLASS's Sm1xxBlockScaledBasicChunk::SfKMajorAtom ((32,4),(SFVec,4)):((16,4),(0,1)), 512 bytes per 128 rows."""
+    mn, block = np.asarray(mn), np.asarray(block)
+    return 512 * (mn // 128) + 16 * (mn % 32) + 4 * ((mn // 32) % 4) + block
+
+
+def sf_tmem_position(mn, block, mode: str = "4x1", mn_extent: int = 128):
+    """(lanes [..., replicas], column, byte) in Tensor Memory of the factor of row/column `mn`, block `block`
+    (relative to the scale-factor address, scale-factor id 0). '4x1' (every cta_group::1 MMA, M=256 pairs, and
+    A of every pair): lane mn%32 of each 32-lane quarter, column mn//32, byte = block. '2x2' (B of an M=128 pair,
+    CUTLASS's ScaleFactorDuplicated2by2, mn_extent = N rounded up to 128): the first half of N on lane quarters
+    0,1, the second on 2,3."""
+    mn, block = np.asarray(mn), np.asarray(block)
+    if mode == "4x1":
+        lanes = (mn % 32)[..., None] + 32 * np.arange(4)
+        return lanes, mn // 32, block
+    half, j = mn // (mn_extent // 2), mn % (mn_extent // 2)
+    lanes = (j % 32 + 64 * half)[..., None] + 32 * np.arange(2)
+    return lanes, j // 32, block
+
+
+def scale_codes_to_values(kind: str, codes) -> np.ndarray:
+    """Scale-factor codes -> scale values: ue8m0 is 2^(code-127) with 0xFF NaN (OCP MX; ml_dtypes'
+    float8_e8m0fnu), ue4m3 is e4m3 with the sign bit clear (mxf4nvf4)."""
+    codes = np.asarray(codes, np.uint64)
+    if kind == "mxf4nvf4":
+        if np.any(codes & 0x80):
+            raise ValueError("ue4m3 scale factors have no sign bit")
+        return dtypes.get("ue4m3").from_bits(codes)
+    return dtypes.get("ue8m0").from_bits(codes)
+
+
+# ---------------------------------------------------------------------------------------------------- sub-byte operands
+
+def subbyte_bit_addresses(lay: SmemLayout, bits: int) -> np.ndarray:
+    """Bit address of each element of an f8f6f4 4/6-bit operand laid out in 8-bit slots (`lay`, dtype u8): the 16
+    elements whose slots share a 16-byte chunk are packed from the chunk's start, `bits` apart, little-endian (the
+    ISA's b4x16_p64 / b6x16_p32 shapes: 16 x 4 bits + 64 padding, 16 x 6 bits + 32 padding)."""
+    byte = layouts.smem_address(lay)
+    return (byte & ~15) * 8 + (byte & 15) * bits
+
+
+def write_bits_anywhere(image: np.ndarray, bit_addr, values, bits: int) -> None:
+    """OR `bits`-wide values into a uint8 image at bit addresses that may straddle bytes (6-bit elements do)."""
+    bit_addr = np.asarray(bit_addr, np.int64).ravel()
+    v = np.asarray(values, np.uint64).ravel()
+    for b in range(bits):
+        pos = bit_addr + b
+        one = ((v >> np.uint64(b)) & np.uint64(1)).astype(np.uint8)
+        np.bitwise_or.at(image, pos >> 3, (one << (pos & 7)).astype(np.uint8))
+
+
+def read_bits_anywhere(image: np.ndarray, bit_addr, bits: int) -> np.ndarray:
+    bit_addr = np.asarray(bit_addr, np.int64)
+    out = np.zeros(bit_addr.shape, np.uint64)
+    for b in range(bits):
+        pos = bit_addr + b
+        out |= ((image[pos >> 3] >> (pos & 7)) & 1).astype(np.uint64) << np.uint64(b)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- 128B_base32b
+
+def base32b_strides(dtype: str, rows: int, cols: int) -> tuple[int, int]:
+    """(LBO, SBO) for an MN-major 128B_base32b tile that reads the same under both readings of the descriptor:
+    CUTLASS's (Layout_MN_SW128_32B_Atom: 4 K-rows of 128 bytes per atom, SBO steps over 4 K-rows, LBO over
+    128-byte MN atoms) and harness/spec/layouts.py's (8 K-rows per atom, SBO steps over 8). With at most 8 K-rows
+    (tf32: K=8 per MMA) and SBO = 4 rows * 128 bytes, K-row r of MN atom i lands at i*LBO + 128*r in both."""
+    if cols > 8:
+        raise layouts.LayoutError("base32b_strides: more than 8 K-rows would read differently under the two readings")
+    return 1024, 512  # one 1024-byte block (8 K-rows) per 128-byte MN atom; SBO = 4 K-rows
+
+
+def base32b_cutlass_bytes(mn, k, lbo: int, sbo: int, start: int = 0, elem_bytes: int = 4):
+    """Byte address of element (mn, k) of an MN-major SWIZZLE_128B_BASE32B tile as CUTLASS reads the descriptor
+    (make_umma_desc<Major::MN>, Layout_MN_SW128_32B_Atom): 16-byte chunks ((8,n),(4,k)) : ((1,LBO),(8,SBO)), i.e.
+    8 chunks of MN per 128-byte row, 4 K-rows per atom, LBO between MN atoms, SBO between groups of 4 K-rows;
+    then Swizzle<2,5,2> on the byte address (32-byte units XORed by address bits 7-8). `start` 512-aligned."""
+    per = 16 // elem_bytes
+    mn, k = np.asarray(mn), np.asarray(k)
+    chunk, elem = mn // per, mn % per
+    byte = start + (chunk % 8) * 16 + (chunk // 8) * lbo + (k % 4) * 128 + (k // 4) * sbo
+    return (byte ^ (((byte >> 7) & 3) << 5)) + elem * elem_bytes

@@ -1,0 +1,44 @@
+"""Tensor Memory read back -> D values through the data-path model -> one record per case."""
+from __future__ import annotations
+
+import numpy as np
+
+from harness.families.tcgen05.cases import TcCase, unsettled_reason
+from harness.families.tcgen05.datapaths import d_position
+from harness.families.tcgen05.reference import TcPrepared
+from harness.spec import dtypes
+
+# ---------------------------------------------------------------------------------------------------- diff
+
+def decode(c: TcCase, tmem_out: np.ndarray) -> np.ndarray:
+    """Raw TMEM cells [ctas, 128, read_cols] -> D values [m, n] through the data-path model."""
+    cta, lane, col, half = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
+    cells = np.asarray(tmem_out, np.uint64)[cta, lane, col]
+    if c.dtype == "f16":
+        return dtypes.get("f16").from_bits((cells >> (16 * half).astype(np.uint64)) & np.uint64(0xFFFF))
+    if c.dtype == "s32":
+        s = cells.astype(np.int64)
+        return np.where(s >= 1 << 31, s - (1 << 32), s)
+    return dtypes.get("f32").from_bits(cells)
+
+
+def diff(prep: TcPrepared, tmem_out: np.ndarray, status) -> dict:
+    c = prep.case
+    rec = {"id": c.id, "kernel": c.form.name, "family": "tcgen05"}
+    why = unsettled_reason(c)
+    if why:
+        rec["unsettled"] = why
+    if int(np.max(status)):
+        return {**rec, "status": "timeout", "error": "the MMA's mbarrier never completed within the spin limit"}
+    got = decode(c, tmem_out)
+    bad = ~(got == prep.expected)
+    n = int(bad.sum())
+    rec.update({"status": "pass" if n == 0 else "fail", "mismatches": n})
+    if n:
+        cta, lane, col, _ = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
+        rows, cols = np.nonzero(bad)
+        rec["first_mismatches"] = [{"row": int(r), "col": int(k), "cta": int(cta[r, k]), "lane": int(lane[r, k]),
+                                    "tmem_column": int(col[r, k]), "expected": float(prep.expected[r, k]),
+                                    "got": float(got[r, k])} for r, k in list(zip(rows, cols))[:8]]
+    return rec
+

@@ -1,0 +1,186 @@
+"""The reference of a tcgen05 case, from the spec: shared-memory images, Tensor Memory images, expected D."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.families.tcgen05.cases import EXACT, TcCase, storage_dtype
+from harness.families.tcgen05.datapaths import (SF_ROWS_PER_COPY, a_lane, base32b_cutlass_bytes, base32b_strides,
+                                                d_position, scale_codes_to_values, sf_smem_offset,
+                                                subbyte_bit_addresses, write_bits_anywhere)
+from harness.families.tcgen05.forms import Form
+from harness.spec import descriptors as D, dtypes, layouts
+from harness.spec.layouts import SmemLayout
+
+POISON = 0x7FFF7FFF
+
+def d_columns(c: TcCase) -> int:
+    _, _, col, _ = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
+    return int(col.max()) + 1
+
+
+
+# ---------------------------------------------------------------------------------------------------- reference
+
+@dataclass
+class TcPrepared:
+    case: TcCase
+    images: list[np.ndarray]  # per CTA, uint8
+    params: list[dict]  # per CTA
+    tmem_in: np.ndarray  # [ctas, 128, read_cols] uint32 (C, A-in-TMEM)
+    expected: np.ndarray  # [m, n] exact
+    read_cols: int
+    operands: dict | None = None  # 'a', 'b' (values [m, k], [n, k]), 'sfa', 'sfb' (scale codes [m|n, blocks])
+
+
+def _draw(rng, t: str, shape):
+    return rng.choice(EXACT[t], size=shape)
+
+
+def _bits(t: str, v):
+    return dtypes.get(t).to_bits(v)
+
+
+def _acc_bits(dtype: str, v):
+    if dtype == "s32":
+        return (np.asarray(v, np.int64) & 0xFFFFFFFF).astype(np.uint64)
+    return dtypes.get(dtype).to_bits(v)
+
+
+def _operand_layout(form, t, rows, k, major, swizzle, start) -> SmemLayout:
+    st = storage_dtype(form, t)
+    if swizzle == "128B_base32b":
+        lbo, sbo = base32b_strides(st, rows, k)
+    else:
+        lbo, sbo = layouts.packed_strides(major, swizzle, st, rows, k)
+    lay = SmemLayout(major, swizzle, st, rows, k, lbo, sbo, start)
+    layouts.validate(lay)
+    return lay
+
+
+def _desc(lay: SmemLayout, arch: str) -> int:
+    return D.encode_tcgen05_smem_desc(lay.start, lay.lbo, lay.sbo, lay.swizzle, 0, "relative", arch)
+
+
+def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
+    f, cg = c.form, c.form.cta_group
+    rng = np.random.default_rng(c.seed)
+    M, N, K = c.m, c.n, c.k
+    a = _draw(rng, c.atype, (M, K))
+    b = _draw(rng, c.btype, (N, K))
+    cm = rng.integers(-8, 9, size=(M, N)).astype(np.float64)
+    b_eff = b.copy()
+    if c.zero_mask is not None:
+        zero = np.array(D.zero_column_mask_bits(c.zero_mask, M, N), bool)
+        b_eff[zero, :] = 0
+    sfa = sfb = None
+    if f.block_scaled:
+        if N > SF_ROWS_PER_COPY or M // cg > SF_ROWS_PER_COPY:
+            raise ValueError(f"{c.id}: the kernel copies one 128-row block of scale factors per operand")
+        if cg == 2 and M == 128:
+            raise ValueError(f"{c.id}: B's factors of an M=128 pair take CUTLASS's 2x2 layout (sf_tmem_position "
+                             "'2x2'), which one 32x128b.warpx4 copy cannot produce; not modelled in prepare")
+        blocks = {"mxf8f6f4": 1, "mxf4": 2, "mxf4nvf4": 4}[f.kind]
+        sfa = rng.integers(126, 129, size=(M, blocks))  # ue8m0 exponents: scales 0.5, 1, 2
+        sfb = rng.integers(126, 129, size=(N, blocks))
+        if f.kind == "mxf4nvf4":  # ue4m3 codes of 0.5, 1, 2
+            sfa = rng.choice([0x30, 0x38, 0x40], size=(M, blocks))
+            sfb = rng.choice([0x30, 0x38, 0x40], size=(N, blocks))
+        bk = K // blocks
+        a_s = a * np.repeat(scale_codes_to_values(f.kind, sfa), bk, axis=1)
+        b_s = b_eff * np.repeat(scale_codes_to_values(f.kind, sfb), bk, axis=1)
+        prod = a_s @ b_s.T
+    else:
+        prod = a @ b_eff.T
+    expected = prod + (cm if c.scale_d else 0)
+    if c.dtype != "s32":
+        t = dtypes.get(c.dtype)
+        assert np.array_equal(t.from_bits(t.to_bits(expected)), expected), f"{c.id}: reference is not exact"
+
+    # TMEM columns: D, then A (TS), then the two scale-factor groups (4 columns each)
+    dcols = d_columns(c)
+    col = -(-dcols // 8) * 8
+    a_col = a_cols = 0
+    if f.a_src == "TS":
+        abits = dtypes.get(storage_dtype(f, c.atype)).bits
+        a_col, a_cols = col, -(-(K * abits // 32) // 8) * 8
+        col += a_cols
+    sf_a = sf_b = 0
+    if f.block_scaled:
+        sf_a, sf_b = col, col + 8
+        col += 16
+    read_cols = max(8, col)
+    alloc = max(32, 1 << (read_cols - 1).bit_length())
+    ctas = cg
+    tmem_in = np.zeros((ctas, 128, read_cols), np.uint32)
+    cta, lane, dcol, half = d_position(M, N, cg, f.ws, c.dtype)
+    if c.scale_d:
+        bits = _acc_bits(c.dtype, cm)
+        if c.dtype == "f16":
+            np.bitwise_or.at(tmem_in, (cta, lane, dcol), (bits << (16 * half).astype(np.uint64)).astype(np.uint32))
+        else:
+            tmem_in[cta, lane, dcol] = bits.astype(np.uint32)
+
+    images, params = [], []
+    rows_a, cols_b = M // cg, N // cg
+    for r in range(ctas):
+        a_part, b_part = a[r * rows_a:(r + 1) * rows_a], b[r * cols_b:(r + 1) * cols_b]
+        a_lay = _operand_layout(f, c.atype, rows_a, K, c.major_a, c.swizzle_a, 0)
+        b_start = -(-layouts.footprint(a_lay)[1] // 1024) * 1024
+        b_lay = _operand_layout(f, c.btype, cols_b, K, c.major_b, c.swizzle_b, b_start)
+        end = layouts.footprint(b_lay)[1]
+        if c.b_atoms == "cutlass_base32b":
+            b_lbo, b_sbo = 512, 512 * -(-cols_b // 32)
+            mn_, k_ = np.meshgrid(np.arange(cols_b), np.arange(K), indexing="ij")
+            b_bytes = base32b_cutlass_bytes(mn_, k_, b_lbo, b_sbo, b_start)
+            end = int(b_bytes.max()) + 4
+        sf_start = -(-end // 1024) * 1024
+        size = sf_start + (2 * 1024 if f.block_scaled else 0)  # A's factors, then B's, 512 bytes per 128 rows
+        img = np.zeros(-(-size // 16) * 16, np.uint8)
+        if f.a_src == "SS":
+            _write_operand(f, c.atype, a_lay, _bits(c.atype, a_part), img)
+        else:  # A in TMEM: row -> lane (this CTA's rows), K packed along 32-bit columns
+            _write_tmem_rows(tmem_in[r], a_col, _bits(c.atype, a_part), dtypes.get(storage_dtype(f, c.atype)).bits,
+                             a_lane(M, np.arange(rows_a)))
+        if c.b_atoms == "cutlass_base32b":
+            layouts.write_bits(img, b_bytes * 8, _bits(c.btype, b_part), 32)
+            desc_b = D.encode_tcgen05_smem_desc(b_start, b_lbo, b_sbo, "128B_base32b", 0, "relative", arch)
+        else:
+            _write_operand(f, c.btype, b_lay, _bits(c.btype, b_part), img)
+            desc_b = _desc(b_lay, arch)
+        p = {"desc_a": _desc(a_lay, arch) if f.a_src == "SS" else 0, "desc_b": desc_b,
+             "idesc": D.encode_idesc(c.idesc()), "alloc_cols": alloc, "read_cols": read_cols,
+             "enable_input_d": c.scale_d, "a_tmem_col": a_col, "a_tmem_cols": a_cols,
+             "zero_mask": D.encode_zero_column_mask(c.zero_mask) if c.zero_mask else 0,
+             "sf_col_a": sf_a, "sf_col_b": sf_b, "sf_desc_a": 0, "sf_desc_b": 0}
+        if f.block_scaled:
+            # CUTLASS's scale-factor atom (sf_smem_offset): 32 rows of 16 bytes per 128 rows/columns, which
+            # tcgen05.cp 32x128b.warpx4 puts in every lane quarter (sf_tmem_position). Each CTA holds its own A
+            # rows' factors and the factors of all N columns of B (CUTLASS's TiledMMA_SF: a 1-CTA MMA over N).
+            for which, sf, start in (("a", sfa[r * rows_a:(r + 1) * rows_a], sf_start),
+                                     ("b", sfb, sf_start + 1024)):
+                mn, blk = np.meshgrid(np.arange(sf.shape[0]), np.arange(sf.shape[1]), indexing="ij")
+                img[start + sf_smem_offset(mn, blk)] = sf.astype(np.uint8)
+                # K-major, no swizzle: 8-row core matrices of 16-byte rows, 128 bytes apart (SBO)
+                p[f"sf_desc_{which}"] = D.encode_tcgen05_smem_desc(start, 16, 128, "none", 0, "relative", arch)
+        images.append(img)
+        params.append(p)
+    return TcPrepared(c, images, params, tmem_in, expected, read_cols, {"a": a, "b": b, "sfa": sfa, "sfb": sfb})
+
+
+def _write_operand(form: Form, t: str, lay: SmemLayout, bits_: np.ndarray, img: np.ndarray) -> None:
+    width = dtypes.get(t).bits
+    if lay.dtype == "u8" and width < 8:
+        layouts.check_distinct(lay)
+        write_bits_anywhere(img, subbyte_bit_addresses(lay, width), bits_, width)
+    else:
+        layouts.write_image(lay, bits_, img)
+
+
+def _write_tmem_rows(tm: np.ndarray, col0: int, bits: np.ndarray, width: int, lanes) -> None:
+    per = 32 // width
+    for j in range(bits.shape[1]):
+        tm[lanes, col0 + j // per] |= (bits[:, j].astype(np.uint64) << np.uint64((j % per) * width)).astype(np.uint32)
+
+
