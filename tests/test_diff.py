@@ -51,3 +51,14 @@ def test_poison_left_in_a_register_is_counted():
     regs[0, 5, 0] = reference.POISON
     rec = diff.diff_launch(preps, regs)[0]
     assert rec["status"] == "fail" and rec["unwritten_registers"] == 1 and rec["mismatches"] == 2
+
+
+def test_a_control_passes_only_with_the_predicted_misread():
+    key, cases = next(v for v in KEYS.values() if v[0].a_src == "SS" and v[0].dtype == "f32")
+    control = next(c for c in cases if c.control)
+    prep = reference.prepare(control).slim()
+    regs = device_registers(key, [prep])
+    assert diff.diff_launch([prep], regs)[0]["status"] == "pass"
+    regs[0, 0, 0] ^= np.uint32(1 << 22)  # still not the intended product, but not the predicted misread either
+    rec = diff.diff_launch([prep], regs)[0]
+    assert rec["caught"] and rec["matches_model_prediction"] is False and rec["status"] == "fail" and rec["why"]

@@ -1,6 +1,7 @@
 """tcgen05 without a Blackwell GPU: every form compiles for sm_100a and sm_103a (and NVRTC's refusals are
 the compiler's own words), the SASS holds the tensor-core instructions each form must issue, and every
 case's reference is computed and consistent with the data-path model it will be diffed through."""
+import dataclasses
 import re
 
 import numpy as np
@@ -72,21 +73,30 @@ def test_the_cases_cover_every_form_shape_and_type_pairing():
     assert all(c.idesc().transpose_b for c in CASES if c.major_b == "MN")
 
 
+def device_tmem(case, prep, values):
+    """Tensor Memory as a device that wrote `values` [m, n] where the data path says would read back."""
+    cta, lane, col, half = DP.d_position(case.m, case.n, case.form.cta_group, case.form.ws, case.dtype)
+    out = np.full((case.form.cta_group, 128, prep.read_cols), R.POISON, np.uint32)
+    bits = R._acc_bits(case.dtype, values)
+    if case.dtype == "f16":
+        out[cta, lane, col] = 0
+        np.bitwise_or.at(out, (cta, lane, col), (bits << (16 * half).astype(np.uint64)).astype(np.uint32))
+    else:
+        out[cta, lane, col] = bits.astype(np.uint32)
+    return out
+
+
 @pytest.mark.parametrize("case", CASES[::7], ids=lambda c: c.id)
 def test_reference_is_consistent_with_the_data_path(case):
+    if case.control:
+        pytest.skip("negative controls: test_negative_controls_are_caught_only_as_predicted")
     prep = R.prepare(case)
     cta, lane, col, half = DP.d_position(case.m, case.n, case.form.cta_group, case.form.ws, case.dtype)
     assert lane.max() < 128 and cta.max() < case.form.cta_group
     cells = np.stack([cta.ravel(), lane.ravel(), col.ravel(), half.ravel()])
     assert np.unique(cells, axis=1).shape[1] == case.m * case.n  # no two elements share a cell
     # a device that wrote the expected D where the data path says decodes back to it exactly
-    out = np.full((case.form.cta_group, 128, prep.read_cols), R.POISON, np.uint32)
-    bits = R._acc_bits(case.dtype, prep.expected)
-    if case.dtype == "f16":
-        out[cta, lane, col] = 0
-        np.bitwise_or.at(out, (cta, lane, col), (bits << (16 * half).astype(np.uint64)).astype(np.uint32))
-    else:
-        out[cta, lane, col] = bits.astype(np.uint32)
+    out = device_tmem(case, prep, prep.expected)
     assert RB.diff(prep, out, [0] * case.form.cta_group)["status"] == "pass"
     out[cta[0, 0], lane[0, 0], col[0, 0]] ^= np.uint32(1 << 10)  # inside every accumulator type's bits
     rec = RB.diff(prep, out, [0] * case.form.cta_group)
@@ -100,3 +110,40 @@ def test_every_launch_fits_shared_memory_and_tensor_memory():
         assert packed.smem <= 227 * 1024
         assert packed.params["alloc_cols"].max() <= 512
         assert packed.params.size == len(cs) * form.cta_group
+
+
+CONTROLS = [c for _, cs in T.all_cases() for c in cs if c.control]
+
+
+def test_every_control_kind_is_planned_for_every_eligible_form():
+    by_form = {}
+    for c in CONTROLS:
+        by_form.setdefault(c.form.name, set()).add(c.control.split("@")[0])
+    eligible = [f.name for f in tcgen05.all_forms() if f.kind in ("f16", "tf32") and f.cta_group == 1]
+    assert sorted(by_form) == sorted(eligible)
+    for name, kinds in by_form.items():
+        assert kinds == set(T.CONTROLS), name
+    assert any(c.control.endswith("@A") for c in CONTROLS) and any(c.control.endswith("@B") for c in CONTROLS)
+
+
+@pytest.mark.parametrize("case", CONTROLS, ids=lambda c: c.id)
+def test_negative_controls_are_caught_only_as_predicted(case):
+    prep = R.prepare(case)
+    name, _, target = case.control.partition("@")
+    positive = R.prepare(dataclasses.replace(case, control=""))
+    # the control changes exactly the descriptor it names
+    changed = {k for k in prep.params[0] if prep.params[0][k] != positive.params[0][k]}
+    assert changed == ({f"desc_{target.lower()}"} if target else {"idesc"}), changed
+    ok = [0] * case.form.cta_group
+    intended = RB.diff(prep, device_tmem(case, prep, prep.intended), ok)
+    assert intended["status"] == "fail" and not intended["caught"]  # a device that ignored the change is caught
+    if prep.prediction == "exact":
+        assert RB.diff(prep, device_tmem(case, prep, prep.expected), ok)["status"] == "pass"
+        other = prep.expected.copy()
+        other[0, 0] += 1  # a misread other than the predicted one is not a pass
+        rec = RB.diff(prep, device_tmem(case, prep, other), ok)
+        assert rec["status"] == "fail" and rec["caught"] and rec["matches_model_prediction"] is False
+    else:
+        assert name == "version-cleared"
+        rec = RB.diff(prep, device_tmem(case, prep, prep.intended + 1), ok)
+        assert rec["status"] == "pass" and rec["matches_model_prediction"] is None

@@ -95,6 +95,7 @@ class TcCase:
     # 'cutlass_base32b': B (MN-major 128B_base32b) tiled as CUTLASS's Layout_MN_SW128_32B_Atom (4 K-rows per atom,
     # LBO = 512 between MN atoms, SBO = 512 * atoms between K-row groups), which harness/spec/layouts.py cannot express
     b_atoms: str = "layouts"
+    control: str = ""  # a negative control (CONTROLS): '<name>' or '<name>@A' / '<name>@B' for a descriptor's operand
 
     @property
     def k(self) -> int:
@@ -113,6 +114,8 @@ class TcCase:
             parts.append(f"zmask{D.encode_zero_column_mask(self.zero_mask):x}")
         if self.b_atoms != "layouts":
             parts.append(f"B:{self.b_atoms}")
+        if self.control:
+            parts.append(f"neg:{self.control}")
         return "-".join(parts)
 
     @property
@@ -138,6 +141,7 @@ def cases_for_form(form: Form) -> list[TcCase]:
                 zm = D.ZeroColumnMask((1, 0, 2, 0), (1, 1, 0, 0), True, 1, 1, 0)
             out.append(TcCase(form, m, n, a, b, acc, sa, sb, i % 2, zm))
             i += 1
+    out += negative_controls(form)
     if form.kind in MN_MAJOR_KINDS and not form.ws:
         # MN-major operands (the transpose bits), every swizzle, 128B_base32b where the type allows it
         m, n = shapes(form)[-1]
@@ -148,6 +152,40 @@ def cases_for_form(form: Form) -> list[TcCase]:
             out.append(TcCase(form, m, n, a, b, acc, sw if ma == "MN" else "128B", sw, j % 2, None, ma, "MN"))
         if form.kind == "tf32":  # one case that tells the two readings of 128B_base32b apart (see unsettled_reason)
             out.append(TcCase(form, m, n, a, b, acc, "128B", "128B_base32b", 0, None, "K", "MN", "cutlass_base32b"))
+    return out
+
+
+# Negative controls: a descriptor deliberately disagrees with what was written. The reference predicts the misread
+# (reference.py): smem-descriptor controls read the image through the wrong layout; wrong-m / wrong-n write the
+# product of the smaller shape through its own data path and read it back through the case's; version-cleared
+# is undefined by the ISA, so any result but the intended product counts as caught.
+CONTROLS = {
+    "wrong-swizzle": "the smem descriptor names another swizzle mode than the image was written with",
+    "swapped-lbo-sbo": "the smem descriptor's LBO and SBO swapped",
+    "start+16": "the smem descriptor starts 16 bytes after the operand",
+    "version-cleared": "the smem descriptor's fixed version field (bits 46-48, must be 1) cleared",
+    "wrong-m": "the instruction descriptor says M/2",
+    "wrong-n": "the instruction descriptor says N/2",
+}
+SMEM_CONTROLS = ("wrong-swizzle", "swapped-lbo-sbo", "start+16", "version-cleared")
+
+
+def negative_controls(form: Form) -> list[TcCase]:
+    """For the 16- and 32-bit kinds of one CTA: each control on B (and on A when A is in shared memory), on a
+    K-major 128B-swizzled case of the largest M and an N the halved N is legal for."""
+    if form.kind not in ("f16", "tf32") or form.cta_group != 1:
+        return []
+    legal = D.legal_shapes(form.kind, form.cta_group, form.ws)
+    m = max(legal)
+    n = next(n for n in (64, 128, 256) if n in legal[m] and n // 2 in legal[m]) if form.ws else 64
+    a, b, acc = type_combos(form.kind)[0]
+    out = []
+    for name in CONTROLS:
+        targets = ("B", "A") if name in SMEM_CONTROLS and form.a_src == "SS" else ("B",)
+        for t in targets if name in SMEM_CONTROLS else ("",):
+            if name == "wrong-m" and m // 2 not in legal:
+                continue
+            out.append(TcCase(form, m, n, a, b, acc, "128B", "128B", control=f"{name}@{t}" if t else name))
     return out
 
 

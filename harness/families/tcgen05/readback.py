@@ -34,6 +34,16 @@ def diff(prep: TcPrepared, tmem_out: np.ndarray, status) -> dict:
     bad = ~(got == prep.expected)
     n = int(bad.sum())
     rec.update({"status": "pass" if n == 0 else "fail", "mismatches": n})
+    if c.control:  # caught means: not the intended product, and (where the model predicts one) the predicted misread
+        caught = bool(np.any(~(got == prep.intended)))
+        exact = prep.prediction == "exact"
+        rec.update({"control": c.control, "caught": caught, "prediction": prep.prediction,
+                    "matches_model_prediction": (n == 0) if exact else None})
+        rec["status"] = "pass" if caught and (n == 0 or not exact) else "fail"
+        if not caught:
+            rec["why"] = "a deliberately wrong descriptor gave the intended product: the harness could not fail"
+        if not exact:
+            rec["mismatches"] = 0
     if n:
         cta, lane, col, _ = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
         rows, cols = np.nonzero(bad)

@@ -1,11 +1,11 @@
 """The reference of a tcgen05 case, from the spec: shared-memory images, Tensor Memory images, expected D."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from harness.families.tcgen05.cases import EXACT, TcCase, storage_dtype
+from harness.families.tcgen05.cases import EXACT, SMEM_CONTROLS as SMEM_CONTROLS_NAMES, TcCase, storage_dtype
 from harness.families.tcgen05.datapaths import (SF_ROWS_PER_COPY, a_lane, base32b_cutlass_bytes, base32b_strides,
                                                 d_position, scale_codes_to_values, sf_smem_offset,
                                                 subbyte_bit_addresses, write_bits_anywhere)
@@ -32,6 +32,8 @@ class TcPrepared:
     expected: np.ndarray  # [m, n] exact
     read_cols: int
     operands: dict | None = None  # 'a', 'b' (values [m, k], [n, k]), 'sfa', 'sfb' (scale codes [m|n, blocks])
+    intended: np.ndarray | None = None  # a negative control: the product the descriptors were meant to give
+    prediction: str = "exact"  # 'exact': `expected` is the predicted misread; 'undefined': the ISA says nothing
 
 
 def _draw(rng, t: str, shape):
@@ -166,7 +168,66 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
                 p[f"sf_desc_{which}"] = D.encode_tcgen05_smem_desc(start, 16, 128, "none", 0, "relative", arch)
         images.append(img)
         params.append(p)
-    return TcPrepared(c, images, params, tmem_in, expected, read_cols, {"a": a, "b": b, "sfa": sfa, "sfb": sfb})
+    prep = TcPrepared(c, images, params, tmem_in, expected, read_cols, {"a": a, "b": b, "sfa": sfa, "sfb": sfb})
+    return _apply_control(prep, a_lay, b_lay, cm, arch) if c.control else prep
+
+
+def _wrong_layout(name: str, lay: SmemLayout) -> SmemLayout:
+    if name == "wrong-swizzle":
+        return lay.moved(swizzle={"none": "128B", "32B": "none", "64B": "32B", "128B": "64B"}[lay.swizzle])
+    if name == "swapped-lbo-sbo":
+        return lay.moved(lbo=lay.sbo, sbo=lay.lbo)
+    if name == "start+16":
+        return lay.moved(start=lay.start + 16)
+    return lay
+
+
+def _apply_control(prep: TcPrepared, a_lay: SmemLayout, b_lay: SmemLayout, cm, arch: str) -> TcPrepared:
+    """Turn a prepared positive case (one CTA) into its negative control: change the descriptor, and predict
+    what the hardware then computes, from the same models the positive cases use."""
+    c, (img,), (p,) = prep.case, prep.images, prep.params
+    name, _, target = c.control.partition("@")
+    prep.intended = prep.expected
+    a, b = prep.operands["a"], prep.operands["b"]
+    acc = cm if c.scale_d else 0
+    if name == "version-cleared":
+        key = f"desc_{target.lower()}"
+        p[key] &= ~(0x7 << 46)
+        prep.prediction = "undefined"
+        return prep
+    if name in SMEM_CONTROLS_NAMES:
+        bad = _wrong_layout(name, b_lay if target == "B" else a_lay)
+        layouts.validate(bad)
+        need = -(-layouts.footprint(bad)[1] // 16) * 16
+        if need > img.size:  # the misread reaches past the image: it reads zeros there
+            img = np.concatenate([img, np.zeros(need - img.size, np.uint8)])
+            prep.images = [img]
+        t = c.btype if target == "B" else c.atype
+        read = dtypes.get(t).from_bits(layouts.read_image(bad, img))
+        a_r, b_r = (a, read) if target == "B" else (read, b)
+        p[f"desc_{target.lower()}"] = _desc(bad, arch)
+        prep.expected = a_r @ b_r.T + acc
+    else:  # wrong-m / wrong-n: the smaller MMA's D through its data path, read back through the case's
+        m2, n2 = (c.m // 2, c.n) if name == "wrong-m" else (c.m, c.n // 2)
+        if c.form.a_src == "TS":  # A sits on the lanes of M's data path; the smaller M reads its own lanes
+            lane_of = a_lane(c.m, np.arange(c.m))
+            row_at_lane = {int(lane): r for r, lane in enumerate(lane_of)}
+            a_eff = a[[row_at_lane[int(lane)] for lane in a_lane(m2, np.arange(m2))]]
+        else:
+            a_eff = a[:m2]
+        small = a_eff @ b[:n2].T + (cm[:m2, :n2] if c.scale_d else 0)
+        tm = prep.tmem_in.copy()
+        cta, lane, col, half = d_position(m2, n2, 1, c.form.ws, c.dtype)
+        tm[cta, lane, col] = _acc_bits(c.dtype, small).astype(np.uint32)
+        from harness.families.tcgen05.readback import decode
+        prep.expected = decode(c, tm)
+        p["idesc"] = D.encode_idesc(replace(c.idesc(), m=m2, n=n2))
+    if c.dtype != "s32":
+        t = dtypes.get(c.dtype)
+        assert np.array_equal(t.from_bits(t.to_bits(prep.expected)), prep.expected), f"{c.id}: misread is not exact"
+    if np.array_equal(prep.expected, prep.intended):
+        raise AssertionError(f"{c.id}: the control reads the intended product: it could not fail")
+    return prep
 
 
 def _write_operand(form: Form, t: str, lay: SmemLayout, bits_: np.ndarray, img: np.ndarray) -> None:

@@ -107,9 +107,13 @@ def _diff_by_value(preps: list[Prepared], regs: np.ndarray) -> list[dict]:
             rec["control"] = case.control
             rec["caught"] = differs
             rec["matches_model_prediction"] = bool(nbad[i] == 0)
-            rec["status"] = "pass" if differs else "fail"
+            # caught as predicted: not the intended product, and exactly the misread the layout model predicts
+            # (a control that merely differs could hide a model that is wrong in the same place as the hardware)
+            rec["status"] = "pass" if differs and nbad[i] == 0 else "fail"
             if not differs:
                 rec["why"] = "a deliberately wrong descriptor gave the intended product: the harness could not fail"
+            elif nbad[i]:
+                rec["why"] = "the wrong descriptor changed the result, but not into the misread the model predicts"
         else:
             rec["status"] = "pass" if nbad[i] == 0 else "fail"
         if nbad[i]:
