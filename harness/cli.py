@@ -289,6 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true")
     c.set_defaults(fn=cmd_compare)
 
+    from harness.timing import cli as timing_cli  # python -m harness bench [compare]
+    timing_cli.add_parser(sub)
+
     d = sub.add_parser("desc", help="encode or decode a shared-memory matrix descriptor")
     d.add_argument("--arch", required=True, choices=Arch.values())
     d.add_argument("--start", type=_int)

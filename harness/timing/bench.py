@@ -1,0 +1,205 @@
+"""`python -m harness bench`: compile every timing module (NVRTC, the harness's cache), time each selected form
+on GPU `device` in a GpuWorker (backend harness.timing.backend), write JSON Lines (the environment record,
+then one `timing` record per form, then a `summary`) and print a table.
+
+Forms of an arch the GPU is not are recorded `not-run` with the reason (tcgen05 on an H100, wgmma on a B200,
+everything without a GPU); they are compiled all the same, so a run anywhere proves they build.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from harness.records import results
+from harness.run import compile as C, gpu
+from harness.timing import forms as F, source as S, stats
+
+STATUS_OK = "ok"
+
+
+def _smi_uuid(uuid_hex: str) -> str | None:
+    h = uuid_hex.removeprefix("GPU-")
+    if len(h) != 32:
+        return None
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def nvidia_smi_clocks(info: dict | None) -> dict | None:
+    """SM clocks as nvidia-smi reports them now (MHz), or None."""
+    if not info:
+        return None
+    q = "clocks.sm,clocks.max.sm,clocks.applications.graphics,power.draw,temperature.gpu,clocks_event_reasons.active"
+    target = _smi_uuid(info.get("uuid", "")) or str(info["index"])
+    try:
+        out = subprocess.run(["nvidia-smi", "-i", target, f"--query-gpu={q}", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20)
+        if out.returncode != 0 or not out.stdout.strip():
+            return None
+        vals = [v.strip() for v in out.stdout.strip().splitlines()[0].split(",")]
+        return dict(zip(["sm_mhz", "max_sm_mhz", "app_graphics_mhz", "power_w", "temperature_c",
+                         "clock_event_reasons"], vals))
+    except Exception:
+        return None
+
+
+def device_clock_mhz(device: int) -> float | None:
+    """cudaDevAttrClockRate (the rated SM clock, kHz) in MHz, or None."""
+    try:
+        import cupy as cp
+        return cp.cuda.runtime.deviceGetAttribute(13, device) / 1e3
+    except Exception:
+        return None
+
+
+def compile_modules(forms_, workers: int | None = None) -> dict[tuple[str, str], C.Compiled]:
+    mods = S.module_forms(forms_)
+    keys = list(mods)
+    jobs = [C.CompileJob(name, S.source(mods[(name, arch)]), arch) for name, arch in keys]
+    return dict(zip(keys, C.compile_many(jobs, workers=workers, raise_on_error=False)))
+
+
+def _time_form(f, worker, cubin: str, sms: int, timeout: float) -> dict:
+    lat_job, tput_job = S.jobs(f, sms)
+    out = worker.run(cubin, lat_job.entry, lat_job, timeout)
+    lat, overhead = stats.latency_samples(out["words"], int(lat_job.params["reps"][0]))
+    t0 = time.perf_counter()
+    out = worker.run(cubin, tput_job.entry, tput_job, timeout)
+    per_launch = [stats.throughput_launch(w, tput_job.meta["flop_per_cta"]) for w in out["words"]]
+    tput = stats.summary([p["sm_median"] for p in per_launch])
+    peak = f.peak()
+    clock = stats.summary([p["clock_mhz"] for p in per_launch])
+    rec = {
+        "latency": {"unit": "clk", **stats.summary(lat), "clock64_overhead_min": int(overhead.min()),
+                    "reps_per_launch": int(lat_job.params["reps"][0]), "warmup_reps": int(lat_job.params["warmup"][0]),
+                    "launches": lat_job.launches},
+        "throughput": {"unit": "FLOP/clk/SM", **tput, "sm_min_worst": min(p["sm_min"] for p in per_launch),
+                       "sms": per_launch[0]["sms"], "ctas": tput_job.grid, "threads_per_cta": tput_job.block,
+                       "iters": int(tput_job.params["iters"][0]), "mma_per_iter": S.KSTEPS,
+                       "warmup_launches": tput_job.warmup, "launches": tput_job.launches,
+                       "cycles_median": per_launch[len(per_launch) // 2]["cycles_median"],
+                       "launch_ms": [round(float(x), 4) for x in out["ms"]]},
+        "sm_clock_mhz_measured": clock["median"],
+        "tflops": tput["median"] * per_launch[0]["sms"] * clock["median"] * 1e6 / 1e12,
+        "pct_of_kind_peak": 100 * tput["median"] / peak if peak else None,
+        "pct_of_bf16_4096": 100 * tput["median"] / F.BF16_PEAK_H100,
+        "wall_s": round(time.perf_counter() - t0, 3),
+    }
+    if f.reference():
+        rec["latency_vs_reference"] = rec["latency"]["median"] - f.reference()["latency_clk"]
+    return rec
+
+
+def run(forms_, out_path: Path, device: int = 0, timeout: float = 120.0, jobs: int | None = None,
+        log=print) -> dict:
+    from harness.run.worker import GpuWorker, LaunchFailed
+    t_start = time.perf_counter()
+    info = gpu.device_info(device)
+    arch = info["arch"] if info else None
+    env = results.environment([device], seed_note="bench: fixed image seed 12345")
+    env["bench"] = {"device": device, "multiprocessors": info["multiprocessors"] if info else None,
+                    "rated_sm_clock_mhz": device_clock_mhz(device) if info else None,
+                    "nvidia_smi_before": nvidia_smi_clocks(info), "forms": len(forms_),
+                    "consumer_warpgroups": S.CONSUMER_WGS, "mma_per_commit_group": S.KSTEPS,
+                    "latency_reps": S.LAT_REPS, "latency_warmup_reps": S.LAT_WARMUP,
+                    "latency_launches": S.LAT_LAUNCHES, "throughput_launches": S.TPUT_LAUNCHES,
+                    "throughput_warmup_launches": S.TPUT_WARMUP_LAUNCHES, "target_cycles": S.TARGET_CYCLES}
+    t = time.perf_counter()
+    compiled = compile_modules(forms_, jobs)
+    compile_s = time.perf_counter() - t
+    log(f"compiled {len(compiled)} timing modules in {compile_s:.1f}s "
+        f"({sum(c.cached for c in compiled.values())} from the cache)")
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    records = []
+    worker = GpuWorker(device, backend="harness.timing.backend") if arch else None
+    if worker:
+        worker.start()
+    try:
+        with open(out_path, "w") as fh:
+            def write(rec):
+                fh.write(json.dumps(rec) + "\n")
+                fh.flush()
+            write(env)
+            for f in forms_:
+                farch = f.archs[0] if arch not in f.archs else arch
+                comp = compiled[(f.module_name, farch)]
+                if comp.error is not None:
+                    rec = stats.timing_record(f, farch, "compile-error", reason=str(comp.error))
+                elif arch not in f.archs:
+                    why = ("no GPU visible" if info is None else
+                           f"needs {' or '.join(f.archs)}; GPU {device} is {info['name']} ({arch or info['compute_capability']})")
+                    rec = stats.timing_record(f, farch, "not-run", reason=why)
+                else:
+                    try:
+                        rec = stats.timing_record(f, arch, STATUS_OK,
+                                                  **_time_form(f, worker, str(comp.cubin_path),
+                                                               info["multiprocessors"], timeout))
+                    except LaunchFailed as e:
+                        rec = stats.timing_record(f, arch, e.status, reason=str(e))
+                    except ValueError as e:  # a kernel that ran but wrote no clocks
+                        rec = stats.timing_record(f, arch, "fail", reason=str(e))
+                counts[rec["status"]] = counts.get(rec["status"], 0) + 1
+                records.append(rec)
+                write(rec)
+                if rec["status"] != "not-run":
+                    log(row(rec))
+            summary = {"type": "summary", "forms": len(forms_), **counts, "compile_s": round(compile_s, 2),
+                       "wall_s": round(time.perf_counter() - t_start, 2),
+                       "nvidia_smi_after": nvidia_smi_clocks(info)}
+            write(summary)
+    finally:
+        if worker:
+            worker.close()
+    return {"records": records, "summary": summary, "env": env}
+
+
+# ---------------------------------------------------------------------------------------------------- table
+
+HEADER = (f"{'form':<58} {'status':<8} {'lat min':>7} {'lat med':>7} {'FLOP/clk/SM':>11} {'spread':>7} "
+          f"{'% kind':>6} {'% 4096':>6} {'MHz':>5}")
+
+
+def _f(x, fmt):
+    return format(x, fmt) if x is not None else "-"
+
+
+def row(r: dict) -> str:
+    if r["status"] != STATUS_OK:
+        return f"{r['id']:<58} {r['status']:<8} {r.get('reason', '')[:90]}"
+    lat, tp = r["latency"], r["throughput"]
+    s = (f"{r['id']:<58} {'ok':<8} {lat['min']:>7.0f} {lat['median']:>7.0f} {tp['median']:>11.1f} "
+         f"{stats.spread(tp):>7.2f} {_f(r['pct_of_kind_peak'], '6.1f'):>6} {r['pct_of_bf16_4096']:>6.1f} "
+         f"{r['sm_clock_mhz_measured']:>5.0f}")
+    if "reference" in r:
+        s += f"  (published {r['reference']['latency_clk']} clk)"
+    return s
+
+
+def table(records: list[dict]) -> str:
+    ran = [r for r in records if r["status"] != "not-run"]
+    skipped = [r for r in records if r["status"] == "not-run"]
+    lines = [HEADER] + [row(r) for r in ran]
+    if skipped:
+        reasons = sorted({r.get("reason", "") for r in skipped})
+        lines.append(f"{len(skipped)} forms not run: " + "; ".join(reasons))
+    ok = [r for r in ran if r["status"] == STATUS_OK and r["kind"] == "f16" and r["atype"] == "bf16"
+          and r["family"] == "wgmma"]
+    if ok:
+        best = max(ok, key=lambda r: r["throughput"]["median"])
+        lines.append(f"best dense bf16 wgmma: {best['id']}: {best['throughput']['median']:.1f} FLOP/clk/SM = "
+                     f"{best['pct_of_bf16_4096']:.1f}% of {F.BF16_PEAK_H100} "
+                     f"({'meets' if best['pct_of_bf16_4096'] >= 90 else 'BELOW'} the 90% goal)")
+    return "\n".join(lines)
+
+
+def default_out() -> Path:
+    return Path("results") / "scratch" / f"bench-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}.jsonl"
+
+
+def exit_code(summary: dict) -> int:
+    return 1 if any(summary.get(k, 0) for k in ("fault", "timeout", "fail", "compile-error")) else 0
+
