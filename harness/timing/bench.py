@@ -92,8 +92,11 @@ def _time_form(f, worker, cubin: str, sms: int, timeout: float) -> dict:
     return rec
 
 
+BACKEND = "harness.timing.backend"
+
+
 def run(forms_, out_path: Path, device: int = 0, timeout: float = 120.0, jobs: int | None = None,
-        log=print) -> dict:
+        log=print, backend: str = BACKEND) -> dict:
     from harness.run.worker import GpuWorker, LaunchFailed
     t_start = time.perf_counter()
     info = gpu.device_info(device)
@@ -115,7 +118,7 @@ def run(forms_, out_path: Path, device: int = 0, timeout: float = 120.0, jobs: i
     out_path.parent.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     records = []
-    worker = GpuWorker(device, backend="harness.timing.backend") if arch else None
+    worker = GpuWorker(device, backend=backend) if arch else None
     if worker:
         worker.start()
     try:
