@@ -25,7 +25,7 @@ KSTEPS = 4  # MMAs per commit group in the throughput loops (kernels' KSTEPS)
 ONE_CTA_PER_SM_SMEM = 120 * 1024
 TARGET_CYCLES = 1 << 21  # throughput: cycles of one launch at the datasheet rate (~1 ms)
 LAT_WARMUP, LAT_REPS, LAT_LAUNCHES = 64, 512, 3
-TPUT_WARMUP_LAUNCHES, TPUT_LAUNCHES = 2, 10
+TPUT_WARMUP_LAUNCHES, TPUT_LAUNCHES = 3, 20
 ASSUMED_B1_PEAK = 32768  # sizes the b1 loop only (no published figure)
 
 PARAMS_WGMMA = np.dtype([("desc_a", "<u8"), ("desc_b", "<u8"), ("image_bytes", "<u4"), ("iters", "<u4"),
