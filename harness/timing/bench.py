@@ -28,21 +28,22 @@ def _smi_uuid(uuid_hex: str) -> str | None:
 
 
 def nvidia_smi_clocks(info: dict | None) -> dict | None:
-    """SM clocks as nvidia-smi reports them now (MHz), or None."""
+    """SM clocks as nvidia-smi reports them now (MHz), or None. Older drivers lack some fields: the query
+    falls back to the clocks alone."""
     if not info:
         return None
-    q = "clocks.sm,clocks.max.sm,clocks.applications.graphics,power.draw,temperature.gpu,clocks_event_reasons.active"
     target = _smi_uuid(info.get("uuid", "")) or str(info["index"])
-    try:
-        out = subprocess.run(["nvidia-smi", "-i", target, f"--query-gpu={q}", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=20)
-        if out.returncode != 0 or not out.stdout.strip():
+    for fields in (("clocks.sm", "clocks.max.sm", "clocks.applications.graphics", "power.draw", "temperature.gpu"),
+                   ("clocks.sm", "clocks.max.sm")):
+        try:
+            out = subprocess.run(["nvidia-smi", "-i", target, f"--query-gpu={','.join(fields)}",
+                                  "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
+        except Exception:
             return None
-        vals = [v.strip() for v in out.stdout.strip().splitlines()[0].split(",")]
-        return dict(zip(["sm_mhz", "max_sm_mhz", "app_graphics_mhz", "power_w", "temperature_c",
-                         "clock_event_reasons"], vals))
-    except Exception:
-        return None
+        if out.returncode == 0 and out.stdout.strip():
+            vals = [v.strip() for v in out.stdout.strip().splitlines()[0].split(",")]
+            return dict(zip(fields, vals))
+    return None
 
 
 def device_clock_mhz(device: int) -> float | None:
