@@ -107,13 +107,18 @@ def _type_expr(c: Candidate) -> str:
     return f"{atom}) + sizeof(MMA_Traits<{atom}>" if style == "vs+traits" else atom
 
 
-def source(cands: list[Candidate]) -> tuple[str, dict[int, Candidate]]:
+def source(cands: list[Candidate]) -> tuple[str, dict[int, list[Candidate]]]:
+    """The TU, and {line: candidates}: candidates spelling the same type (mxf4 and mxf4nvf4 with ue8m0 use the
+    same atom) share one line, since the compiler reports a failed instantiation only once."""
     head = ["#include <cute/tensor.hpp>", "#include <cute/atom/mma_traits_sm100.hpp>", "using namespace cute;",
             "using cutlass::tfloat32_t; using cutlass::half_t;"]
-    lines, by_line = list(head), {}
-    for i, c in enumerate(cands):
-        lines.append(f"void cand_{i}() {{ (void)(sizeof({_type_expr(c)})); }}")
-        by_line[len(lines)] = c
+    lines, by_line, line_of = list(head), {}, {}
+    for c in cands:
+        expr = _type_expr(c)
+        if expr not in line_of:
+            lines.append(f"void cand_{len(line_of)}() {{ (void)(sizeof({expr})); }}")
+            line_of[expr] = len(lines)
+        by_line.setdefault(line_of[expr], []).append(c)
     return "\n".join(lines) + "\n", by_line
 
 
@@ -154,7 +159,7 @@ def rejections() -> dict[Candidate, list[tuple[str, str]]]:
             raise RuntimeError(f"the legality TU failed without attributable errors:\n{r.stderr[-3000:]}")
         cache.write_text(json.dumps({str(k): v for k, v in raw.items()}))
     raw = {int(k): [tuple(x) for x in v] for k, v in json.loads(cache.read_text()).items()}
-    return {by_line[ln]: v for ln, v in raw.items()}
+    return {c: v for ln, v in raw.items() for c in by_line[ln]}
 
 
 def accepted(c: Candidate) -> bool:
