@@ -26,14 +26,25 @@ pytestmark = [pytest.mark.cutlass,
 
 
 @pytest.fixture(scope="module")
-def oracle():
-    return cutlass_cpp.run_json("cutlass_tcgen05_desc.cpp")
+def _built():
+    """Build both oracles at once (two g++ processes; each is cached by its source text)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from tests.oracles import cutlass_legality
+    with ThreadPoolExecutor(2) as pool:
+        rej = pool.submit(cutlass_legality.rejections)
+        out = pool.submit(cutlass_cpp.run_json, "cutlass_tcgen05_desc.cpp")
+        rej.result()
+        return out.result(), cutlass_legality
 
 
 @pytest.fixture(scope="module")
-def legality():
-    from tests.oracles import cutlass_legality
-    return cutlass_legality
+def oracle(_built):
+    return _built[0]
+
+
+@pytest.fixture(scope="module")
+def legality(_built):
+    return _built[1]
 
 
 # ---------------------------------------------------------------------------------------------------- idesc
