@@ -12,6 +12,7 @@ from pathlib import Path
 
 from harness.enums import Arch, FamilyName, Major, OperandSource, Swizzle
 from harness.spec import descriptors as D, layouts as L
+from harness.spec.descriptors import DescriptorError
 
 
 class UsageError(Exception):
@@ -45,6 +46,14 @@ def _report_decoded(info: dict, title: str, as_json: bool, width: int) -> int:
 
 # ---------------------------------------------------------------------------------------------------- desc
 
+def _refused(title: str, fields: dict, rule: DescriptorError, value: str | None, as_json: bool) -> int:
+    """A value the spec forbids: the fields as given, the rule's text as a problem line, exit 1."""
+    info = {"value": value, "fields": fields, "problems": [str(rule)]}
+    lines = [f"{title} {value or '(not encodable)'}"] + [f"  {k:<18} {v}" for k, v in fields.items()]
+    _print(info, as_json, "\n".join(lines + [f"  problem: {rule}"]))
+    return 1
+
+
 def cmd_desc(a) -> int:
     if a.decode is not None:
         info = (D.decode_wgmma_desc(a.decode) if a.arch == "sm_90a"
@@ -53,20 +62,29 @@ def cmd_desc(a) -> int:
         missing = [n for n in ("start", "lbo", "sbo") if getattr(a, n) is None]
         if missing:
             raise UsageError(f"desc: give --{', --'.join(missing)} (or --decode VALUE)")
-        if a.arch == "sm_90a":
-            if a.lbo_mode != "relative":
-                raise UsageError("desc: --lbo-mode absolute is a tcgen05 (sm_103a) mode, not sm_90a")
-            value = D.encode_wgmma_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset)
-            info = D.decode_wgmma_desc(value)
-        else:
-            value = D.encode_tcgen05_smem_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset, a.lbo_mode, a.arch)
-            info = D.decode_tcgen05_smem_desc(value, a.arch)
+        if a.arch == "sm_90a" and a.lbo_mode != "relative":
+            raise UsageError("desc: --lbo-mode absolute is a tcgen05 (sm_103a) mode, not sm_90a")
+        try:
+            if a.arch == "sm_90a":
+                value = D.encode_wgmma_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset)
+                info = D.decode_wgmma_desc(value)
+            else:
+                value = D.encode_tcgen05_smem_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset, a.lbo_mode,
+                                                   a.arch)
+                info = D.decode_tcgen05_smem_desc(value, a.arch)
+        except DescriptorError as e:
+            fields = {"start_address": a.start, "leading_byte_offset": a.lbo, "stride_byte_offset": a.sbo,
+                      "base_offset": a.base_offset, "swizzle": a.swizzle}
+            if a.arch != "sm_90a":
+                fields["lbo_mode"] = a.lbo_mode
+            return _refused(f"{a.arch} shared-memory matrix descriptor", fields, e, None, a.json)
     return _report_decoded(info, f"{info['arch']} shared-memory matrix descriptor", a.json, 22)
 
 
 def cmd_idesc(a) -> int:
+    ws = True if a.ws else None  # not in the value: only a given --ws is known
     if a.decode is not None:
-        info = D.decode_idesc(a.decode, a.kind)
+        info = D.decode_idesc(a.decode, a.kind, a.cta_group, ws, a.arch, a.scale_vec or "")
     else:
         missing = [n for n in ("atype", "btype", "m", "n") if getattr(a, n) is None]
         if missing:
@@ -74,8 +92,17 @@ def cmd_idesc(a) -> int:
         dtype = a.dtype or next(iter(D.DTYPE_CODES.get(a.kind, {"f32": 0})))
         d = D.InstrDescriptor(a.kind, a.atype, a.btype, dtype, a.m, a.n, a.transpose_a, a.transpose_b,
                               a.negate_a, a.negate_b, a.sparse, a.sparsity_selector, a.saturate, a.max_shift,
-                              a.scale_type, a.a_sf_id, a.b_sf_id, a.k96, a.cta_group, a.ws)
-        info = D.decode_idesc(D.encode_idesc(d), a.kind)
+                              a.scale_type, a.a_sf_id, a.b_sf_id, a.k96, a.cta_group or 1, a.ws, a.scale_vec or "")
+        try:
+            value = D.encode_idesc(d, a.arch)
+        except DescriptorError as e:
+            try:
+                raw = f"0x{D.pack_idesc(d):08x}"
+            except DescriptorError:
+                raw = None
+            fields = {k: v for k, v in D.as_dict(d).items()}
+            return _refused(f"tcgen05 instruction descriptor .kind::{a.kind}", fields, e, raw, a.json)
+        info = D.decode_idesc(value, a.kind, a.cta_group or 1, a.ws, a.arch, a.scale_vec or "")
     return _report_decoded(info, f"tcgen05 instruction descriptor .kind::{info['kind']}", a.json, 18)
 
 
@@ -318,7 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--scale-type", default="ue8m0", choices=["ue8m0", "ue4m3"])
     i.add_argument("--a-sf-id", type=_int, default=0)
     i.add_argument("--b-sf-id", type=_int, default=0)
-    i.add_argument("--cta-group", type=_int, default=1, choices=[1, 2])
+    i.add_argument("--cta-group", type=_int, choices=[1, 2], help="default 1 (decode: guessed from M)")
+    i.add_argument("--scale-vec", choices=["1X", "2X", "4X"], help="block-scaled kinds (default: the kind's)")
+    i.add_argument("--arch", choices=["sm_100a", "sm_103a"], help="adds the per-arch rules (K = 96: sm_103a)")
     i.add_argument("--decode", type=_int, metavar="VALUE")
     i.add_argument("--json", action="store_true")
     i.set_defaults(fn=cmd_idesc)

@@ -68,11 +68,9 @@ def test_zmask():
 
 
 @pytest.mark.parametrize("args,msg", [
-    (["desc", "--arch", "sm_90a", "--start", "8", "--lbo", "16", "--sbo", "16"], "not 16-byte aligned"),
     (["desc", "--arch", "sm_80", "--decode", "0"], "invalid choice"),
     (["desc", "--arch", "sm_90a", "--start", "0"], "give --lbo, --sbo"),
     (["desc", "--arch", "sm_90a", "--decode", "zz"], "is not an integer"),
-    (["idesc", "--kind", "f16", "--atype", "f16", "--btype", "f16", "--m", "128", "--n", "250"], "N = 250"),
     (["idesc", "--kind", "f99", "--decode", "0"], "invalid choice"),
     (["layout", "--major", "K", "--swizzle", "32B", "--dtype", "tf32", "--rows", "16", "--cols", "16", "--lbo",
       "16", "--sbo", "256"], "64 bytes wide along K"),
@@ -92,6 +90,61 @@ def test_bad_input_is_one_line_and_exit_2(args, msg):
     assert msg in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "Traceback" not in out.stderr
+
+
+IDESC = ["idesc", "--atype", "f16", "--btype", "f16", "--dtype", "f32"]
+
+
+@pytest.mark.parametrize("args,rule", [
+    (["desc", "--arch", "sm_90a", "--start", "8", "--lbo", "16", "--sbo", "16"], "not 16-byte aligned"),
+    (["desc", "--arch", "sm_100a", "--start", "1024", "--lbo", "4096", "--sbo", "1024", "--swizzle", "128B",
+      "--lbo-mode", "absolute"], "sm_103a only"),
+    (["desc", "--arch", "sm_103a", "--start", "1024", "--lbo", "4096", "--sbo", "1024", "--swizzle", "64B",
+      "--lbo-mode", "absolute"], "only 128B swizzle"),
+    (IDESC + ["--kind", "f16", "--m", "128", "--n", "250"], "N = 250 is not legal"),
+    (["idesc", "--kind", "i8", "--atype", "s8", "--btype", "s8", "--m", "128", "--n", "40"], "N = 40 is not legal"),
+    (["idesc", "--kind", "i8", "--atype", "s8", "--btype", "s8", "--m", "256", "--n", "48", "--cta-group", "2"],
+     "N = 48 is not legal"),
+    (["idesc", "--kind", "f8f6f4", "--atype", "e4m3", "--btype", "e4m3", "--m", "128", "--n", "24",
+      "--transpose-b"], "B is MN-major"),
+    (["idesc", "--kind", "mxf4nvf4", "--atype", "e2m1", "--btype", "e2m1", "--m", "128", "--n", "128",
+      "--scale-type", "ue4m3", "--a-sf-id", "2"], "scale_vec::4X"),
+    (["idesc", "--kind", "mxf4nvf4", "--atype", "e2m1", "--btype", "e2m1", "--m", "128", "--n", "128", "--k96",
+      "--arch", "sm_100a"], "sm_103a shape"),
+    (["idesc", "--kind", "mxf4nvf4", "--atype", "e2m1", "--btype", "e2m1", "--m", "128", "--n", "128", "--k96",
+      "--transpose-a"], "K-major A and B"),
+    (IDESC + ["--kind", "f16", "--m", "64", "--n", "128", "--max-shift", "2"], "applies to .ws only"),
+])
+def test_illegal_values_exit_1_with_the_rule(args, rule):
+    out = run(*args)
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    assert f"problem: " in out.stdout and rule in out.stdout, out.stdout
+    info = json.loads(run(*args, "--json").stdout)
+    assert any(rule in p for p in info["problems"])
+
+
+@pytest.mark.parametrize("args", [
+    IDESC + ["--kind", "f16", "--m", m, "--n", "128", "--ws", "--max-shift", "3"] for m in ("32", "64", "128")
+] + [
+    ["idesc", "--kind", "i8", "--atype", "u8", "--btype", "s8", "--m", "128", "--n", "24"],
+    ["idesc", "--kind", "mxf4", "--atype", "e2m1", "--btype", "e2m1", "--m", "128", "--n", "64", "--cta-group", "2"],
+    ["idesc", "--kind", "mxf4nvf4", "--atype", "e2m1", "--btype", "e2m1", "--m", "256", "--n", "128", "--k96",
+     "--cta-group", "2", "--arch", "sm_103a", "--scale-type", "ue4m3"],
+    ["desc", "--arch", "sm_103a", "--start", "1024", "--lbo", "4096", "--sbo", "1024", "--swizzle", "128B",
+     "--lbo-mode", "absolute"],
+])
+def test_legal_values_exit_0_without_a_problem_line(args):
+    out = run(*args)
+    assert out.returncode == 0, (out.stdout, out.stderr)
+    assert "problem:" not in out.stdout and "(no spec violations)" in out.stdout
+
+
+def test_decode_of_a_ws_descriptor_uses_the_given_ws():
+    v = json.loads(run(*IDESC, "--kind", "f16", "--m", "64", "--n", "128", "--ws", "--max-shift", "1",
+                       "--json").stdout)["value"]
+    assert run("idesc", "--kind", "f16", "--decode", v, "--ws").returncode == 0
+    out = run("idesc", "--kind", "f16", "--decode", v)  # without --ws: M = 64 reads as the non-.ws form
+    assert out.returncode == 1 and "applies to .ws only" in out.stdout
 
 
 def test_main_is_importable_without_a_gpu():

@@ -125,10 +125,11 @@ def _pairs(kind):
 def test_idesc_round_trip_every_type_pairing_and_shape(kind):
     for a, b, d in _pairs(kind):
         for cg in (1, 2):
-            for m, ns in D.legal_shapes(kind, cg).items():
+            tb = kind not in ("mxf4", "mxf4nvf4")
+            for m, ns in D.legal_shapes(kind, cg, transpose_b=tb).items():
                 for n in (ns[0], ns[len(ns) // 2], ns[-1]):
                     desc = D.InstrDescriptor(kind, a, b, d, m, n, cta_group=cg,
-                                             negate_a=kind != "i8", transpose_b=kind not in ("mxf4", "mxf4nvf4"))
+                                             negate_a=kind != "i8", transpose_b=tb)
                     info = D.decode_idesc(D.encode_idesc(desc), kind)
                     f = info["fields"]
                     assert (f["atype"], f["btype"], f["dtype"], f["m"], f["n"]) == (a, b, d, m, n), info
@@ -166,6 +167,15 @@ def test_idesc_block_scaled_fields():
     (dict(k96=True), "K = 96 bit"),
     (dict(kind="tf32", atype="tf32", btype="tf32", ws=True, n=72), "N = 72 is not legal"),
     (dict(cta_group=2, n=24), "N = 24 is not legal"),
+    (dict(kind="i8", atype="s8", btype="s8", dtype="s32", n=40), "N = 40 is not legal"),
+    (dict(kind="i8", atype="s8", btype="s8", dtype="s32", m=256, cta_group=2, n=48), "N = 48 is not legal"),
+    (dict(kind="f8f6f4", atype="e4m3", btype="e4m3", n=72, transpose_b=True), "B is MN-major"),
+    (dict(kind="mxf4nvf4", atype="e2m1", btype="e2m1", scale_type="ue4m3", a_sf_id=2), "scale_vec::4X"),
+    (dict(kind="mxf4nvf4", atype="e2m1", btype="e2m1", scale_type="ue4m3", scale_vec="2X"), "takes scale_vec"),
+    (dict(kind="mxf4", atype="e2m1", btype="e2m1", scale_vec="4X"), "takes scale_vec"),
+    (dict(kind="mxf4nvf4", atype="e2m1", btype="e2m1", k96=True, transpose_b=True), "K-major A and B"),
+    (dict(kind="mxf4nvf4", atype="e2m1", btype="e2m1", k96=True, n=72), "N = 72 is not legal"),
+    (dict(kind="mxf4nvf4", atype="e2m1", btype="e2m1", k96=True, sparse=True), "dense shape"),
 ])
 def test_idesc_refuses_illegal_combinations(kw, msg):
     args = dict(kind="f16", atype="f16", btype="f16", dtype="f32", m=128, n=64)
@@ -178,8 +188,24 @@ def test_legal_shapes_follow_the_table():
     assert D.legal_shapes("f16", 1)[64] == list(range(8, 257, 8))
     assert D.legal_shapes("f16", 2)[256] == list(range(16, 257, 16))
     assert D.legal_shapes("tf32", 1, ws=True) == {32: [64, 128, 256], 64: [64, 128, 256], 128: [64, 128, 256]}
-    assert list(D.legal_shapes("mxf4", 1)) == [128] and list(D.legal_shapes("mxf4", 2)) == [256]
+    assert list(D.legal_shapes("mxf4", 1)) == [128] and list(D.legal_shapes("mxf4", 2)) == [128, 256]
+    assert list(D.legal_shapes("mxf8f6f4", 2)) == [256]  # the ISA's M = 128 is refused by CUTLASS: not modelled
+    assert D.legal_shapes("i8", 1)[128] == [8, 16, 24, 32] + list(range(48, 257, 16))
+    assert D.legal_shapes("i8", 2)[256] == list(range(32, 257, 32))
+    assert D.legal_shapes("f8f6f4", 1, transpose_b=True)[64] == list(range(16, 257, 16))
+    assert D.legal_shapes("mxf4nvf4", 1, k96=True) == {128: list(range(16, 257, 16))}
     assert D.KIND_K == {"tf32": 8, "f16": 16, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
+
+
+def test_k96_is_sm_103a_only_and_ws_max_shift_is_legal_for_every_ws_m():
+    k96 = D.InstrDescriptor("mxf4nvf4", "e2m1", "e2m1", "f32", 128, 128, k96=True, scale_type="ue4m3")
+    assert D.encode_idesc(k96, "sm_103a") == D.encode_idesc(k96)
+    with pytest.raises(DescriptorError, match="sm_103a shape"):
+        D.encode_idesc(k96, "sm_100a")
+    for m in (32, 64, 128):
+        v = D.encode_idesc(D.InstrDescriptor("f16", "f16", "f16", "f32", m, 128, ws=True, max_shift=3))
+        assert v >> 30 == 3
+        assert D.decode_idesc(v, "f16", ws=True)["problems"] == []
 
 
 def test_decode_reports_undefined_codes():
