@@ -54,8 +54,11 @@ class Tcgen05Family:
         return {"unsettled": reason} if reason else {}
 
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
-        return [{"type": "diagnosis", "id": c.id, "operand": "A,B", "status": "not-probed",
-                 "summary": "the tcgen05 address probe is not built yet"} for c in cases]
+        """The address probe (probe.py): per (case, operand), where the tensor core read each element from
+        (shared-memory byte, or TMEM lane and column for A of a TS form), against the model and the intended
+        layout; 'not-probed' records, with the reason, for what the probe does not cover."""
+        from harness.families.tcgen05 import probe
+        return probe.diagnose(kernel, cases, cubin_path, worker, timeout, png_dir)
 
 
 FAMILY = Tcgen05Family()

@@ -1,0 +1,528 @@
+"""Probe mode for tcgen05: recover, for every element of an operand, where the tensor core read it from.
+
+As for wgmma (harness/diagnosis/addresses.py): every element-sized slot of the probed operand's storage holds a
+number naming the slot, written as digits of the largest base the operand type and the accumulator hold
+exactly, one digit per pass; the other operand is one-hot, so each accumulator element is exactly one read
+element of the probed operand:
+
+    probing A:  B[n, k] = 1 iff k == s*N + n     ->  D[m, n] = A_read[m, s*N + n]    (sub-pass s)
+    probing B:  A[m, k] = 1 iff k == s*M + m     ->  D[m, n] = B_read[n, s*M + m]
+
+Shared memory: the slots are the element-sized slots of the CTA's image (plus SLACK_BYTES past it), so the
+digits give the bit address read for every (row, k), compared with the layout the descriptor encodes
+(harness.spec.layouts) and explained against the intended layout by harness/diagnosis/explain.py.
+Tensor Memory (A of a TS form): the slots are the element-sized parts of every 32-bit cell of all 128 lanes and
+of the columns 0 .. read_cols + TMEM_SLACK_COLS, so the digits give the lane, column and position in the cell
+read for every (row, k), compared with datapaths.a_lane and the A column the kernel gives.
+
+Every probe job is a TcPrepared of the case's own kernel (kernel.pack), one CTA each, C = 0 (enable_input_d 0);
+D is decoded through the case's data path (readback.decode). The one-hot of the other operand sits where *its*
+descriptor (or the TMEM model) says it is read: the probe of one operand trusts the other operand's reads, and
+says so when the accumulator values are not digits.
+
+Probed: cta_group::1 without .ws, kinds tf32 and f16 (tf32, f16, bf16) and the 8-bit types of f8f6f4 (e4m3,
+e5m2) and i8 (s8, u8), A and B in shared memory (SS) and A in Tensor Memory (TS), K- and MN-major, every swizzle
+layouts.py models. Everything else gets a 'not-probed' record saying why (unsupported()).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from harness.diagnosis.addresses import DIGIT_BASE
+from harness.families.tcgen05 import datapaths, readback, reference as R
+from harness.families.tcgen05.cases import TcCase, storage_dtype
+from harness.spec import descriptors as D, dtypes, layouts
+from harness.spec.layouts import SmemLayout
+
+SLACK_BYTES = 2048  # numbered bytes past the operands, so modest over-reads are still identified
+TMEM_SLACK_COLS = 32  # numbered TMEM columns past the case's, for A read from too far right
+MAX_TMEM_COLS = 512
+
+
+class NotProbed(ValueError):
+    """The probe cannot give a sound answer for this case / operand; the message says why."""
+
+
+# ---------------------------------------------------------------------------------------------------- setup
+
+@dataclass(frozen=True)
+class SmemOperand:
+    dtype: str  # element type (a storage width of 8, 16 or 32 bits)
+    layout: SmemLayout  # the intended layout (what the image was written with), cut to the probe's rows
+    desc_layout: SmemLayout  # the layout the descriptor encodes (differs in smem-descriptor controls)
+
+    @property
+    def addr(self) -> np.ndarray:
+        return layouts.element_bit_addresses(self.layout)
+
+    @property
+    def read_addr(self) -> np.ndarray:
+        return layouts.element_bit_addresses(self.desc_layout)
+
+
+@dataclass(frozen=True)
+class TmemOperand:
+    """A in Tensor Memory: row r on lane a_lane(M, r), element k in column col0 + k // per, bits (k % per) * w."""
+    dtype: str
+    rows: int
+    k: int
+    col0: int  # the column the kernel passes as A's address
+    intended_m: int  # the M whose data path the rows were stored for
+    model_m: int  # the M the instruction descriptor says (the hardware reads A through its path)
+
+    @property
+    def bits(self) -> int:
+        return dtypes.get(self.dtype).bits
+
+    @property
+    def per(self) -> int:
+        return 32 // self.bits
+
+    def position(self, m: int):
+        """(lane, column, part) [rows, k] of every element under the data path of M = m."""
+        r, k = np.meshgrid(np.arange(self.rows), np.arange(self.k), indexing="ij")
+        return datapaths.a_lane(m, r), self.col0 + k // self.per, k % self.per
+
+    @property
+    def intended(self):
+        return self.position(self.intended_m)
+
+    @property
+    def model(self):
+        return self.position(self.model_m)
+
+
+@dataclass(frozen=True)
+class Setup:
+    case: TcCase
+    probe_case: TcCase  # the case with the instruction descriptor's M, N and C = 0: D is decoded through it
+    arch: str
+    a: SmemOperand | TmemOperand | None  # None: A could not be modelled (see skipped)
+    b: SmemOperand | None
+    size: int  # image bytes the probe numbers (operands' footprints plus slack), 16-byte multiple
+    read_cols: int  # TMEM columns stored and read back
+    params: dict  # the case's parameter record (descriptors, idesc, A column), C off
+    skipped: tuple = ()  # (operand, reason) of operands that cannot be probed
+
+    @property
+    def m(self) -> int:
+        return self.probe_case.m
+
+    @property
+    def n(self) -> int:
+        return self.probe_case.n
+
+    @property
+    def k(self) -> int:
+        return self.case.k
+
+
+def unsupported(c: TcCase) -> str | None:
+    """Why a case cannot be probed at all (None when it can)."""
+    f = c.form
+    if f.block_scaled:
+        return (f"kind::{f.kind} is block-scaled: every product is multiplied by scale factors the kernel copies "
+                "into Tensor Memory with tcgen05.cp, so a one-hot operand gives scale x digit, and the factors' own "
+                "reads would need a probe of their own; not built")
+    if f.cta_group != 1:
+        return ("cta_group::2: A and B are split over the pair's two CTAs' shared memory and D over their Tensor "
+                "Memory (data paths A and B), issued by one CTA for both; the probe numbers one CTA's storage")
+    if f.ws:
+        return (".ws: the zero-column mask and the .ws data paths (E: M=64, G: M=32, column parts folded onto "
+                "lanes) are not handled by the probe")
+    for role, t in (("A", c.atype), ("B", c.btype)):
+        if dtypes.get(t).bits < 8:
+            return (f"{role} is {t}, a {dtypes.get(t).bits}-bit type packed 16 per 16-byte chunk in shared memory "
+                    "(datapaths.subbyte_bit_addresses) or one per byte of a TMEM column: its digits would be 2-3 "
+                    "bits wide and its slots not byte slots; not built")
+        if t not in DIGIT_BASE:
+            return f"{role} is {t}: no digit base is known for it"
+    return None
+
+
+def _desc_layout(value: int, major: str, dtype: str, rows: int, k: int, arch: str, role: str) -> SmemLayout:
+    dec = D.decode_tcgen05_smem_desc(int(value), arch)
+    if dec["problems"]:
+        raise NotProbed(f"{role}'s smem descriptor {dec['value']} is outside the ISA ({'; '.join(dec['problems'])}): "
+                        "the ISA does not say where the tensor core then reads, so there is no model to compare "
+                        "with and no place to put a one-hot")
+    fl = dec["fields"]
+    if fl["lbo_mode"] != "relative":
+        raise NotProbed(f"{role}'s descriptor uses the absolute-address LBO mode, which layouts.py does not model")
+    lay = SmemLayout(major, fl["swizzle"], dtype, rows, k, fl["leading_byte_offset"], fl["stride_byte_offset"],
+                     fl["start_address"], fl["base_offset"])
+    try:
+        layouts.validate(lay)
+    except layouts.LayoutError as e:
+        raise NotProbed(f"{role}'s descriptor encodes a layout layouts.py cannot express: {e}") from None
+    return lay
+
+
+def setup_of(c: TcCase, arch: str = "sm_100a") -> Setup:
+    """What the probe of case `c` needs: the case's own parameters (prepare), the layouts its descriptors encode
+    and the intended ones. Raises NotProbed when no operand of the case can be probed."""
+    why = unsupported(c)
+    if why:
+        raise NotProbed(why)
+    f = c.form
+    prep = R.prepare(c, arch)
+    p = dict(prep.params[0])
+    idesc = D.decode_idesc(int(p["idesc"]), f.kind)
+    if idesc["problems"]:
+        raise NotProbed(f"the instruction descriptor {idesc['value']} is outside the ISA "
+                        f"({'; '.join(idesc['problems'])})")
+    fi = idesc["fields"]
+    m, n, K = fi["m"], fi["n"], c.k
+    if (fi["atype"], fi["btype"], fi["dtype"]) != (c.atype, c.btype, c.dtype):
+        raise NotProbed("the instruction descriptor's types differ from the case's; the probe's digits would be "
+                        "read as another type")
+    major_a, major_b = ("MN" if fi["transpose_a"] else "K"), ("MN" if fi["transpose_b"] else "K")
+    sa, sb = storage_dtype(f, c.atype), storage_dtype(f, c.btype)
+    skipped = []
+    a_int = R._operand_layout(f, c.atype, c.m, K, c.major_a, c.swizzle_a, 0)  # as prepare() places them
+    b_start = -(-layouts.footprint(a_int)[1] // 1024) * 1024
+    b_int = R._operand_layout(f, c.btype, c.n, K, c.major_b, c.swizzle_b, b_start)
+    spans = []
+    a = b = None
+    if f.a_src == "SS":
+        try:
+            a_d = _desc_layout(p["desc_a"], major_a, sa, m, K, arch, "A")
+            a = SmemOperand(c.atype, a_int.moved(rows=m), a_d)
+            spans += [layouts.footprint(a.layout)[1], layouts.footprint(a_d)[1]]
+        except (NotProbed, layouts.LayoutError) as e:
+            skipped.append(("A", str(e)))
+    else:
+        a = TmemOperand(sa, m, K, int(p["a_tmem_col"]), c.m, m)
+    if c.b_atoms != "layouts":
+        skipped.append(("B", f"B is tiled as {c.b_atoms} (CUTLASS's 4-K-row 128B_base32b atoms), which "
+                             "layouts.SmemLayout cannot express: no intended address map to compare with"))
+    else:
+        try:
+            b_d = _desc_layout(p["desc_b"], major_b, sb, n, K, arch, "B")
+            b = SmemOperand(c.btype, b_int.moved(rows=n), b_d)
+            spans += [layouts.footprint(b.layout)[1], layouts.footprint(b_d)[1]]
+        except (NotProbed, layouts.LayoutError) as e:
+            skipped.append(("B", str(e)))
+    if b is None or (a is None and f.a_src == "SS"):
+        raise NotProbed("; ".join(f"{w}: {r}" for w, r in skipped) +
+                        "; with one operand unmodelled the other cannot be given a one-hot either")
+    size = -(-(max(spans) + SLACK_BYTES) // 16) * 16
+    read_cols = int(prep.read_cols)
+    if f.a_src == "TS":
+        read_cols = min(MAX_TMEM_COLS, -(-(read_cols + TMEM_SLACK_COLS) // 8) * 8)
+    p.update(enable_input_d=0, read_cols=read_cols, alloc_cols=max(32, 1 << (read_cols - 1).bit_length()))
+    probe_case = replace(c, m=m, n=n, scale_d=0, zero_mask=None, control="")
+    return Setup(c, probe_case, arch, a, b, size, read_cols, p, tuple(skipped))
+
+
+# ---------------------------------------------------------------------------------------------------- jobs
+
+def _digits_to_values(dtype: str, digits: np.ndarray) -> np.ndarray:
+    return digits - 128 if dtype == "s8" else digits
+
+
+def _values_to_digits(dtype: str, values: np.ndarray) -> np.ndarray:
+    v = np.asarray(values, np.float64)
+    return v + 128 if dtype == "s8" else v
+
+
+def _slots(st: Setup, which: str) -> int:
+    op = st.a if which == "A" else st.b
+    if isinstance(op, TmemOperand):
+        return 128 * st.read_cols * op.per
+    return st.size * 8 // dtypes.get(op.layout.dtype).bits
+
+
+def plan_passes(st: Setup, which: str) -> tuple[int, int]:
+    """(digit passes, sub-passes) for probing operand `which`."""
+    op = st.a if which == "A" else st.b
+    base = DIGIT_BASE[op.dtype]
+    passes, nslots = 1, _slots(st, which)
+    while base ** passes < nslots:
+        passes += 1
+    sub = -(-st.k // (st.n if which == "A" else st.m))
+    return passes, sub
+
+
+def _one_hot(which: str, s: int, st: Setup) -> np.ndarray:
+    """The other operand's values for sub-pass s: B as (N, K) when probing A, A as (M, K) when probing B."""
+    rows = st.n if which == "A" else st.m
+    return (np.arange(st.k)[None, :] == s * rows + np.arange(rows)[:, None]).astype(np.float64)
+
+
+def _tmem_write(tm: np.ndarray, op: TmemOperand, values_bits: np.ndarray) -> None:
+    """A's raw bits [rows, k] into one CTA's TMEM image [128, cols] at the model's positions."""
+    lane, col, part = op.model
+    w = np.uint64(op.bits)
+    np.bitwise_or.at(tm, (lane, col), (np.asarray(values_bits, np.uint64) << (part.astype(np.uint64) * w))
+                     .astype(np.uint32))
+
+
+def probe_jobs(st: Setup, which: str) -> list[R.TcPrepared]:
+    """One TcPrepared per (pass, sub-pass): numbered storage of `which`, the other operand one-hot, C = 0."""
+    probed = st.a if which == "A" else st.b
+    other = st.b if which == "A" else st.a
+    if probed is None:
+        raise NotProbed(dict(st.skipped).get(which, f"operand {which} is not modelled"))
+    if isinstance(other, SmemOperand):
+        slots = other.read_addr.ravel()
+        if np.unique(slots).size != slots.size:
+            raise NotProbed(f"operand {'B' if which == 'A' else 'A'}'s descriptor reads two elements from one place, "
+                            f"so it cannot hold a one-hot matrix; operand {which} was not probed")
+    passes, sub = plan_passes(st, which)
+    base = DIGIT_BASE[probed.dtype]
+    pt = dtypes.get(probed.dtype)
+    jobs = []
+    for p in range(passes):
+        image = np.zeros(st.size, np.uint8)
+        tm = np.zeros((128, st.read_cols), np.uint32)
+        if isinstance(probed, TmemOperand):  # number every element-sized part of every cell
+            per, w = probed.per, probed.bits
+            slot = np.arange(128 * st.read_cols * per, dtype=np.int64).reshape(128, st.read_cols, per)
+            bits = pt.to_bits(_digits_to_values(probed.dtype, (slot // base ** p) % base)).astype(np.uint64)
+            for j in range(per):
+                tm |= (bits[:, :, j] << np.uint64(j * w)).astype(np.uint32)
+        else:
+            sb = dtypes.get(probed.layout.dtype).bits
+            slot = np.arange(st.size * 8 // sb, dtype=np.int64)
+            layouts.write_bits(image, slot * sb, pt.to_bits(_digits_to_values(probed.dtype, (slot // base ** p) % base)),
+                               sb)
+        for s in range(sub):
+            img, t = image.copy(), tm.copy()
+            hot = dtypes.get(other.dtype).to_bits(_one_hot(which, s, st))
+            if isinstance(other, TmemOperand):
+                _tmem_write(t, other, hot)
+            else:  # where the other operand's descriptor makes the tensor core read it
+                layouts.write_bits(img, other.read_addr.ravel(), hot.ravel(), dtypes.get(other.layout.dtype).bits)
+            jobs.append(R.TcPrepared(st.probe_case, [img], [dict(st.params)], t[None], None, st.read_cols))
+    return jobs
+
+
+def recover_slots(st: Setup, which: str, d_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """D of the probe's jobs [jobs, M, N] in probe_jobs order -> (slot [rows, k] read for each element of the
+    probed operand, valid [rows, k]: every digit was an integer in range)."""
+    probed = st.a if which == "A" else st.b
+    passes, sub = plan_passes(st, which)
+    base = DIGIT_BASE[probed.dtype]
+    rows = st.m if which == "A" else st.n
+    slot = np.zeros((rows, st.k), np.int64)
+    valid = np.ones((rows, st.k), bool)
+    d = np.asarray(d_values, np.float64).reshape(passes, sub, st.m, st.n)
+    for s in range(sub):
+        for p in range(passes):
+            if which == "A":  # D[m, n] = A[m, s*N + n]
+                ks = s * st.n + np.arange(st.n)
+                ok = ks < st.k
+                dig = _values_to_digits(probed.dtype, d[p, s][:, ok])
+                tgt = (slice(None), ks[ok])
+            else:  # D[m, n] = B[n, s*M + m]
+                ks = s * st.m + np.arange(st.m)
+                ok = ks < st.k
+                dig = _values_to_digits(probed.dtype, d[p, s][ok, :]).T
+                tgt = (slice(None), ks[ok])
+            good = np.isfinite(dig) & (dig == np.rint(dig)) & (dig >= 0) & (dig < base)
+            valid[tgt] &= good
+            slot[tgt] += np.where(good, np.rint(np.where(np.isfinite(dig), dig, 0)), 0).astype(np.int64) * base ** p
+    return slot, valid
+
+
+def run_jobs(st: Setup, which: str, worker, cubin_path: str, kernel_name: str, timeout: float = 30.0):
+    """Launch the probe of one operand and return recover_slots' (slot, valid)."""
+    from harness.families.tcgen05 import kernel as tk
+    jobs = probe_jobs(st, which)
+    out = worker.run(str(cubin_path), kernel_name, tk.pack(jobs), timeout)
+    d = np.stack([readback.decode(st.probe_case, out["tmem_out"][i:i + 1, :, :st.read_cols])
+                  for i in range(len(jobs))])
+    return recover_slots(st, which, d)
+
+
+# ---------------------------------------------------------------------------------------------------- TMEM words
+
+def tmem_position_of_slot(st: Setup, slot: np.ndarray):
+    """Slot numbers of the TMEM probe -> (lane, column, part)."""
+    per = st.a.per
+    return slot // (st.read_cols * per), (slot // per) % st.read_cols, slot % per
+
+
+def explain_tmem(op: TmemOperand, lane, col, part, valid=None) -> dict:
+    """Compare the (lane, column, part) A was read from with the intended one, in one sentence."""
+    el, ec, ep = op.intended
+    wrong = (lane != el) | (col != ec) | (part != ep)
+    n = int(wrong.sum())
+    out = {"operand": "A", "where": "tmem", "elements": int(wrong.size), "wrong": n}
+    if n == 0:
+        out["summary"] = (f"A (Tensor Memory): every element read from the lane and column the data path gives "
+                          f"(rows on lanes of the M={op.intended_m} path, from column {op.col0})")
+        return out
+    from harness.families.wgmma.readback import ranges
+    rows, ks = np.nonzero(wrong)
+    out.update({"rows": ranges(np.unique(rows)), "cols": ranges(np.unique(ks))})
+    out["first"] = [{"row": int(r), "k": int(k), "expected": [int(el[r, k]), int(ec[r, k]), int(ep[r, k])],
+                     "observed": [int(lane[r, k]), int(col[r, k]), int(part[r, k])]}
+                    for r, k in list(zip(rows.tolist(), ks.tolist()))[:6]]
+    parts = []
+    if np.any(lane != el):
+        dl = np.unique((lane - el)[lane != el])
+        other = {m: datapaths.a_lane(m, np.arange(op.rows))[:, None] for m in (64, 128) if m != op.intended_m}
+        named = next((m for m, ln in other.items() if np.array_equal(lane, np.broadcast_to(ln, lane.shape))), None)
+        if named is not None:
+            words = {64: "16 rows in each 32-lane quarter (layout F, M=64)", 128: "row r on lane r (layout D, M=128)"}
+            parts.append(f"rows read from the lanes of {words[named]} instead of {words[op.intended_m]}")
+        elif dl.size == 1:
+            parts.append(f"every row read from {int(dl[0]):+d} lanes away")
+        else:
+            parts.append(f"rows {ranges(np.unique(rows[lane[wrong] != el[wrong]]))} read from other lanes")
+    if np.any(col != ec):
+        dc = np.unique((col - ec)[col != ec])
+        if dc.size == 1 and np.array_equal(part, ep):
+            parts.append(f"A read from column {op.col0 + int(dc[0])} instead of {op.col0} "
+                         f"(the A address {int(dc[0]):+d} columns off)")
+        else:
+            parts.append(f"k {ranges(np.unique(ks[col[wrong] != ec[wrong]]))} read from other columns")
+    if np.any(part != ep) and not (np.any(col != ec)):
+        parts.append(f"elements read from another {op.bits}-bit part of their 32-bit cell "
+                     f"(k -> part {ranges(np.unique(part[part != ep]))})")
+    if valid is not None and not np.all(valid):
+        parts.append(f"{int((~valid).sum())} elements gave no valid digits")
+    out["summary"] = f"A (Tensor Memory) rows {out['rows']} (k {out['cols']}): {n} of {wrong.size} elements read " \
+                     f"elsewhere; " + "; ".join(parts)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- diagnose
+
+def not_probed(cid: str, operand: str, reason: str) -> dict:
+    return {"type": "diagnosis", "family": "tcgen05", "id": cid, "operand": operand, "status": "not-probed",
+            "summary": reason}
+
+
+def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=None, max_png: int = 64) -> list[dict]:
+    """Records of type 'diagnosis', one per (case, operand): the probe's launches of the case's own kernel, the
+    recovered address (or lane/column) map, and its explanation against the model and the intended layout."""
+    from pathlib import Path
+
+    from harness.run.worker import LaunchFailed
+    arch = str(kernel.arch)
+    out, plan, jobs = [], [], []
+    for c in cases:
+        try:
+            st = setup_of(c, arch)
+        except NotProbed as e:
+            out.append(not_probed(c.id, "A,B", str(e)))
+            continue
+        except (D.DescriptorError, layouts.LayoutError, ValueError) as e:
+            out.append(not_probed(c.id, "A,B", f"the case could not be prepared for probing: {e}"))
+            continue
+        for w, reason in st.skipped:
+            out.append(not_probed(c.id, w, reason))
+        for which in ("A", "B"):
+            if (st.a if which == "A" else st.b) is None:
+                continue
+            try:
+                js = probe_jobs(st, which)
+            except NotProbed as e:
+                out.append(not_probed(c.id, which, str(e)))
+                continue
+            plan.append((c, st, which, len(jobs), len(js)))
+            jobs += js
+    if not jobs:
+        return out
+    from harness.families.tcgen05 import kernel as tk
+    try:
+        res = worker.run(str(cubin_path), kernel.name, tk.pack(jobs), timeout)
+    except LaunchFailed as e:
+        return out + [{"type": "diagnosis", "family": "tcgen05", "id": c.id, "operand": which, "status": e.status,
+                       "error": str(e)} for c, _, which, _, _ in plan]
+    tmem, status = res["tmem_out"], res["status"]
+    pngs = 0
+    png_dir = Path(png_dir) if png_dir is not None else None
+    for c, st, which, first, count in plan:
+        if np.any(status[first:first + count]):
+            out.append({"type": "diagnosis", "family": "tcgen05", "id": c.id, "operand": which,
+                        "status": "timeout", "error": "a probe CTA's MMA never completed within the spin limit"})
+            continue
+        d = np.stack([readback.decode(st.probe_case, tmem[i:i + 1, :, :st.read_cols])
+                      for i in range(first, first + count)])
+        slot, valid = recover_slots(st, which, d)
+        rec = _record(c, st, which, slot, valid)
+        if png_dir is not None and rec.get("wrong") and pngs < max_png:
+            rec["png"] = _png(c, st, which, slot, rec, png_dir)
+            pngs += rec["png"].endswith(".png")
+        out.append(rec)
+    return out
+
+
+def _record(c: TcCase, st: Setup, which: str, slot: np.ndarray, valid: np.ndarray) -> dict:
+    from harness.diagnosis import explain
+    op = st.a if which == "A" else st.b
+    base = {"type": "diagnosis", "family": "tcgen05", "id": c.id, "operand": which}
+    if st.m != c.m or st.n != c.n:
+        base["note"] = (f"the instruction descriptor says M={st.m} N={st.n}, the case M={c.m} N={c.n}: probed "
+                        "with the descriptor's shape, against the first rows of the intended layout")
+    if isinstance(op, TmemOperand):
+        lane, col, part = tmem_position_of_slot(st, slot)
+        ml, mc, mp = op.model
+        as_model = bool(valid.all() and np.array_equal(lane, ml) and np.array_equal(col, mc) and np.array_equal(part, mp))
+        why = explain_tmem(op, lane, col, part, valid)
+        rec = {**base, "where": "tmem", "status": "pass" if as_model else "fail", "reads_as_model": as_model,
+               "reads_as_intended": bool(why["wrong"] == 0 and valid.all()),
+               **{k: v for k, v in why.items() if k not in ("operand",)}}
+        if not as_model:
+            rec["observed_lanes"], rec["observed_columns"] = lane.tolist(), col.tolist()
+            rec["observed_parts"] = part.tolist()
+        if not valid.all():
+            rec["status"] = "inconclusive"
+        return rec
+    bits = dtypes.get(op.layout.dtype).bits
+    observed = slot * bits
+    model = op.read_addr
+    why = explain.explain(op.addr, observed, op.layout, which)
+    as_model = bool(valid.all() and np.array_equal(observed, model))
+    rec = {**base, "where": "smem", "status": "pass" if as_model else "fail", "reads_as_model": as_model,
+           "reads_as_intended": bool(why["wrong"] == 0 and valid.all()),
+           **{k: v for k, v in why.items() if k != "operand"}}
+    if not as_model:
+        rec["vs_model"] = explain.explain(model, observed, op.desc_layout, which)["summary"]
+        rec["observed_bytes"] = (observed >> 3).tolist()
+    if not valid.all():
+        rec["status"] = "inconclusive"
+        rec["summary"] = (f"{int((~valid).sum())} of {valid.size} elements of {which} gave accumulator values that "
+                          f"are not digits: the other operand's one-hot was not read where its descriptor says, or "
+                          f"the MMA did not compute a plain product; the map is unreliable. " + rec["summary"])
+    return rec
+
+
+def _png(c: TcCase, st: Setup, which: str, slot: np.ndarray, rec: dict, png_dir) -> str:
+    from harness.diagnosis.diagnose import _safe, _wrap
+    png_dir.mkdir(parents=True, exist_ok=True)
+    path = png_dir / f"{_safe(c.id)}-{which}.png"
+    title = f"{c.id}  operand {which}\n{_wrap(rec['summary'])}"
+    op = st.a if which == "A" else st.b
+    try:
+        if isinstance(op, TmemOperand):
+            tmem_comparison_png(op, *tmem_position_of_slot(st, slot), path, title)
+        else:
+            from harness.diagnosis import pictures
+            pictures.comparison_png(op.addr, slot * dtypes.get(op.layout.dtype).bits, path, title)
+    except ImportError as e:  # a picture is a convenience; the record says why there is none
+        return f"not drawn: {e}"
+    return str(path)
+
+
+def tmem_comparison_png(op: TmemOperand, lane, col, part, path, title: str) -> None:
+    """Expected vs observed lane and column of every A element (rows = A row, columns = k), wrong ones outlined."""
+    from harness.diagnosis import pictures
+    plt = pictures._plt()
+    el, ec, ep = op.intended
+    wrong = (lane != el) | (col != ec) | (part != ep)
+    fig, axes = plt.subplots(2, 2, figsize=(max(8, op.k * 0.6 + 4), max(6, min(30, op.rows * 0.25 + 2))))
+    pictures._draw(axes[0, 0], el, 0, "expected lane", None, 8)
+    pictures._draw(axes[0, 1], lane, 0, f"observed lane: {int(wrong.sum())} elements elsewhere", wrong, 8)
+    pictures._draw(axes[1, 0], ec * op.per + ep, 0, "expected column*parts + part", None, 8)
+    pictures._draw(axes[1, 1], col * op.per + part, 0, "observed column*parts + part", wrong, 8)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

@@ -1,0 +1,185 @@
+"""The tcgen05 address probe on the CPU: a simulated device (tests/simulated/tcgen05_probe_device.py) runs the
+probe's launches from their raw buffers through the descriptors it decodes, in a GPU worker process like a GPU.
+A faithful device must read as the model; a device with a planted misreading must be diagnosed with that
+misreading named; A in Tensor Memory must come back as its lane/column map; what the probe does not cover must
+say 'not-probed' and why."""
+import numpy as np
+import pytest
+
+from harness.enums import Arch, FamilyName
+from harness.families import tcgen05
+from harness.families.base import Kernel
+from harness.families.tcgen05 import cases as T, datapaths, probe
+from harness.families.tcgen05.forms import Form
+from harness.run.worker import GpuWorker
+from harness.spec import layouts
+
+SIM = "tests.simulated.tcgen05_probe_device"
+
+
+@pytest.fixture(scope="module")
+def worker():
+    w = GpuWorker(0, backend=SIM)
+    yield w
+    w.close()
+
+
+def kernel_of(form: Form) -> Kernel:
+    return Kernel(FamilyName.TCGEN05, Arch.SM_100A, form.name, form)
+
+
+def diagnose(cases, worker, plant: str = "", png_dir=None):
+    form = cases[0].form
+    return tcgen05.FAMILY.diagnose(kernel_of(form), cases, f"sim.cubin#{plant}", worker, 60, png_dir)
+
+
+def case(kind="f16", a_src="SS", m=128, n=64, sa="128B", sb="128B", ma="K", mb="K", types=None, control=""):
+    f = Form(kind, 1, a_src=a_src)
+    a, b, acc = types or T.type_combos(kind)[0]
+    return T.TcCase(f, m, n, a, b, acc, sa, sb, major_a=ma, major_b=mb, control=control)
+
+
+FAITHFUL = [
+    case("f16", "SS", 128, 64, "128B", "64B"),
+    case("f16", "SS", 64, 8, "none", "32B", types=("bf16", "bf16", "f32")),
+    case("f16", "SS", 128, 16, "128B", "none", types=("f16", "f16", "f16")),
+    case("f16", "SS", 128, 128, "64B", "128B", "MN", "MN"),
+    case("tf32", "SS", 128, 32, "32B", "128B_base32b", "K", "MN"),
+    case("tf32", "SS", 64, 256, "none", "64B"),
+    case("f16", "TS", 128, 64, sb="128B"),
+    case("f16", "TS", 64, 8, sb="none", types=("bf16", "bf16", "f32")),
+    case("tf32", "TS", 64, 16, sb="32B"),
+    case("f8f6f4", "SS", 128, 32, "128B", "64B", types=("e4m3", "e5m2", "f32")),
+    case("f8f6f4", "TS", 64, 16, sb="128B", types=("e5m2", "e4m3", "f16")),
+    case("i8", "SS", 128, 64, "64B", "none", types=("s8", "u8", "s32")),
+    case("i8", "TS", 128, 8, sb="32B", types=("u8", "s8", "s32")),
+]
+
+
+def test_faithful_device_reads_every_operand_as_the_model(worker):
+    by_form = {}
+    for c in FAITHFUL:
+        by_form.setdefault(c.form, []).append(c)
+    for cs in by_form.values():
+        recs = diagnose(cs, worker)
+        assert len(recs) == 2 * len(cs), recs
+        for r in recs:
+            assert r["status"] == "pass" and r["reads_as_model"] and r["reads_as_intended"], r
+            assert r["wrong"] == 0
+
+
+def test_controls_read_as_their_descriptor_and_the_change_is_named(worker):
+    """A negative control's wrong descriptor is read as the model says (pass), not as intended, and the
+    explanation names the descriptor's change."""
+    f = Form("f16", 1)
+    want = {"wrong-swizzle": "swizzle 128B expected, 64B observed", "swapped-lbo-sbo": "LBO and SBO swapped",
+            "start+16": "start +16 bytes"}
+    cs = [c for c in T.negative_controls(f) if c.control.split("@")[0] in want]
+    recs = {(r["id"], r["operand"]): r for r in diagnose(cs, worker)}
+    for c in cs:
+        name, _, target = c.control.partition("@")
+        r = recs[(c.id, target)]
+        assert r["status"] == "pass" and r["reads_as_model"] and not r["reads_as_intended"], r
+        assert want[name] in r["summary"], r["summary"]
+
+
+PLANTS = [  # (planted misreading, the case's B swizzle, what the diagnosis must say)
+    ("swizzle=64B@B", "128B", "with address bits 7-8 XORed into bits 4-5 instead of bits 7-9 into 4-6: "
+                              "swizzle 128B expected, 64B observed"),
+    ("swizzle=none@B", "128B", "XOR of address bits 7-9 into bits 4-6 missing: swizzle 128B expected, none observed"),
+    ("swap-lbo-sbo@B", "none", "the reads are exactly those of the layout with LBO and SBO swapped"),
+    ("start+16@B", "128B", "the reads are exactly those of the layout with start +16 bytes"),
+]
+
+
+@pytest.mark.parametrize("plant,swz,words", PLANTS, ids=[p[0] for p in PLANTS])
+def test_planted_smem_misreadings_are_named(worker, plant, swz, words, tmp_path):
+    c = case("f16", "SS", 128, 64, "64B", swz)
+    draw = plant == PLANTS[0][0]  # one picture is enough (matplotlib takes seconds)
+    recs = {r["operand"]: r for r in diagnose([c], worker, plant, tmp_path if draw else None)}
+    b = recs["B"]
+    assert b["status"] == "fail" and not b["reads_as_model"] and not b["reads_as_intended"], b
+    assert words in b["summary"], b["summary"]
+    assert words in b["vs_model"]  # intended == model here: the same sentence against the descriptor
+    if draw:
+        assert b["png"].endswith("-B.png") and open(b["png"], "rb").read(4) == b"\x89PNG"
+
+
+def test_planted_start_offset_on_a_is_named(worker):
+    c = case("tf32", "SS", 128, 32, "128B", "32B")
+    recs = {r["operand"]: r for r in diagnose([c], worker, "start+16@A")}
+    assert recs["A"]["status"] == "fail" and recs["A"]["observed_change"] == "start +16 bytes", recs["A"]
+    # B's probe puts its one-hot A where A's descriptor says, and the device reads A 16 bytes on: the accumulator
+    # values are no digits, and the record says the map is unreliable rather than blaming B
+    assert recs["B"]["status"] == "inconclusive" and "one-hot was not read" in recs["B"]["summary"], recs["B"]
+
+
+def test_ts_lane_and_column_map_is_recovered(worker):
+    for c in (case("f16", "TS", 128, 64), case("tf32", "TS", 64, 16, sb="32B"),
+              case("f8f6f4", "TS", 64, 16, types=("e4m3", "e4m3", "f32"))):
+        st = probe.setup_of(c)
+        slot, valid = probe.run_jobs(st, "A", worker, "sim.cubin", c.form.name)
+        assert valid.all()
+        lane, col, part = probe.tmem_position_of_slot(st, slot)
+        rows, ks = np.meshgrid(np.arange(c.m), np.arange(c.k), indexing="ij")
+        per = 32 // st.a.bits
+        assert np.array_equal(lane, datapaths.a_lane(c.m, rows))
+        assert np.array_equal(col, st.params["a_tmem_col"] + ks // per)
+        assert np.array_equal(part, ks % per)
+
+
+def test_ts_planted_column_offset_is_named(worker, tmp_path):
+    c = case("f16", "TS", 128, 64)
+    a = next(r for r in diagnose([c], worker, "tmem-a-col+4", tmp_path) if r["operand"] == "A")
+    col0 = probe.setup_of(c).params["a_tmem_col"]
+    assert a["status"] == "fail" and a["where"] == "tmem" and a["wrong"] == a["elements"], a
+    assert f"A read from column {col0 + 4} instead of {col0} (the A address +4 columns off)" in a["summary"]
+    cols = np.array(a["observed_columns"])
+    assert cols.shape == (128, 16) and np.array_equal(cols - col0, np.broadcast_to(np.arange(16) // 2 + 4, cols.shape))
+    assert a["png"].endswith(".png")
+
+
+def test_ts_planted_lane_path_is_named(worker):
+    c = case("f16", "TS", 64, 32, sb="64B")
+    a = next(r for r in diagnose([c], worker, "tmem-a-lanes=128") if r["operand"] == "A")
+    assert a["status"] == "fail", a
+    assert ("rows read from the lanes of row r on lane r (layout D, M=128) instead of 16 rows in each 32-lane "
+            "quarter (layout F, M=64)") in a["summary"], a["summary"]
+    assert a["rows"] == "16-63"  # rows 0-15 sit on lanes 0-15 under both paths
+
+
+UNSUPPORTED = [
+    (T.TcCase(Form("mxf8f6f4", 1), 128, 32, "e4m3", "e4m3", "f32", "128B", "128B"), "block-scaled"),
+    (T.TcCase(Form("f16", 2), 256, 64, "f16", "f16", "f32", "128B", "128B"), "cta_group::2"),
+    (T.TcCase(Form("f16", 1, ws=True), 64, 64, "f16", "f16", "f32", "128B", "128B"), ".ws"),
+    (T.TcCase(Form("f8f6f4", 1), 128, 32, "e2m1", "e4m3", "f32", "128B", "128B"), "4-bit type packed"),
+    (T.TcCase(Form("f8f6f4", 1, a_src="TS"), 128, 32, "e4m3", "e3m2", "f32", "128B", "128B"), "6-bit type"),
+    (case(control="version-cleared@B"), "outside the ISA"),
+]
+
+
+def test_unsupported_forms_are_not_probed_with_a_reason(worker):
+    for c, words in UNSUPPORTED:
+        recs = tcgen05.FAMILY.diagnose(kernel_of(c.form), [c], "sim.cubin", worker, 60, None)
+        assert recs and all(r["status"] == "not-probed" for r in recs), recs
+        assert all(words in r["summary"] for r in recs), (words, recs)
+
+
+def test_aliasing_descriptor_of_the_other_operand_is_not_probed(worker):
+    """swapped-lbo-sbo on B's 128B K-major descriptor makes B's rows overlap: no one-hot B can be placed to probe
+    A, and the record says so; B itself is probed and read as its descriptor."""
+    c = case(control="swapped-lbo-sbo@B")
+    recs = {r["operand"]: r for r in diagnose([c], worker)}
+    assert recs["A"]["status"] == "not-probed" and "cannot hold a one-hot" in recs["A"]["summary"]
+    assert recs["B"]["status"] == "pass"
+
+
+def test_probe_launches_fit_the_kernel():
+    from harness.families.tcgen05 import kernel as tk
+    for c in FAITHFUL:
+        st = probe.setup_of(c)
+        for which in ("A", "B"):
+            inp = tk.pack(probe.probe_jobs(st, which))
+            assert inp.smem <= 227 * 1024
+            assert inp.params["read_cols"].max() <= 512 and inp.params["enable_input_d"].max() == 0
+            assert layouts.footprint(st.b.desc_layout)[1] <= st.size
