@@ -68,10 +68,10 @@ def diagnose_setups(items, cubin_of, worker, timeout: float = 30.0, png_dir: Pat
                 rec["observed_bytes"] = (observed >> 3).tolist()  # the whole map, for whoever digs further
             if png_dir is not None and why["wrong"] and pngs < max_png:
                 png_dir.mkdir(parents=True, exist_ok=True)
-                path = png_dir / f"{_safe(c)}-{which}.png"
+                path = png_dir / f"{safe_name(c)}-{which}.png"
                 try:
                     from harness.diagnosis import pictures
-                    pictures.comparison_png(op.addr, observed, path, f"{c}  operand {which}\n{_wrap(why['summary'])}")
+                    pictures.comparison_png(op.addr, observed, path, f"{c}  operand {which}\n{wrap_text(why['summary'])}")
                     rec["png"] = str(path)
                     pngs += 1
                 except ImportError as e:  # a picture is a convenience; the record says why there is none
@@ -80,10 +80,10 @@ def diagnose_setups(items, cubin_of, worker, timeout: float = 30.0, png_dir: Pat
     return out
 
 
-def _safe(text: str) -> str:
+def safe_name(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:150]
 
 
-def _wrap(text: str, width: int = 150) -> str:
+def wrap_text(text: str, width: int = 150) -> str:
     import textwrap
     return "\n".join(textwrap.wrap(text, width))

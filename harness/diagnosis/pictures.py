@@ -17,7 +17,7 @@ def _plt():
     return plt
 
 
-def _draw(ax, chunk: np.ndarray, lo: int, title: str, wrong: np.ndarray | None = None, label_max: int = 64):
+def draw_chunks(ax, chunk: np.ndarray, lo: int, title: str, wrong: np.ndarray | None = None, label_max: int = 64):
     rows, cols = chunk.shape
     rel = chunk - lo
     # colour = address bits 4-6 (which 16-byte slot of a 128-byte row): swizzles show as permuted colours
@@ -43,7 +43,7 @@ def layout_png(lay: layouts.SmemLayout, path) -> None:
     chunk = layouts.chunk_index(lay)
     rows, cols = chunk.shape
     fig, ax = plt.subplots(figsize=(max(4, min(24, cols * 0.35 + 2)), max(3, min(24, rows * 0.3 + 1.5))))
-    _draw(ax, chunk, int(chunk.min()), f"{layouts.describe_tile(lay)}\n16-byte chunk of each element "
+    draw_chunks(ax, chunk, int(chunk.min()), f"{layouts.describe_tile(lay)}\n16-byte chunk of each element "
                                        f"(relative to byte {int(chunk.min()) * 16})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -59,8 +59,8 @@ def comparison_png(expected_bits: np.ndarray, observed_bits: np.ndarray, path, t
     w = max(4, min(18, cols * 0.3 + 2))
     fig, axes = plt.subplots(1, 2, figsize=(2 * w, max(3, min(20, rows * 0.25 + 2))))
     wrong = exp != obs
-    _draw(axes[0], exp, lo, "expected (layout model)")
-    _draw(axes[1], obs, lo, f"observed (hardware): {int(wrong.sum())} elements elsewhere", wrong)
+    draw_chunks(axes[0], exp, lo, "expected (layout model)")
+    draw_chunks(axes[1], obs, lo, f"observed (hardware): {int(wrong.sum())} elements elsewhere", wrong)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

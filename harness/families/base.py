@@ -52,3 +52,16 @@ def case_record(case_id: str, kernel: Kernel, status: Status | str, **fields) ->
     """Every case record, of every family, starts with these keys (records/results.py documents them all)."""
     return {"id": case_id, "family": str(kernel.family), "kernel": kernel.name, "arch": str(kernel.arch),
             "status": str(Status(status)), **fields}
+
+
+def ranges(values) -> str:
+    """[0,1,2,5,7,8] -> '0-2,5,7-8'."""
+    vals = [int(v) for v in values]
+    out, i = [], 0
+    while i < len(vals):
+        j = i
+        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1:
+            j += 1
+        out.append(f"{vals[i]}-{vals[j]}" if j > i else f"{vals[i]}")
+        i = j + 1
+    return ",".join(out)

@@ -356,7 +356,7 @@ def explain_tmem(op: TmemOperand, lane, col, part, valid=None) -> dict:
         out["summary"] = (f"A (Tensor Memory): every element read from the lane and column the data path gives "
                           f"(rows on lanes of the M={op.intended_m} path, from column {op.col0})")
         return out
-    from harness.families.wgmma.readback import ranges
+    from harness.families.base import ranges
     rows, ks = np.nonzero(wrong)
     out.update({"rows": ranges(np.unique(rows)), "cols": ranges(np.unique(ks))})
     out["first"] = [{"row": int(r), "k": int(k), "expected": [int(el[r, k]), int(ec[r, k]), int(ep[r, k])],
@@ -495,10 +495,10 @@ def _record(c: TcCase, st: Setup, which: str, slot: np.ndarray, valid: np.ndarra
 
 
 def _png(c: TcCase, st: Setup, which: str, slot: np.ndarray, rec: dict, png_dir) -> str:
-    from harness.diagnosis.diagnose import _safe, _wrap
+    from harness.diagnosis.diagnose import safe_name, wrap_text
     png_dir.mkdir(parents=True, exist_ok=True)
-    path = png_dir / f"{_safe(c.id)}-{which}.png"
-    title = f"{c.id}  operand {which}\n{_wrap(rec['summary'])}"
+    path = png_dir / f"{safe_name(c.id)}-{which}.png"
+    title = f"{c.id}  operand {which}\n{wrap_text(rec['summary'])}"
     op = st.a if which == "A" else st.b
     try:
         if isinstance(op, TmemOperand):
@@ -518,10 +518,10 @@ def tmem_comparison_png(op: TmemOperand, lane, col, part, path, title: str) -> N
     el, ec, ep = op.intended
     wrong = (lane != el) | (col != ec) | (part != ep)
     fig, axes = plt.subplots(2, 2, figsize=(max(8, op.k * 0.6 + 4), max(6, min(30, op.rows * 0.25 + 2))))
-    pictures._draw(axes[0, 0], el, 0, "expected lane", None, 8)
-    pictures._draw(axes[0, 1], lane, 0, f"observed lane: {int(wrong.sum())} elements elsewhere", wrong, 8)
-    pictures._draw(axes[1, 0], ec * op.per + ep, 0, "expected column*parts + part", None, 8)
-    pictures._draw(axes[1, 1], col * op.per + part, 0, "observed column*parts + part", wrong, 8)
+    pictures.draw_chunks(axes[0, 0], el, 0, "expected lane", None, 8)
+    pictures.draw_chunks(axes[0, 1], lane, 0, f"observed lane: {int(wrong.sum())} elements elsewhere", wrong, 8)
+    pictures.draw_chunks(axes[1, 0], ec * op.per + ep, 0, "expected column*parts + part", None, 8)
+    pictures.draw_chunks(axes[1, 1], col * op.per + part, 0, "observed column*parts + part", wrong, 8)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=90)

@@ -5,6 +5,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from harness.families.base import ranges
 from harness.spec import fragments
 from harness.families.wgmma.reference import POISON, Prepared
 
@@ -147,16 +148,3 @@ def _num(x):
     if isinstance(x, float) and x != x:
         return "nan"
     return x
-
-
-def ranges(values) -> str:
-    """[0,1,2,5,7,8] -> '0-2,5,7-8'."""
-    vals = [int(v) for v in values]
-    out, i = [], 0
-    while i < len(vals):
-        j = i
-        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1:
-            j += 1
-        out.append(f"{vals[i]}-{vals[j]}" if j > i else f"{vals[i]}")
-        i = j + 1
-    return ",".join(out)
