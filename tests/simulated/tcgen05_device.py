@@ -87,6 +87,16 @@ def refusal(kernel_name: str, prm) -> str | None:
     return None
 
 
+def oracle_requests(kernel_name: str, prm) -> list[tuple]:
+    """The CuTe DSL layouts a (supported) case needs, to compute them all in one DSL process beforehand."""
+    f = form_of(kernel_name)
+    d = decode_idesc(f["kind"], int(prm["idesc"]))
+    out = [("C", d["m"], d["n"], f["cta_group"], "f16" if d["dtype"] == "f16" else "f32")]
+    if f["a_src"] == "TS":
+        out.append(("A", d["m"], K_OF[f["kind"]], f["cta_group"], "f16"))
+    return out
+
+
 @lru_cache(maxsize=None)
 def _cells(operand: str, m: int, nk: int, cg: int, t: str) -> np.ndarray:
     return oracle_cache.tmem_cells(operand, m, nk, cg, t)
