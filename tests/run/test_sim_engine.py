@@ -105,3 +105,19 @@ def test_a_swizzle_disagreement_is_diagnosed_as_a_swizzle(monkeypatch, tmp_path)
     for d in diags:
         assert d["id"] in recs and d["operand"] == "B" and d["reads_as_model"] is False
         assert "swizzle" in d["summary"] and "64B" in d["summary"], d["summary"]
+
+
+def test_two_planted_faults_and_the_inject_field_each_fault_only_their_case(small_plan, monkeypatch, tmp_path):
+    import dataclasses
+    kernel, cases = small_plan.work[1]
+    cases = list(cases[:12])
+    cases[9] = dataclasses.replace(cases[9], inject="misaligned")  # the kernel's own fault switch (params.inject)
+    planted = [cases[2], cases[3]]  # neighbours: bisection must split them apart
+    monkeypatch.setenv("TC_SIM_FAULTS", ",".join(f"{kernel.name}:#{simsweep.case_fingerprint(kernel, c)}:trap"
+                                                 for c in planted))
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    _, recs, _, _ = simsweep.sweep(Plan([(kernel, cases)]), tmp_path / "r.jsonl")
+    faulted = {i for i, r in recs.items() if r["status"] == "fault"}
+    assert faulted == {cases[2].id, cases[3].id, cases[9].id}
+    assert "misaligned" in recs[cases[9].id]["error"]
+    assert all(r["status"] == "pass" for i, r in recs.items() if i not in faulted) and len(recs) == 12
