@@ -38,15 +38,15 @@ def test_a_trap_in_one_cta_faults_exactly_that_case(small_plan, monkeypatch, tmp
 
 def test_a_hang_gives_timeout_within_the_configured_timeout(small_plan, monkeypatch, tmp_path):
     kernel, cases = _smallest(small_plan)
-    cases = cases[:6]
-    victim = cases[4]
+    cases = cases[:3]
+    victim = cases[2]
     monkeypatch.setenv("TC_SIM_FAULTS", f"{kernel.name}:#{simsweep.case_fingerprint(kernel, victim)}:hang")
     fake_gpus.install(monkeypatch, ["sm_90a"])
     summary, recs, _, _ = simsweep.sweep(Plan([(kernel, cases)]), tmp_path / "r.jsonl", timeout=3.0)
     assert recs[victim.id]["status"] == "timeout" and "3 s" in recs[victim.id]["error"]
     assert all(r["status"] == "pass" for i, r in recs.items() if i != victim.id)
-    # one hang per bisection level: 6 -> 3 -> 2 -> 1 cases, a few seconds each, then it stops
-    assert summary["wall_s"] < 4 * 3.0 + 20
+    # one hang per bisection level (3 -> 2 -> 1 cases), the timeout each, then it stops
+    assert summary["timeout"] == 1 and summary["wall_s"] < 3 * 3.0 + 20
 
 
 def test_resume_never_reruns_a_finished_case(small_plan, monkeypatch, tmp_path):
