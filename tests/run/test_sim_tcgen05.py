@@ -1,0 +1,112 @@
+"""The tcgen05 family through the real sweep on a simulated sm_100a GPU (tests/simulated/tcgen05_device.py):
+what the simulator supports passes, what it refuses is listed with its reason, nothing is skipped silently."""
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from harness import families, plan
+from harness.families.tcgen05 import cases as T
+from harness.plan import Plan
+from tests.run import simsweep
+from tests.simulated import fake_gpus, oracle_cache, tcgen05_device
+
+
+@pytest.fixture(scope="module")
+def split():
+    """(supported plan, {case id: refusal reason}, the whole plan)."""
+    whole = plan.make(plan.Selection(families=("tcgen05",)), {"tcgen05": "sm_100a"})
+    fam = families.get("tcgen05")
+    supported, refused, reqs = [], {}, set()
+    for kernel, cases in whole.work:
+        inp, _ = fam.prepare(kernel, cases)
+        cg = inp.ctas_per_case
+        keep = []
+        for i, c in enumerate(cases):
+            why = tcgen05_device.refusal(kernel.name, inp.params[i * cg])
+            if why:
+                refused[c.id] = why
+            else:
+                keep.append(c)
+                reqs.update(tcgen05_device.oracle_requests(kernel.name, inp.params[i * cg]))
+        if keep:
+            supported.append((kernel, keep))
+    oracle_cache.ensure_tmem(sorted(reqs))  # one CuTe DSL process for every layout, before the workers
+    return Plan(supported), refused, whole
+
+
+def test_supported_cases_pass_and_refused_ones_are_reported(split, monkeypatch, tmp_path):
+    supported, refused, whole = split
+    planned = {c.id: c for _, cs in whole.work for c in cs}
+    ran = {c.id for _, cs in supported.work for c in cs}
+    assert ran | set(refused) == set(planned) and not ran & set(refused)  # none silently skipped
+    fake_gpus.install(monkeypatch, ["sm_100a"])
+    summary, recs, _, _ = simsweep.sweep(supported, tmp_path / "r.jsonl")
+    assert set(recs) == ran
+    assert {r["status"] for r in recs.values()} == {"pass"}, \
+        [(i, r["status"], r.get("error"), r.get("first_mismatches")) for i, r in recs.items()
+         if r["status"] != "pass"][:3]
+    # what must be simulated: cta_group::1 K-major f16 / tf32 / i8 from shared memory, and more
+    must = [c for c in planned.values() if c.form.cta_group == 1 and not c.form.ws and c.form.a_src == "SS"
+            and c.form.kind in ("f16", "tf32", "i8") and c.major_a == c.major_b == "K"]
+    assert must and all(c.id in ran for c in must)
+    covered = {(c.form.kind, c.form.cta_group, c.form.a_src, c.major_b, c.swizzle_b) for c in map(planned.get, ran)}
+    assert {("f16", 2, "SS"), ("f16", 1, "TS"), ("f8f6f4", 1, "SS")} <= {x[:3] for x in covered}
+    assert ("tf32", 1, "SS", "MN", "128B_base32b") in covered
+    # the refusals, reported: each with its reason
+    reasons = Counter(why.split(":")[0] for why in refused.values())
+    print(f"\ntcgen05 on the simulator: {len(ran)} cases ran and passed, {len(refused)} refused:")
+    for why, n in reasons.most_common():
+        print(f"  {n:4d}  {why}")
+    assert all(isinstance(w, str) and w for w in refused.values())
+    assert any(planned[i].form.ws for i in refused) and any(planned[i].form.block_scaled for i in refused)
+
+
+def test_a_refused_case_sent_anyway_is_a_fault_naming_the_reason(split, monkeypatch, tmp_path):
+    _, refused, whole = split
+    kernel, cases = next((k, cs) for k, cs in whole.work if k.form.ws)
+    case = next(c for c in cases if c.id in refused)
+    fake_gpus.install(monkeypatch, ["sm_100a"])
+    _, recs, _, _ = simsweep.sweep(Plan([(kernel, [case])]), tmp_path / "r.jsonl")
+    assert recs[case.id]["status"] == "fault" and "NotSimulated" in recs[case.id]["error"]
+
+
+def test_a_trap_in_a_cta_pair_faults_exactly_that_case(split, monkeypatch, tmp_path):
+    supported, _, _ = split
+    kernel, cases = next((k, cs) for k, cs in supported.work if k.form.cta_group == 2 and len(cs) >= 4)
+    victim = cases[2]
+    monkeypatch.setenv("TC_SIM_FAULTS", f"{kernel.name}:#{simsweep.case_fingerprint(kernel, victim)}:trap")
+    fake_gpus.install(monkeypatch, ["sm_100a"])
+    _, recs, _, _ = simsweep.sweep(Plan([(kernel, cases)]), tmp_path / "r.jsonl")
+    assert recs[victim.id]["status"] == "fault"
+    assert all(r["status"] == "pass" for i, r in recs.items() if i != victim.id) and len(recs) == len(cases)
+
+
+def test_a_data_path_bug_in_the_model_makes_cases_fail(split, monkeypatch):
+    supported, _, _ = split
+    kernel, cases = next((k, cs) for k, cs in supported.work if k.name == "tcgen05_f16_cg1_SS")
+    assert {r["status"] for r in simsweep.in_process(kernel, cases, tcgen05_device.run)} == {"pass"}
+    real = T.d_position
+
+    def wrong(m, n, cta_group, ws, dtype):  # the model's M=64 layout without the 16-rows-per-warp split
+        cta, lane, col, half = real(m, n, cta_group, ws, dtype)
+        if m == 64 and cta_group == 1 and not ws:
+            lane = np.arange(m)[:, None] + 0 * col
+        return cta, lane, col, half
+
+    monkeypatch.setattr(T, "d_position", wrong)
+    recs = {r["id"]: r for r in simsweep.in_process(kernel, cases, tcgen05_device.run)}
+    m64 = [c.id for c in cases if c.m == 64]
+    assert m64 and all(recs[i]["status"] == "fail" for i in m64)
+    assert all(recs[c.id]["status"] == "pass" for c in cases if c.m != 64)
+
+
+def test_both_families_in_one_sweep_on_two_simulated_gpus(monkeypatch, tmp_path):
+    p = plan.make(plan.Selection(n_values=(256,), kinds=("f16",)), {"wgmma": "sm_90a", "tcgen05": "sm_100a"})
+    p = Plan([(k, cs[:3]) for k, cs in p.work if not getattr(k.form, "ws", False)][::4])
+    assert {str(k.family) for k, _ in p.work} == {"wgmma", "tcgen05"}
+    simsweep.warm_wgmma_oracle(Plan([(k, cs) for k, cs in p.work if str(k.family) == "wgmma"]))
+    fake_gpus.install(monkeypatch, ["sm_90a", "sm_100a"])
+    summary, recs, _, _ = simsweep.sweep(p, tmp_path / "r.jsonl")
+    assert {(r["family"], r["gpu"]) for r in recs.values()} == {("wgmma", 0), ("tcgen05", 1)}
+    assert {r["status"] for r in recs.values()} == {"pass"}

@@ -1,0 +1,27 @@
+"""Make the sweep believe simulated GPUs are present (for tests, with pytest's monkeypatch): harness.run.gpu
+answers for them, and compilation is skipped (the simulated devices never read a cubin)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.run.compile import Compiled
+
+BACKEND = "tests.simulated.sim_device"
+CC = {"sm_90a": "9.0", "sm_100a": "10.0", "sm_103a": "10.3"}
+
+
+def install(monkeypatch, archs) -> None:
+    """archs: the arch of each simulated GPU, by index."""
+    from harness import sweep
+    from harness.run import gpu
+    infos = {i: {"index": i, "name": f"Simulated {a}", "compute_capability": CC[a], "arch": a,
+                 "uuid": f"GPU-sim-{i}", "multiprocessors": 1, "driver": 0, "runtime": 0}
+             for i, a in enumerate(archs)}
+    monkeypatch.setattr(gpu, "device_count", lambda: len(infos))
+    monkeypatch.setattr(gpu, "device_info", lambda index=0: infos.get(index))
+
+    def compile_kernels(kernels, cfg, log):
+        return {k: Compiled(k.name, str(k.arch), Path(f"/nonexistent/simulated/{k.name}.cubin"), True)
+                for k in kernels}
+
+    monkeypatch.setattr(sweep, "compile_kernels", compile_kernels)

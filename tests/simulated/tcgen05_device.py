@@ -1,0 +1,186 @@
+"""A simulated sm_100a GPU for tcgen05.mma launches (same `use_device` and `run` as harness.run.launch).
+
+Per case (one CTA, or a pair of CTAs for cta_group::2, the even one issuing) it does what kernels/tcgen05.cu +
+the tensor core do, from the launch's raw buffers only:
+  * Tensor Memory per CTA, [128 lanes, alloc_cols] 32-bit cells; the kernel stores tmem_in (C, and A for TS)
+    when enable_input_d or a_tmem_cols is set;
+  * the 32-bit instruction descriptor, field by field from PTX ISA Table 42 (dtype, atype/btype codes per
+    kind, negate, transpose, N >> 3, M >> 4, saturate, sparsity);
+  * the shared-memory descriptors (tcgen05 format: version 0b001, base offset, LBO mode, 3-bit swizzle incl.
+    128B_base32b) -> the address of every element (tests/simulated/smem.py); with cta_group::2 each CTA
+    supplies M/2 rows of A and N/2 rows of B through the issuing CTA's descriptors, at the same offsets;
+  * D = A*B (+ D when enable-input-d), placed in (read from) Tensor Memory cells with CuTe DSL's TMEM fragment
+    layouts (tests/cute_oracle_sm100.py via oracle_cache), CTA r holding rows r*M/2 .. of a pair;
+  * status 0 (the MMA completed) for every CTA.
+
+Refused (NotSimulated, see `refusal`): what neither CuTe DSL nor the ISA text lets us compute independently:
+  * .ws forms (the M=32/64 data paths E/G and the zero-column mask semantics come only from the model's reading);
+  * block-scaled kinds (the scale-factor Tensor Memory layout after tcgen05.cp, and scale-vector semantics);
+  * 6- and 4-bit element types of kind::f8f6f4 (their shared-memory packing);
+  * A in Tensor Memory (TS) of types other than f16/bf16 (the DSL oracle is asked for the f16 A fragment only);
+  * sparsity, the sm_103a absolute-address LBO mode.
+Faults: TC_SIM_FAULTS (sim_common.py); a planted hang hangs the launch, a trap raises.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+
+from harness.run.launch import LaunchInput
+from harness.spec import dtypes
+from tests.simulated import oracle_cache, smem
+from tests.simulated.sim_common import fault, log_launch, planted, use_device  # noqa: F401
+from tests.simulated.smem import NotSimulated, field
+
+NAME = re.compile(r"^tcgen05_(?P<kind>\w+?)_cg(?P<cg>[12])(?P<ws>_ws)?_(?P<src>SS|TS)$")
+BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
+TYPE_CODES = {  # PTX ISA Table 42: atype / btype codes per kind
+    "tf32": {2: "tf32"}, "f16": {0: "f16", 1: "bf16"},
+    "f8f6f4": {0: "e4m3", 1: "e5m2", 3: "e2m3", 4: "e3m2", 5: "e2m1"}, "i8": {0: "u8", 1: "s8"}}
+DTYPE_CODES = {0: "f16", 1: "f32", 2: "s32"}
+K_OF = {"tf32": 8, "f16": 16, "f8f6f4": 32, "i8": 32}  # 32 bytes of K per instruction
+
+
+def form_of(kernel_name: str) -> dict:
+    m = NAME.match(kernel_name)
+    if not m:
+        raise ValueError(f"{kernel_name!r} is not a tcgen05 kernel name")
+    return {"kind": m["kind"], "cta_group": int(m["cg"]), "ws": bool(m["ws"]), "a_src": m["src"]}
+
+
+def decode_idesc(kind: str, v: int) -> dict:
+    """Instruction descriptor fields of the non-block-scaled kinds (PTX ISA 9.7.16.4.2, Table 42)."""
+    codes = TYPE_CODES[kind]
+    a, b, dt = field(v, 7, 3), field(v, 10, 3), field(v, 4, 2)
+    for what, c, table in (("atype", a, codes), ("btype", b, codes), ("dtype", dt, DTYPE_CODES)):
+        if c not in table:
+            raise NotSimulated(f"instruction descriptor {v:#010x}: {what} code {c} is not defined for .kind::{kind}")
+    return {"sparse": field(v, 2, 1), "saturate": field(v, 3, 1), "dtype": DTYPE_CODES[dt],
+            "atype": codes[a], "btype": codes[b], "negate_a": field(v, 13, 1), "negate_b": field(v, 14, 1),
+            "transpose_a": field(v, 15, 1), "transpose_b": field(v, 16, 1), "n": field(v, 17, 6) << 3,
+            "m": field(v, 24, 5) << 4, "max_shift": field(v, 30, 2)}
+
+
+def refusal(kernel_name: str, prm) -> str | None:
+    """Why the simulator will not run this case (its issuing CTA's params), or None."""
+    f = form_of(kernel_name)
+    if f["ws"]:
+        return ".ws: the M=32/64 data paths and the zero-column mask have no independent source (CuTe DSL lacks them)"
+    if f["kind"] in BLOCK_SCALED:
+        return "block scaling: the scale-factor Tensor Memory layout after tcgen05.cp has no independent source"
+    try:
+        d = decode_idesc(f["kind"], int(prm["idesc"]))
+    except NotSimulated as e:
+        return str(e)
+    if d["sparse"]:
+        return "sparsity is not simulated"
+    for t in (d["atype"], d["btype"]):
+        if dtypes.get(t).bits < 8:
+            return f"{t}: how 6/4-bit elements sit in shared memory for kind::f8f6f4 has no independent source"
+    if f["a_src"] == "TS" and d["atype"] not in ("f16", "bf16"):
+        return f"A of type {d['atype']} in Tensor Memory: the DSL oracle gives the TMEM A fragment of 16-bit types only"
+    for name in ("desc_a", "desc_b") if f["a_src"] == "SS" else ("desc_b",):
+        if field(int(prm[name]), 52, 1):
+            return "the sm_103a absolute-address LBO mode is not simulated"
+    return None
+
+
+def oracle_requests(kernel_name: str, prm) -> list[tuple]:
+    """The CuTe DSL layouts a (supported) case needs, to compute them all in one DSL process beforehand."""
+    f = form_of(kernel_name)
+    d = decode_idesc(f["kind"], int(prm["idesc"]))
+    out = [("C", d["m"], d["n"], f["cta_group"], "f16" if d["dtype"] == "f16" else "f32")]
+    if f["a_src"] == "TS":
+        out.append(("A", d["m"], K_OF[f["kind"]], f["cta_group"], "f16"))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _cells(operand: str, m: int, nk: int, cg: int, t: str) -> np.ndarray:
+    return oracle_cache.tmem_cells(operand, m, nk, cg, t)
+
+
+def _values(t: dtypes.ElementType, bits: np.ndarray) -> np.ndarray:
+    if t.name == "tf32":
+        bits = bits & np.uint64(0xFFFFE000)
+    return t.from_bits(bits)
+
+
+def simulate_case(kernel_name: str, f: dict, ctas: list[int], inp: LaunchInput, tmem: np.ndarray) -> None:
+    lead = inp.params[ctas[0]]
+    why = refusal(kernel_name, lead)
+    if why:
+        raise NotSimulated(f"{kernel_name}: {why}")
+    d = decode_idesc(f["kind"], int(lead["idesc"]))
+    cg, M, N, K = f["cta_group"], d["m"], d["n"], K_OF[f["kind"]]
+    at, bt = dtypes.get(d["atype"]), dtypes.get(d["btype"])
+    rows_a, rows_b = M // cg, N // cg
+    acc_layout = "f16" if d["dtype"] == "f16" else "f32"
+    dcells = _cells("C", M, N, cg, acc_layout)  # [rows_a, N, (lane, column, bit)]
+    a_parts, b_parts = [], []
+    with np.errstate(over="ignore", invalid="ignore"):
+        for r in ctas:
+            p = inp.params[r]
+            off, size = int(p["image_offset"]), int(p["image_bytes"])
+            win = smem.window(inp.images[off:off + size])
+            db = smem.decode_tcgen05(int(lead["desc_b"]))
+            b_parts.append(_values(bt, smem.read_bits(
+                win, smem.bit_addresses(db, "MN" if d["transpose_b"] else "K", bt.bits, rows_b, K), bt.bits)))
+            if f["a_src"] == "SS":
+                da = smem.decode_tcgen05(int(lead["desc_a"]))
+                a_parts.append(_values(at, smem.read_bits(
+                    win, smem.bit_addresses(da, "MN" if d["transpose_a"] else "K", at.bits, rows_a, K), at.bits)))
+            else:
+                ac = _cells("A", M, K, cg, "f16")  # [rows_a, K, (lane, column, bit)]
+                col = int(lead["a_tmem_col"]) + ac[..., 1]
+                raw = (tmem[r][ac[..., 0], col].astype(np.uint64) >> ac[..., 2].astype(np.uint64)) & np.uint64(0xFFFF)
+                a_parts.append(_values(at, raw))
+        a, b = np.concatenate(a_parts), np.concatenate(b_parts)
+        if d["negate_a"]:
+            a = -a
+        if d["negate_b"]:
+            b = -b
+        if d["dtype"] == "s32":
+            acc = a.astype(np.int64) @ b.astype(np.int64).T
+        else:
+            acc = a @ b.T
+        lane, col, bit = dcells[..., 0], dcells[..., 1], dcells[..., 2].astype(np.uint64)
+        width = 16 if d["dtype"] == "f16" else 32
+        mask = np.uint64((1 << width) - 1)
+        for j, r in enumerate(ctas):
+            rows = slice(j * rows_a, (j + 1) * rows_a)
+            part = acc[rows]
+            if int(lead["enable_input_d"]):
+                c_bits = (tmem[r][lane, col].astype(np.uint64) >> bit) & mask
+                if d["dtype"] == "s32":
+                    s = c_bits.astype(np.int64)
+                    part = part + np.where(s >= 1 << 31, s - (1 << 32), s)
+                else:
+                    part = part + dtypes.get(d["dtype"]).from_bits(c_bits)
+            if d["dtype"] == "s32":
+                part = np.clip(part, -(1 << 31), (1 << 31) - 1) if d["saturate"] else \
+                    ((part + (1 << 31)) % (1 << 32)) - (1 << 31)
+                out_bits = (part.astype(np.int64) & 0xFFFFFFFF).astype(np.uint64)
+            else:
+                out_bits = dtypes.get(d["dtype"]).to_bits(part)
+            old = tmem[r][lane, col].astype(np.uint64)
+            tmem[r][lane, col] = ((old & ~(mask << bit)) | ((out_bits & mask) << bit)).astype(np.uint32)
+
+
+def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
+    inp = LaunchInput.load(launch)
+    f = form_of(kernel_name)
+    log_launch(kernel_name, inp)
+    fault(planted(kernel_name, inp).values())
+    cols = int(inp.params["alloc_cols"].max()) if inp.ctas else 0
+    read = inp.outputs["tmem_out"].shape[1]
+    tmem = np.zeros((inp.ctas, 128, max(cols, read)), np.uint32)
+    for i in range(inp.ctas):
+        if int(inp.params[i]["enable_input_d"]) or int(inp.params[i]["a_tmem_cols"]):
+            tmem[i, :, :read] = inp.inputs["tmem_in"][i]
+    cg = inp.ctas_per_case
+    for c in range(inp.cases):
+        simulate_case(kernel_name, f, list(range(c * cg, (c + 1) * cg)), inp, tmem)
+    return {"tmem_out": np.ascontiguousarray(tmem[:, :, :read]), "status": np.zeros(inp.ctas, np.uint32)}

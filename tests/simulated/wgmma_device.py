@@ -1,0 +1,139 @@
+"""A simulated sm_90a GPU for wgmma launches (same `use_device` and `run` as harness.run.launch).
+
+Per CTA it does what kernels/wgmma.cu + the tensor core do, from the launch's raw buffers only: take the params
+record (image_offset, image_bytes, desc_a, desc_b, variant, scale_d, inject), put the CTA's image in a shared
+window at address 0, decode the 64-bit descriptors and generate the address of every A/B element from the
+descriptor fields (tests/simulated/smem.py, an independent reading of the PTX ISA), decode the elements
+(harness.spec.dtypes), run the MMA with the variant's immediates (harness.families.wgmma.forms.variants), and
+place D into each thread's registers with CuTe DSL's thread-value layout (tests/simulated/oracle_cache.py).
+C and A (RS) are read from their registers the same way. Registers the layout does not cover keep the poison.
+
+Faults: params.inject 1 trap / 3 misaligned raise like a sticky CUDA error, 2 hangs (the worker's timeout must
+fire); TC_SIM_FAULTS plants the same per CTA (sim_common.py). TC_SIM_BUG=swizzle makes the simulated hardware
+apply the 128B swizzle as if it were 64B (a planted hardware/model disagreement for the diagnosis test).
+"""
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+
+import numpy as np
+
+from harness.families.wgmma import forms
+from harness.run.launch import LaunchInput
+from harness.spec import dtypes
+from tests.simulated import oracle_cache, smem
+from tests.simulated.sim_common import fault, log_launch, planted, use_device  # noqa: F401
+
+INJECT_MODES = {1: "trap", 2: "hang", 3: "misaligned"}
+NAME = re.compile(r"^wgmma_(?P<kind>\w+?)_m64n(?P<n>\d+)k(?P<k>\d+)_(?P<dtype>\w+)_(?P<src>SS|RS)$")
+
+
+def key_of(kernel_name: str) -> forms.KernelKey:
+    m = NAME.match(kernel_name)
+    if not m:
+        raise ValueError(f"{kernel_name!r} is not a wgmma kernel name")
+    key = forms.validate_key(forms.KernelKey(m["kind"], int(m["n"]), m["dtype"], m["src"]))
+    if key.k != int(m["k"]):
+        raise ValueError(f"{kernel_name}: K = {m['k']} does not match kind {key.kind}")
+    return key
+
+
+@lru_cache(maxsize=None)
+def d_layout(acc: str, n: int):
+    """(register index, shift) [128, N/2 values] and (row, col) of each accumulator value."""
+    row, col = oracle_cache.wgmma_d(acc, n)
+    v = np.arange(row.shape[1])[None, :] + 0 * row
+    if acc == "f16":
+        return v // 2, 16 * (v % 2), row, col
+    return v, 0 * v, row, col
+
+
+@lru_cache(maxsize=None)
+def a_layout(atype: str):
+    row, col, _ = oracle_cache.wgmma_a(atype)
+    bits = dtypes.get(atype).bits
+    per = 32 // bits
+    j = np.arange(row.shape[1])[None, :] + 0 * row
+    return j // per, (j % per) * bits, row, col
+
+
+def _acc_from_bits(acc: str, bits: np.ndarray) -> np.ndarray:
+    if acc == "s32":
+        s = bits.astype(np.int64)
+        return np.where(s >= 1 << 31, s - (1 << 32), s)
+    return dtypes.get(acc).from_bits(bits)
+
+
+def _acc_to_bits(acc: str, vals: np.ndarray) -> np.ndarray:
+    if acc == "s32":
+        return (np.asarray(vals, np.int64) & 0xFFFFFFFF).astype(np.uint64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return dtypes.get(acc).to_bits(vals)
+
+
+def _operand(win, desc: int, major: str, t: dtypes.ElementType, rows: int, k: int) -> np.ndarray:
+    d = smem.decode_wgmma(desc)
+    if os.environ.get("TC_SIM_BUG") == "swizzle" and d["swizzle"] == "128B":
+        d["swizzle"] = "64B"  # planted: the 'hardware' swizzles 128B tiles like 64B ones
+    bits = smem.read_bits(win, smem.bit_addresses(d, major, t.bits, rows, k), t.bits)
+    if t.name == "tf32":  # the tensor core ignores the low 13 mantissa bits
+        bits = bits & np.uint64(0xFFFFE000)
+    return t.from_bits(bits)
+
+
+def simulate_cta(key: forms.KernelKey, prm, image: np.ndarray, a_regs: np.ndarray, c_regs: np.ndarray,
+                 out: np.ndarray) -> None:
+    v = forms.variants(key)[int(prm["variant"])]
+    at, bt = dtypes.get(v.atype), dtypes.get(v.btype)
+    M, N, K = forms.M, key.n, key.k
+    win = smem.window(image)
+    with np.errstate(over="ignore", invalid="ignore"):
+        b = _operand(win, int(prm["desc_b"]), "MN" if v.trans_b else "K", bt, N, K)
+        if key.a_src == "SS":
+            a = _operand(win, int(prm["desc_a"]), "MN" if v.trans_a else "K", at, M, K)
+        else:
+            reg, shift, row, col = a_layout(v.atype)
+            raw = (a_regs[np.arange(128)[:, None], reg].astype(np.uint64) >> shift.astype(np.uint64))
+            a = np.zeros((M, K))
+            a[row, col] = at.from_bits(raw & np.uint64((1 << at.bits) - 1))
+        reg, shift, row, col = d_layout(key.dtype, N)
+        tid = np.arange(128)[:, None]
+        width = 16 if key.dtype == "f16" else 32
+        c_bits = (c_regs[tid, reg].astype(np.uint64) >> shift.astype(np.uint64)) & np.uint64((1 << width) - 1)
+        c = np.zeros((M, N), np.int64 if key.dtype == "s32" else np.float64)
+        c[row, col] = _acc_from_bits(key.dtype, c_bits)
+        if key.dtype == "s32":
+            d = a.astype(np.int64) @ b.astype(np.int64).T
+            if int(prm["scale_d"]):
+                d = d + c
+            d = np.clip(d, -(1 << 31), (1 << 31) - 1) if v.satfinite else ((d + (1 << 31)) % (1 << 32)) - (1 << 31)
+        else:
+            d = (v.scale_a * a) @ (v.scale_b * b).T
+            if int(prm["scale_d"]):
+                d = d + c
+        d_bits = _acc_to_bits(key.dtype, d)[row, col]
+    if key.dtype == "f16":
+        cell = np.zeros((128, out.shape[1]), np.uint64)
+        np.bitwise_or.at(cell, (np.broadcast_to(tid, reg.shape), reg), d_bits << shift.astype(np.uint64))
+        written = np.unique(reg)
+        out[:, written] = cell[:, written].astype(np.uint32)
+    else:
+        out[np.broadcast_to(tid, reg.shape), reg] = d_bits.astype(np.uint32)
+
+
+def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
+    inp = LaunchInput.load(launch)
+    key = key_of(kernel_name)
+    log_launch(kernel_name, inp)
+    modes = {i: INJECT_MODES[int(x)] for i, x in enumerate(inp.params["inject"]) if int(x) in INJECT_MODES}
+    modes.update(planted(kernel_name, inp))
+    fault(modes.values())
+    spec = inp.outputs["d_out"]
+    out = np.full((inp.ctas, *spec.shape), spec.fill, dtype=spec.dtype)
+    for i in range(inp.ctas):
+        p = inp.params[i]
+        off, size = int(p["image_offset"]), int(p["image_bytes"])
+        simulate_cta(key, p, inp.images[off:off + size], inp.inputs["a_regs"][i], inp.inputs["c_regs"][i], out[i])
+    return {"d_out": out}
