@@ -84,6 +84,8 @@ def refusal(kernel_name: str, prm) -> str | None:
     for name in ("desc_a", "desc_b") if f["a_src"] == "SS" else ("desc_b",):
         if field(int(prm[name]), 52, 1):
             return "the sm_103a absolute-address LBO mode is not simulated"
+        if field(int(prm[name]), 46, 3) != 1:
+            return "a smem descriptor whose fixed version field is not 1: the ISA does not say what the hardware does"
     return None
 
 
