@@ -567,6 +567,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _one_line(msg: str, limit: int = 400) -> str:
+    """A message as one printable line: control characters (a newline typed into an argument) escaped."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in msg)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _quiet_stdout() -> None:
     """After a closed pipe (`... --json | head`): point stdout at /dev/null so the exit flush says nothing."""
     try:
@@ -582,18 +588,20 @@ def main(argv=None) -> int:
     cmd = "harness"
     try:
         try:
-            args = parser.parse_args(argv)
+            args, extra = parser.parse_known_args(argv)
         except SystemExit as e:  # --help, --version
             return int(e.code or 0) if not isinstance(e.code, str) else ExitCode.USAGE
         cmd = args.cmd or cmd
+        if extra:
+            raise UsageError(f"{cmd}: unrecognized arguments: {' '.join(extra)}")
         if not getattr(args, "fn", None):
             raise UsageError("harness: give a command: sweep, compare, merge, probe, desc, idesc, zmask or layout")
         return int(args.fn(args))
     except UsageError as e:
-        print(str(e), file=sys.stderr)
+        print(_one_line(str(e)), file=sys.stderr)
         return ExitCode.USAGE
     except (D.DescriptorError, L.LayoutError, ValueError) as e:
-        print(f"{cmd}: {e}", file=sys.stderr)
+        print(_one_line(f"{cmd}: {e}"), file=sys.stderr)
         return ExitCode.USAGE
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly
         _quiet_stdout()
