@@ -320,3 +320,18 @@ def test_main_never_raises_systemexit_for_help(capsys):
 
 def test_default_results_path_is_under_the_current_folder():
     assert str(cli.DEFAULT_RESULTS_DIR) == os.path.join("results", "scratch")
+
+
+def test_a_record_cut_short_by_a_kill_is_left_out_and_resume_cuts_it_off(tmp_path):
+    f = write(tmp_path / "r.jsonl", {}, [case("a"), case("b")])
+    text = f.read_text()
+    f.write_text(text + json.dumps({"type": "case", "id": "c", "status": "pass"})[:25])  # killed mid-record
+    assert set(results.load(f)[1]) == {"a", "b"}
+    w = results.ResultsWriter(f, resume=True)
+    w.write_cases([case("c")])
+    w.close()
+    assert set(results.load(f)[1]) == {"a", "b", "c"} and f.read_text().startswith(text)
+    g = tmp_path / "g.jsonl"
+    g.write_text(text + '{"type": "case", "id": "d", "status": "pass"\n')  # a whole line that is broken: refused
+    with pytest.raises(results.ResultsFileError, match=f"{g}:5: not JSON Lines"):
+        results.load(g)

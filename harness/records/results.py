@@ -73,6 +73,7 @@ class ResultsWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume and self.path.exists():
+            _drop_partial_last_line(self.path)
             self._fh = open(self.path, "a")
         else:
             self._fh = open(self.path, "w")
@@ -95,6 +96,14 @@ class ResultsWriter:
 
 class ResultsFileError(ValueError):
     pass
+
+
+def _drop_partial_last_line(path: Path) -> None:
+    """A run killed while writing a record leaves its last line without a newline: cut it off before appending."""
+    with open(path, "rb+") as fh:
+        data = fh.read()
+        if data and not data.endswith(b"\n"):
+            fh.truncate(data.rfind(b"\n") + 1)
 
 
 _KINDS = ("environment", "case", "summary", "diagnosis")
@@ -131,7 +140,8 @@ def _check(path, n: int, rec) -> dict:
 def load(path: Path) -> tuple[dict, dict[str, dict], dict | None]:
     """(environment, {case id: record}, summary or None); ResultsFileError naming the file and line of the first
     thing that makes it not a harness results file (every record is checked: a JSON object of a known type, a
-    case with a string id, a known status and fields of the right types)."""
+    case with a string id, a known status and fields of the right types). A last line without a newline that does
+    not parse is a record a killed run cut short: it is left out, and `ResultsWriter(resume=True)` cuts it off."""
     path = Path(path)
     if path.is_dir():
         raise ResultsFileError(f"{path}: is a directory, not a results file")
@@ -144,15 +154,20 @@ def load(path: Path) -> tuple[dict, dict[str, dict], dict | None]:
         raise ResultsFileError(f"{path}: cannot read: {e.strerror or e}") from None
     with fh:
         for n, raw in enumerate(fh, 1):
+            cut = not raw.endswith(b"\n")  # the last line, and no newline: a killed run may have cut it short
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
+                if cut and n > 1:
+                    break
                 raise ResultsFileError(f"{path}:{n}: not UTF-8 text (is this a harness results file?)") from None
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
             except (json.JSONDecodeError, RecursionError):
+                if cut and n > 1:  # a record cut off part way: every whole record before it stands
+                    break
                 raise ResultsFileError(f"{path}:{n}: not JSON Lines (is this a harness results file?)") from None
             if n == 1 and not (isinstance(rec, dict) and rec.get("type") == "environment"):
                 raise ResultsFileError(f"{path}: first line is not an environment record")
