@@ -7,8 +7,10 @@ arguments got past every check".
 """
 import contextlib
 import io
+import atexit
 import json
 import os
+import shutil
 import signal
 import string
 import tempfile
@@ -41,6 +43,12 @@ RUN.mkdir()
 EMPTY = TMP / "empty"
 EMPTY.mkdir()
 OUTDIR = TMP / "out"  # where generated --out / --png point; must stay empty after a refused call
+atexit.register(shutil.rmtree, TMP, True)
+
+
+def clean_out():
+    if OUTDIR.exists():
+        shutil.rmtree(OUTDIR)
 
 
 class Reached(Exception):
@@ -224,6 +232,7 @@ def invalid_argv(draw):
 @given(invalid_argv())
 def test_invalid_input_never_exits_0(fault_argv):
     fault, argv = fault_argv
+    clean_out()
     rc, out, err = call(argv)
     check_answered(argv, rc, out, err)
     assert rc == ExitCode.USAGE, (fault, argv, rc, err)
@@ -235,8 +244,7 @@ def test_the_valid_bases_are_valid(name):
     rc, out, err = call(VALID[name])
     check_answered(VALID[name], rc, out, err)
     assert rc in (ExitCode.OK, "reached"), (name, rc, err)
-    for f in OUTDIR.glob("*") if OUTDIR.exists() else []:
-        f.unlink()
+    clean_out()
 
 
 # ------------------------------------------------------------------------------------------------ results files
@@ -300,6 +308,7 @@ def _not_json(t: str) -> bool:
 @given(results_file())
 def test_a_malformed_results_file_is_named_with_its_line(content):
     lines, bad_at = content
+    clean_out()
     f = TMP / "fuzzed.jsonl"
     f.write_bytes(b"\n".join(lines) + b"\n")
     if bad_at is None:
@@ -316,9 +325,7 @@ def test_a_malformed_results_file_is_named_with_its_line(content):
             assert not OUTDIR.exists() or not any(OUTDIR.iterdir())
         else:
             assert rc in (ExitCode.OK, ExitCode.FAILED), (argv, rc, err)
-    if OUTDIR.exists():
-        for g in OUTDIR.iterdir():
-            g.unlink()
+    clean_out()
 
 
 @SETTINGS
