@@ -1,38 +1,115 @@
 """python -m harness {sweep, compare, merge, probe, desc, idesc, zmask, layout}
 
-Bad arguments exit with status 2 and one line on stderr, before anything is compiled or launched.
+Exit status (harness.enums.ExitCode): 0 all passed / nothing regressed; 1 a case failed, faulted, timed out or
+did not compile, compare found a regression, merge a disagreement, or a decoded descriptor breaks a rule;
+2 bad argument, file or path (one line on stderr, nothing written, before anything is compiled or launched);
+3 nothing could run (no GPU of the arch: every case recorded as not run); 4 a GPU is there but CUDA is unusable.
 """
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
 import json
+import math
+import os
 import sys
 from pathlib import Path
 
-from harness.enums import Arch, FamilyName, Major, OperandSource, Swizzle
+from harness import __version__
+from harness.enums import Arch, ExitCode, FamilyName, Major, OperandSource, Swizzle
 from harness.spec import descriptors as D, layouts as L
 from harness.spec.descriptors import DescriptorError
 
+PROG = "python -m harness"
+DEFAULT_RESULTS_DIR = Path("results") / "scratch"  # under the current folder
+
 
 class UsageError(Exception):
-    pass
+    """Bad input: the message is the one line printed, `<command>: <what is wrong>`; exit 2."""
+
+
+def _command(prog: str) -> str:
+    """'python -m harness desc' -> 'desc'; the top-level parser -> 'harness'."""
+    return prog[len(PROG):].strip() or "harness" if prog.startswith(PROG) else prog
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, no usage dump, exit 2
-        raise UsageError(f"{self.prog}: {message}")
+        raise UsageError(f"{_command(self.prog)}: {message}")
 
 
 def _int(text: str) -> int:
     try:
+        if len(text) > 64:
+            raise ValueError
         return int(text, 0)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
+
+
+def _count(text: str) -> int:
+    """A positive whole number (--jobs)."""
+    v = _int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} is not a positive number")
+    return v
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (--timeout)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of seconds") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"{text[:40]} is not a positive, finite number of seconds")
+    return v
 
 
 def _print(obj, as_json: bool, text: str):
     print(json.dumps(obj, indent=2) if as_json else text)
+
+
+def _out_file(cmd: str, flag: str, text: str | None) -> Path | None:
+    """An output file the command will write: refuse '', a folder, or a place it cannot write, before any work.
+    A missing parent folder is created when the file is written."""
+    if text is None:
+        return None
+    if not text.strip():
+        raise UsageError(f"{cmd}: {flag} '': give a file name")
+    p = Path(text)
+    if p.is_dir() or text.endswith(os.sep):
+        raise UsageError(f"{cmd}: {flag} {text}: is a folder; give a file name in it")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise UsageError(f"{cmd}: {flag} {text}: not writable")
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{cmd}: {flag} {text}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{cmd}: {flag} {text}: cannot write in {parent}")
+    return p
+
+
+def _given(a, defaults: dict) -> list[str]:
+    """The flags among `defaults` (dest -> default) given on the command line (their value is not None)."""
+    return [f"--{k.replace('_', '-')}" for k in defaults if getattr(a, k) is not None]
+
+
+def _fill(a, defaults: dict) -> None:
+    for k, v in defaults.items():
+        if getattr(a, k) is None:
+            setattr(a, k, v)
+
+
+def _summary_exit(summary: dict, bad_keys=("fail", "fault", "timeout", "compile-error")) -> ExitCode:
+    """1 if any case failed, faulted, timed out or did not compile; else 3 if no case ran; else 0."""
+    if sum(summary.get(k, 0) for k in bad_keys):
+        return ExitCode.FAILED
+    if summary.get("cases", 0) and summary.get("not-run", 0) >= summary.get("cases", 0):
+        return ExitCode.NOTHING_RAN
+    return ExitCode.OK
 
 
 def _report_decoded(info: dict, title: str, as_json: bool, width: int) -> int:
@@ -41,7 +118,7 @@ def _report_decoded(info: dict, title: str, as_json: bool, width: int) -> int:
     lines += [f"  {k:<{width}} {v}" for k, v in info["fields"].items()]
     lines += [f"  problem: {p}" for p in info["problems"]] or ["  (no spec violations)"]
     _print(info, as_json, "\n".join(lines))
-    return 1 if info["problems"] else 0
+    return ExitCode.FAILED if info["problems"] else ExitCode.OK
 
 
 # ---------------------------------------------------------------------------------------------------- desc
@@ -54,11 +131,20 @@ def _refused(title: str, fields: dict, rule: DescriptorError, value: str | None,
     return 1
 
 
+DESC_DEFAULTS = {"start": None, "lbo": None, "sbo": None, "swizzle": "none", "base_offset": 0, "lbo_mode": "relative"}
+
+
 def cmd_desc(a) -> int:
     if a.decode is not None:
+        extra = _given(a, DESC_DEFAULTS)
+        if extra:
+            raise UsageError(f"desc: --decode takes no encode flag ({', '.join(extra)}); give one or the other")
+        if not 0 <= a.decode < 1 << 64:
+            raise UsageError(f"desc: --decode {a.decode:#x} does not fit the 64-bit descriptor")
         info = (D.decode_wgmma_desc(a.decode) if a.arch == "sm_90a"
                 else D.decode_tcgen05_smem_desc(a.decode, a.arch))
     else:
+        _fill(a, DESC_DEFAULTS)
         missing = [n for n in ("start", "lbo", "sbo") if getattr(a, n) is None]
         if missing:
             raise UsageError(f"desc: give --{', --'.join(missing)} (or --decode VALUE)")
@@ -81,15 +167,36 @@ def cmd_desc(a) -> int:
     return _report_decoded(info, f"{info['arch']} shared-memory matrix descriptor", a.json, 22)
 
 
+IDESC_DEFAULTS = {"atype": None, "btype": None, "dtype": None, "m": None, "n": None, "transpose_a": False,
+                  "transpose_b": False, "negate_a": False, "negate_b": False, "sparse": False, "saturate": False,
+                  "k96": False, "ws": False, "sparsity_selector": 0, "max_shift": 0, "scale_type": "ue8m0",
+                  "a_sf_id": 0, "b_sf_id": 0, "cta_group": 1}
+
+
+def default_dtype(kind: str) -> str:
+    """The accumulator type idesc assumes without --dtype: f32 where the kind allows it (s32 for i8)."""
+    codes = D.DTYPE_CODES[kind]
+    return "f32" if "f32" in codes else next(iter(codes))
+
+
 def cmd_idesc(a) -> int:
     ws = True if a.ws else None  # not in the value: only a given --ws is known
     if a.decode is not None:
+        extra = [f for f in _given(a, IDESC_DEFAULTS) if f not in ("--cta-group", "--ws")]
+        if extra:
+            raise UsageError(f"idesc: --decode takes no encode flag ({', '.join(extra)}); give one or the other")
+        if not 0 <= a.decode < 1 << 32:
+            raise UsageError(f"idesc: --decode {a.decode:#x} does not fit the 32-bit instruction descriptor")
         info = D.decode_idesc(a.decode, a.kind, a.cta_group, ws, a.arch, a.scale_vec or "")
     else:
+        if a.scale_type is not None and a.kind not in D.BLOCK_SCALED:
+            raise UsageError(f"idesc: --scale-type is for the block-scaled kinds ({', '.join(D.BLOCK_SCALED)}), "
+                             f"not .kind::{a.kind}")
+        _fill(a, IDESC_DEFAULTS)
         missing = [n for n in ("atype", "btype", "m", "n") if getattr(a, n) is None]
         if missing:
             raise UsageError(f"idesc: give --{', --'.join(missing)} (or --decode VALUE)")
-        dtype = a.dtype or next(iter(D.DTYPE_CODES.get(a.kind, {"f32": 0})))
+        dtype = a.dtype or default_dtype(a.kind)
         d = D.InstrDescriptor(a.kind, a.atype, a.btype, dtype, a.m, a.n, a.transpose_a, a.transpose_b,
                               a.negate_a, a.negate_b, a.sparse, a.sparsity_selector, a.saturate, a.max_shift,
                               a.scale_type, a.a_sf_id, a.b_sf_id, a.k96, a.cta_group or 1, a.ws, a.scale_vec or "")
@@ -106,10 +213,39 @@ def cmd_idesc(a) -> int:
     return _report_decoded(info, f"tcgen05 instruction descriptor .kind::{info['kind']}", a.json, 18)
 
 
+ZMASK_DEFAULTS = {"start_count": [0, 0, 0, 0], "first_span": [0, 0, 0, 0], "skip_span": 0, "use_span": 0,
+                  "shift": 0, "all_zero": None}
+
+
+def zmask_legal_n(m: int) -> list[int]:
+    """Every N some tcgen05.mma of M rows takes (any kind, cta_group, .ws): the N a zero-column mask can cover."""
+    ns: set[int] = set()
+    for kind in D.KINDS:
+        for cg in (1, 2):
+            for ws in (False, True):
+                try:
+                    ns.update(D.legal_shapes(kind, cg, ws).get(m, []))
+                except D.DescriptorError:
+                    pass
+    return sorted(n for n in ns if n % D.ZERO_MASK_SUBMASKS[m] == 0)
+
+
 def cmd_zmask(a) -> int:
+    legal = zmask_legal_n(a.m)
+    if a.n not in legal:
+        step = legal[1] - legal[0]
+        listing = (f"{legal[0]}..{legal[-1]} step {step}" if all(y - x == step for x, y in zip(legal, legal[1:]))
+                   else ", ".join(map(str, legal)))
+        raise UsageError(f"zmask: --n {a.n}: not an N of tcgen05.mma with M = {a.m} (legal N: {listing})")
     if a.decode is not None:
+        extra = _given(a, ZMASK_DEFAULTS)
+        if extra:
+            raise UsageError(f"zmask: --decode takes no encode flag ({', '.join(extra)}); give one or the other")
+        if not 0 <= a.decode < 1 << 64:
+            raise UsageError(f"zmask: --decode {a.decode:#x} does not fit the 64-bit descriptor")
         z = D.decode_zero_column_mask(a.decode)
     else:
+        _fill(a, ZMASK_DEFAULTS)
         z = D.ZeroColumnMask(tuple(a.start_count), tuple(a.first_span), not a.all_zero, a.skip_span,
                              a.use_span, a.shift)
     value = D.encode_zero_column_mask(z)
@@ -122,27 +258,45 @@ def cmd_zmask(a) -> int:
             f"  mask, column 0 first (1 = column reads as zero): {info['mask_lsb_first']}\n"
             f"  B columns {z.column_shift}..{z.column_shift + a.n - 1} are used (column shift {z.column_shift})")
     _print(info, a.json, text)
-    return 0
+    return ExitCode.OK
 
 
 # ---------------------------------------------------------------------------------------------------- layout
 
+SMEM_BYTES = 1 << 18  # a descriptor's 14-bit address fields (16-byte units) reach 256 KiB
+
+
 def cmd_layout(a) -> int:
+    if a.json and a.png is not None:
+        raise UsageError("layout: give --json or --png, not both")
+    png = _out_file("layout", "--png", a.png)
+    for flag in ("rows", "cols"):
+        if not 0 < getattr(a, flag) <= 1024:
+            raise UsageError(f"layout: --{flag} {getattr(a, flag)}: give 1..1024 elements")
+    for flag in ("lbo", "sbo", "start"):
+        if not 0 <= getattr(a, flag) < SMEM_BYTES:
+            raise UsageError(f"layout: --{flag} {getattr(a, flag)}: give 0..{SMEM_BYTES - 16} bytes")
     lay = L.SmemLayout(a.major, a.swizzle, a.dtype, a.rows, a.cols, a.lbo, a.sbo, a.start, a.base_offset)
     L.validate(lay)
+    if lay.rows * lay.cols * L.dtypes.get(lay.dtype).bits > 8 * SMEM_BYTES:
+        raise UsageError(f"layout: a {a.rows}x{a.cols} {a.dtype} tile is larger than shared memory (256 KiB)")
     L.check_distinct(lay)
     addr = L.smem_address(lay)
-    if a.png:
+    if png is not None:
         from harness.diagnosis import pictures
-        pictures.layout_png(lay, a.png)
-        print(f"wrote {a.png}")
-        return 0
+        try:
+            png.parent.mkdir(parents=True, exist_ok=True)
+            pictures.layout_png(lay, png)
+        except OSError as e:
+            raise UsageError(f"layout: --png {a.png}: cannot write: {e.strerror or e}") from None
+        print(f"wrote {png}")
+        return ExitCode.OK
     if a.json:
         print(json.dumps({"layout": D.as_dict(lay), "address": addr.tolist(),
                           "chunk": (addr >> 4).tolist(), "footprint": list(L.footprint(lay))}))
     else:
         print(L.render_chunks(lay))
-    return 0
+    return ExitCode.OK
 
 
 # ---------------------------------------------------------------------------------------------------- sweep
@@ -154,16 +308,16 @@ def cmd_sweep(a) -> int:
         n_values=tuple(a.n) if a.n else None, dtypes=tuple(a.dtype) if a.dtype else None,
         a_srcs=tuple(a.a_src) if a.a_src else None, cta_groups=tuple(a.cta_group) if a.cta_group else None,
         data_modes=tuple(a.data) if a.data else None, controls=not a.no_controls, match=a.match)
-    out = Path(a.out) if a.out else Path("results") / "scratch" / (
-        f"sweep-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}.jsonl")
-    if a.timeout <= 0:
-        raise UsageError("sweep: --timeout must be positive seconds")
-    if a.resume and not a.out:
+    if a.match is not None and not a.match.strip():
+        raise UsageError("sweep: --match '': give some text of the case ids to run")
+    if a.resume and a.out is None:
         raise UsageError("sweep: --resume needs the --out file to continue")
-    if a.resume and Path(a.out).exists():
+    out = _out_file("sweep", "--out", a.out) or DEFAULT_RESULTS_DIR / (
+        f"sweep-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}.jsonl")
+    if a.resume and out.exists():
         from harness.records import results
         try:
-            results.load(a.out)
+            results.load(out)
         except results.ResultsFileError as e:
             raise UsageError(f"sweep: {e}") from None
     shard = _shard(a.shard)
@@ -178,16 +332,20 @@ def cmd_sweep(a) -> int:
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:
         raise UsageError(f"sweep: {e}") from None
+    code = _summary_exit(summary)
+    if a.json:
+        print(json.dumps({**summary, "results": str(out), "exit": int(code)}, indent=2, default=str))
+        return code
     for e in summary.get("compile_errors", []):
         print(f"NVRTC rejected {e['kernel']} for {e['arch']} ({e['cases']} cases); source and log: "
               f"{Path(e['source']).parent}")
     print(f"{summary.get('pass', 0)} passed, {summary.get('fail', 0)} failed, {summary.get('fault', 0)} faulted, "
           f"{summary.get('timeout', 0)} timed out, {summary.get('compile-error', 0)} did not compile, "
-          f"{summary.get('not-run', 0)} not run of {summary['cases']} cases in {summary['wall_s']}s; results: {out}")
+          f"{summary.get('not-run', 0)} not run of {summary.get('cases', 0)} cases in {summary.get('wall_s')}s; "
+          f"results: {out}")
     for fam, reason in summary.get("not_run_reasons", {}).items():
         print(f"{fam}: not run: {reason}")
-    bad = sum(summary.get(k, 0) for k in ("fail", "fault", "timeout", "compile-error"))
-    return 0 if bad == 0 else 1
+    return code
 
 
 def _shard(text: str | None):
@@ -217,55 +375,95 @@ def _check_gpus(spec: str) -> None:
             raise UsageError(f"sweep: {e}") from None
 
 
+def _results_files(cmd: str, items) -> list[Path]:
+    """The results files named on the command line: files, directories (one run each) or comma lists of files."""
+    from harness.records import results
+    names = []
+    for item in items:
+        parts = item.split(",")
+        if any(not x.strip() for x in parts):
+            raise UsageError(f"{cmd}: {item!r}: an empty name in the list of results files")
+        names += parts
+    try:
+        return results.expand_run(names)
+    except results.ResultsFileError as e:
+        raise UsageError(f"{cmd}: {e}") from None
+
+
 def cmd_merge(a) -> int:
     from harness.records import merge, results
+    out = _out_file("merge", "--out", a.out)
+    files = _results_files("merge", a.inputs)
+    if any(f.resolve() == out.resolve() for f in files):
+        raise UsageError(f"merge: --out {a.out} is one of the inputs; write the merged run elsewhere")
     try:
-        env, cases, summary, disagreements = merge.merge(a.inputs)
+        env, cases, summary, disagreements = merge.merge(files)
     except results.ResultsFileError as e:
         raise UsageError(f"merge: {e}") from None
-    merge.write(a.out, env, cases, summary, disagreements)
+    try:
+        merge.write(out, env, cases, summary, disagreements)
+    except OSError as e:
+        raise UsageError(f"merge: --out {a.out}: cannot write: {e.strerror or e}") from None
     bad = sum(summary[k] for k in merge.BAD)
+    code = ExitCode.FAILED if disagreements or bad else ExitCode.OK
+    if a.json:
+        print(json.dumps({**summary, "out": str(out), "files": list(map(str, files)),
+                          "disagreements": disagreements, "exit": int(code)}, indent=2))
+        return code
     print(f"merged {summary['inputs']} files: {summary['cases']} cases: {summary['pass']} pass, {bad} fail, fault, "
-          f"time out or did not compile, {summary['not-run']} not run anywhere -> {a.out}")
+          f"time out or did not compile, {summary['not-run']} not run anywhere -> {out}")
     for d in disagreements[:20]:
         print(f"  disagreement: {d['id']}: " + ", ".join(f"{r['file']}={r['status']}" for r in d["runs"]))
     if len(disagreements) > 20:
-        print(f"  ... {len(disagreements) - 20} more disagreements (in the merged file)")
-    return 1 if disagreements or bad else 0
+        print(f"  ({len(disagreements) - 20} more disagreements, in the merged file)")
+    return code
 
 
 def cmd_probe(a) -> int:
+    if a.match is not None and a.name != "addresses":
+        raise UsageError(f"probe: --match selects address probes only (probe addresses), not {a.name}")
+    if a.match is not None and not a.match.strip():
+        raise UsageError("probe: --match '': give some text of the case ids to probe")
+    out = _out_file("probe", "--out", a.out) or DEFAULT_RESULTS_DIR / f"probe-{a.name}.jsonl"
     from harness.experiments import probes
     from harness import sweep
-    if a.timeout <= 0:
-        raise UsageError("probe: --timeout must be positive seconds")
-    out = Path(a.out) if a.out else Path("results") / "scratch" / f"probe-{a.name}.jsonl"
     if a.name in ("base-offset", "start-alignment"):
         from harness.families.wgmma import FAMILY as WGMMA
         work = sweep.Plan([(WGMMA.kernel_of(key), cs) for key, cs in probes.work(a.name)])
         summary = sweep.execute(work, sweep.SweepConfig(out_path=out, timeout=a.timeout))
-        if summary.get("ran") == 0:
-            print(f"compile-only: {summary['not_run_reasons'].get('wgmma')}")
-            return 0
-        print(f"probe {a.name}: {summary.get('pass', 0)} cases behave as the model says, "
-              f"{summary['cases'] - summary.get('pass', 0)} do not; results: {out}")
-        return 0
+        code = _summary_exit(summary)
+        if a.json:
+            print(json.dumps({"probe": a.name, **summary, "results": str(out), "exit": int(code)}, indent=2,
+                             default=str))
+        elif summary.get("ran") == 0 or code == ExitCode.NOTHING_RAN:
+            print(f"compile-only: {summary.get('not_run_reasons', {}).get('wgmma')}")
+        else:
+            print(f"probe {a.name}: {summary.get('pass', 0)} cases behave as the model says, "
+                  f"{summary['cases'] - summary.get('pass', 0)} do not; results: {out}")
+        return code
     from harness.experiments import probe_runs
     run = {"addresses": lambda: probe_runs.addresses(out, a.timeout, a.match),
            "field-overflow": lambda: probe_runs.field_overflow(out, a.timeout),
            "spec-examples": lambda: probe_runs.spec_examples(out, a.timeout)}[a.name]
-    print(run())
-    return 0
+    text = run()
+    code = ExitCode.NOTHING_RAN if text.startswith("compile-only") else ExitCode.OK
+    if a.json:
+        print(json.dumps({"probe": a.name, "report": text.splitlines(), "results": str(out), "exit": int(code)},
+                         indent=2))
+    else:
+        print(text)
+    return code
 
 
 def cmd_compare(a) -> int:
     from harness.records import compare, results
+    old, new = _results_files("compare", [a.old]), _results_files("compare", [a.new])
     try:
-        report = compare.compare(a.old.split(","), a.new.split(","))
+        report = compare.compare(old, new)
     except results.ResultsFileError as e:
         raise UsageError(f"compare: {e}") from None
     print(json.dumps(report, indent=1) if a.json else compare.render(report))
-    return 1 if report["regressed"] else 0
+    return ExitCode.FAILED if report["regressed"] else ExitCode.OK
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -276,43 +474,52 @@ def _kinds() -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m harness", description=__doc__)
+    p = _Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"tensor-core-harness {__version__}")
     sub = p.add_subparsers(dest="cmd", parser_class=_Parser)
+    scratch = f"{DEFAULT_RESULTS_DIR}/ under the current folder"
 
     s = sub.add_parser("sweep", help="run every case the node's GPUs support (the rest recorded as not run)")
     s.add_argument("--family", action="append", choices=FamilyName.values(), help="instruction family (repeatable)")
     s.add_argument("--kind", action="append", choices=_kinds(), help="wgmma or tcgen05 kind (repeatable)")
     s.add_argument("--n", action="append", type=int, help="only these N (repeatable)")
-    s.add_argument("--a-src", action="append", choices=OperandSource.values())
+    s.add_argument("--a-src", action="append", choices=OperandSource.values(), help="A operand source (repeatable)")
     s.add_argument("--cta-group", action="append", type=int, choices=[1, 2], help="tcgen05 CTA group")
     s.add_argument("--dtype", action="append", choices=["f16", "f32", "s32"], help="accumulator type")
     s.add_argument("--data", action="append", choices=["exact", "normal"])
     s.add_argument("--match", help="only cases whose id contains this text")
     s.add_argument("--no-controls", action="store_true", help="skip the negative controls")
-    s.add_argument("--out", help="results file (JSON Lines); default results/scratch/sweep-<time>.jsonl")
+    s.add_argument("--out", help=f"results file (JSON Lines); default {scratch}, sweep-<time>.jsonl")
     s.add_argument("--resume", action="store_true", help="continue --out without re-running its cases")
-    s.add_argument("--jobs", type=int, help="parallel compile processes (default: all cores)")
-    s.add_argument("--timeout", type=float, default=30.0, help="seconds before a launch counts as hung")
+    s.add_argument("--jobs", type=_count, help="parallel compile processes, at least 1 (default: all cores)")
+    s.add_argument("--timeout", type=_seconds, default=30.0, help="seconds before a launch counts as hung "
+                                                                  "(default 30)")
     s.add_argument("--gpus", default="all", help="'all' (default: every visible GPU), a count, or a list 0,1")
     s.add_argument("--shard", metavar="I/N", help="run only kernel shard I of N (one per node of a fleet)")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.set_defaults(fn=cmd_sweep)
 
     m = sub.add_parser("merge", help="several results files (GPUs, nodes) as one; exit 1 on any disagreement")
-    m.add_argument("inputs", nargs="+", help="results files, or directories of them")
-    m.add_argument("--out", required=True)
+    m.add_argument("inputs", nargs="+", help="results files, comma lists of them, or run folders (a folder: its "
+                                             "*.jsonl except probe-*.jsonl and merged*.jsonl)")
+    m.add_argument("--out", required=True, help="the merged results file (its folder is created)")
+    m.add_argument("--json", action="store_true", help="print the summary as JSON")
     m.set_defaults(fn=cmd_merge)
 
     pr = sub.add_parser("probe", help="targeted experiments on what the spec leaves open")
     pr.add_argument("name", choices=["base-offset", "start-alignment", "addresses", "field-overflow",
                                      "spec-examples"])
-    pr.add_argument("--match", help="addresses: only cases whose id contains this text")
-    pr.add_argument("--out")
-    pr.add_argument("--timeout", type=float, default=30.0)
+    pr.add_argument("--match", help="addresses only: only cases whose id contains this text")
+    pr.add_argument("--out", help=f"results file; default {scratch}, probe-<name>.jsonl")
+    pr.add_argument("--timeout", type=_seconds, default=30.0, help="seconds before a launch counts as hung "
+                                                                   "(default 30)")
+    pr.add_argument("--json", action="store_true", help="print the summary as JSON")
     pr.set_defaults(fn=cmd_probe)
 
-    c = sub.add_parser("compare", help="what changed between two results files (exit 1 if anything regressed)")
-    c.add_argument("old", help="results file, directory of them, or a comma list of files")
-    c.add_argument("new", help="results file, directory of them, or a comma list of files")
+    c = sub.add_parser("compare", help="what changed between two runs (exit 1 if anything regressed)")
+    c.add_argument("old", help="results file, run folder (its *.jsonl except probe-*.jsonl and merged*.jsonl), "
+                               "or a comma list of files")
+    c.add_argument("new", help="the same, for the new run")
     c.add_argument("--json", action="store_true")
     c.set_defaults(fn=cmd_compare)
 
@@ -321,47 +528,57 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("desc", help="encode or decode a shared-memory matrix descriptor")
     d.add_argument("--arch", required=True, choices=Arch.values())
-    d.add_argument("--start", type=_int)
-    d.add_argument("--lbo", type=_int)
-    d.add_argument("--sbo", type=_int)
-    d.add_argument("--swizzle", default="none", choices=Swizzle.values())
-    d.add_argument("--base-offset", type=_int, default=0)
-    d.add_argument("--lbo-mode", default="relative", choices=["relative", "absolute"])
-    d.add_argument("--decode", type=_int, metavar="VALUE")
+    d.add_argument("--start", type=_int, help="start address in bytes, a multiple of 16 (encode: required)")
+    d.add_argument("--lbo", type=_int, help="leading-dimension byte offset in bytes, a multiple of 16 "
+                                            "(encode: required)")
+    d.add_argument("--sbo", type=_int, help="stride-dimension byte offset in bytes, a multiple of 16 "
+                                            "(encode: required)")
+    d.add_argument("--swizzle", choices=Swizzle.values(), help="swizzle mode (default none)")
+    d.add_argument("--base-offset", type=_int, help="matrix base offset 0..7 (default 0)")
+    d.add_argument("--lbo-mode", choices=["relative", "absolute"],
+                   help="tcgen05: LBO as an offset or (sm_103a) an absolute address (default relative)")
+    d.add_argument("--decode", type=_int, metavar="VALUE", help="decode this 64-bit value instead (no other "
+                                                                "field flag)")
     d.add_argument("--json", action="store_true")
     d.set_defaults(fn=cmd_desc)
 
     i = sub.add_parser("idesc", help="encode or decode a tcgen05 instruction descriptor")
     i.add_argument("--kind", required=True, choices=list(D.KINDS))
-    i.add_argument("--atype")
-    i.add_argument("--btype")
-    i.add_argument("--dtype")
-    i.add_argument("--m", type=_int)
-    i.add_argument("--n", type=_int)
+    i.add_argument("--atype", help="A element type (encode: required)")
+    i.add_argument("--btype", help="B element type (encode: required)")
+    i.add_argument("--dtype", help="accumulator type (default f32; s32 for --kind i8)")
+    i.add_argument("--m", type=_int, help="M (encode: required)")
+    i.add_argument("--n", type=_int, help="N (encode: required)")
     for flag in ("transpose-a", "transpose-b", "negate-a", "negate-b", "sparse", "saturate", "k96", "ws"):
-        i.add_argument(f"--{flag}", action="store_true")
-    i.add_argument("--sparsity-selector", type=_int, default=0)
-    i.add_argument("--max-shift", type=_int, default=0)
-    i.add_argument("--scale-type", default="ue8m0", choices=["ue8m0", "ue4m3"])
-    i.add_argument("--a-sf-id", type=_int, default=0)
-    i.add_argument("--b-sf-id", type=_int, default=0)
+        i.add_argument(f"--{flag}", action="store_const", const=True)
+    i.add_argument("--sparsity-selector", type=_int, help="0..3 (default 0)")
+    i.add_argument("--max-shift", type=_int, help=".ws B-reuse shift code 0..3 (default 0)")
+    i.add_argument("--scale-type", choices=["ue8m0", "ue4m3"], help="block-scaled kinds only (default ue8m0)")
+    i.add_argument("--a-sf-id", type=_int, help="block-scaled kinds only (default 0)")
+    i.add_argument("--b-sf-id", type=_int, help="block-scaled kinds only (default 0)")
     i.add_argument("--cta-group", type=_int, choices=[1, 2], help="default 1 (decode: guessed from M)")
     i.add_argument("--scale-vec", choices=["1X", "2X", "4X"], help="block-scaled kinds (default: the kind's)")
     i.add_argument("--arch", choices=["sm_100a", "sm_103a"], help="adds the per-arch rules (K = 96: sm_103a)")
-    i.add_argument("--decode", type=_int, metavar="VALUE")
+    i.add_argument("--decode", type=_int, metavar="VALUE", help="decode this 32-bit value instead (no other "
+                                                                "field flag)")
     i.add_argument("--json", action="store_true")
     i.set_defaults(fn=cmd_idesc)
 
     z = sub.add_parser("zmask", help="encode/decode a tcgen05 zero-column mask descriptor and show its mask")
     z.add_argument("--m", type=_int, required=True, choices=[32, 64, 128])
-    z.add_argument("--n", type=_int, required=True)
-    z.add_argument("--start-count", type=_int, nargs=4, default=[0, 0, 0, 0], metavar=("SC0", "SC1", "SC2", "SC3"))
-    z.add_argument("--first-span", type=_int, nargs=4, default=[0, 0, 0, 0], metavar=("FS0", "FS1", "FS2", "FS3"))
-    z.add_argument("--skip-span", type=_int, default=0)
-    z.add_argument("--use-span", type=_int, default=0)
-    z.add_argument("--shift", type=_int, default=0)
-    z.add_argument("--all-zero", action="store_true", help="non-zero-mask bit 0: the mask is all 0s")
-    z.add_argument("--decode", type=_int, metavar="VALUE")
+    z.add_argument("--n", type=_int, required=True, help="N of the MMA (M = 32: 64, 128 or 256; M = 64, 128: "
+                                                         "8..256 step 8)")
+    z.add_argument("--start-count", type=_int, nargs=4, metavar=("SC0", "SC1", "SC2", "SC3"),
+                   help="0..255 each (default 0 0 0 0)")
+    z.add_argument("--first-span", type=_int, nargs=4, metavar=("FS0", "FS1", "FS2", "FS3"),
+                   help="0 or 1 each (default 0 0 0 0)")
+    z.add_argument("--skip-span", type=_int, help="0..255 (default 0)")
+    z.add_argument("--use-span", type=_int, help="0..255 (default 0)")
+    z.add_argument("--shift", type=_int, help="column shift 0..32, 0..16 for M = 32 (default 0)")
+    z.add_argument("--all-zero", action="store_const", const=True,
+                   help="non-zero-mask bit 0: the mask is all 0s")
+    z.add_argument("--decode", type=_int, metavar="VALUE", help="decode this 64-bit value instead (no other "
+                                                                "field flag)")
     z.add_argument("--json", action="store_true")
     z.set_defaults(fn=cmd_zmask)
 
@@ -369,31 +586,58 @@ def build_parser() -> argparse.ArgumentParser:
     lp.add_argument("--major", required=True, choices=Major.values())
     lp.add_argument("--swizzle", required=True, choices=list(L.SWIZZLE_BMS))
     lp.add_argument("--dtype", required=True)
-    lp.add_argument("--rows", type=_int, required=True, help="MN extent")
-    lp.add_argument("--cols", type=_int, required=True, help="K extent")
-    lp.add_argument("--lbo", type=_int, required=True)
-    lp.add_argument("--sbo", type=_int, required=True)
-    lp.add_argument("--start", type=_int, default=0)
-    lp.add_argument("--base-offset", type=_int, default=0)
+    lp.add_argument("--rows", type=_int, required=True, help="MN extent, elements")
+    lp.add_argument("--cols", type=_int, required=True, help="K extent, elements")
+    lp.add_argument("--lbo", type=_int, required=True, help="leading-dimension byte offset, bytes")
+    lp.add_argument("--sbo", type=_int, required=True, help="stride-dimension byte offset, bytes")
+    lp.add_argument("--start", type=_int, default=0, help="start address, bytes (default 0)")
+    lp.add_argument("--base-offset", type=_int, default=0, help="matrix base offset 0..7 (default 0)")
     lp.add_argument("--json", action="store_true")
-    lp.add_argument("--png", metavar="FILE", help="draw the tile (16-byte chunk of every element) to a PNG")
+    lp.add_argument("--png", metavar="FILE", help="draw the tile (16-byte chunk of every element) to this PNG "
+                                                  "file (its folder is created); not with --json")
     lp.set_defaults(fn=cmd_layout)
     return p
 
 
-def main(argv=None) -> int:
-    parser = build_parser()
+def _one_line(msg: str, limit: int = 400) -> str:
+    """A message as one printable line: control characters (a newline typed into an argument) escaped."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in msg)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe (`... --json | head`): point stdout at /dev/null so the exit flush says nothing."""
     try:
-        args = parser.parse_args(argv)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def main(argv=None) -> int:
+    """Run one command; returns its exit status (ExitCode) and never raises for bad input."""
+    parser = build_parser()
+    cmd = "harness"
+    try:
+        try:
+            args, extra = parser.parse_known_args(argv)
+        except SystemExit as e:  # --help, --version
+            return int(e.code or 0) if not isinstance(e.code, str) else ExitCode.USAGE
+        cmd = args.cmd or cmd
+        if extra:
+            raise UsageError(f"{cmd}: unrecognized arguments: {' '.join(extra)}")
         if not getattr(args, "fn", None):
-            raise UsageError("python -m harness: give a command: sweep, compare, merge, probe, desc, idesc, zmask or layout")
-        return args.fn(args)
+            raise UsageError("harness: give a command: sweep, compare, merge, probe, desc, idesc, zmask or layout")
+        return int(args.fn(args))
     except UsageError as e:
-        print(str(e), file=sys.stderr)
-        return 2
+        print(_one_line(str(e)), file=sys.stderr)
+        return ExitCode.USAGE
     except (D.DescriptorError, L.LayoutError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        print(_one_line(f"{cmd}: {e}"), file=sys.stderr)
+        return ExitCode.USAGE
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
+        _quiet_stdout()
+        return ExitCode.FAILED
 
 
 if __name__ == "__main__":

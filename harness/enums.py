@@ -5,7 +5,7 @@ as it in JSON records.
 """
 from __future__ import annotations
 
-from enum import Enum
+from enum import Enum, IntEnum
 
 
 class _Str(str, Enum):
@@ -65,3 +65,16 @@ class Status(_Str):
 class FamilyName(_Str):
     WGMMA = "wgmma"
     TCGEN05 = "tcgen05"
+
+
+class ExitCode(IntEnum):
+    """The exit status of every command (README, Commands): 0 all passed / nothing regressed; 1 a case failed,
+    faulted, timed out or did not compile, compare found a regression or merge a disagreement; 2 usage or input
+    error (one line on stderr, nothing written, before anything is compiled or launched); 3 nothing could run
+    (no GPU of a family's arch: every case recorded not run); 4 environment error (a GPU is present but
+    CUDA or its driver is unusable)."""
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    NOTHING_RAN = 3
+    ENVIRONMENT = 4

@@ -41,5 +41,6 @@ def test_wheel_installs_and_every_command_runs_outside_the_checkout(tmp_path):
                "--lbo", "16", "--sbo", "1024").returncode == 0
     out = cli("sweep", "--family", "tcgen05", "--kind", "f16", "--cta-group", "1", "--a-src", "SS",
               "--out", str(work / "r.jsonl"))
-    assert out.returncode == 0, out.stderr[-2000:]
+    # exit 3 (ExitCode.NOTHING_RAN) where no Blackwell GPU is, every case recorded as not run; 0 on a B200/B300
+    assert out.returncode in (0, 3), out.stderr[-2000:]
     assert (work / "r.jsonl").exists() and "not run" in out.stdout

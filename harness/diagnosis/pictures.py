@@ -17,14 +17,36 @@ def _plt():
     return plt
 
 
-def draw_chunks(ax, chunk: np.ndarray, lo: int, title: str, wrong: np.ndarray | None = None, label_max: int = 64):
+DPI = 110
+CELL_IN = 0.3  # inches a side per element when labelled: 3-digit labels at >= 10 pixels
+LABEL_MAX = 128  # rows or cols beyond which elements are coloured only (the labels would not be legible)
+
+
+def _label_size(rows: int, cols: int, lo: int, hi: int, cell_in: float) -> float:
+    """Font size (points) that fits the widest label into a cell `cell_in` inches wide."""
+    digits = max(len(str(lo)), len(str(hi)), 1)
+    return max(4.0, min(10.0, cell_in * 72 / (0.62 * digits + 0.4)))
+
+
+def _legend(ax) -> None:
+    """Colour key: address bits 4-6, the 16-byte slot of a 128-byte row."""
+    from matplotlib.patches import Patch
+    cmap = _plt().get_cmap("Set2")
+    handles = [Patch(facecolor=cmap(s / 8.0), edgecolor="grey", label=f"{s} (bytes {16 * s}-{16 * s + 15})")
+               for s in range(8)]
+    ax.legend(handles=handles, title="address bits 4-6:\n16-byte slot\nof a 128-byte row", loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), fontsize=9, title_fontsize=9, frameon=False)
+
+
+def draw_chunks(ax, chunk: np.ndarray, lo: int, title: str, wrong: np.ndarray | None = None,
+          cell_in: float = CELL_IN):
     rows, cols = chunk.shape
     rel = chunk - lo
     # colour = address bits 4-6 (which 16-byte slot of a 128-byte row): swizzles show as permuted colours
     colours = _plt().get_cmap("Set2")((chunk % 8) / 8.0)
     ax.imshow(colours, interpolation="nearest", aspect="auto")
-    if rows * cols <= label_max * 64:
-        size = max(3, min(8, 300 // max(rows, cols)))
+    if rows <= LABEL_MAX and cols <= LABEL_MAX:
+        size = _label_size(rows, cols, int(rel.min()), int(rel.max()), cell_in)
         for r in range(rows):
             for c in range(cols):
                 ax.text(c, r, str(int(rel[r, c])), ha="center", va="center", fontsize=size)
@@ -32,22 +54,41 @@ def draw_chunks(ax, chunk: np.ndarray, lo: int, title: str, wrong: np.ndarray | 
         rr, cc = np.nonzero(wrong)
         ax.scatter(cc, rr, s=max(4, 2400 // max(rows, cols)), facecolors="none", edgecolors="red", linewidths=1.2,
                    marker="s")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=10)
     ax.set_xlabel("k (K index)")
     ax.set_ylabel("row (MN index)")
 
 
-def layout_png(lay: layouts.SmemLayout, path) -> None:
-    """One canonical layout: element [mn, k] labelled with its 16-byte chunk (relative to the lowest)."""
+def _cell_in(rows: int, cols: int) -> float:
+    """Inches per element: CELL_IN while labels are drawn, smaller (colours only) for very large tiles."""
+    return CELL_IN if max(rows, cols) <= LABEL_MAX else max(0.05, 40 / max(rows, cols))
+
+
+def layout_figure(lay: layouts.SmemLayout):
+    """The figure `layout_png` saves: element [mn, k] labelled with its 16-byte chunk (relative to the lowest),
+    coloured by address bits 4-6, with the colour key beside it."""
     plt = _plt()
     chunk = layouts.chunk_index(lay)
     rows, cols = chunk.shape
-    fig, ax = plt.subplots(figsize=(max(4, min(24, cols * 0.35 + 2)), max(3, min(24, rows * 0.3 + 1.5))))
+    cell = _cell_in(rows, cols)
+    legend_in = 2.6
+    w, h = max(3.0, cols * cell) + 1.2, max(2.5, rows * cell) + 1.4
+    fig = plt.figure(figsize=(w + legend_in, h))
+    ax = fig.add_axes([0.9 / (w + legend_in), 0.8 / h, (w - 1.2) / (w + legend_in), (h - 1.4) / h])
     draw_chunks(ax, chunk, int(chunk.min()), f"{layouts.describe_tile(lay)}\n16-byte chunk of each element "
-                                       f"(relative to byte {int(chunk.min()) * 16})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+                                       f"(relative to byte {int(chunk.min()) * 16})", cell_in=cell)
+    _legend(ax)
+    return fig
+
+
+def layout_png(lay: layouts.SmemLayout, path) -> None:
+    """One canonical layout to a PNG file, written under exactly the name given."""
+    plt = _plt()
+    fig = layout_figure(lay)
+    try:
+        fig.savefig(path, dpi=DPI, format="png")
+    finally:
+        plt.close(fig)
 
 
 def comparison_png(expected_bits: np.ndarray, observed_bits: np.ndarray, path, title: str) -> None:
@@ -59,8 +100,10 @@ def comparison_png(expected_bits: np.ndarray, observed_bits: np.ndarray, path, t
     w = max(4, min(18, cols * 0.3 + 2))
     fig, axes = plt.subplots(1, 2, figsize=(2 * w, max(3, min(20, rows * 0.25 + 2))))
     wrong = exp != obs
-    draw_chunks(axes[0], exp, lo, "expected (layout model)")
-    draw_chunks(axes[1], obs, lo, f"observed (hardware): {int(wrong.sum())} elements elsewhere", wrong)
+    draw_chunks(axes[0], exp, lo, "expected (layout model)", cell_in=w / max(cols, 1))
+    draw_chunks(axes[1], obs, lo, f"observed (hardware): {int(wrong.sum())} elements elsewhere", wrong,
+          cell_in=w / max(cols, 1))
+    _legend(axes[1])
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -73,6 +73,7 @@ class ResultsWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume and self.path.exists():
+            _drop_partial_last_line(self.path)
             self._fh = open(self.path, "a")
         else:
             self._fh = open(self.path, "w")
@@ -97,33 +98,121 @@ class ResultsFileError(ValueError):
     pass
 
 
+def _drop_partial_last_line(path: Path) -> None:
+    """A run killed while writing a record leaves its last line without a newline: cut it off before appending."""
+    with open(path, "rb+") as fh:
+        data = fh.read()
+        if data and not data.endswith(b"\n"):
+            fh.truncate(data.rfind(b"\n") + 1)
+
+
+_KINDS = ("environment", "case", "summary", "diagnosis")
+_STATUSES = ("pass", "fail", "timeout", "fault", "compile-error", "not-run")
+# optional case fields and the JSON types they may hold (None is always allowed)
+_CASE_FIELDS = {"mismatches": int, "first_mismatches": list, "error": str, "reason": str, "seed": int}
+
+
+def _check(path, n: int, rec) -> dict:
+    """One line's record, or ResultsFileError naming path:line and what is wrong with it."""
+    at = f"{path}:{n}"
+    if not isinstance(rec, dict):
+        raise ResultsFileError(f"{at}: a record is a JSON object, not a JSON {type(rec).__name__.replace('dict', 'object')}"
+                               " (is this a harness results file?)")
+    t = rec.get("type")
+    if t not in _KINDS:
+        raise ResultsFileError(f"{at}: record type {t!r} is not one of {', '.join(_KINDS)}")
+    if t in ("case", "diagnosis"):
+        cid = rec.get("id")
+        if not isinstance(cid, str) or not cid:
+            raise ResultsFileError(f"{at}: a {t} record needs an \"id\" that is a non-empty string, not {cid!r}"[:300])
+    if t == "case":
+        st = rec.get("status")
+        if st not in _STATUSES:
+            raise ResultsFileError(f"{at}: case {rec['id']}: status {st!r} is not one of {', '.join(_STATUSES)}"[:300])
+        for k, want in _CASE_FIELDS.items():
+            v = rec.get(k)
+            if v is not None and (not isinstance(v, want) or isinstance(v, bool)):
+                raise ResultsFileError(f"{at}: case {rec['id']}: field {k!r} has the wrong type "
+                                       f"({type(v).__name__})"[:300])
+    return rec
+
+
 def load(path: Path) -> tuple[dict, dict[str, dict], dict | None]:
-    """(environment, {case id: record}, summary or None); a clear error if it is not a results file."""
+    """(environment, {case id: record}, summary or None); ResultsFileError naming the file and line of the first
+    thing that makes it not a harness results file (every record is checked: a JSON object of a known type, a
+    case with a string id, a known status and fields of the right types). A last line without a newline that does
+    not parse is a record a killed run cut short: it is left out, and `ResultsWriter(resume=True)` cuts it off."""
     path = Path(path)
+    if path.is_dir():
+        raise ResultsFileError(f"{path}: is a directory, not a results file")
     if not path.is_file():
         raise ResultsFileError(f"{path}: no such results file")
     env, cases, summary = None, {}, None
-    with open(path) as fh:
-        for n, line in enumerate(fh, 1):
+    try:
+        fh = open(path, "rb")
+    except OSError as e:
+        raise ResultsFileError(f"{path}: cannot read: {e.strerror or e}") from None
+    with fh:
+        for n, raw in enumerate(fh, 1):
+            cut = not raw.endswith(b"\n")  # the last line, and no newline: a killed run may have cut it short
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                if cut and n > 1:
+                    break
+                raise ResultsFileError(f"{path}:{n}: not UTF-8 text (is this a harness results file?)") from None
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
+                if cut and n > 1:  # a record cut off part way: every whole record before it stands
+                    break
                 raise ResultsFileError(f"{path}:{n}: not JSON Lines (is this a harness results file?)") from None
-            t = rec.get("type")
-            if n == 1 and t != "environment":
+            if n == 1 and not (isinstance(rec, dict) and rec.get("type") == "environment"):
                 raise ResultsFileError(f"{path}: first line is not an environment record")
+            rec = _check(path, n, rec)
+            t = rec["type"]
             if t == "environment":
                 env = rec
             elif t == "case":
                 cases[rec["id"]] = rec
             elif t == "summary":
                 summary = rec
-            elif t == "diagnosis" and rec.get("id") in cases:
+            elif t == "diagnosis" and rec["id"] in cases:
                 cases[rec["id"]].setdefault("diagnosis", []).append(rec)
     if env is None:
         raise ResultsFileError(f"{path}: empty")
     if env.get("schema") != SCHEMA:
-        raise ResultsFileError(f"{path}: schema {env.get('schema')} is not this harness's schema {SCHEMA}")
+        raise ResultsFileError(f"{path}: schema {env.get('schema')!r} is not this harness's schema {SCHEMA}"[:300])
     return env, cases, summary
+
+
+def is_sweep_file(p: Path) -> bool:
+    """A folder's results files that make up its run: not a probe's (probe-*.jsonl) nor a merge's output."""
+    return p.suffix == ".jsonl" and not p.name.startswith(("probe-", "merged"))
+
+
+def expand_run(paths) -> list[Path]:
+    """The results files that `paths` name, for merge and compare: a file stands for itself; a directory for one
+    run, its sweep results: every *.jsonl in it except probe-*.jsonl (probe runs, which are no sweep) and
+    merged*.jsonl (a merge's output, which repeats its inputs) - unless merged files are all it holds. Sorted;
+    ResultsFileError when a name is not there or a directory holds no results file."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if str(p) == "":
+            raise ResultsFileError("an empty path is not a results file")
+        if p.is_dir():
+            found = sorted(f for f in p.glob("*.jsonl") if f.is_file())
+            runs = [f for f in found if is_sweep_file(f)] or [f for f in found if f.name.startswith("merged")]
+            if not runs:
+                raise ResultsFileError(f"{p}: directory holds no *.jsonl results file of a sweep"
+                                       + (" (only probe-*.jsonl, which are not sweep results)" if found else ""))
+            out += runs
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise ResultsFileError(f"{p}: no such results file")
+    if not out:
+        raise ResultsFileError("no results file given")
+    return out

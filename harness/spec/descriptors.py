@@ -486,6 +486,13 @@ def decode_idesc(value, kind: str, cta_group: int | None = None, ws: bool | None
                                            cta_group=cg, ws=w, scale_vec=scale_vec), arch)
         except DescriptorError as e:
             problems.append(str(e))
+    else:  # a bad type code hides nothing else: M and N are checked all the same
+        cg = 2 if f["m"] == 256 else 1
+        shapes = legal_shapes(kind, cg, kind not in BLOCK_SCALED and f["m"] == 32)
+        if f["m"] not in shapes:
+            problems.append(f"M = {f['m']} is not legal for .kind::{kind}; legal M: {sorted(shapes)}")
+        elif f["n"] not in shapes[f["m"]]:
+            problems.append(f"N = {f['n']} is not legal for .kind::{kind} M = {f['m']}")
     return {"kind": kind, "value": f"0x{value:08x}", "fields": f, "problems": problems}
 
 

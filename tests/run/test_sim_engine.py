@@ -123,8 +123,6 @@ def test_two_planted_faults_and_the_inject_field_each_fault_only_their_case(smal
     assert all(r["status"] == "pass" for i, r in recs.items() if i not in faulted) and len(recs) == 12
 
 
-@pytest.mark.xfail(strict=True, reason="harness bug: results.load rejects a results file whose last line a killed "
-                                       "run left half-written, so --resume cannot resume it (see report)")
 def test_resume_after_a_kill_mid_record(small_plan, monkeypatch, tmp_path):
     """A run killed while writing a record (the writer's buffer reached the disk part way through a line)
     leaves a truncated last line; resuming must keep every whole record and run the rest."""
