@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness.enums import Arch, ExitCode, FamilyName, Major, OperandSource, Swizzle
-from harness.spec import descriptors as D, layouts as L
+from harness.spec import desc_tcgen05, desc_wgmma, descriptors, idesc, layouts as L, zero_mask
 from harness.spec.descriptors import DescriptorError
 
 PROG = "python -m harness"
@@ -141,8 +141,8 @@ def cmd_desc(a) -> int:
             raise UsageError(f"desc: --decode takes no encode flag ({', '.join(extra)}); give one or the other")
         if not 0 <= a.decode < 1 << 64:
             raise UsageError(f"desc: --decode {a.decode:#x} does not fit the 64-bit descriptor")
-        info = (D.decode_wgmma_desc(a.decode) if a.arch == "sm_90a"
-                else D.decode_tcgen05_smem_desc(a.decode, a.arch))
+        info = (desc_wgmma.decode_wgmma_desc(a.decode) if a.arch == "sm_90a"
+                else desc_tcgen05.decode_tcgen05_smem_desc(a.decode, a.arch))
     else:
         _fill(a, DESC_DEFAULTS)
         missing = [n for n in ("start", "lbo", "sbo") if getattr(a, n) is None]
@@ -152,12 +152,12 @@ def cmd_desc(a) -> int:
             raise UsageError("desc: --lbo-mode absolute is a tcgen05 (sm_103a) mode, not sm_90a")
         try:
             if a.arch == "sm_90a":
-                value = D.encode_wgmma_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset)
-                info = D.decode_wgmma_desc(value)
+                value = desc_wgmma.encode_wgmma_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset)
+                info = desc_wgmma.decode_wgmma_desc(value)
             else:
-                value = D.encode_tcgen05_smem_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset, a.lbo_mode,
+                value = desc_tcgen05.encode_tcgen05_smem_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset, a.lbo_mode,
                                                    a.arch)
-                info = D.decode_tcgen05_smem_desc(value, a.arch)
+                info = desc_tcgen05.decode_tcgen05_smem_desc(value, a.arch)
         except DescriptorError as e:
             fields = {"start_address": a.start, "leading_byte_offset": a.lbo, "stride_byte_offset": a.sbo,
                       "base_offset": a.base_offset, "swizzle": a.swizzle}
@@ -175,7 +175,7 @@ IDESC_DEFAULTS = {"atype": None, "btype": None, "dtype": None, "m": None, "n": N
 
 def default_dtype(kind: str) -> str:
     """The accumulator type idesc assumes without --dtype: f32 where the kind allows it (s32 for i8)."""
-    codes = D.DTYPE_CODES[kind]
+    codes = idesc.DTYPE_CODES[kind]
     return "f32" if "f32" in codes else next(iter(codes))
 
 
@@ -187,29 +187,29 @@ def cmd_idesc(a) -> int:
             raise UsageError(f"idesc: --decode takes no encode flag ({', '.join(extra)}); give one or the other")
         if not 0 <= a.decode < 1 << 32:
             raise UsageError(f"idesc: --decode {a.decode:#x} does not fit the 32-bit instruction descriptor")
-        info = D.decode_idesc(a.decode, a.kind, a.cta_group, ws, a.arch, a.scale_vec or "")
+        info = idesc.decode_idesc(a.decode, a.kind, a.cta_group, ws, a.arch, a.scale_vec or "")
     else:
-        if a.scale_type is not None and a.kind not in D.BLOCK_SCALED:
-            raise UsageError(f"idesc: --scale-type is for the block-scaled kinds ({', '.join(D.BLOCK_SCALED)}), "
+        if a.scale_type is not None and a.kind not in idesc.BLOCK_SCALED:
+            raise UsageError(f"idesc: --scale-type is for the block-scaled kinds ({', '.join(idesc.BLOCK_SCALED)}), "
                              f"not .kind::{a.kind}")
         _fill(a, IDESC_DEFAULTS)
         missing = [n for n in ("atype", "btype", "m", "n") if getattr(a, n) is None]
         if missing:
             raise UsageError(f"idesc: give --{', --'.join(missing)} (or --decode VALUE)")
         dtype = a.dtype or default_dtype(a.kind)
-        d = D.InstrDescriptor(a.kind, a.atype, a.btype, dtype, a.m, a.n, a.transpose_a, a.transpose_b,
+        d = idesc.InstrDescriptor(a.kind, a.atype, a.btype, dtype, a.m, a.n, a.transpose_a, a.transpose_b,
                               a.negate_a, a.negate_b, a.sparse, a.sparsity_selector, a.saturate, a.max_shift,
                               a.scale_type, a.a_sf_id, a.b_sf_id, a.k96, a.cta_group or 1, a.ws, a.scale_vec or "")
         try:
-            value = D.encode_idesc(d, a.arch)
+            value = idesc.encode_idesc(d, a.arch)
         except DescriptorError as e:
             try:
-                raw = f"0x{D.pack_idesc(d):08x}"
+                raw = f"0x{idesc.pack_idesc(d):08x}"
             except DescriptorError:
                 raw = None
-            fields = {k: v for k, v in D.as_dict(d).items()}
+            fields = {k: v for k, v in descriptors.as_dict(d).items()}
             return _refused(f"tcgen05 instruction descriptor .kind::{a.kind}", fields, e, raw, a.json)
-        info = D.decode_idesc(value, a.kind, a.cta_group or 1, a.ws, a.arch, a.scale_vec or "")
+        info = idesc.decode_idesc(value, a.kind, a.cta_group or 1, a.ws, a.arch, a.scale_vec or "")
     return _report_decoded(info, f"tcgen05 instruction descriptor .kind::{info['kind']}", a.json, 18)
 
 
@@ -220,14 +220,14 @@ ZMASK_DEFAULTS = {"start_count": [0, 0, 0, 0], "first_span": [0, 0, 0, 0], "skip
 def zmask_legal_n(m: int) -> list[int]:
     """Every N some tcgen05.mma of M rows takes (any kind, cta_group, .ws): the N a zero-column mask can cover."""
     ns: set[int] = set()
-    for kind in D.KINDS:
+    for kind in idesc.KINDS:
         for cg in (1, 2):
             for ws in (False, True):
                 try:
-                    ns.update(D.legal_shapes(kind, cg, ws).get(m, []))
-                except D.DescriptorError:
+                    ns.update(idesc.legal_shapes(kind, cg, ws).get(m, []))
+                except descriptors.DescriptorError:
                     pass
-    return sorted(n for n in ns if n % D.ZERO_MASK_SUBMASKS[m] == 0)
+    return sorted(n for n in ns if n % zero_mask.ZERO_MASK_SUBMASKS[m] == 0)
 
 
 def cmd_zmask(a) -> int:
@@ -243,14 +243,14 @@ def cmd_zmask(a) -> int:
             raise UsageError(f"zmask: --decode takes no encode flag ({', '.join(extra)}); give one or the other")
         if not 0 <= a.decode < 1 << 64:
             raise UsageError(f"zmask: --decode {a.decode:#x} does not fit the 64-bit descriptor")
-        z = D.decode_zero_column_mask(a.decode)
+        z = zero_mask.decode_zero_column_mask(a.decode)
     else:
         _fill(a, ZMASK_DEFAULTS)
-        z = D.ZeroColumnMask(tuple(a.start_count), tuple(a.first_span), not a.all_zero, a.skip_span,
+        z = zero_mask.ZeroColumnMask(tuple(a.start_count), tuple(a.first_span), not a.all_zero, a.skip_span,
                              a.use_span, a.shift)
-    value = D.encode_zero_column_mask(z)
-    bits = D.zero_column_mask_bits(z, a.m, a.n)
-    info = {"value": f"0x{value:016x}", "fields": D.as_dict(z), "m": a.m, "n": a.n,
+    value = zero_mask.encode_zero_column_mask(z)
+    bits = zero_mask.zero_column_mask_bits(z, a.m, a.n)
+    info = {"value": f"0x{value:016x}", "fields": descriptors.as_dict(z), "m": a.m, "n": a.n,
             "mask_lsb_first": "".join(map(str, bits)),
             "zero_columns": [j for j, b in enumerate(bits) if b],
             "b_columns_used_from": z.column_shift}
@@ -292,7 +292,7 @@ def cmd_layout(a) -> int:
         print(f"wrote {png}")
         return ExitCode.OK
     if a.json:
-        print(json.dumps({"layout": D.as_dict(lay), "address": addr.tolist(),
+        print(json.dumps({"layout": descriptors.as_dict(lay), "address": addr.tolist(),
                           "chunk": (addr >> 4).tolist(), "footprint": list(L.footprint(lay))}))
     else:
         print(L.render_chunks(lay))
@@ -470,7 +470,7 @@ def cmd_compare(a) -> int:
 
 def _kinds() -> list[str]:
     from harness.families.wgmma import forms
-    return list(dict.fromkeys(forms.KINDS + D.KINDS))
+    return list(dict.fromkeys(forms.KINDS + idesc.KINDS))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -543,7 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(fn=cmd_desc)
 
     i = sub.add_parser("idesc", help="encode or decode a tcgen05 instruction descriptor")
-    i.add_argument("--kind", required=True, choices=list(D.KINDS))
+    i.add_argument("--kind", required=True, choices=list(idesc.KINDS))
     i.add_argument("--atype", help="A element type (encode: required)")
     i.add_argument("--btype", help="B element type (encode: required)")
     i.add_argument("--dtype", help="accumulator type (default f32; s32 for --kind i8)")
@@ -632,7 +632,7 @@ def main(argv=None) -> int:
     except UsageError as e:
         print(_one_line(str(e)), file=sys.stderr)
         return ExitCode.USAGE
-    except (D.DescriptorError, L.LayoutError, ValueError) as e:
+    except (descriptors.DescriptorError, L.LayoutError, ValueError) as e:
         print(_one_line(f"{cmd}: {e}"), file=sys.stderr)
         return ExitCode.USAGE
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly

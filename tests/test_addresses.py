@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from harness.diagnosis import addresses, explain
-from harness.spec import dtypes, fragments, layouts
+from harness.spec import desc_wgmma, dtypes, fragments, layouts
 from harness import plan
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma.cases import negative_controls, operand_scenarios, majors
@@ -107,7 +107,7 @@ def test_overflow_experiments_write_the_hypothesis_image():
         f16 = dtypes.get("f16")
         b_read = f16.from_bits(addresses_read(prep.image, st.b.addr))
         assert np.array_equal(b_read, prep.b_vals), case.id
-        fields = descriptors.decode_wgmma_desc(prep.descs[1])
+        fields = desc_wgmma.decode_wgmma_desc(prep.descs[1])
         name = case.id.split("overflow-")[1]
         if name.endswith("wraps"):
             assert not fields["problems"]  # an ordinary-looking descriptor whose sums cross 2^18

@@ -2,7 +2,7 @@
 it into the row phase instead of subtracting it, would read different bytes in most of its cases."""
 import numpy as np
 
-from harness.spec import layouts
+from harness.spec import desc_wgmma, layouts
 from harness.experiments import probes
 
 
@@ -36,7 +36,7 @@ def test_spec_examples_probe_writes_the_spec_layout_and_the_model_agrees():
     setups = probes.spec_example_setups()
     assert len(setups) == 7  # the two tf32 K-major examples are two K-steps wide
     for case, prep, st, claim in setups:
-        f = descriptors.decode_wgmma_desc(prep.descs[1])["fields"]
+        f = desc_wgmma.decode_wgmma_desc(prep.descs[1])["fields"]
         v = wgmma.variants(case.key)[case.variant_index]
         lay = layouts.SmemLayout("MN" if v.trans_b else "K", f["swizzle"], v.btype, case.key.n, case.key.k,
                                  f["leading_byte_offset"], f["stride_byte_offset"], f["start_address"])
@@ -48,7 +48,7 @@ def test_spec_examples_probe_writes_the_spec_layout_and_the_model_agrees():
 def test_overflow_descriptors_decode_as_intended():
     from harness.spec import descriptors
     by_name = {c.id.split("overflow-")[1]: p.descs[1] for c, p, _, _ in probes.overflow_setups()}
-    f = descriptors.decode_wgmma_desc(by_name["sbo-wraps"])["fields"]
+    f = desc_wgmma.decode_wgmma_desc(by_name["sbo-wraps"])["fields"]
     assert f["stride_byte_offset"] == (1 << 18) - 256
-    assert descriptors.decode_wgmma_desc(by_name["lbo-wraps"])["fields"]["leading_byte_offset"] == (1 << 18) - 128
+    assert desc_wgmma.decode_wgmma_desc(by_name["lbo-wraps"])["fields"]["leading_byte_offset"] == (1 << 18) - 128
     assert by_name["start-bit14"] & (1 << 14) and by_name["sbo-bit46"] & (1 << 46)

@@ -5,7 +5,7 @@ The exact layouts are CuTe layouts in elements; their swizzle acts on the byte a
 import numpy as np
 import pytest
 
-from harness.spec import cute_layout, descriptors, dtypes, layouts
+from harness.spec import desc_tcgen05, desc_wgmma, cute_layout, descriptors, dtypes, layouts
 from harness.spec.layouts import LayoutError, SmemLayout
 
 # (name, major, swizzle, dtype, exact layout, T, m, k, LBO bytes or None, SBO bytes, LBO enc, SBO enc)
@@ -76,8 +76,8 @@ def test_descriptor_fields_encode_as_the_table_says(ex, arch):
     name, major, swz, dtype, text, T, m, k, lbo, sbo, lbo_enc, sbo_enc = ex
     lbo_bytes = 16 if lbo is None else lbo  # "1 (assumed)"
     if arch == "sm_90a":
-        v = descriptors.encode_wgmma_desc(0, lbo_bytes, sbo, swz)
+        v = desc_wgmma.encode_wgmma_desc(0, lbo_bytes, sbo, swz)
     else:
-        v = descriptors.encode_tcgen05_smem_desc(0, lbo_bytes, sbo, swz)
+        v = desc_tcgen05.encode_tcgen05_smem_desc(0, lbo_bytes, sbo, swz)
     assert (v >> 16) & 0x3FFF == lbo_enc
     assert (v >> 32) & 0x3FFF == sbo_enc

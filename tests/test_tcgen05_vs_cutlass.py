@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from harness.spec import descriptors as D, layouts as L
+from harness.spec import desc_tcgen05, descriptors, idesc, layouts as L, zero_mask
 from harness.spec.descriptors import DescriptorError
 from tests.oracles import cutlass_cpp
 
@@ -49,21 +49,21 @@ def legality(_built):
 
 # ---------------------------------------------------------------------------------------------------- idesc
 
-def _idesc_of(row) -> D.InstrDescriptor:
+def _idesc_of(row) -> idesc.InstrDescriptor:
     src, kind, a, b, c, m, n, ta, tb, na, nb, sat, ms, sf, asf, bsf, k96, _ = row
     kw = dict(transpose_a=bool(ta), transpose_b=bool(tb), negate_a=bool(na), negate_b=bool(nb), saturate=bool(sat),
               max_shift=ms, a_sf_id=asf, b_sf_id=bsf, k96=bool(k96))
     if sf:
         kw["scale_type"] = sf
-    return D.InstrDescriptor(kind, a, b, c, m, n, **kw)
+    return idesc.InstrDescriptor(kind, a, b, c, m, n, **kw)
 
 
 def test_every_cutlass_instruction_descriptor_has_the_models_bits(oracle):
     rows = oracle["idesc"]
-    assert len(rows) > 20000 and {r[1] for r in rows} == set(D.KINDS)
+    assert len(rows) > 20000 and {r[1] for r in rows} == set(idesc.KINDS)
     bad = []
     for r in rows:
-        got = D.pack_idesc(_idesc_of(r))
+        got = idesc.pack_idesc(_idesc_of(r))
         if got != r[-1]:
             bad.append(f"{r[:-1]}: CUTLASS 0x{r[-1]:08x}, model 0x{got:08x} (differ 0x{got ^ r[-1]:08x})")
     assert not bad, f"{len(bad)} descriptors differ, e.g.\n" + "\n".join(bad[:10])
@@ -76,13 +76,13 @@ def test_every_legal_cutlass_descriptor_encodes_and_decodes_the_same(oracle):
         d = _idesc_of(r)
         cg = 2 if d.m == 256 else 1
         ws = d.max_shift > 0 or d.m == 32
-        d = D.InstrDescriptor(**{**D.as_dict(d), "cta_group": cg, "ws": ws and d.n in (64, 128, 256)})
+        d = idesc.InstrDescriptor(**{**descriptors.as_dict(d), "cta_group": cg, "ws": ws and d.n in (64, 128, 256)})
         try:
-            v = D.encode_idesc(d)
+            v = idesc.encode_idesc(d)
         except DescriptorError:
             continue
         assert v == r[-1], r
-        info = D.decode_idesc(v, d.kind, d.cta_group, d.ws)
+        info = idesc.decode_idesc(v, d.kind, d.cta_group, d.ws)
         assert info["problems"] == [], (r, info)
         f = info["fields"]
         assert (f["atype"], f["btype"], f["m"], f["n"], f["transpose_a"], f["transpose_b"]) == \
@@ -141,7 +141,7 @@ MODEL_STRICTER = [
 
 def _model_accepts(c) -> bool:
     try:
-        D.validate_idesc(D.InstrDescriptor(
+        idesc.validate_idesc(idesc.InstrDescriptor(
             c.kind, *{"tf32": ("tf32", "tf32", "f32"), "f16": ("f16", "f16", "f32"), "i8": ("s8", "s8", "s32"),
                       "f8f6f4": ("e4m3", "e4m3", "f32"), "mxf8f6f4": ("e4m3", "e4m3", "f32"),
                       "mxf4": ("e2m1", "e2m1", "f32"), "mxf4nvf4": ("e2m1", "e2m1", "f32")}[c.kind],
@@ -185,11 +185,11 @@ def test_legality_matches_cutlass_static_asserts(legality):
     assert all(used.values()), f"a listed disagreement no longer applies: {used}"
 
 
-@pytest.mark.parametrize("kind,cg", [(k, g) for k in D.KINDS for g in (1, 2)])
+@pytest.mark.parametrize("kind,cg", [(k, g) for k in idesc.KINDS for g in (1, 2)])
 def test_legal_shapes_is_cutlass_up_to_the_listed_disagreements(kind, cg, legality):
     """legal_shapes itself (what the case generator reads), for K-major SS operands."""
     rej = legality.rejections()
-    model = D.legal_shapes(kind, cg)
+    model = idesc.legal_shapes(kind, cg)
     n = 0
     for c in legality.candidates():
         if (c.kind, c.cta_group, c.a_src, c.major_a, c.major_b, c.k96) != (kind, cg, "SS", "K", "K", False):
@@ -205,7 +205,7 @@ def test_ws_shapes_match_cutlass_ws_data_path():
     # CUTLASS has no .ws MMA atom; its .ws Tensor Memory data path (mma_traits_sm100.hpp:914-917) takes
     # M in {32, 64, 128} and N in {64, 128, 256}, as the PTX table does
     for kind in ("tf32", "f16", "f8f6f4", "i8"):
-        assert D.legal_shapes(kind, 1, ws=True) == {m: [64, 128, 256] for m in (32, 64, 128)}
+        assert idesc.legal_shapes(kind, 1, ws=True) == {m: [64, 128, 256] for m in (32, 64, 128)}
 
 
 # ---------------------------------------------------------------------------------------------------- generated cases
@@ -226,7 +226,7 @@ def test_every_generated_case_is_legal_by_nvidias_rules(arch, legality):
     for form, cases in TC.all_cases(arch):
         for case in cases:
             n += 1
-            D.validate_idesc(case.idesc(), arch)  # the model's own rules, per arch
+            idesc.validate_idesc(case.idesc(), arch)  # the model's own rules, per arch
             if form.ws:  # no CUTLASS .ws atom: its .ws data path (mma_traits_sm100.hpp:914-917)
                 assert case.m in (32, 64, 128) and case.n in (64, 128, 256), case.id
                 continue
@@ -259,7 +259,7 @@ LAYOUT_DISAGREEMENTS = {("MN_SW128_32B", "f32", 64, 16), ("MN_SW128_32B", "f32",
 
 def _tile_layout(t) -> L.SmemLayout:
     f = t["fields"]
-    return L.SmemLayout(t["major"], D.TCGEN05_SWIZZLE_NAME[f["layout_type"]], DT[t["bits"]], t["rows"], t["cols"],
+    return L.SmemLayout(t["major"], desc_tcgen05.TCGEN05_SWIZZLE_NAME[f["layout_type"]], DT[t["bits"]], t["rows"], t["cols"],
                         f["leading_byte_offset"] << 4, f["stride_byte_offset"] << 4, t["start"])
 
 
@@ -275,13 +275,13 @@ def test_smem_descriptors_match_make_umma_desc(oracle):
         assert lay.swizzle == swz_of_atom[t["atom"].split("_", 1)[1]], t["atom"]
         assert tuple(t["swizzle_bms"]) == bms[lay.swizzle] == L.SWIZZLE_BMS[lay.swizzle], t["atom"]
         value = int(t["value"], 16)
-        assert D.encode_tcgen05_smem_desc(lay.start, lay.lbo, lay.sbo, lay.swizzle) == value, t["atom"]
-        info = D.decode_tcgen05_smem_desc(value)
+        assert desc_tcgen05.encode_tcgen05_smem_desc(lay.start, lay.lbo, lay.sbo, lay.swizzle) == value, t["atom"]
+        info = desc_tcgen05.decode_tcgen05_smem_desc(value)
         assert info["problems"] == [], (t["atom"], info)
         f = info["fields"]
         assert (f["start_address"], f["leading_byte_offset"], f["stride_byte_offset"], f["swizzle"]) == \
             (lay.start, lay.lbo, lay.sbo, lay.swizzle)
-        assert t["fields"]["version"] == D.TCGEN05_VERSION and f["version"] == D.TCGEN05_VERSION
+        assert t["fields"]["version"] == desc_tcgen05.TCGEN05_VERSION and f["version"] == desc_tcgen05.TCGEN05_VERSION
         assert t["fields"]["base_offset"] == 0 and t["fields"]["lbo_mode"] == 0
 
 
@@ -300,8 +300,8 @@ def test_smem_tile_addresses_match_cute(oracle):
 
 # ---------------------------------------------------------------------------------------------------- zero-column mask
 
-def _zmask_of(r) -> D.ZeroColumnMask:
-    return D.ZeroColumnMask(tuple(r["start_count"]), tuple((r["first_span"] >> i) & 1 for i in range(4)),
+def _zmask_of(r) -> zero_mask.ZeroColumnMask:
+    return zero_mask.ZeroColumnMask(tuple(r["start_count"]), tuple((r["first_span"] >> i) & 1 for i in range(4)),
                             bool(r["nzm"]), r["skip_span"], r["use_span"], r["shift"])
 
 
@@ -311,8 +311,8 @@ def test_zero_column_mask_fields_match_cutlass(oracle):
     for r in rows:
         z = _zmask_of(r)
         v = int(r["value"], 16)
-        assert D.encode_zero_column_mask(z) == v, r
-        assert D.decode_zero_column_mask(v) == z, r
+        assert zero_mask.encode_zero_column_mask(z) == v, r
+        assert zero_mask.decode_zero_column_mask(v) == z, r
 
 
 def test_zero_column_mask_zeroes_the_padding_cutlass_skips(oracle):
@@ -327,6 +327,6 @@ def test_zero_column_mask_zeroes_the_padding_cutlass_skips(oracle):
         m, n, q = r["m"], r["n"], r["conv_q"]
         q0 = (r["cta_coord_q"] * n) % q
         expected = [int((q0 + j) % q < skip) for j in range(n)]
-        assert D.zero_column_mask_bits(_zmask_of(r), m, n) == expected, r
+        assert zero_mask.zero_column_mask_bits(_zmask_of(r), m, n) == expected, r
         checked += 1
     assert checked > 300

@@ -11,7 +11,7 @@ import pytest
 
 from harness.cli import main
 from harness.run import compile as C, gpu
-from harness.spec import descriptors as D
+from harness.spec import desc_tcgen05, desc_wgmma, idesc as idesc_spec
 from harness.timing import bench, forms as F, source as S, stats
 
 SERIALIZED = "wgmma.mma_async instructions are serialized"
@@ -140,8 +140,8 @@ def test_wgmma_jobs_descriptors_and_ksteps(swizzle, ksteps):
     lat, tput = S.jobs(f, 132)
     for job in (lat, tput):
         assert list(job.params["kstep"][0]) == ksteps
-        a = D.decode_wgmma_desc(int(job.params["desc_a"][0]))
-        b = D.decode_wgmma_desc(int(job.params["desc_b"][0]))
+        a = desc_wgmma.decode_wgmma_desc(int(job.params["desc_a"][0]))
+        b = desc_wgmma.decode_wgmma_desc(int(job.params["desc_b"][0]))
         assert not a["problems"] and not b["problems"]
         assert a["fields"]["swizzle"] == b["fields"]["swizzle"] == swizzle
         assert a["fields"]["start_address"] == 0 and b["fields"]["start_address"] % 1024 == 0
@@ -161,10 +161,10 @@ def test_rs_job_has_no_a_descriptor_and_tcgen05_jobs_encode_their_shape():
     assert lat.params["desc_a"][0] == 0
     f = F.Tcgen05Timing(256, "SS", 2, "sm_100a")
     lat, tput = S.jobs(f, 148)
-    idesc = D.decode_idesc(int(lat.params["idesc"][0]), "f16")
+    idesc = idesc_spec.decode_idesc(int(lat.params["idesc"][0]), "f16")
     assert not idesc["problems"]
     assert idesc["fields"]["n"] == 256 and idesc["fields"]["m"] == 256
-    assert D.decode_tcgen05_smem_desc(int(lat.params["desc_b"][0]))["fields"]["swizzle"] == "128B"
+    assert desc_tcgen05.decode_tcgen05_smem_desc(int(lat.params["desc_b"][0]))["fields"]["swizzle"] == "128B"
     assert lat.grid == 2 and tput.grid == 148 and tput.meta["ctas_per_group"] == 2
     t = S.jobs(F.Tcgen05Timing(64, "TS", 1, "sm_103a"), 148)[0]
     assert t.params["a_tmem_cols"][0] == 8 and t.params["a_tmem_col"][0] >= 256

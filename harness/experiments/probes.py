@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.families.wgmma import kernel as launch, forms as wgmma
-from harness.spec import layouts
+from harness.spec import desc_wgmma, layouts
 from harness.families.wgmma.cases import Case, Operand, operand_scenarios, plain_operand
 
 PROBES = ("base-offset", "start-alignment", "addresses", "field-overflow", "spec-examples")
@@ -175,7 +175,7 @@ def spec_example_setups():
     example's tile (N = its MN extent), written exactly where the spec's CuTe layout puts every element, and
     read through a descriptor with the example's LBO/SBO whose start is the K-step's first element. A pass
     (and an address probe that reads as written) means the hardware agrees with the example as written."""
-    from harness.spec import cute_layout, descriptors, dtypes
+    from harness.spec import cute_layout, dtypes
     out = []
     region = 4096  # 1024-aligned, so the spec's swizzle (on offsets from 0) is the swizzle on addresses
     for name, major, swz, dtype, text, lbo, sbo in SPEC_EXAMPLES:
@@ -187,7 +187,7 @@ def spec_example_setups():
             cols = slice(s * key.k, (s + 1) * key.k)
             _, lay = cute_layout.parse(text)
             start = lay(0, s * key.k) * dtypes.get(dtype).bits // 8  # the K-step's first element, unswizzled
-            desc = descriptors.encode_wgmma_desc(region + start, lbo or 16, sbo, swz)
+            desc = desc_wgmma.encode_wgmma_desc(region + start, lbo or 16, sbo, swz)
             b_addr = (region + addr[:, cols]) * 8
             cid = f"spec-example-{name.replace(' ', '-')}-kstep{s}"
             claim = f"{name}: {text}, LBO={lbo if lbo is not None else '1 (assumed)'} SBO={sbo}, K-step {s}"

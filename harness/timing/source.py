@@ -15,7 +15,7 @@ import numpy as np
 from harness import kernels
 from harness.families.tcgen05 import forms as T
 from harness.families.wgmma import forms as W
-from harness.spec import descriptors as D, dtypes, layouts
+from harness.spec import desc_tcgen05, desc_wgmma, dtypes, idesc, layouts
 from harness.spec.layouts import SmemLayout
 from harness.timing.forms import Tcgen05Timing, WgmmaTiming
 
@@ -160,7 +160,7 @@ def _peak_for_sizing(f) -> int:
 
 def wgmma_jobs(f: WgmmaTiming, sms: int) -> tuple[Job, Job]:
     img, da, db, ks = _image_and_descs(
-        f, W.M, f.n, lambda lay: D.encode_wgmma_desc(lay.start, lay.lbo, lay.sbo, lay.swizzle, 0))
+        f, W.M, f.n, lambda lay: desc_wgmma.encode_wgmma_desc(lay.start, lay.lbo, lay.sbo, lay.swizzle, 0))
     base = np.zeros(1, PARAMS_WGMMA)
     base["desc_a"] = da if f.a_src == "SS" else 0
     base["desc_b"], base["image_bytes"], base["kstep"], base["scale_d"] = db, img.size, ks, 1
@@ -177,14 +177,14 @@ def wgmma_jobs(f: WgmmaTiming, sms: int) -> tuple[Job, Job]:
 
 
 def tcgen05_idesc(f: Tcgen05Timing) -> int:
-    return D.encode_idesc(D.InstrDescriptor("f16", f.atype, f.btype, f.dtype, f.m, f.n, cta_group=f.cta_group))
+    return idesc.encode_idesc(idesc.InstrDescriptor("f16", f.atype, f.btype, f.dtype, f.m, f.n, cta_group=f.cta_group))
 
 
 def tcgen05_jobs(f: Tcgen05Timing, sms: int) -> tuple[Job, Job]:
     cg = f.cta_group
     img, da, db, ks = _image_and_descs(
         f, 128, f.n // cg,
-        lambda lay: D.encode_tcgen05_smem_desc(lay.start, lay.lbo, lay.sbo, lay.swizzle, 0, "relative", f.arch))
+        lambda lay: desc_tcgen05.encode_tcgen05_smem_desc(lay.start, lay.lbo, lay.sbo, lay.swizzle, 0, "relative", f.arch))
     base = np.zeros(1, PARAMS_TCGEN05)
     base["desc_a"] = da if f.a_src == "SS" else 0
     base["desc_b"], base["image_bytes"], base["kstep"] = db, img.size, ks

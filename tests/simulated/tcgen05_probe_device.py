@@ -2,7 +2,7 @@
 
 It executes a tcgen05 launch from its raw buffers, CTA by CTA, as the model says the tensor core does: it decodes
 each CTA's instruction descriptor (M, N, types, transposes) and shared-memory descriptors
-(harness.spec.descriptors.decode_tcgen05_smem_desc), reads A and B from the CTA's image through the layouts the
+(harness.spec.desc_tcgen05.decode_tcgen05_smem_desc), reads A and B from the CTA's image through the layouts the
 descriptors encode (harness.spec.layouts) -- or A from the Tensor Memory image the kernel stores (tmem_in, the
 rows on datapaths.a_lane's lanes, K packed along 32-bit columns from a_tmem_col) --, computes D = A B^T (+ C when
 enable_input_d) and writes it into the Tensor Memory read-back through datapaths.d_position, poison elsewhere.
@@ -25,7 +25,7 @@ from harness.families.tcgen05.cases import storage_dtype
 from harness.families.tcgen05.forms import Form
 from harness.families.tcgen05.reference import POISON
 from harness.run.launch import LaunchInput
-from harness.spec import descriptors as D, dtypes, layouts
+from harness.spec import desc_tcgen05, dtypes, idesc, layouts
 from harness.spec.layouts import SmemLayout
 
 TMEM_COLS = 512
@@ -64,7 +64,7 @@ def _planted(lay: SmemLayout, role: str, plants: list[str]) -> SmemLayout:
 
 def _read_smem(img: np.ndarray, desc: int, major: str, t: str, storage: str, rows: int, k: int, role: str,
                plants) -> np.ndarray:
-    dec = D.decode_tcgen05_smem_desc(int(desc))
+    dec = desc_tcgen05.decode_tcgen05_smem_desc(int(desc))
     if dec["problems"]:
         raise RuntimeError(f"simulated device: descriptor {role} {dec['value']}: {dec['problems']}")
     f = dec["fields"]
@@ -110,8 +110,8 @@ def run(cubin_path, kernel_name, launch):
     for j in range(inp.ctas):
         p = inp.params[j]
         img = inp.images[int(p["image_offset"]):int(p["image_offset"]) + int(p["image_bytes"])]
-        fi = D.decode_idesc(int(p["idesc"]), form.kind)["fields"]
-        m, n, K = fi["m"], fi["n"], D.KIND_K[form.kind]
+        fi = idesc.decode_idesc(int(p["idesc"]), form.kind)["fields"]
+        m, n, K = fi["m"], fi["n"], idesc.KIND_K[form.kind]
         at, bt, dt = fi["atype"], fi["btype"], fi["dtype"]
         tm = np.zeros((128, TMEM_COLS), np.uint32)
         if p["enable_input_d"] or p["a_tmem_cols"]:  # the kernel stores read_cols columns of every lane

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.families.tcgen05.forms import Form, all_forms
-from harness.spec import descriptors as D, dtypes
+from harness.spec import dtypes, idesc, zero_mask
 
 EXACT = {  # small exactly representable values of every operand type
     "tf32": np.arange(-8, 9.0), "f16": np.arange(-4, 5.0), "bf16": np.arange(-4, 5.0),
@@ -70,7 +70,7 @@ def storage_dtype(form: Form, t: str) -> str:
 
 
 def shapes(form: Form) -> list[tuple[int, int]]:
-    legal = D.legal_shapes(form.kind, form.cta_group, form.ws)
+    legal = idesc.legal_shapes(form.kind, form.cta_group, form.ws)
     out = []
     for m, ns in sorted(legal.items()):
         if form.block_scaled and form.cta_group == 2 and m == 128:
@@ -93,7 +93,7 @@ class TcCase:
     swizzle_a: str
     swizzle_b: str
     scale_d: int = 0
-    zero_mask: D.ZeroColumnMask | None = None
+    zero_mask: zero_mask.ZeroColumnMask | None = None
     major_a: str = "K"
     major_b: str = "K"
     # 'cutlass_base32b': B (MN-major 128B_base32b) tiled as CUTLASS's Layout_MN_SW128_32B_Atom (4 K-rows per atom,
@@ -103,7 +103,7 @@ class TcCase:
 
     @property
     def k(self) -> int:
-        return D.KIND_K[self.form.kind]
+        return idesc.KIND_K[self.form.kind]
 
     @property
     def id(self) -> str:
@@ -115,7 +115,7 @@ class TcCase:
         if self.scale_d:
             parts.append("accum")
         if self.zero_mask is not None:
-            parts.append(f"zmask{D.encode_zero_column_mask(self.zero_mask):x}")
+            parts.append(f"zmask{zero_mask.encode_zero_column_mask(self.zero_mask):x}")
         if self.b_atoms != "layouts":
             parts.append(f"B:{self.b_atoms}")
         if self.control:
@@ -126,9 +126,9 @@ class TcCase:
     def seed(self) -> int:
         return zlib.crc32(self.id.encode())
 
-    def idesc(self) -> D.InstrDescriptor:
+    def idesc(self) -> idesc.InstrDescriptor:
         scale = "ue4m3" if self.form.kind == "mxf4nvf4" else "ue8m0"
-        return D.InstrDescriptor(self.form.kind, self.atype, self.btype, self.dtype, self.m, self.n,
+        return idesc.InstrDescriptor(self.form.kind, self.atype, self.btype, self.dtype, self.m, self.n,
                                  transpose_a=self.major_a == "MN", transpose_b=self.major_b == "MN",
                                  cta_group=self.form.cta_group, ws=self.form.ws, scale_type=scale)
 
@@ -142,7 +142,7 @@ def cases_for_form(form: Form) -> list[TcCase]:
             sa, sb = swz[i % 4], swz[(i * 3 + 1) % 4]
             zm = None
             if form.ws and i % 2:
-                zm = D.ZeroColumnMask((1, 0, 2, 0), (1, 1, 0, 0), True, 1, 1, 0)
+                zm = zero_mask.ZeroColumnMask((1, 0, 2, 0), (1, 1, 0, 0), True, 1, 1, 0)
             out.append(TcCase(form, m, n, a, b, acc, sa, sb, i % 2, zm))
             i += 1
     out += negative_controls(form)
@@ -179,7 +179,7 @@ def negative_controls(form: Form) -> list[TcCase]:
     K-major 128B-swizzled case of the largest M and an N the halved N is legal for."""
     if form.kind not in ("f16", "tf32") or form.cta_group != 1:
         return []
-    legal = D.legal_shapes(form.kind, form.cta_group, form.ws)
+    legal = idesc.legal_shapes(form.kind, form.cta_group, form.ws)
     m = max(legal)
     n = next(n for n in (64, 128, 256) if n in legal[m] and n // 2 in legal[m]) if form.ws else 64
     a, b, acc = type_combos(form.kind)[0]

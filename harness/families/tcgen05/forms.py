@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.spec import descriptors as D
+from harness.spec import idesc
 
 ARCHS = ("sm_100a", "sm_103a")
 # kind -> scale-vector qualifier of the block-scaled MMA (PTX ISA 9.7.16.10.x: 1X for mxf8f6f4, 2X for mxf4,
@@ -31,12 +31,12 @@ class Form:
 
     @property
     def block_scaled(self) -> bool:
-        return self.kind in D.BLOCK_SCALED
+        return self.kind in idesc.BLOCK_SCALED
 
 
 def validate_form(f: Form) -> Form:
-    if f.kind not in D.KINDS:
-        raise ValueError(f"unknown kind {f.kind!r}; one of {', '.join(D.KINDS)}")
+    if f.kind not in idesc.KINDS:
+        raise ValueError(f"unknown kind {f.kind!r}; one of {', '.join(idesc.KINDS)}")
     if f.cta_group not in (1, 2):
         raise ValueError("cta_group is 1 or 2")
     if f.ws and (f.cta_group != 1 or f.block_scaled):
@@ -48,7 +48,7 @@ def validate_form(f: Form) -> Form:
 
 def all_forms() -> list[Form]:
     out = []
-    for kind in D.KINDS:
+    for kind in idesc.KINDS:
         out.append(Form(kind, 1))
         out.append(Form(kind, 2))
         if kind in PLAIN_KINDS:

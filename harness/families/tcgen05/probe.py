@@ -33,7 +33,7 @@ import numpy as np
 from harness.diagnosis.addresses import DIGIT_BASE
 from harness.families.tcgen05 import datapaths, readback, reference as R
 from harness.families.tcgen05.cases import TcCase, storage_dtype
-from harness.spec import descriptors as D, dtypes, layouts
+from harness.spec import desc_tcgen05, descriptors, dtypes, idesc as idesc_spec, layouts
 from harness.spec.layouts import SmemLayout
 
 SLACK_BYTES = 2048  # numbered bytes past the operands, so modest over-reads are still identified
@@ -143,7 +143,7 @@ def unsupported(c: TcCase) -> str | None:
 
 
 def _desc_layout(value: int, major: str, dtype: str, rows: int, k: int, arch: str, role: str) -> SmemLayout:
-    dec = D.decode_tcgen05_smem_desc(int(value), arch)
+    dec = desc_tcgen05.decode_tcgen05_smem_desc(int(value), arch)
     if dec["problems"]:
         raise NotProbed(f"{role}'s smem descriptor {dec['value']} is outside the ISA ({'; '.join(dec['problems'])}): "
                         "the ISA does not say where the tensor core then reads, so there is no model to compare "
@@ -169,7 +169,7 @@ def setup_of(c: TcCase, arch: str = "sm_100a") -> Setup:
     f = c.form
     prep = R.prepare(c, arch)
     p = dict(prep.params[0])
-    idesc = D.decode_idesc(int(p["idesc"]), f.kind)
+    idesc = idesc_spec.decode_idesc(int(p["idesc"]), f.kind)
     if idesc["problems"]:
         raise NotProbed(f"the instruction descriptor {idesc['value']} is outside the ISA "
                         f"({'; '.join(idesc['problems'])})")
@@ -412,7 +412,7 @@ def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=N
         except NotProbed as e:
             out.append(not_probed(c.id, "A,B", str(e)))
             continue
-        except (D.DescriptorError, layouts.LayoutError, ValueError) as e:
+        except (descriptors.DescriptorError, layouts.LayoutError, ValueError) as e:
             out.append(not_probed(c.id, "A,B", f"the case could not be prepared for probing: {e}"))
             continue
         for w, reason in st.skipped:

@@ -10,7 +10,7 @@ from harness.families.tcgen05.datapaths import (SF_ROWS_PER_COPY, a_lane, base32
                                                 d_position, scale_codes_to_values, sf_smem_offset,
                                                 subbyte_bit_addresses, write_bits_anywhere)
 from harness.families.tcgen05.forms import Form
-from harness.spec import descriptors as D, dtypes, layouts
+from harness.spec import desc_tcgen05, dtypes, idesc, layouts, zero_mask
 from harness.spec.layouts import SmemLayout
 
 POISON = 0x7FFF7FFF
@@ -62,7 +62,7 @@ def _operand_layout(form, t, rows, k, major, swizzle, start) -> SmemLayout:
 
 
 def _desc(lay: SmemLayout, arch: str) -> int:
-    return D.encode_tcgen05_smem_desc(lay.start, lay.lbo, lay.sbo, lay.swizzle, 0, "relative", arch)
+    return desc_tcgen05.encode_tcgen05_smem_desc(lay.start, lay.lbo, lay.sbo, lay.swizzle, 0, "relative", arch)
 
 
 def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
@@ -74,7 +74,7 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
     cm = rng.integers(-8, 9, size=(M, N)).astype(np.float64)
     b_eff = b.copy()
     if c.zero_mask is not None:
-        zero = np.array(D.zero_column_mask_bits(c.zero_mask, M, N), bool)
+        zero = np.array(zero_mask.zero_column_mask_bits(c.zero_mask, M, N), bool)
         b_eff[zero, :] = 0
     sfa = sfb = None
     if f.block_scaled:
@@ -147,14 +147,14 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
                              a_lane(M, np.arange(rows_a)))
         if c.b_atoms == "cutlass_base32b":
             layouts.write_bits(img, b_bytes * 8, _bits(c.btype, b_part), 32)
-            desc_b = D.encode_tcgen05_smem_desc(b_start, b_lbo, b_sbo, "128B_base32b", 0, "relative", arch)
+            desc_b = desc_tcgen05.encode_tcgen05_smem_desc(b_start, b_lbo, b_sbo, "128B_base32b", 0, "relative", arch)
         else:
             _write_operand(f, c.btype, b_lay, _bits(c.btype, b_part), img)
             desc_b = _desc(b_lay, arch)
         p = {"desc_a": _desc(a_lay, arch) if f.a_src == "SS" else 0, "desc_b": desc_b,
-             "idesc": D.encode_idesc(c.idesc()), "alloc_cols": alloc, "read_cols": read_cols,
+             "idesc": idesc.encode_idesc(c.idesc()), "alloc_cols": alloc, "read_cols": read_cols,
              "enable_input_d": c.scale_d, "a_tmem_col": a_col, "a_tmem_cols": a_cols,
-             "zero_mask": D.encode_zero_column_mask(c.zero_mask) if c.zero_mask else 0,
+             "zero_mask": zero_mask.encode_zero_column_mask(c.zero_mask) if c.zero_mask else 0,
              "sf_col_a": sf_a, "sf_col_b": sf_b, "sf_desc_a": 0, "sf_desc_b": 0}
         if f.block_scaled:
             # CUTLASS's scale-factor atom (sf_smem_offset): 32 rows of 16 bytes per 128 rows/columns, which
@@ -165,7 +165,7 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
                 mn, blk = np.meshgrid(np.arange(sf.shape[0]), np.arange(sf.shape[1]), indexing="ij")
                 img[start + sf_smem_offset(mn, blk)] = sf.astype(np.uint8)
                 # K-major, no swizzle: 8-row core matrices of 16-byte rows, 128 bytes apart (SBO)
-                p[f"sf_desc_{which}"] = D.encode_tcgen05_smem_desc(start, 16, 128, "none", 0, "relative", arch)
+                p[f"sf_desc_{which}"] = desc_tcgen05.encode_tcgen05_smem_desc(start, 16, 128, "none", 0, "relative", arch)
         images.append(img)
         params.append(p)
     prep = TcPrepared(c, images, params, tmem_in, expected, read_cols, {"a": a, "b": b, "sfa": sfa, "sfb": sfb})
@@ -221,7 +221,7 @@ def _apply_control(prep: TcPrepared, a_lay: SmemLayout, b_lay: SmemLayout, cm, a
         tm[cta, lane, col] = _acc_bits(c.dtype, small).astype(np.uint32)
         from harness.families.tcgen05.readback import decode
         prep.expected = decode(c, tm)
-        p["idesc"] = D.encode_idesc(replace(c.idesc(), m=m2, n=n2))
+        p["idesc"] = idesc.encode_idesc(replace(c.idesc(), m=m2, n=n2))
     if c.dtype != "s32":
         t = dtypes.get(c.dtype)
         assert np.array_equal(t.from_bits(t.to_bits(prep.expected)), prep.expected), f"{c.id}: misread is not exact"

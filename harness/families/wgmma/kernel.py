@@ -8,7 +8,7 @@ from harness import kernels
 from harness.families.wgmma import forms
 from harness.families.wgmma.reference import POISON, Prepared
 from harness.run.launch import LaunchInput, OutputSpec
-from harness.spec import descriptors
+from harness.spec import desc_wgmma
 
 PARAMS_DTYPE = np.dtype([("image_offset", "<u8"), ("desc_a", "<u8"), ("desc_b", "<u8"),
                          ("image_bytes", "<u4"), ("variant", "<u4"), ("scale_d", "<u4"), ("inject", "<u4")])
@@ -64,7 +64,7 @@ def source(key: forms.KernelKey, only_variant: int | None = None) -> str:
 
 
 def encode_desc(layout) -> int:
-    return descriptors.encode_wgmma_desc(layout.start, layout.lbo, layout.sbo, layout.swizzle, layout.base_offset)
+    return desc_wgmma.encode_wgmma_desc(layout.start, layout.lbo, layout.sbo, layout.swizzle, layout.base_offset)
 
 
 def pack(preps: list[Prepared]) -> LaunchInput:
