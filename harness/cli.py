@@ -15,8 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from harness import __version__
-from harness.enums import Arch, ExitCode, FamilyName, Major, OperandSource, Swizzle
+from harness import __version__, families
+from harness.enums import Arch, ExitCode, Major, OperandSource, Swizzle
 from harness.spec import desc_tcgen05, desc_wgmma, descriptors, idesc, layouts as L, zero_mask
 from harness.spec.descriptors import DescriptorError
 
@@ -480,7 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
     scratch = f"{DEFAULT_RESULTS_DIR}/ under the current folder"
 
     s = sub.add_parser("sweep", help="run every case the node's GPUs support (the rest recorded as not run)")
-    s.add_argument("--family", action="append", choices=FamilyName.values(), help="instruction family (repeatable)")
+    s.add_argument("--family", action="append", choices=list(families.registry()),
+                   help="instruction family (repeatable)")
     s.add_argument("--kind", action="append", choices=_kinds(), help="wgmma or tcgen05 kind (repeatable)")
     s.add_argument("--n", action="append", type=int, help="only these N (repeatable)")
     s.add_argument("--a-src", action="append", choices=OperandSource.values(), help="A operand source (repeatable)")

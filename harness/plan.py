@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness import families
-from harness.enums import Arch, FamilyName, OperandSource
+from harness.enums import Arch, OperandSource
 from harness.families.base import Kernel
 
 
@@ -35,9 +35,10 @@ class Selection:
         return {k: tuple(v) for k, v in given.items() if v}
 
     def validate(self) -> "Selection":
+        known = families.registry()
         for f in self.families or ():
-            if f not in FamilyName.values():
-                raise SweepError(f"unknown family {f!r}; one of {', '.join(FamilyName.values())}")
+            if f not in known:
+                raise SweepError(f"unknown family {f!r}; one of {', '.join(known)}")
         for s in self.a_srcs or ():
             if s not in OperandSource.values():
                 raise SweepError(f"A source must be one of {', '.join(OperandSource.values())}, not {s!r}")
@@ -72,7 +73,7 @@ def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[
     first arch's cases (to record them as not run) and compiles its other archs."""
     sel.validate()
     filters = sel.filters()
-    names = [FamilyName(f) for f in (sel.families or FamilyName.values())]
+    names = list(sel.families or families.registry())
     plan = Plan([])
     seen_values: dict[str, set] = {k: set() for k in filters}
     for fam in map(families.get, names):

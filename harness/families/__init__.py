@@ -3,20 +3,35 @@ readback), and the registry the engine looks them up in by name."""
 from __future__ import annotations
 
 import importlib
+import os
 
 from harness.enums import FamilyName
 
-# name -> module holding its FAMILY object; the third family (mma.sync, sm_120 ...) is one more line here
-REGISTRY = {FamilyName.WGMMA: "harness.families.wgmma", FamilyName.TCGEN05: "harness.families.tcgen05"}
+# name -> module holding its FAMILY object; a third family in the tree (mma.sync, sm_120 ...) is one more line here
+REGISTRY = {str(FamilyName.WGMMA): "harness.families.wgmma", str(FamilyName.TCGEN05): "harness.families.tcgen05"}
+# a family kept outside the tree joins without editing it: TC_HARNESS_FAMILIES="name=package.module,..." (read in
+# every process of a sweep, the spawned preparation and GPU workers too)
+EXTRA = "TC_HARNESS_FAMILIES"
+
+
+def registry() -> dict[str, str]:
+    out = dict(REGISTRY)
+    for item in filter(None, (x.strip() for x in os.environ.get(EXTRA, "").split(","))):
+        name, _, module = item.partition("=")
+        if not name or not module:
+            raise ValueError(f"{EXTRA}: {item!r} is not name=module")
+        out[name.strip()] = module.strip()
+    return out
 
 
 def get(name):
+    reg = registry()
     try:
-        module = REGISTRY[FamilyName(name)]
-    except ValueError:
-        raise ValueError(f"unknown instruction family {name!r}; one of {', '.join(map(str, REGISTRY))}") from None
+        module = reg[str(name)]
+    except KeyError:
+        raise ValueError(f"unknown instruction family {name!r}; one of {', '.join(reg)}") from None
     return importlib.import_module(module).FAMILY
 
 
 def all_families():
-    return [get(n) for n in REGISTRY]
+    return [get(n) for n in registry()]

@@ -1,0 +1,18 @@
+"""The GPU the toy family (tests/simulated/toy_family.py) runs on: it executes a LaunchInput as the toy kernel
+would, from the launch's raw buffers."""
+import numpy as np
+
+from harness.run.launch import LaunchInput
+
+
+def use_device(index: int) -> None:
+    pass
+
+
+def run(cubin_path, kernel_name, launch):
+    inp = LaunchInput.load(launch)
+    out = np.full((inp.ctas, 128), -1, np.int32)
+    for i, p in enumerate(inp.params):
+        words = inp.images[int(p["image_offset"]):int(p["image_offset"]) + int(p["image_bytes"])].view(np.int32)
+        out[i] = words[:128] + words[128:] + p["bias"]
+    return {"out": out}

@@ -1,0 +1,84 @@
+"""A third instruction family, kept outside harness/, to show the engine runs a family it has never seen.
+
+It is deliberately tiny: one "kernel" per arch that adds two int32 vectors, 128 lanes per case, its operands in
+the case's shared-memory image. Registered with TC_HARNESS_FAMILIES="toy=tests.simulated.toy_family"; its launches
+run on tests/simulated/toy_device.py. Nothing in harness/run, harness/plan.py, harness/sweep.py or
+harness/records knows it."""
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.enums import Arch
+from harness.families.base import Kernel, case_record
+from harness.run.launch import LaunchInput, OutputSpec
+
+PARAMS = np.dtype([("image_offset", "<u8"), ("image_bytes", "<u4"), ("bias", "<i4")])
+
+
+@dataclass(frozen=True)
+class ToyCase:
+    n: int
+    bias: int
+
+    @property
+    def id(self) -> str:
+        return f"toy-add-n{self.n}-bias{self.bias}"
+
+    @property
+    def seed(self) -> int:
+        return zlib.crc32(self.id.encode())
+
+
+@dataclass
+class ToyExpectation:
+    case: ToyCase
+    expected: np.ndarray
+
+
+class ToyFamily:
+    name = "toy"
+    archs = (Arch.SM_90A,)
+    facets = frozenset({"n"})
+
+    def kernels(self, arch):
+        if arch not in self.archs:
+            return []
+        return [(Kernel(self.name, Arch(arch), "toy_add", "add"), [ToyCase(n, b) for n in (8, 64) for b in (0, 3)])]
+
+    @staticmethod
+    def facets_of(case):
+        return {"n": case.n, "control": False}
+
+    def source(self, kernel):
+        return 'extern "C" __global__ void toy_add() {}'
+
+    def prepare(self, kernel, cases):
+        images, params, exps = [], np.zeros(len(cases), PARAMS), []
+        off = 0
+        for i, c in enumerate(cases):
+            rng = np.random.default_rng(c.seed)
+            a, b = rng.integers(-100, 100, 128, dtype=np.int32), rng.integers(-100, 100, 128, dtype=np.int32)
+            img = np.concatenate([a, b]).view(np.uint8)
+            images.append(img)
+            params[i] = (off, img.size, c.bias)
+            off += img.size
+            exps.append(ToyExpectation(c, a + b + c.bias))
+        return LaunchInput(np.concatenate(images), params, {}, {"out": OutputSpec((128,), "int32", -1)}), exps
+
+    def readback(self, kernel, expectations, outputs):
+        out = []
+        for e, got in zip(expectations, outputs["out"]):
+            bad = int((got != e.expected).sum())
+            out.append(case_record(e.case.id, kernel, "pass" if bad == 0 else "fail", mismatches=bad))
+        return out
+
+    def diagnose(self, kernel, cases, cubin_path, worker, timeout, png_dir):
+        return []
+
+    @staticmethod
+    def case_fields(case):
+        return {}
+
+
+FAMILY = ToyFamily()
