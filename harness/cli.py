@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.enums import Arch, FamilyName, Major, OperandSource, Swizzle
+from harness.enums import Arch, ExitCode, FamilyName, Major, OperandSource, Swizzle
 from harness.spec import descriptors as D, layouts as L
 
 
@@ -159,8 +159,7 @@ def cmd_sweep(a) -> int:
           f"{summary.get('not-run', 0)} not run of {summary['cases']} cases in {summary['wall_s']}s; results: {out}")
     for fam, reason in summary.get("not_run_reasons", {}).items():
         print(f"{fam}: not run: {reason}")
-    bad = sum(summary.get(k, 0) for k in ("fail", "fault", "timeout", "compile-error"))
-    return 0 if bad == 0 else 1
+    return int(sweep.exit_code(summary))
 
 
 def _shard(text: str | None):
@@ -204,7 +203,9 @@ def cmd_merge(a) -> int:
         print(f"  disagreement: {d['id']}: " + ", ".join(f"{r['file']}={r['status']}" for r in d["runs"]))
     if len(disagreements) > 20:
         print(f"  ... {len(disagreements) - 20} more disagreements (in the merged file)")
-    return 1 if disagreements or bad else 0
+    for f in summary.get("environment_errors", []):
+        print(f"  unusable GPU in {f['file']}: {f['error']}")
+    return int(merge.exit_code(summary, disagreements))
 
 
 def cmd_probe(a) -> int:
@@ -234,11 +235,12 @@ def cmd_probe(a) -> int:
 def cmd_compare(a) -> int:
     from harness.records import compare, results
     try:
-        report = compare.compare(a.old.split(","), a.new.split(","))
+        report = compare.compare(a.old.split(","), a.new.split(","),
+                                 accept_lost_coverage=a.accept_lost_coverage)
     except results.ResultsFileError as e:
         raise UsageError(f"compare: {e}") from None
     print(json.dumps(report, indent=1) if a.json else compare.render(report))
-    return 1 if report["regressed"] else 0
+    return int(ExitCode.FAILED if report["regressed"] else ExitCode.OK)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -287,6 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("old", help="results file, directory of them, or a comma list of files")
     c.add_argument("new", help="results file, directory of them, or a comma list of files")
     c.add_argument("--json", action="store_true")
+    c.add_argument("--accept-lost-coverage", action="store_true",
+                   help="cases missing from new, or passing before and not run now, are a note, not a regression")
     c.set_defaults(fn=cmd_compare)
 
     d = sub.add_parser("desc", help="encode or decode a shared-memory matrix descriptor")
