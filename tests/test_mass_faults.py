@@ -64,3 +64,19 @@ def test_a_planted_fault_among_passing_cases_is_still_isolated_within_the_budget
     by_id = {r["id"]: r for r in emitted}
     assert by_id[planted.id]["status"] == "fault" and by_id[planted.id].get("isolated") is not False
     assert len(by_id) == len(cases) and all(r["status"] != "fault" for i, r in by_id.items() if i != planted.id)
+
+
+def test_the_benchmarks_planted_fault_points_every_cta_past_its_image_buffer():
+    """benchmarks/fault_everywhere.py (for benchmarks/bench_faults.py on a GPU): its plant, on the CPU."""
+    import numpy as np
+
+    from benchmarks.fault_everywhere import FAR, plant
+    from harness.run.engine import prepare
+    kernel, cases = WORK[0]
+    inp, _ = prepare(kernel, cases[:3])
+    before = inp.params.copy()
+    planted = plant(inp)
+    assert (planted.params["image_offset"] == FAR).all() and FAR > planted.images.size + (1 << 30)
+    assert (planted.params["inject"] != 0).all()
+    assert np.array_equal(planted.params["image_bytes"], before["image_bytes"])
+    assert (before["image_offset"] + before["image_bytes"] <= inp.images.size).all()
