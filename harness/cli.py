@@ -243,6 +243,22 @@ def cmd_compare(a) -> int:
     return int(ExitCode.FAILED if report["regressed"] else ExitCode.OK)
 
 
+def cmd_report(a) -> int:
+    from harness.records import report, results
+    try:
+        if a.check:
+            ok = report.check(a.check, a.root)
+            print(f"{a.check}: {'matches' if ok else 'DRIFTED from'} the results files under {a.root}")
+            return int(ExitCode.OK if ok else ExitCode.FAILED)
+        if a.update:
+            Path(a.update).write_text(report.update(Path(a.update).read_text(), a.root))
+            return int(ExitCode.OK)
+        print(report.render(a.root))
+    except (results.ResultsFileError, OSError) as e:
+        raise UsageError(f"report: {e}") from None
+    return int(ExitCode.OK)
+
+
 # ----------------------------------------------------------------------------------------------------
 
 def _kinds() -> list[str]:
@@ -292,6 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--accept-lost-coverage", action="store_true",
                    help="cases missing from new, or passing before and not run now, are a note, not a regression")
     c.set_defaults(fn=cmd_compare)
+
+    rp = sub.add_parser("report", help="results/README.md's tables from the committed results files")
+    rp.add_argument("root", help="the results directory (one folder per run)")
+    rp.add_argument("--update", metavar="README", help="rewrite the generated block of this file")
+    rp.add_argument("--check", metavar="README", help="exit 1 if this file's generated block has drifted")
+    rp.set_defaults(fn=cmd_report)
 
     d = sub.add_parser("desc", help="encode or decode a shared-memory matrix descriptor")
     d.add_argument("--arch", required=True, choices=Arch.values())
