@@ -60,7 +60,9 @@ class Status(_Str):
 
     @property
     def ran(self) -> bool:
-        return self not in (Status.NOT_RUN, Status.ERROR)
+        """The case was launched and this is the device's answer (a compile error, an unusable GPU and not-run
+        are not)."""
+        return self not in (Status.NOT_RUN, Status.ERROR, Status.COMPILE_ERROR)
 
 
 class ExitCode(IntEnum):
