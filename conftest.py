@@ -41,10 +41,18 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    broken = gpu.unusable()  # a GPU is here but CUDA fails: GPU tests must fail, not skip (no false green)
     for item in items:
         m = item.get_closest_marker("gpu")
+        if m is not None and broken:
+            continue  # pytest_runtest_setup fails it
         if m is not None:  # gpu(arch, ...): runs where a GPU of any of the archs is
             reasons = [gpu.skip_reason(a) for a in (m.args or ("sm_90a",))]
             if all(reasons):
                 item.add_marker(pytest.mark.skip(reason=reasons[0] if len(reasons) == 1 else
                                                  f"needs a {' or '.join(m.args)} GPU; " + reasons[0].split("; ", 1)[1]))
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("gpu") is not None and gpu.unusable():
+        pytest.fail(f"the GPU here is unusable: {gpu.unusable()}", pytrace=False)

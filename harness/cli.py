@@ -103,15 +103,6 @@ def _fill(a, defaults: dict) -> None:
             setattr(a, k, v)
 
 
-def _summary_exit(summary: dict, bad_keys=("fail", "fault", "timeout", "compile-error")) -> ExitCode:
-    """1 if any case failed, faulted, timed out or did not compile; else 3 if no case ran; else 0."""
-    if sum(summary.get(k, 0) for k in bad_keys):
-        return ExitCode.FAILED
-    if summary.get("cases", 0) and summary.get("not-run", 0) >= summary.get("cases", 0):
-        return ExitCode.NOTHING_RAN
-    return ExitCode.OK
-
-
 def _report_decoded(info: dict, title: str, as_json: bool, width: int) -> int:
     """Print a decoded descriptor's fields and the spec rules it breaks; exit 1 if it breaks any."""
     lines = [f"{title} {info['value']}"]
@@ -332,7 +323,7 @@ def cmd_sweep(a) -> int:
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:
         raise UsageError(f"sweep: {e}") from None
-    code = _summary_exit(summary)
+    code = sweep.exit_code(summary)
     if a.json:
         print(json.dumps({**summary, "results": str(out), "exit": int(code)}, indent=2, default=str))
         return code
@@ -405,7 +396,7 @@ def cmd_merge(a) -> int:
     except OSError as e:
         raise UsageError(f"merge: --out {a.out}: cannot write: {e.strerror or e}") from None
     bad = sum(summary[k] for k in merge.BAD)
-    code = ExitCode.FAILED if disagreements or bad else ExitCode.OK
+    code = merge.exit_code(summary, disagreements)
     if a.json:
         print(json.dumps({**summary, "out": str(out), "files": list(map(str, files)),
                           "disagreements": disagreements, "exit": int(code)}, indent=2))
@@ -416,6 +407,8 @@ def cmd_merge(a) -> int:
         print(f"  disagreement: {d['id']}: " + ", ".join(f"{r['file']}={r['status']}" for r in d["runs"]))
     if len(disagreements) > 20:
         print(f"  ({len(disagreements) - 20} more disagreements, in the merged file)")
+    for f in summary.get("environment_errors", []):
+        print(f"  unusable GPU in {f['file']}: {f['error']}")
     return code
 
 
@@ -431,7 +424,7 @@ def cmd_probe(a) -> int:
         from harness.families.wgmma import FAMILY as WGMMA
         work = sweep.Plan([(WGMMA.kernel_of(key), cs) for key, cs in probes.work(a.name)])
         summary = sweep.execute(work, sweep.SweepConfig(out_path=out, timeout=a.timeout))
-        code = _summary_exit(summary)
+        code = sweep.exit_code(summary)
         if a.json:
             print(json.dumps({"probe": a.name, **summary, "results": str(out), "exit": int(code)}, indent=2,
                              default=str))
@@ -459,11 +452,27 @@ def cmd_compare(a) -> int:
     from harness.records import compare, results
     old, new = _results_files("compare", [a.old]), _results_files("compare", [a.new])
     try:
-        report = compare.compare(old, new)
+        report = compare.compare(old, new, accept_lost_coverage=a.accept_lost_coverage)
     except results.ResultsFileError as e:
         raise UsageError(f"compare: {e}") from None
     print(json.dumps(report, indent=1) if a.json else compare.render(report))
     return ExitCode.FAILED if report["regressed"] else ExitCode.OK
+
+
+def cmd_report(a) -> int:
+    from harness.records import report, results
+    try:
+        if a.check:
+            ok = report.check(a.check, a.root)
+            print(f"{a.check}: {'matches' if ok else 'DRIFTED from'} the results files under {a.root}")
+            return int(ExitCode.OK if ok else ExitCode.FAILED)
+        if a.update:
+            Path(a.update).write_text(report.update(Path(a.update).read_text(), a.root))
+            return int(ExitCode.OK)
+        print(report.render(a.root))
+    except (results.ResultsFileError, OSError) as e:
+        raise UsageError(f"report: {e}") from None
+    return int(ExitCode.OK)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -522,10 +531,17 @@ def build_parser() -> argparse.ArgumentParser:
                                "or a comma list of files")
     c.add_argument("new", help="the same, for the new run")
     c.add_argument("--json", action="store_true")
+    c.add_argument("--accept-lost-coverage", action="store_true",
+                   help="cases missing from new, or passing before and not run now, are a note, not a regression")
     c.set_defaults(fn=cmd_compare)
 
     from harness.timing import cli as timing_cli  # python -m harness bench [compare]
     timing_cli.add_parser(sub)
+    rp = sub.add_parser("report", help="results/README.md's tables from the committed results files")
+    rp.add_argument("root", help="the results directory (one folder per run)")
+    rp.add_argument("--update", metavar="README", help="rewrite the generated block of this file")
+    rp.add_argument("--check", metavar="README", help="exit 1 if this file's generated block has drifted")
+    rp.set_defaults(fn=cmd_report)
 
     d = sub.add_parser("desc", help="encode or decode a shared-memory matrix descriptor")
     d.add_argument("--arch", required=True, choices=Arch.values())

@@ -55,11 +55,26 @@ class Status(_Str):
     TIMEOUT = "timeout"
     FAULT = "fault"
     COMPILE_ERROR = "compile-error"
+    ERROR = "error"  # a GPU is here but unusable (the driver or runtime fails): the environment, not the case
     NOT_RUN = "not-run"
 
     @property
     def ran(self) -> bool:
-        return self not in (Status.NOT_RUN,)
+        """The case was launched and this is the device's answer (a compile error, an unusable GPU and not-run
+        are not)."""
+        return self not in (Status.NOT_RUN, Status.ERROR, Status.COMPILE_ERROR)
+
+
+class ExitCode(IntEnum):
+    """The exit status of `python -m harness` commands: 0 all passed / nothing regressed; 1 some case failed,
+    faulted, timed out or did not compile, compare found a regression, or merge a disagreement; 2 usage or
+    input error; 3 nothing could run (every case recorded not-run); 4 environment error (a GPU is present but
+    unusable)."""
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    NOTHING_RAN = 3
+    ENVIRONMENT = 4
 
 
 class FamilyName(_Str):

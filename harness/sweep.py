@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import families, plan as planning
-from harness.enums import Status
+from harness.enums import ExitCode, Status
 from harness.families.base import Kernel, case_record
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (the sweep's public vocabulary)
 from harness.records import results
 from harness.run import compile as nvrtc, gpu
-from harness.run.engine import DEFAULT_BACKEND, Engine, Job
+from harness.run.engine import DEFAULT_BACKEND, MAX_ISOLATION_FAILURES_TOTAL, Engine, IsolationBudget, Job
 from harness.run.worker import GpuWorker
 
 
@@ -32,6 +32,7 @@ class SweepConfig:
     shard: tuple[int, int] | None = None
     diagnose: int = 16  # cases probed after the sweep, at most
     backend: str = DEFAULT_BACKEND  # the module that launches: the real device, or a simulated one
+    isolation_total: int = MAX_ISOLATION_FAILURES_TOTAL  # failed bisection launches the whole sweep may spend
 
 
 def devices(cfg: SweepConfig, archs) -> list[tuple[int, str]]:
@@ -56,8 +57,8 @@ def run_archs(devs) -> dict[str, str]:
 def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     """Plan, compile and run (where a GPU of the kernel's arch is) the selection; returns the summary."""
     all_archs = [a for fam in families.all_families() for a in fam.archs]
-    devs = devices(cfg, all_archs) if gpu.device_count() else []
-    engine = Engine(devs, cfg.workers, cfg.backend) if devs else None  # comes up while we plan and compile
+    devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
+    engine = Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total)) if devs else None  # comes up while we plan and compile
     try:
         t = time.time()
         p = planning.make(sel, run_archs(devs), cfg.shard)
@@ -74,7 +75,10 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
     """Compile, run and read back a plan; then probe up to `cfg.diagnose` cases that did not do what the model
     says, and record (and draw) what the hardware read instead."""
     t0 = time.time()
-    if devs is None:
+    problem = gpu.unusable()
+    if problem:
+        devs = []
+    elif devs is None:
         devs = devices(cfg, {k.arch for k, _ in p.work}) if gpu.device_count() else []
     log(f"plan: {len(p.work)} kernels, {p.cases} cases" +
         (f" (+{len(p.compile_only)} kernels of other archs, compile only)" if p.compile_only else ""))
@@ -89,9 +93,9 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
     runnable = [(k, cs) for k, cs in work if str(k.arch) in archs_here]
     own_engine = None
     if engine is None and runnable:
-        engine = own_engine = Engine(devs, cfg.workers, cfg.backend)
+        engine = own_engine = Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total))
     try:
-        return _execute(p, work, runnable, cfg, log, plan_s, engine, devs, t0)
+        return _execute(p, work, runnable, cfg, log, plan_s, engine, devs, t0, problem)
     finally:
         if own_engine is not None:
             own_engine.close()
@@ -109,13 +113,20 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
     return compiled
 
 
-def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, devs, t0) -> dict:
+def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, devs, t0, problem=None) -> dict:
+    """Every case of `work` gets a record in the results file (written however little runs), and the file
+    ends with the summary. `problem`: the GPU here is unusable (gpu.unusable()): nothing is compiled or
+    launched, every case is recorded `error` with the message, and the summary carries it."""
     run_set = {k for k, _ in runnable}
     jobs = [Job(k, tuple(cs)) for k, cs in runnable]
     if engine is not None and jobs:
         engine.begin(jobs)  # preparation runs while the kernels compile
     tc = time.time()
-    compiled = compile_kernels([k for k, _ in p.work] + p.compile_only, cfg, log)
+    if problem:
+        log(f"GPU unusable: {problem}; every case is recorded as error, nothing is compiled or launched")
+        compiled = {}
+    else:
+        compiled = compile_kernels([k for k, _ in p.work] + p.compile_only, cfg, log)
     compile_s = round(time.time() - tc, 2)
     cubins = {k.name: (str(c.cubin_path) if c.error is None else None) for k, c in compiled.items()
               if k in run_set}
@@ -129,14 +140,25 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
                                       "error": str(c.error), "source": str(c.error.source_path)} for k, c in errors]
         for e in summary["compile_errors"]:
             log(f"compile error: {e['kernel']} for {e['arch']} ({e['cases']} cases): {e['error']}")
-    writer = results.ResultsWriter(cfg.out_path, results.environment([d for d, _ in devs]), resume=cfg.resume) \
-        if cfg.out_path else None
+    if problem:
+        summary["environment_error"] = problem
+    writer = None
+    if cfg.out_path:
+        env = results.environment([d for d, _ in devs])
+        env["gpu_state"] = "unusable" if problem else ("usable" if devs else gpu.state().kind)
+        if problem:
+            env["gpu_error"] = problem
+        writer = results.ResultsWriter(cfg.out_path, env, resume=cfg.resume)
     counts = {str(s): 0 for s in Status}
+    control_ids = {c.id for k, cs in work for c in cs if families.get(k.family).facets_of(c).get("control")}
+    by_kind = {"ordinary": {str(s): 0 for s in Status}, "controls": {str(s): 0 for s in Status}}
     suspects: list[tuple[Kernel, str]] = []
 
     def emit(recs):
         for r in recs:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
+            group = by_kind["controls" if r["id"] in control_ids else "ordinary"]
+            group[r["status"]] = group.get(r["status"], 0) + 1
             if r["status"] == Status.FAIL or r.get("matches_model_prediction") is False:
                 suspects.append((next(k for k in run_set if k.name == r["kernel"]), r["id"]))
         if writer:
@@ -145,7 +167,10 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
     not_run: dict[str, int] = {}
     for k, cs in work:
         fam = families.get(k.family)
-        if compiled[k].error is not None:
+        if problem:
+            emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}", **fam.case_fields(c))
+                  for c in cs])
+        elif compiled[k].error is not None:
             emit([case_record(c.id, k, Status.COMPILE_ERROR, error=str(compiled[k].error), **fam.case_fields(c))
                   for c in cs])
         elif k not in run_set:
@@ -163,7 +188,12 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             summary["diagnosed"] = _diagnose(p, compiled, suspects[:cfg.diagnose], devs, cfg, writer, log)
     finally:
         summary.update(counts)
-        summary["ran"] = sum(counts[s] for s in ("pass", "fail", "fault", "timeout"))
+        summary["ran"] = sum(n for s, n in counts.items() if Status(s).ran)
+        # a negative control passes when the wrong descriptor was caught as predicted: counted apart, so that
+        # "N pass" of the ordinary cases is not padded by controls (and a control failure is not lost in them)
+        summary["ordinary"] = {k: v for k, v in by_kind["ordinary"].items() if v}
+        summary["controls"] = {k: v for k, v in by_kind["controls"].items() if v}
+        summary["unaccounted"] = p.cases - sum(counts.values()) if not cfg.resume else None
         summary["not_run_reasons"] = {fam: gpu.skip_reason(*map(str, families.get(fam).archs)) for fam in not_run}
         summary["gpus"] = [d for d, _ in devs]
         summary["timing"] = timing
@@ -171,6 +201,21 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         if writer:
             writer.close(summary)
     return summary
+
+
+BAD = ("fail", "fault", "timeout", "compile-error")
+
+
+def exit_code(summary: dict) -> ExitCode:
+    """4 when the GPU here is unusable; 1 when any case failed, faulted, timed out or did not compile; 3 when
+    nothing could run (every case not-run); else 0."""
+    if summary.get("environment_error") or summary.get("error"):
+        return ExitCode.ENVIRONMENT
+    if any(summary.get(k) for k in BAD):
+        return ExitCode.FAILED
+    if not summary.get("ran") and summary.get("not-run"):
+        return ExitCode.NOTHING_RAN
+    return ExitCode.OK
 
 
 def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log) -> int:

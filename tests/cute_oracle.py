@@ -100,20 +100,30 @@ def _mma_op(dtype: str, acc: str, n: int, a_src: str):
 def mma_tv_layouts(requests) -> list[dict]:
     """For each (atype, acc, n): thread-value layouts of the warpgroup MMA atom, C over (64, N) and A
     (registers) over (64, K), as (row, col) arrays [thread, value] decoded from CuTe's column-major tile
-    index. All requests are evaluated in one trace."""
+    index, and where each value sits in the thread's 32-bit registers (register index, bit offset: for 16-bit
+    values the half). All requests are evaluated in one trace."""
     def body(out):
         for i, (dtype, acc, n) in enumerate(requests):
             tm_rs = cute.make_tiled_mma(_mma_op(dtype, acc, n, "RS"))
             C, A = tm_rs.tv_layout_C, tm_rs.tv_layout_A
             nv_c, nv_a = cute.size(C, mode=[1]), cute.size(A, mode=[1])
+            acc_t = {"f32": cutlass.Float32, "f16": cutlass.Float16, "s32": cutlass.Int32}[acc]
             out[i] = {"C": [[int(C((t, v))) for v in range(nv_c)] for t in range(128)],
                       "A": [[int(A((t, v))) for v in range(nv_a)] for t in range(128)],
-                      "K": int(tm_rs.shape_mnk[2])}
+                      "K": int(tm_rs.shape_mnk[2]), "C_bits": int(acc_t.width),
+                      "A_bits": int(CUTE_TYPES[dtype].width)}
 
     traced = _trace(body)
     answers = []
     for i in range(len(requests)):
         c = np.array(traced[i]["C"], dtype=np.int64)
         a = np.array(traced[i]["A"], dtype=np.int64)
-        answers.append({"C_row": c % 64, "C_col": c // 64, "A_row": a % 64, "A_col": a // 64, "K": traced[i]["K"]})
+        ans = {"C_row": c % 64, "C_col": c // 64, "A_row": a % 64, "A_col": a // 64, "K": traced[i]["K"]}
+        # CuTe's value v of a thread is the v-th element of its register fragment: the MMA atom recasts the
+        # fragment to 32-bit registers in order, so v sits in register v // (32 / bits), at bit (v % (32 / bits)) * bits
+        for op in ("C", "A"):
+            bits = traced[i][f"{op}_bits"]
+            v = np.broadcast_to(np.arange(ans[f"{op}_row"].shape[1]), ans[f"{op}_row"].shape)
+            ans[f"{op}_reg"], ans[f"{op}_shift"], ans[f"{op}_bits"] = v // (32 // bits), (v % (32 // bits)) * bits, bits
+        answers.append(ans)
     return answers

@@ -82,8 +82,11 @@ def test_warpgroup_mma_thread_value_layouts_match_cute(atype, acc, n, cute_tv):
     tv = cute_tv[(atype, acc, n)]
     d = fragments.wgmma_d_fragment(n, acc)
     assert np.array_equal(tv["C_row"], d.row) and np.array_equal(tv["C_col"], d.col)
+    # not only which (row, col) a thread holds, but in which register and which 16-bit half (or byte)
+    assert d.bits == tv["C_bits"] and np.array_equal(tv["C_reg"], d.reg) and np.array_equal(tv["C_shift"], d.shift)
     a = fragments.wgmma_a_fragment(atype)
     assert np.array_equal(tv["A_row"], a.row) and np.array_equal(tv["A_col"], a.col)
+    assert a.bits == tv["A_bits"] and np.array_equal(tv["A_reg"], a.reg) and np.array_equal(tv["A_shift"], a.shift)
 
 
 TMEM_LD = [(shape, num) for shape in ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2") for num in (1, 2, 4)]

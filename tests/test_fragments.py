@@ -23,6 +23,33 @@ def test_d_fragment_matches_the_spec_formula_for_thread_37():
     assert list(zip(f.row[37], f.col[37])) == [(17, 2), (17, 3), (25, 2), (25, 3), (17, 10), (17, 11), (25, 10), (25, 11)]
 
 
+def test_a_fragments_match_the_spec_table_for_thread_37():
+    """Worked by hand from the spec's table (/work/shared/spec/README.md, Figures 148-155): t = 37 is warp 1,
+    lane 5, so l/4 = 1 and l%4 = 1; element j's register and bit follow "lower-numbered elements sit in the
+    lower bits"."""
+    f = fragments.wgmma_a_fragment("f16")  # row 17 + 8*((j/2)%2), col 2 + (j%2) + 8*(j/4)
+    assert list(zip(f.row[37], f.col[37])) == [(17, 2), (17, 3), (25, 2), (25, 3), (17, 10), (17, 11), (25, 10), (25, 11)]
+    assert list(zip(f.reg[37], f.shift[37])) == [(0, 0), (0, 16), (1, 0), (1, 16), (2, 0), (2, 16), (3, 0), (3, 16)]
+    f = fragments.wgmma_a_fragment("tf32")  # row 17 + 8*(j%2), col 1 + 4*(j/2)
+    assert list(zip(f.row[37], f.col[37])) == [(17, 1), (25, 1), (17, 5), (25, 5)]
+    assert list(f.reg[37]) == [0, 1, 2, 3] and not f.shift[37].any()
+    f = fragments.wgmma_a_fragment("s8")  # row 17 + 8*((j/4)%2), col 4 + (j%4) + 16*(j/8)
+    assert list(zip(f.row[37], f.col[37])) == ([(17, c) for c in (4, 5, 6, 7)] + [(25, c) for c in (4, 5, 6, 7)]
+                                               + [(17, c) for c in (20, 21, 22, 23)] + [(25, c) for c in (20, 21, 22, 23)])
+    assert list(f.reg[37]) == [j // 4 for j in range(16)] and list(f.shift[37]) == [8 * (j % 4) for j in range(16)]
+    f = fragments.wgmma_a_fragment("b1")  # row 17 + 8*((j/32)%2), col 32 + (j%32) + 128*(j/64)
+    assert list(zip(f.row[37], f.col[37])) == ([(17, 32 + c) for c in range(32)] + [(25, 32 + c) for c in range(32)]
+                                               + [(17, 160 + c) for c in range(32)] + [(25, 160 + c) for c in range(32)])
+    assert list(f.reg[37]) == [j // 32 for j in range(128)] and list(f.shift[37]) == [j % 32 for j in range(128)]
+
+
+def test_d_fragment_f16_packs_two_elements_per_register_low_first():
+    """Spec: f16 D is N/4 .f16x2 registers holding d0..d(N/2-1), low half first (hand-worked for N = 16)."""
+    f = fragments.wgmma_d_fragment(16, "f16")
+    assert list(zip(f.reg[37], f.shift[37])) == [(0, 0), (0, 16), (1, 0), (1, 16), (2, 0), (2, 16), (3, 0), (3, 16)]
+    assert f.regs_per_thread == 4 and f.bits == 16
+
+
 @pytest.mark.parametrize("atype,k", [("f16", 16), ("tf32", 8), ("e4m3", 32), ("s8", 32), ("b1", 256)])
 def test_a_fragment_covers_64xK_exactly_once_in_four_registers(atype, k):
     f = fragments.wgmma_a_fragment(atype)

@@ -41,8 +41,14 @@ def test_spec_examples_probe_writes_the_spec_layout_and_the_model_agrees():
         lay = layouts.SmemLayout("MN" if v.trans_b else "K", f["swizzle"], v.btype, case.key.n, case.key.k,
                                  f["leading_byte_offset"], f["stride_byte_offset"], f["start_address"])
         assert np.array_equal(layouts.element_bit_addresses(lay), st.b.addr), claim
-        b_read = prep.image[st.b.addr >> 3]  # the values sit where the spec says
-        assert b_read.shape == (case.key.n, case.key.k)
+        # the values sit where the spec says: the bytes at the spec's addresses are B's elements
+        # (this used to assert only the shape of the indexing, which cannot fail)
+        from harness.spec import dtypes
+        t = dtypes.get(v.btype)
+        assert t.bits % 8 == 0 and st.b.addr.shape == (case.key.n, case.key.k)
+        byte = (st.b.addr >> 3).astype(np.int64)
+        got = sum(prep.image[byte + i].astype(np.uint64) << np.uint64(8 * i) for i in range(t.bits // 8))
+        assert np.array_equal(got, t.to_bits(prep.b_vals)), claim
 
 
 def test_overflow_descriptors_decode_as_intended():

@@ -1,6 +1,12 @@
-"""The reference and the diff on the CPU: a perfect device passes, every kind of wrong device fails."""
+"""The reference and the diff on the CPU: a correct device passes, every kind of wrong device fails.
+
+The correct device is tests/independent_device.py, written from the PTX ISA text: it shares neither the
+harness's reference arithmetic nor its fragment model, so a bug in either fails these tests (the mutation run,
+tests/mutations/run.py, plants such bugs)."""
 import numpy as np
 import pytest
+
+import independent_device
 
 from harness.families.wgmma import cases, readback as diff, reference, forms as wgmma
 from harness.spec import fragments
@@ -20,11 +26,21 @@ KEYS = [wgmma.KernelKey("f16", 16, "f32", "SS"), wgmma.KernelKey("f16", 24, "f16
 
 
 @pytest.mark.parametrize("key", KEYS, ids=lambda k: k.name)
-def test_a_device_that_follows_the_model_passes_every_case(key):
-    for case in cases.cases_for_key(key, ("exact", "normal")):
+def test_an_independent_correct_device_passes_every_positive_case(key):
+    positives = [c for c in cases.cases_for_key(key, ("exact", "normal")) if not c.control]
+    assert {c.data for c in positives} >= {"exact"}
+    for case in positives:
         prep = reference.prepare(case)
-        rec = diff.diff(prep, perfect_registers(prep))
+        rec = diff.diff(prep, independent_device.device_registers(prep))
         assert rec["status"] == "pass", rec
+
+
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: k.name)
+def test_the_independent_device_and_the_model_agree_on_the_registers_of_exact_cases(key):
+    """expected_regs (the model's registers a correct device returns) against the independent device's."""
+    for case in [c for c in cases.cases_for_key(key, ("exact",)) if not c.control][:20]:
+        prep = reference.prepare(case)
+        assert np.array_equal(prep.expected_regs, independent_device.device_registers(prep)), case.id
 
 
 @pytest.mark.parametrize("key", KEYS, ids=lambda k: k.name)

@@ -73,16 +73,43 @@ def test_the_cases_cover_every_form_shape_and_type_pairing():
     assert all(c.idesc().transpose_b for c in CASES if c.major_b == "MN")
 
 
+def _row_col_of_cell(m: int, n: int, cta_group: int, ws: bool, cta: int, lane: int, col: int):
+    """The D element a correct device writes to TMEM (cta, lane, column), or None: the data-path layouts of PTX ISA
+    9.7.16.x (A-G) read the other way round, lane first, and written from the spec's pictures, not from
+    harness/families/tcgen05/datapaths.py (CuTe checks that one: tests/test_cute_oracle.py)."""
+    if cta_group == 2 and m == 256:  # layout A: each CTA holds 128 rows, lane = row
+        return (128 * cta + lane, col) if col < n else None
+    if cta_group == 2:  # layout B: each CTA 64 rows; lanes 64-127 hold the right half of the columns
+        half = n // 2
+        return (64 * cta + lane % 64, col + half * (lane // 64)) if col < half else None
+    if ws and m == 64:  # layout E: lanes 64-127 hold the right half of the columns
+        half = n // 2
+        return (lane % 64, col + half * (lane // 64)) if col < half else None
+    if ws and m == 32:  # layout G: each 32-lane quarter holds one quarter of the columns
+        q = n // 4
+        return (lane % 32, col + q * (lane // 32)) if col < q else None
+    if m == 64:  # layout F: lanes 0-15 of each warp's 32-lane quarter
+        return (16 * (lane // 32) + lane % 32, col) if lane % 32 < 16 and col < n else None
+    return (lane, col) if col < n else None  # layout D
+
+
 def device_tmem(case, prep, values):
-    """Tensor Memory as a device that wrote `values` [m, n] where the data path says would read back."""
-    cta, lane, col, half = DP.d_position(case.m, case.n, case.form.cta_group, case.form.ws, case.dtype)
+    """Tensor Memory as a correct device leaves it: `values` [m, n] placed by the data-path layouts (above), each
+    in the low bits of its 32-bit cell (an f16 accumulator takes a whole column), by numpy's own encodings."""
     out = np.full((case.form.cta_group, 128, prep.read_cols), R.POISON, np.uint32)
-    bits = R._acc_bits(case.dtype, values)
-    if case.dtype == "f16":
-        out[cta, lane, col] = 0
-        np.bitwise_or.at(out, (cta, lane, col), (bits << (16 * half).astype(np.uint64)).astype(np.uint32))
-    else:
-        out[cta, lane, col] = bits.astype(np.uint32)
+    v = np.asarray(values)
+    raw = {"f16": lambda: v.astype(np.float16).view(np.uint16).astype(np.uint32),
+           "f32": lambda: v.astype(np.float32).view(np.uint32),
+           "s32": lambda: (v.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)}[case.dtype]()
+    written = 0
+    for cta in range(case.form.cta_group):
+        for lane in range(128):
+            for col in range(prep.read_cols):
+                rc = _row_col_of_cell(case.m, case.n, case.form.cta_group, case.form.ws, cta, lane, col)
+                if rc is not None and rc[0] < case.m:
+                    out[cta, lane, col] = raw[rc]
+                    written += 1
+    assert written == case.m * case.n, "the data-path layouts must place every element once"
     return out
 
 

@@ -22,8 +22,14 @@ def _pattern(rec: dict):
             rec.get("error"))
 
 
-def compare(old_path, new_path) -> dict:
-    """Each side is a results file, or several (a list, or a directory of them) taken together as one run."""
+def compare(old_path, new_path, accept_lost_coverage: bool = False) -> dict:
+    """Each side is a results file, or several (a list, or a directory of them) taken together as one run.
+
+    A regression: a case that passed and now does not (`newly_failing`, an unusable GPU's `error` included),
+    a failure that changed, a case that fails now and was never checked before (`failing_unchecked_before`:
+    not run, or absent, in old), and lost coverage: cases in old missing from new (`missing_in_new`) or
+    passing before and not run now (`no_longer_run`). With `accept_lost_coverage` lost coverage is listed in
+    `notes` and is no regression (a run on a GPU of another arch, a shard)."""
     old_env, old, _, _ = merge.merge(old_path if isinstance(old_path, (list, tuple)) else [old_path])
     new_env, new, _, _ = merge.merge(new_path if isinstance(new_path, (list, tuple)) else [new_path])
     name = lambda p: " + ".join(map(str, p)) if isinstance(p, (list, tuple)) else str(p)
@@ -34,6 +40,9 @@ def compare(old_path, new_path) -> dict:
         if old_env.get(key) != new_env.get(key):
             report["environment"][key] = [old_env.get(key), new_env.get(key)]
     report["no_longer_run"] = []
+    report["failing_unchecked_before"] = [{"id": cid, "was": None, "status": new[cid].get("status"),
+                                           "error": new[cid].get("error"), "mismatches": new[cid].get("mismatches")}
+                                          for cid in report["new_cases"] if new[cid].get("status") in merge.BAD]
     for cid in sorted(set(old) & set(new)):
         a, b = old[cid], new[cid]
         was, now = a.get("status") == "pass", b.get("status") == "pass"
@@ -45,12 +54,21 @@ def compare(old_path, new_path) -> dict:
                                             "first_mismatches": (b.get("first_mismatches") or [])[:3]})
         elif now and not was:
             report["newly_passing"].append({"id": cid, "was": a.get("status")})
+        elif a.get("status") in ("not-run", None) and b.get("status") in merge.BAD:
+            report["failing_unchecked_before"].append({"id": cid, "was": a.get("status"), "status": b.get("status"),
+                                                       "error": b.get("error"), "mismatches": b.get("mismatches")})
         elif not was and not now and "not-run" not in (a.get("status"), b.get("status")) \
                 and _pattern(a) != _pattern(b):
             report["changed_failures"].append({"id": cid, "old": _pattern(a)[:4], "new": _pattern(b)[:4]})
     report["common"] = len(set(old) & set(new))
-    report["regressed"] = bool(report["newly_failing"] or report["changed_failures"] or report["missing_in_new"]
-                               or report["no_longer_run"])
+    lost = bool(report["missing_in_new"] or report["no_longer_run"])
+    report["notes"] = []
+    if lost and accept_lost_coverage:
+        report["notes"].append(f"lost coverage accepted: {len(report['missing_in_new'])} cases missing in new, "
+                               f"{len(report['no_longer_run'])} passed before and are not run now")
+    report["accept_lost_coverage"] = accept_lost_coverage
+    report["regressed"] = bool(report["newly_failing"] or report["changed_failures"]
+                               or report["failing_unchecked_before"] or (lost and not accept_lost_coverage))
     return report
 
 
@@ -61,12 +79,13 @@ def render(report: dict, limit: int = 20) -> str:
         lines.append("environment:")
         lines += [f"  {k:<20} {v[0]} -> {v[1]}" for k, v in env.items()]
     rows = [("newly failing", report["newly_failing"]), ("failure changed", report["changed_failures"]),
+            ("failing, unchecked before", report["failing_unchecked_before"]),
             ("missing in new", report["missing_in_new"]), ("no longer run", report["no_longer_run"]),
             ("newly passing", report["newly_passing"]),
             ("only in new", report["new_cases"])]
-    lines.append(f"  {'':<16}{'count':>5}")
-    lines += [f"  {name:<16}{len(items):>5}" for name, items in rows]
-    for name, items in rows[:4]:
+    lines.append(f"  {'':<26}{'count':>5}")
+    lines += [f"  {name:<26}{len(items):>5}" for name, items in rows]
+    for name, items in rows[:5]:
         for it in items[:limit]:
             if isinstance(it, str):
                 lines.append(f"  {name}: {it}")
@@ -76,11 +95,15 @@ def render(report: dict, limit: int = 20) -> str:
                       f"expected {m.get('expected')} got {m.get('got')}") if m else ""
                 lines.append(f"  {name}: {it['id']} [{it['status']}, {it['mismatches']} mismatches]{at}"
                              f"{' ' + it['error'] if it.get('error') else ''}")
+            elif name == "failing, unchecked before":
+                lines.append(f"  {name}: {it['id']} [{it['status']}] was {it['was'] or 'absent'}"
+                             f"{' ' + it['error'] if it.get('error') else ''}")
             elif name == "no longer run":
                 lines.append(f"  {name}: {it['id']} passed before, now not run: {it['reason']}")
             else:
                 lines.append(f"  {name}: {it['id']} {it['old']} -> {it['new']}")
         if len(items) > limit:
             lines.append(f"  ... {len(items) - limit} more {name} (use --json for all)")
+    lines += [f"note: {n}" for n in report.get("notes", [])]
     lines.append("REGRESSED" if report["regressed"] else "no regression")
     return "\n".join(lines)

@@ -13,6 +13,8 @@ import socket
 import subprocess
 from pathlib import Path
 
+from harness.enums import Status
+
 SCHEMA = 1
 
 
@@ -107,7 +109,7 @@ def _drop_partial_last_line(path: Path) -> None:
 
 
 _KINDS = ("environment", "case", "summary", "diagnosis")
-_STATUSES = ("pass", "fail", "timeout", "fault", "compile-error", "not-run")
+_STATUSES = Status.values()
 # optional case fields and the JSON types they may hold (None is always allowed)
 _CASE_FIELDS = {"mismatches": int, "first_mismatches": list, "error": str, "reason": str, "seed": int}
 

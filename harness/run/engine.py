@@ -9,6 +9,15 @@ The bulky data goes through files in a spool directory (/dev/shm where it has ro
 process, which only dispatches and writes. A launch that faults or hangs is bisected in fresh workers on the
 same GPU down to the cases that do (`run_isolated`); every other case still gets its result. The engine never
 asks which family it runs: it calls the family's prepare and readback by the kernel's family name.
+
+Bisection is bounded so that a sweep in which every launch faults (a broken driver, a planted bug in a
+descriptor encoder) still ends in bounded time with every case accounted for (`IsolationBudget`):
+  * per kernel, at most MAX_ISOLATION_LAUNCHES failed launches;
+  * per kernel, faults are "widespread" once WIDESPREAD_SINGLES single-case launches have faulted and no
+    sub-launch of that kernel has come back: bisecting further would only launch each case alone;
+  * per sweep, at most MAX_ISOLATION_FAILURES_TOTAL failed isolation launches in all;
+when a bound is reached, the cases of the faulting launch not yet isolated are recorded with the launch's
+status (fault or timeout) and an `error` saying that they were not launched alone and why (`isolated: false`).
 """
 from __future__ import annotations
 
@@ -29,6 +38,8 @@ from harness.run.worker import GpuWorker, LaunchFailed, wait_any
 
 SPOOL_SUFFIXES = (".npz", ".exp.pkl", ".out.npz")
 MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded
+WIDESPREAD_SINGLES = 4  # per kernel: this many cases faulting alone, and no sub-launch coming back: stop
+MAX_ISOLATION_FAILURES_TOTAL = 96  # per sweep: failed isolation launches in all, over every kernel and GPU
 DEFAULT_BACKEND = "harness.run.launch"
 
 
@@ -84,30 +95,73 @@ def spool_dir() -> str | None:
     return None
 
 
+class IsolationBudget:
+    """Failed launches bisection may still spend: `total` over the sweep (shared by every kernel), and
+    `per_kernel` for each kernel's faulting launch."""
+
+    def __init__(self, total: int = MAX_ISOLATION_FAILURES_TOTAL, per_kernel: int = MAX_ISOLATION_LAUNCHES,
+                 widespread: int = WIDESPREAD_SINGLES):
+        self.total, self.per_kernel, self.widespread = total, per_kernel, widespread
+        self.spent = 0  # failed isolation launches so far, every kernel
+
+    def exhausted(self) -> bool:
+        return self.spent >= self.total
+
+
 def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: LaunchInput, cubin_path: str,
-                 timeout: float, log=print, first_error: LaunchFailed | None = None) -> list[dict]:
+                 timeout: float, log=print, first_error: LaunchFailed | None = None,
+                 budget: IsolationBudget | None = None) -> list[dict]:
     """Launch every case at once (unless `first_error` says that launch already failed); if it faults or
-    hangs, bisect to the cases that do, so every other case still gets its result."""
+    hangs, bisect to the cases that do, so every other case still gets its result, within `budget` (a fresh
+    one, i.e. this kernel alone, if not given). Every case gets a record, launched alone or not."""
     family = families.get(kernel.family)
     launch = LaunchInput.load(launch)
-    budget = [MAX_ISOLATION_LAUNCHES]
+    budget = budget or IsolationBudget()
+    mine = {"failed": 0, "singles": 0, "ok": 0}  # this kernel: failed sub-launches, cases faulting alone, answers
 
-    def go(idx: list[int], error: LaunchFailed | None = None) -> list[dict]:
+    def stop_reason() -> str | None:
+        if budget.exhausted():
+            return (f"the sweep's isolation budget of {budget.total} failed launches is spent, so the rest of this "
+                    f"kernel's faulting launch was not bisected")
+        if mine["failed"] >= budget.per_kernel:
+            return f"isolation of this kernel stopped after {budget.per_kernel} failed launches"
+        if mine["singles"] >= budget.widespread and mine["ok"] == 0:
+            return (f"faults are widespread in this kernel: {mine['singles']} cases faulted alone and no launch of "
+                    f"it came back, so the rest were not launched alone")
+        return None
+
+    def unisolated(idx: list[int], e: LaunchFailed, why: str) -> list[dict]:
+        return [case_record(expectations[j].case.id, kernel, e.status, isolated=False,
+                            error=f"{e} (in a launch of {len(idx)} cases that {e.status}ed as a whole; not launched "
+                                  f"alone: {why})") for j in idx]
+
+    def go(idx: list[int], error: LaunchFailed | None = None, first: bool = False) -> list[dict]:
+        why = None if first else stop_reason()
+        if why is not None:  # a bound was reached before this launch: record without launching
+            return unisolated(idx, pending[0], why)
         try:
             if error is not None:
                 raise error
             outputs = worker.run(cubin_path, kernel.name, launch.subset(idx), timeout)
+            mine["ok"] += 1
             return family.readback(kernel, [expectations[j] for j in idx], outputs)
         except LaunchFailed as e:
-            budget[0] -= 1
-            if len(idx) == 1 or budget[0] <= 0:
-                note = "" if len(idx) == 1 else f" (isolation stopped after {MAX_ISOLATION_LAUNCHES} failed launches)"
-                return [case_record(expectations[j].case.id, kernel, e.status, error=str(e) + note) for j in idx]
+            pending[0] = e
+            if error is None:  # the first launch was the engine's, not isolation's
+                mine["failed"] += 1
+                budget.spent += 1
+            if len(idx) == 1:
+                mine["singles"] += 1
+                return [case_record(expectations[j].case.id, kernel, e.status, error=str(e)) for j in idx]
+            why = stop_reason()
+            if why is not None:
+                return unisolated(idx, e, why)
             log(f"{kernel.name}: launch of {len(idx)} cases failed ({e.status}: {str(e)[:120]}); isolating")
             half = len(idx) // 2
             return go(idx[:half]) + go(idx[half:])
 
-    return go(list(range(launch.cases)), first_error)
+    pending: list[LaunchFailed | None] = [first_error]
+    return go(list(range(launch.cases)), first_error, first=True)
 
 
 class Engine:
@@ -115,8 +169,10 @@ class Engine:
     contexts come up meanwhile; `begin` hands it the jobs to prepare, `run` drives them. `devices` pairs
     each GPU index with its arch: a job goes only to a GPU of its kernel's arch."""
 
-    def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND):
+    def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND,
+                 isolation: IsolationBudget | None = None):
         self.devices, self.backend = devices, backend
+        self.isolation = isolation or IsolationBudget()
         self.nworkers = max(1, workers or os.cpu_count() or 1)
         self.gpu_workers = [GpuWorker(d, backend) for d, _ in devices]
         self.arch_of = {w: str(a) for w, (_, a) in zip(self.gpu_workers, devices)}
@@ -184,10 +240,10 @@ class Engine:
                 reads.append((pool.submit(readback_job, job.kernel, stem, w.device), job, w.device, tk))
                 return
             ti = time.time()
-            isolator = GpuWorker(w.device, self.backend)
+            isolator = GpuWorker(w.device, self.backend)  # starts only if bisection launches
             try:
                 recs = run_isolated(isolator, job.kernel, load_expectations(stem), LaunchInput.load(stem + ".npz"),
-                                    cubins[job.kernel.name], timeout, log, first_error=error)
+                                    cubins[job.kernel.name], timeout, log, first_error=error, budget=self.isolation)
             finally:
                 isolator.close()
                 remove(stem)
@@ -224,5 +280,6 @@ class Engine:
             complete(*harvest(wait_any(list(in_flight))))
         drain(block=True)
         timing = {k: round(v, 2) for k, v in timing.items()}
+        timing["isolation_failed_launches"] = self.isolation.spent
         timing["gpu_worker_s"] = round(sum(w.gpu_s for w in self.gpu_workers), 2)
         return timing

@@ -1,39 +1,133 @@
 """What GPU (if any) is present, and which arch's cases it can run.
 
-Nothing here raises when there is no GPU or no driver: callers get None and a one-line reason.
+Start-up tells three states apart (`state()`):
+  * no GPU: CUDA says there is no device or no driver, and nvidia-smi lists none (a CPU machine, CI):
+    every case is recorded not-run with the reason;
+  * a usable GPU (of some arch: a case needs a GPU of its kernel's arch, else it is not-run with the reason);
+  * a GPU present but unusable: CUDA fails with anything but "no device / no driver" (getDeviceCount or
+    getDeviceProperties raise), or nvidia-smi lists GPUs while CUDA finds none. The sweep then records every
+    case as `error` with the message and exits 4: an unusable GPU must not look like "nothing to run here".
+Nothing here raises: callers get None, a count of 0 or a one-line reason.
 """
 from __future__ import annotations
 
+import subprocess
+from dataclasses import dataclass
 from functools import lru_cache
 
 ARCH_OF_CC = {(9, 0): "sm_90a", (10, 0): "sm_100a", (10, 3): "sm_103a"}
 
+# CUDA runtime errors that mean "no GPU here" rather than "a GPU that does not work"
+NO_DEVICE_ERRORS = {100: "cudaErrorNoDevice", 35: "cudaErrorInsufficientDriver"}
+
+
+def _runtime():
+    """CuPy's CUDA runtime module (the one place this module touches CUDA; tests replace it)."""
+    import cupy as cp
+    return cp.cuda.runtime
+
+
+def _nvidia_smi_gpus() -> list[str]:
+    """The GPUs nvidia-smi lists ('GPU 0: NVIDIA H100 ...'), [] when it is absent or lists none."""
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+    except Exception:
+        return []
+    return [ln.strip() for ln in out.stdout.splitlines() if ln.strip().startswith("GPU ")] \
+        if out.returncode == 0 else []
+
+
+def _is_no_device(e: BaseException) -> bool:
+    status = getattr(e, "status", None)
+    return status in NO_DEVICE_ERRORS or any(name in str(e) for name in NO_DEVICE_ERRORS.values())
+
+
+def _describe(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}".strip()
+
+
+@dataclass(frozen=True)
+class GpuState:
+    kind: str  # "none", "usable" or "unusable"
+    count: int = 0  # devices CUDA lists (0 unless usable)
+    infos: tuple = ()  # device_info of each, when usable
+    reason: str | None = None  # why none / why unusable
+
+    @property
+    def unusable(self) -> bool:
+        return self.kind == "unusable"
+
+
+def _info(rt, index: int) -> dict:
+    props = rt.getDeviceProperties(index)
+    cc = (props["major"], props["minor"])
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    uuid = props.get("uuid", b"")
+    uuid = "GPU-" + bytes(uuid).hex() if isinstance(uuid, (bytes, bytearray)) and uuid else ""
+    return {"index": index, "name": name, "compute_capability": f"{cc[0]}.{cc[1]}", "arch": ARCH_OF_CC.get(cc),
+            "uuid": uuid, "multiprocessors": props["multiProcessorCount"],
+            "driver": rt.driverGetVersion(), "runtime": rt.runtimeGetVersion()}
+
+
+@lru_cache(maxsize=None)
+def state() -> GpuState:
+    """Which of the three start-up states this machine is in (asked once per process)."""
+    try:
+        rt = _runtime()
+    except Exception as e:  # no CuPy (or no CUDA build of it): a GPU only if nvidia-smi says one is here
+        listed = _nvidia_smi_gpus()
+        if listed:
+            return GpuState("unusable", reason=f"nvidia-smi lists {len(listed)} GPU(s) ({listed[0]}) but CuPy "
+                                               f"cannot be imported: {_describe(e)}")
+        return GpuState("none", reason=f"no CUDA device or driver (CuPy unavailable: {_describe(e)})")
+    try:
+        n = rt.getDeviceCount()
+    except Exception as e:
+        if not _is_no_device(e):
+            return GpuState("unusable", reason=f"cudaGetDeviceCount failed: {_describe(e)}")
+        listed = _nvidia_smi_gpus()
+        if listed:
+            return GpuState("unusable", reason=f"nvidia-smi lists {len(listed)} GPU(s) ({listed[0]}) but CUDA "
+                                               f"finds none: {_describe(e)}")
+        return GpuState("none", reason=f"no CUDA device or driver ({_describe(e)})")
+    if n == 0:
+        listed = _nvidia_smi_gpus()
+        if listed:
+            return GpuState("unusable", reason=f"nvidia-smi lists {len(listed)} GPU(s) ({listed[0]}) but CUDA "
+                                               f"finds none")
+        return GpuState("none", reason="no CUDA device")
+    infos = []
+    for i in range(n):
+        try:
+            infos.append(_info(rt, i))
+        except Exception as e:
+            return GpuState("unusable", reason=f"cudaGetDeviceProperties({i}) failed: {_describe(e)}")
+    return GpuState("usable", n, tuple(infos))
+
+
+def reset() -> None:
+    """Forget what was found (tests that stand in for CUDA call this)."""
+    state.cache_clear()
+    device_count.cache_clear()
+    device_info.cache_clear()
+
+
+def unusable() -> str | None:
+    """Why the GPU that is here cannot be used; None when there is none or it works."""
+    st = state()
+    return st.reason if st.unusable else None
+
 
 @lru_cache(maxsize=None)
 def device_count() -> int:
-    try:
-        import cupy as cp
-        return cp.cuda.runtime.getDeviceCount()
-    except Exception:  # no driver, no device, no CuPy build for it: all mean "no GPU here"
-        return 0
+    """Usable devices; 0 when there is none, and when the one there is is unusable (see `unusable`)."""
+    return state().count
 
 
 @lru_cache(maxsize=None)
 def device_info(index: int = 0) -> dict | None:
-    try:
-        import cupy as cp
-        if cp.cuda.runtime.getDeviceCount() <= index:
-            return None
-        props = cp.cuda.runtime.getDeviceProperties(index)
-        cc = (props["major"], props["minor"])
-        name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
-        uuid = props.get("uuid", b"")
-        uuid = "GPU-" + bytes(uuid).hex() if isinstance(uuid, (bytes, bytearray)) and uuid else ""
-        return {"index": index, "name": name, "compute_capability": f"{cc[0]}.{cc[1]}", "arch": ARCH_OF_CC.get(cc),
-                "uuid": uuid, "multiprocessors": props["multiProcessorCount"],
-                "driver": cp.cuda.runtime.driverGetVersion(), "runtime": cp.cuda.runtime.runtimeGetVersion()}
-    except Exception:  # no driver, no device, no CuPy build for it: all mean "no GPU here"
-        return None
+    st = state()
+    return dict(st.infos[index]) if 0 <= index < st.count else None
 
 
 def skip_reason(*archs: str) -> str | None:

@@ -1,0 +1,82 @@
+"""Mass faults: a sweep in which every launch faults ends in bounded time with every case accounted for.
+
+The backend is a stand-in on which every launch faults (tests/simulated/faulting_device.py) on three fake
+devices. Bisection of each faulting launch is bounded per kernel (widespread faults stop it early) and over
+the whole sweep (IsolationBudget.total): the launches are counted, the wall time is bounded, and every case has
+exactly one record, `fault`, saying whether it was launched alone and if not why."""
+import time
+
+from harness import plan
+from harness.run.engine import Engine, IsolationBudget, Job
+
+BACKEND = "tests.simulated.faulting_device"
+WORK = plan.make(plan.Selection(families=("wgmma",), kinds=("f16", "s8", "tf32"), n_values=(8, 16),
+                                a_srcs=("SS",))).work
+
+
+def test_every_launch_faults_bounded_and_every_case_accounted_for(tmp_path, monkeypatch):
+    log = tmp_path / "launches.txt"
+    monkeypatch.setenv("TC_SIM_LAUNCH_LOG", str(log))
+    jobs = [Job(k, tuple(cs)) for k, cs in WORK]
+    ncases = sum(len(cs) for _, cs in WORK)
+    assert len(jobs) >= 6 and ncases >= 100
+    total = 10
+    emitted, logs = [], []
+    t = time.time()
+    engine = Engine([(0, "sm_90a"), (1, "sm_90a"), (2, "sm_90a")], workers=2, backend=BACKEND,
+                    isolation=IsolationBudget(total=total, per_kernel=24, widespread=2))
+    try:
+        engine.begin(jobs)
+        timing = engine.run({j.kernel.name: "unused.cubin" for j in jobs}, 20.0, emitted.extend, logs.append)
+    finally:
+        engine.close()
+    wall = time.time() - t
+    launches = log.read_text().splitlines()
+    # one launch per kernel, then at most `total` failed isolation launches over the whole sweep
+    assert len(launches) <= len(jobs) + total, launches
+    assert timing["isolation_failed_launches"] <= total
+    assert wall < 120, wall
+    ids = [r["id"] for r in emitted]
+    assert sorted(ids) == sorted(c.id for _, cs in WORK for c in cs)  # every case once
+    assert {r["status"] for r in emitted} == {"fault"}
+    alone = [r for r in emitted if r.get("isolated") is not False]
+    not_alone = [r for r in emitted if r.get("isolated") is False]
+    assert alone and not_alone and len(alone) <= total
+    assert all("illegal instruction" in r["error"] for r in emitted)
+    assert any("widespread" in r["error"] for r in not_alone)
+    assert any("isolation budget" in r["error"] for r in not_alone)  # later kernels: nothing left to bisect with
+
+
+def test_a_planted_fault_among_passing_cases_is_still_isolated_within_the_budget():
+    """The bounds do not cost a genuine single fault its isolation (passthrough device: one trap planted)."""
+    import dataclasses
+    kernel, cases = WORK[0]
+    planted = dataclasses.replace(cases[5], inject="trap")
+    jobs = [Job(kernel, tuple(cases[:5] + [planted] + cases[6:]))]
+    emitted = []
+    engine = Engine([(0, "sm_90a")], workers=2, backend="tests.simulated.passthrough_device",
+                    isolation=IsolationBudget(total=10, per_kernel=24, widespread=2))
+    try:
+        engine.begin(jobs)
+        engine.run({kernel.name: "unused.cubin"}, 20.0, emitted.extend, lambda m: None)
+    finally:
+        engine.close()
+    by_id = {r["id"]: r for r in emitted}
+    assert by_id[planted.id]["status"] == "fault" and by_id[planted.id].get("isolated") is not False
+    assert len(by_id) == len(cases) and all(r["status"] != "fault" for i, r in by_id.items() if i != planted.id)
+
+
+def test_the_benchmarks_planted_fault_points_every_cta_past_its_image_buffer():
+    """benchmarks/fault_everywhere.py (for benchmarks/bench_faults.py on a GPU): its plant, on the CPU."""
+    import numpy as np
+
+    from benchmarks.fault_everywhere import FAR, plant
+    from harness.run.engine import prepare
+    kernel, cases = WORK[0]
+    inp, _ = prepare(kernel, cases[:3])
+    before = inp.params.copy()
+    planted = plant(inp)
+    assert (planted.params["image_offset"] == FAR).all() and FAR > planted.images.size + (1 << 30)
+    assert (planted.params["inject"] != 0).all()
+    assert np.array_equal(planted.params["image_bytes"], before["image_bytes"])
+    assert (before["image_offset"] + before["image_bytes"] <= inp.images.size).all()
