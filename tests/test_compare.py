@@ -107,3 +107,12 @@ def test_a_case_that_passed_and_is_now_not_run_is_a_regression(tmp_path):
     r = compare.compare(old, new)
     assert r["no_longer_run"] == [{"id": "b", "reason": "needs a sm_90a GPU"}] and r["regressed"]
     assert not compare.compare(new, new)["regressed"]
+
+
+def test_a_case_gone_that_never_ran_is_listed_but_loses_no_coverage(tmp_path):
+    old = write(tmp_path / "old.jsonl", {}, [case("a"), case("t", "not-run", reason="needs B200"), case("p")])
+    new = write(tmp_path / "new.jsonl", {}, [case("a")])
+    r = compare.compare(old, new)
+    assert r["dropped_not_run"] == ["t"] and r["missing_in_new"] == ["p"] and r["regressed"]
+    r2 = compare.compare(old, write(tmp_path / "n2.jsonl", {}, [case("a"), case("p")]))
+    assert r2["dropped_not_run"] == ["t"] and not r2["regressed"]

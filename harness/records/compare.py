@@ -34,7 +34,11 @@ def compare(old_path, new_path, accept_lost_coverage: bool = False) -> dict:
     new_env, new, _, _ = merge.merge(new_path if isinstance(new_path, (list, tuple)) else [new_path])
     name = lambda p: " + ".join(map(str, p)) if isinstance(p, (list, tuple)) else str(p)
     report = {"old": name(old_path), "new": name(new_path), "newly_failing": [], "newly_passing": [],
-              "changed_failures": [], "missing_in_new": sorted(set(old) - set(new)),
+              "changed_failures": [],
+              # a case that ran before and is gone is lost coverage; one never run anywhere (a plan that dropped
+              # an illegal shape, say) loses nothing and is listed apart
+              "missing_in_new": sorted(c for c in set(old) - set(new) if old[c].get("status") != "not-run"),
+              "dropped_not_run": sorted(c for c in set(old) - set(new) if old[c].get("status") == "not-run"),
               "new_cases": sorted(set(new) - set(old)), "environment": {}}
     for key in sorted((set(old_env) | set(new_env)) - _VOLATILE):
         if old_env.get(key) != new_env.get(key):
@@ -81,6 +85,7 @@ def render(report: dict, limit: int = 20) -> str:
     rows = [("newly failing", report["newly_failing"]), ("failure changed", report["changed_failures"]),
             ("failing, unchecked before", report["failing_unchecked_before"]),
             ("missing in new", report["missing_in_new"]), ("no longer run", report["no_longer_run"]),
+            ("gone, never run", report["dropped_not_run"]),
             ("newly passing", report["newly_passing"]),
             ("only in new", report["new_cases"])]
     lines.append(f"  {'':<26}{'count':>5}")
