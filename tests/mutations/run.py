@@ -62,9 +62,9 @@ MUTATIONS = [
     ("tcgen05_desc_base_offset_bit", "tcgen05 smem descriptor: base offset one bit too high",
      "            | d.base_offset << 49\n            | (1 if d.lbo_mode", "            | d.base_offset << 50\n            | (1 if d.lbo_mode"),
     ("idesc_n_field_shift", "instruction descriptor: N>>3 one bit too high",
-     "(d.n >> 3) << 17", "(d.n >> 3) << 18"),
+     "((d.n >> 3) & 0x3F) << 17", "((d.n >> 3) & 0x3F) << 18"),
     ("idesc_m_field_shift", "instruction descriptor: M>>4 one bit too low",
-     "v |= (d.m >> 4) << 24", "v |= (d.m >> 4) << 23"),
+     "v |= ((d.m >> 4) & 0x1F) << 24", "v |= ((d.m >> 4) & 0x1F) << 23"),
     # ---- element types and the reference (harness/spec/dtypes.py, families/wgmma/reference.py)
     ("tf32_low_bits_kept", "tf32: the low 13 mantissa bits not ignored when the tensor core reads",
      "            b = b & np.uint64(~((1 << self.ignored_low_bits) - 1) & 0xFFFFFFFF)\n", "            b = b\n"),
