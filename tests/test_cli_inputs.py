@@ -335,3 +335,12 @@ def test_a_record_cut_short_by_a_kill_is_left_out_and_resume_cuts_it_off(tmp_pat
     g.write_text(text + '{"type": "case", "id": "d", "status": "pass"\n')  # a whole line that is broken: refused
     with pytest.raises(results.ResultsFileError, match=f"{g}:5: not JSON Lines"):
         results.load(g)
+
+
+def test_a_run_folder_leaves_out_timing_bench_files(tmp_path):
+    from harness.records import results
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("sweep.jsonl", "bench-h100.jsonl", "probe-addresses.jsonl"):
+        (run / name).write_text("")
+    assert [p.name for p in results.expand_run([run])] == ["sweep.jsonl"]

@@ -191,14 +191,15 @@ def load(path: Path) -> tuple[dict, dict[str, dict], dict | None]:
 
 
 def is_sweep_file(p: Path) -> bool:
-    """A folder's results files that make up its run: not a probe's (probe-*.jsonl) nor a merge's output."""
-    return p.suffix == ".jsonl" and not p.name.startswith(("probe-", "merged"))
+    """A folder's results files that make up its run: not a probe's (probe-*.jsonl), a timing bench's
+    (bench-*.jsonl: `python -m harness bench compare` reads those) nor a merge's output."""
+    return p.suffix == ".jsonl" and not p.name.startswith(("probe-", "bench-", "merged"))
 
 
 def expand_run(paths) -> list[Path]:
     """The results files that `paths` name, for merge and compare: a file stands for itself; a directory for one
-    run, its sweep results: every *.jsonl in it except probe-*.jsonl (probe runs, which are no sweep) and
-    merged*.jsonl (a merge's output, which repeats its inputs) - unless merged files are all it holds. Sorted;
+    run, its sweep results: every *.jsonl in it except probe-*.jsonl (probe runs, which are no sweep),
+    bench-*.jsonl (instruction timing) and merged*.jsonl (a merge's output, which repeats its inputs) - unless merged files are all it holds. Sorted;
     ResultsFileError when a name is not there or a directory holds no results file."""
     out: list[Path] = []
     for p in map(Path, paths):
