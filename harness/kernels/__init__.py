@@ -14,6 +14,7 @@ def template(name: str) -> str:
 
 def fill(text: str, **parts: str) -> str:
     parts.setdefault("SMEM_WINDOW", template("smem_window.cuh"))
+    parts.setdefault("DEVICE_HELPERS", template("device_helpers.cuh"))
     for k, v in parts.items():
         text = text.replace("{{" + k + "}}", str(v))
     if "{{" in text:

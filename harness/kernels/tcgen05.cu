@@ -33,15 +33,7 @@ struct CaseParams {
     unsigned int spin_limit;          // mbarrier polls before giving up (status 1)
 };
 
-__device__ __forceinline__ unsigned int smem_u32(const void* p) {
-    return (unsigned int)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ unsigned int cluster_rank() {
-    unsigned int r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
+{{DEVICE_HELPERS}}
 
 extern "C" __global__ void __launch_bounds__(128, 1) {{CLUSTER_ATTR}}
 {{KERNEL_NAME}}(const unsigned char* __restrict__ images, const CaseParams* __restrict__ params,

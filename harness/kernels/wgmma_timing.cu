@@ -32,23 +32,7 @@ struct TimingParams {
     unsigned int sink;           // never set by the host: keeps the accumulators live
 };
 
-__device__ __forceinline__ unsigned long long clk() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) :: "memory");
-    return t;
-}
-
-__device__ __forceinline__ unsigned long long gtimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
-    return t;
-}
-
-__device__ __forceinline__ unsigned int smid() {
-    unsigned int r;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
-    return r;
-}
+{{DEVICE_HELPERS}}
 
 #define MMA(DESC_A, DESC_B) {{MMA_BODY}}
 
