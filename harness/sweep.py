@@ -146,6 +146,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
     if cfg.out_path:
         env = results.environment([d for d, _ in devs])
         env["gpu_state"] = "unusable" if problem else ("usable" if devs else gpu.state().kind)
+        env["gpus_requested"] = cfg.gpus
         if problem:
             env["gpu_error"] = problem
         writer = results.ResultsWriter(cfg.out_path, env, resume=cfg.resume)
