@@ -81,3 +81,17 @@ def test_a_simulated_sweep_writes_only_documented_fields(monkeypatch, tmp_path):
     assert raw[0]["schema"] == results.SCHEMA and "cuda_visible_devices" in raw[0] and "gpus_requested" in raw[0]
     assert any("kernel_s" in r for r in recs.values())
     assert undocumented(raw) == set()
+
+
+def test_a_failing_case_and_its_diagnosis_write_only_documented_fields(monkeypatch, tmp_path):
+    p = plan.make(plan.Selection(families=("wgmma",), kinds=("f16",), n_values=(32,), a_srcs=("RS",),
+                                 dtypes=("f16",), match="B:K/128B"), {"wgmma": "sm_90a"})
+    kernel, cases = p.work[0]
+    p = Plan([(kernel, cases[:3])])
+    simsweep.warm_wgmma_oracle(p)
+    monkeypatch.setenv("TC_SIM_BUG", "swizzle")  # the simulated hardware swizzles 128B tiles like 64B
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    summary, recs, raw, _ = simsweep.sweep(p, tmp_path / "r.jsonl", diagnose=1)
+    assert summary["fail"] and any(r["type"] == "diagnosis" for r in raw)
+    assert any(r.get("first_mismatches") for r in recs.values())
+    assert undocumented(raw) == set()
