@@ -364,7 +364,8 @@ def _shard(text: str | None):
 
 def _check_gpus(spec: str) -> None:
     """Refuse a bad --gpus before compiling: its spelling always, and where GPUs are visible, a GPU that is not
-    there or (named by index) one of an arch the harness does not run on; nothing named is dropped silently."""
+    there or (named by index) one of an arch the harness does not run on; nothing named is dropped silently.
+    `all` is never refused: on a node whose GPUs the harness cannot use, every case is recorded not run (exit 3)."""
     from harness.enums import Arch
     from harness.run import gpu
     try:
@@ -378,7 +379,7 @@ def _check_gpus(spec: str) -> None:
                     raise UsageError(f"sweep: --gpus {spec}: GPU {other[0]} is {info.get('name')} (compute "
                                      f"capability {info.get('compute_capability')}), not one the harness runs on "
                                      f"({', '.join(Arch.values())})")
-            if not any(gpu.select(spec, arch) for arch in Arch.values()):
+            if how != "all" and not any(gpu.select(spec, arch) for arch in Arch.values()):
                 raise UsageError(f"sweep: --gpus {spec}: none of those GPUs is one the harness runs on "
                                  f"({', '.join(Arch.values())})")
     except gpu.GpuSelectionError as e:

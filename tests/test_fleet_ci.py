@@ -232,3 +232,11 @@ def test_a_sweep_draws_the_bar_on_a_terminal_and_lines_elsewhere(tmp_path, monke
         text = stream.getvalue()
         assert ("\r" in text) == bar and "plan:" in text
         assert (f"{summary['cases']}/{summary['cases']} cases 100%" in text) == bar
+
+
+def test_gpus_all_is_never_refused(four_gpus, monkeypatch, tmp_path):
+    monkeypatch.setattr(gpu, "device_info", lambda index=0: {"index": index, "name": "NVIDIA A100", "arch": None,
+                                                             "compute_capability": "8.0"} if index < 4 else None)
+    monkeypatch.setattr(sweep, "run", lambda sel, cfg: {"cases": 1, "not-run": 1, "ran": 0})
+    assert cli.main(["sweep", "--gpus", "all", "--out", str(tmp_path / "r.jsonl")]) == ExitCode.NOTHING_RAN
+    assert cli.main(["sweep", "--gpus", "count:2", "--out", str(tmp_path / "r.jsonl")]) == ExitCode.USAGE
