@@ -1,4 +1,4 @@
-"""python -m harness {sweep, compare, merge, probe, desc, idesc, zmask, layout}
+"""python -m harness {sweep, compare, merge, junit, probe, desc, idesc, zmask, layout}
 
 Exit status (harness.enums.ExitCode): 0 all passed / nothing regressed; 1 a case failed, faulted, timed out or
 did not compile, compare found a regression, merge a disagreement, or a decoded descriptor breaks a rule;
@@ -311,6 +311,9 @@ def cmd_sweep(a) -> int:
             results.load(out)
         except results.ResultsFileError as e:
             raise UsageError(f"sweep: {e}") from None
+    junit = _out_file("sweep", "--junit", a.junit)
+    if junit is not None and junit.resolve() == out.resolve():
+        raise UsageError(f"sweep: --junit {a.junit} is the --out file; give the XML its own name")
     shard = _shard(a.shard)
     _check_gpus(a.gpus)
     try:
@@ -324,8 +327,16 @@ def cmd_sweep(a) -> int:
     except sweep.SweepError as e:
         raise UsageError(f"sweep: {e}") from None
     code = sweep.exit_code(summary)
+    if junit is not None:
+        from harness.records import junit as junit_xml, results
+        try:
+            junit_xml.convert(out, junit)
+        except (results.ResultsFileError, OSError) as e:  # the sweep ran: say so, keep its status
+            print(f"sweep: --junit {a.junit}: not written: {e}", file=sys.stderr)
+            code = max(code, ExitCode.FAILED)
     if a.json:
-        print(json.dumps({**summary, "results": str(out), "exit": int(code)}, indent=2, default=str))
+        print(json.dumps({**summary, "results": str(out), **({"junit": str(junit)} if junit else {}),
+                          "exit": int(code)}, indent=2, default=str))
         return code
     for e in summary.get("compile_errors", []):
         print(f"NVRTC rejected {e['kernel']} for {e['arch']} ({e['cases']} cases); source and log: "
@@ -352,18 +363,27 @@ def _shard(text: str | None):
 
 
 def _check_gpus(spec: str) -> None:
-    """Refuse a bad --gpus before compiling; device numbers are checked only where a GPU is."""
+    """Refuse a bad --gpus before compiling: its spelling always, and where GPUs are visible, a GPU that is not
+    there or (named by index) one of an arch the harness does not run on; nothing named is dropped silently.
+    `all` is never refused: on a node whose GPUs the harness cannot use, every case is recorded not run (exit 3)."""
     from harness.enums import Arch
     from harness.run import gpu
-    if not (spec == "all" or spec.isdigit() or all(x.strip().isdigit() for x in spec.split(","))):
-        raise UsageError(f"sweep: --gpus {spec!r}: use 'all', a count, or a comma list such as 0,1")
-    if gpu.device_count():
-        try:
-            if spec != "all" and not any(gpu.select(spec, arch) for arch in Arch.values()):
+    try:
+        how, _ = gpu.parse_gpus(spec)
+        if gpu.device_count():
+            picked = gpu.chosen(spec)
+            if how == "indices":
+                other = [i for i in picked if (gpu.device_info(i) or {}).get("arch") not in Arch.values()]
+                if other:
+                    info = gpu.device_info(other[0]) or {}
+                    raise UsageError(f"sweep: --gpus {spec}: GPU {other[0]} is {info.get('name')} (compute "
+                                     f"capability {info.get('compute_capability')}), not one the harness runs on "
+                                     f"({', '.join(Arch.values())})")
+            if how != "all" and not any(gpu.select(spec, arch) for arch in Arch.values()):
                 raise UsageError(f"sweep: --gpus {spec}: none of those GPUs is one the harness runs on "
                                  f"({', '.join(Arch.values())})")
-        except gpu.GpuSelectionError as e:
-            raise UsageError(f"sweep: {e}") from None
+    except gpu.GpuSelectionError as e:
+        raise UsageError(f"sweep: {e}") from None
 
 
 def _results_files(cmd: str, items) -> list[Path]:
@@ -459,6 +479,27 @@ def cmd_compare(a) -> int:
     return ExitCode.FAILED if report["regressed"] else ExitCode.OK
 
 
+def cmd_junit(a) -> int:
+    from harness.records import junit, results
+    out = _out_file("junit", "--out", a.out)
+    src = Path(a.results)
+    if "," in a.results or src.is_dir():
+        raise UsageError(f"junit: {a.results}: give one results file (merge a run's files first)")
+    if not src.is_file():
+        raise UsageError(f"junit: {a.results}: no such results file")
+    if src.resolve() == out.resolve():
+        raise UsageError(f"junit: --out {a.out} is the results file; write the XML elsewhere")
+    try:
+        totals = junit.convert(src, out)
+    except results.ResultsFileError as e:
+        raise UsageError(f"junit: {e}") from None
+    except OSError as e:
+        raise UsageError(f"junit: --out {a.out}: cannot write: {e.strerror or e}") from None
+    _print({**totals, "out": str(out)}, a.json, f"{totals['tests']} test cases ({totals['failures']} failures, "
+           f"{totals['errors']} errors, {totals['skipped']} skipped) -> {out}")
+    return ExitCode.OK
+
+
 def cmd_report(a) -> int:
     from harness.records import report, results
     try:
@@ -504,7 +545,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=_count, help="parallel compile processes, at least 1 (default: all cores)")
     s.add_argument("--timeout", type=_seconds, default=30.0, help="seconds before a launch counts as hung "
                                                                   "(default 30)")
-    s.add_argument("--gpus", default="all", help="'all' (default: every visible GPU), a count, or a list 0,1")
+    s.add_argument("--gpus", default="all", help="'all' (default: every visible GPU), device indices such as 0 "
+                                                "or 0,1, or count:N (the first N); indices count within "
+                                                "CUDA_VISIBLE_DEVICES")
+    s.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case, one testsuite "
+                                                   "per family) to FILE (its folder is created)")
     s.add_argument("--shard", metavar="I/N", help="run only kernel shard I of N (one per node of a fleet)")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.set_defaults(fn=cmd_sweep)
@@ -534,6 +579,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--accept-lost-coverage", action="store_true",
                    help="cases missing from new, or passing before and not run now, are a note, not a regression")
     c.set_defaults(fn=cmd_compare)
+
+    j = sub.add_parser("junit", help="JUnit XML from a results file (one testcase per case)")
+    j.add_argument("results", help="a results file (JSON Lines)")
+    j.add_argument("--out", required=True, help="the XML file (its folder is created)")
+    j.add_argument("--json", action="store_true", help="print the totals as JSON")
+    j.set_defaults(fn=cmd_junit)
 
     from harness.timing import cli as timing_cli  # python -m harness bench [compare]
     timing_cli.add_parser(sub)
@@ -644,7 +695,7 @@ def main(argv=None) -> int:
         if extra:
             raise UsageError(f"{cmd}: unrecognized arguments: {' '.join(extra)}")
         if not getattr(args, "fn", None):
-            raise UsageError("harness: give a command: sweep, compare, merge, probe, desc, idesc, zmask or layout")
+            raise UsageError("harness: give a command: sweep, compare, merge, junit, probe, desc, idesc, zmask or layout")
         return int(args.fn(args))
     except UsageError as e:
         print(_one_line(str(e)), file=sys.stderr)

@@ -22,6 +22,17 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def _terminal(log):
+    """The sweep's messages and progress: with the default log (stderr) a Progress (a bar on a terminal, plain
+    lines elsewhere); with a caller's log, that log and no bar."""
+    from harness.progress import Progress
+    if log is _log:
+        return Progress(sys.stderr)
+    prog = Progress(stream=None, bar=False)
+    prog.log = log
+    return prog
+
+
 @dataclass(frozen=True)
 class SweepConfig:
     out_path: Path | None = None
@@ -75,6 +86,8 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
     """Compile, run and read back a plan; then probe up to `cfg.diagnose` cases that did not do what the model
     says, and record (and draw) what the hardware read instead."""
     t0 = time.time()
+    progress = _terminal(log)
+    log = progress.log
     problem = gpu.unusable()
     if problem:
         devs = []
@@ -94,9 +107,11 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
     own_engine = None
     if engine is None and runnable:
         engine = own_engine = Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total))
+    progress.start(sum(len(cs) for _, cs in work))
     try:
-        return _execute(p, work, runnable, cfg, log, plan_s, engine, devs, t0, problem)
+        return _execute(p, work, runnable, cfg, log, plan_s, engine, devs, t0, problem, progress)
     finally:
+        progress.close()
         if own_engine is not None:
             own_engine.close()
 
@@ -113,7 +128,8 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
     return compiled
 
 
-def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, devs, t0, problem=None) -> dict:
+def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, devs, t0, problem=None,
+             progress=None) -> dict:
     """Every case of `work` gets a record in the results file (written however little runs), and the file
     ends with the summary. `problem`: the GPU here is unusable (gpu.unusable()): nothing is compiled or
     launched, every case is recorded `error` with the message, and the summary carries it."""
@@ -146,6 +162,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
     if cfg.out_path:
         env = results.environment([d for d, _ in devs])
         env["gpu_state"] = "unusable" if problem else ("usable" if devs else gpu.state().kind)
+        env["gpus_requested"] = cfg.gpus
         if problem:
             env["gpu_error"] = problem
         writer = results.ResultsWriter(cfg.out_path, env, resume=cfg.resume)
@@ -163,6 +180,8 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
                 suspects.append((next(k for k in run_set if k.name == r["kernel"]), r["id"]))
         if writer:
             writer.write_cases(recs)
+        if progress is not None:
+            progress.update(recs)
 
     not_run: dict[str, int] = {}
     for k, cs in work:

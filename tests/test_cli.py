@@ -78,7 +78,7 @@ def test_zmask():
       "16", "--sbo", "256"], "unknown element type"),
     (["sweep", "--n", "12"], "--n 12: no case of the selected families has it (they have 8, 16, 24, 32, ..., 248, 256)"),
     (["sweep", "--family", "f64"], "invalid choice"),
-    (["sweep", "--gpus", "0,x"], "use 'all', a count, or a comma list"),
+    (["sweep", "--gpus", "0,x"], "use 'all', device indices such as 0 or 0,1, or count:N"),
     (["sweep", "--shard", "4/4"], "need 0 <= I < N"),
     (["sweep", "--shard", "half"], "write I/N"),
     (["nonsense"], "invalid choice"),

@@ -15,7 +15,7 @@ from harness.records import results
 from test_compare import FAIL, case, write
 
 
-COMMANDS = ("sweep", "compare", "merge", "probe", "desc", "idesc", "zmask", "layout")
+COMMANDS = ("sweep", "compare", "merge", "junit", "probe", "desc", "idesc", "zmask", "layout")
 
 
 class Reached(Exception):

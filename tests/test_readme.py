@@ -2,7 +2,7 @@
 machine without a GPU.
 
 Lines run in this process (harness.cli.main), from the repository root, verbatim except for where they write:
-  - `--out FILE` and `--png FILE` are redirected to the same file name in a temporary folder, and a `sweep` or
+  - `--out FILE`, `--png FILE` and `--junit FILE` are redirected to the same file name in a temporary folder, and a `sweep` or
     `probe` line without `--out` gets `--out TMP/<command>.jsonl` (the README's default, results/scratch/ under the
     current folder, is checked by name only);
   - a `sweep` line with no selection filter gets `--family tcgen05 --kind f16 --cta-group 1` (three kernels), so
@@ -53,7 +53,7 @@ def split(line: str) -> tuple[list[str], str]:
 
 def adapt(argv: list[str], tmp: Path) -> list[str]:
     out = list(argv)
-    for flag in ("--out", "--png"):
+    for flag in ("--out", "--png", "--junit"):
         if flag in out:
             i = out.index(flag) + 1
             out[i] = str(tmp / Path(out[i]).name)
@@ -74,7 +74,8 @@ def expected(argv: list[str], comment: str) -> int:
 
 def test_the_commands_section_has_a_line_for_every_command():
     cmds = {split(line)[0][0] for line in LINES}
-    assert cmds >= {"sweep", "compare", "merge", "probe", "desc", "idesc", "zmask", "layout", "--version"}
+    assert cmds >= {"sweep", "compare", "merge", "junit", "probe", "desc", "idesc", "zmask", "layout",
+                    "--version"}
 
 
 @pytest.mark.parametrize("line", LINES)

@@ -1,4 +1,6 @@
-"""Results files: JSON Lines, one record per line, appended as each batch finishes.
+"""Results files: JSON Lines, one record per line, appended as each batch finishes. Every record type and field,
+the status vocabulary and the exit codes are documented in docs/results-schema.md (tests/test_results_schema.py
+keeps it complete).
 
 Line 1 is {"type": "environment", ...}; then {"type": "case", ...} per case; a run that finishes writes a
 last {"type": "summary", ...}. A run killed part way keeps every case it finished.
@@ -15,7 +17,8 @@ from pathlib import Path
 
 from harness.enums import Status
 
-SCHEMA = 1
+SCHEMA = 2  # docs/results-schema.md; 2 added cuda_visible_devices and gpus_requested (environment), kernel_s (case)
+READABLE_SCHEMAS = (1, 2)  # committed baselines are schema 1: still read
 
 
 def environment(devices: list[int] | None = None, seed_note: str = "per-case seeds: crc32 of the case id") -> dict:
@@ -24,7 +27,8 @@ def environment(devices: list[int] | None = None, seed_note: str = "per-case see
     from harness.run import compile as nvrtc, gpu
     env = {"type": "environment", "schema": SCHEMA, "harness": __version__,
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-           "host": socket.gethostname(), "python": platform.python_version(), "seed": seed_note}
+           "host": socket.gethostname(), "python": platform.python_version(), "seed": seed_note,
+           "cuda_visible_devices": gpu.visible_devices()}
     for mod in ("numpy", "ml_dtypes", "cupy"):
         try:
             env[mod] = __import__(mod).__version__
@@ -111,7 +115,8 @@ def _drop_partial_last_line(path: Path) -> None:
 _KINDS = ("environment", "case", "summary", "diagnosis")
 _STATUSES = Status.values()
 # optional case fields and the JSON types they may hold (None is always allowed)
-_CASE_FIELDS = {"mismatches": int, "first_mismatches": list, "error": str, "reason": str, "seed": int}
+_CASE_FIELDS = {"mismatches": int, "first_mismatches": list, "error": str, "reason": str, "seed": int,
+                "kernel_s": (int, float)}
 
 
 def _check(path, n: int, rec) -> dict:
@@ -185,8 +190,9 @@ def load(path: Path) -> tuple[dict, dict[str, dict], dict | None]:
                 cases[rec["id"]].setdefault("diagnosis", []).append(rec)
     if env is None:
         raise ResultsFileError(f"{path}: empty")
-    if env.get("schema") != SCHEMA:
-        raise ResultsFileError(f"{path}: schema {env.get('schema')!r} is not this harness's schema {SCHEMA}"[:300])
+    if env.get("schema") not in READABLE_SCHEMAS:
+        raise ResultsFileError(f"{path}: schema {env.get('schema')!r} is not this harness's schema {SCHEMA} "
+                               f"(it reads {', '.join(map(str, READABLE_SCHEMAS))})"[:300])
     return env, cases, summary
 
 

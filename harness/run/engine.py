@@ -215,9 +215,12 @@ class Engine:
         def finished(recs, job, device, t):
             done[0] += 1
             nfail = sum(r["status"] != Status.PASS for r in recs)
+            took = time.time() - t
+            for r in recs:  # the kernel's launch-to-records time (queueing, launch, read-back; bisection included)
+                r["kernel_s"] = round(took, 3)
             emit(recs)
             log(f"[{done[0]}/{launched}] {job.kernel.name}: {len(recs)} cases, {nfail} not passing "
-                f"(GPU {device}, {time.time() - t:.2f}s)")
+                f"(GPU {device}, {took:.2f}s)")
 
         def drain(block: bool = False):
             t = time.time()

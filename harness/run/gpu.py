@@ -146,27 +146,57 @@ class GpuSelectionError(ValueError):
     pass
 
 
-def select(spec: str, arch: str) -> list[int]:
-    """Device indices for `--gpus`: 'all' (every visible GPU of the arch), a count 'N' (the first N), or a
-    comma list '0,2'. Indices are CUDA's, after CUDA_VISIBLE_DEVICES (so under Slurm, the job's GPUs)."""
+GPUS_HELP = ("'all' (every visible GPU), device indices such as 0 or 0,1, or count:N (the first N visible); "
+             "indices count within CUDA_VISIBLE_DEVICES")
+
+
+def parse_gpus(spec: str) -> tuple[str, object]:
+    """`--gpus` as ('all', None), ('count', N) or ('indices', [i, ...]); GpuSelectionError for anything else.
+    A bare number is a device index (`--gpus 2` is GPU 2, never "two GPUs"): a count is spelled count:N."""
+    text = spec.strip()
+    if text == "all":
+        return "all", None
+    if text.startswith("count:"):
+        n = text[len("count:"):].strip()
+        if not n.isdigit() or int(n) < 1:
+            raise GpuSelectionError(f"--gpus {spec!r}: count:N needs a whole number N of at least 1, e.g. count:2")
+        return "count", int(n)
+    parts = [x.strip() for x in text.split(",")]
+    if not text or not all(x.isdigit() for x in parts):
+        raise GpuSelectionError(f"--gpus {spec!r}: use 'all', device indices such as 0 or 0,1, or count:N")
+    idx = [int(x) for x in parts]
+    if len(set(idx)) != len(idx):
+        raise GpuSelectionError(f"--gpus {spec}: a GPU is listed twice")
+    return "indices", idx
+
+
+def visible_devices() -> str | None:
+    """CUDA_VISIBLE_DEVICES as set for this process (None when unset). CUDA applies it before the harness sees a
+    device, so every index here is a position in that list; the environment record keeps it."""
+    import os
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def chosen(spec: str) -> list[int]:
+    """Every device index `--gpus` names, whatever its arch; GpuSelectionError for a GPU that is not there."""
     n = device_count()
-    spec = spec.strip()
-    if spec == "all":
-        idx = list(range(n))
-    elif spec.isdigit():
-        if int(spec) < 1:
-            raise GpuSelectionError("--gpus: give at least one GPU")
-        if int(spec) > n:
-            raise GpuSelectionError(f"--gpus {spec}: only {n} GPU(s) visible")
-        idx = list(range(int(spec)))
-    else:
-        try:
-            idx = [int(x) for x in spec.split(",")]
-        except ValueError:
-            raise GpuSelectionError(f"--gpus {spec!r}: use 'all', a count, or a comma list such as 0,1") from None
-        bad = [i for i in idx if not 0 <= i < n]
-        if bad:
-            raise GpuSelectionError(f"--gpus: no GPU {bad[0]} ({n} visible)")
-        if len(set(idx)) != len(idx):
-            raise GpuSelectionError("--gpus: a GPU is listed twice")
-    return [i for i in idx if (device_info(i) or {}).get("arch") == arch]
+    how, val = parse_gpus(spec)
+    where = f" (CUDA_VISIBLE_DEVICES={visible_devices()})" if visible_devices() is not None else ""
+    if how == "all":
+        return list(range(n))
+    if how == "count":
+        if val > n:
+            raise GpuSelectionError(f"--gpus {spec}: only {n} GPU(s) visible{where}")
+        return list(range(val))
+    bad = [i for i in val if not 0 <= i < n]
+    if bad:
+        raise GpuSelectionError(f"--gpus {spec}: no GPU {bad[0]} ({n} visible{where}, numbered 0..{n - 1})"
+                                if n else f"--gpus {spec}: no GPU {bad[0]} (none visible{where})")
+    return val
+
+
+def select(spec: str, arch: str) -> list[int]:
+    """Device indices for `--gpus` of one arch: 'all' (every visible GPU of the arch), indices '2' or '0,2',
+    or 'count:N' (the first N visible). Indices are CUDA's, after CUDA_VISIBLE_DEVICES (under Slurm, the job's
+    GPUs)."""
+    return [i for i in chosen(spec) if (device_info(i) or {}).get("arch") == arch]

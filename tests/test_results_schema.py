@@ -1,0 +1,97 @@
+"""docs/results-schema.md documents every field a sweep writes: a sweep on a simulated GPU (a planted fault, a
+planted misreading with its diagnosis, tcgen05 recorded not run) and the committed sweep results must use no field
+the document does not list, and it names every Status and ExitCode."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from harness import plan
+from harness.enums import ExitCode, Status
+from harness.plan import Plan
+from harness.records import results
+from tests.run import simsweep
+from tests.simulated import fake_gpus
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "results-schema.md"
+
+
+def documented() -> dict[str, set[str]]:
+    """record type -> the fields its table lists (nested ones as parent.child)."""
+    out, kind = {}, None
+    for line in DOC.read_text().splitlines():
+        m = re.match(r"### (\w+)", line)
+        if m:
+            kind = m.group(1)
+            out[kind] = set()
+        elif kind and line.startswith("| `"):
+            out[kind] |= set(re.findall(r"`([\w.-]+)`", line.split("|")[1]))
+    return out
+
+
+def fields(rec: dict, kind: str) -> set[str]:
+    names = set(rec)
+    for k in ("gpus", "first_mismatches"):
+        if isinstance(rec.get(k), list):
+            names |= {f"{k}.{sub}" for item in rec[k] if isinstance(item, dict) for sub in item}
+    if kind == "summary" and isinstance(rec.get("timing"), dict):
+        names |= {f"timing.{sub}" for sub in rec["timing"]}
+    return names
+
+
+def undocumented(records) -> set[str]:
+    doc, missing = documented(), set()
+    for r in records:
+        kind = r["type"]
+        missing |= {f"{kind}.{f}" for f in fields(r, kind) - doc.get(kind, set())}
+    return missing
+
+
+def test_the_doc_names_the_schema_status_and_exit_codes():
+    text = DOC.read_text()
+    assert f"schema {results.SCHEMA}" in text and results.SCHEMA in results.READABLE_SCHEMAS
+    assert 1 in results.READABLE_SCHEMAS  # the committed baselines
+    for s in Status:
+        assert f"| `{s}` |" in text, s
+    for c in ExitCode:
+        assert f"| {int(c)} | `{c.name}` |" in text, c
+
+
+@pytest.mark.parametrize("path", sorted(p for p in (ROOT / "results").glob("*/*.jsonl")
+                                        if results.is_sweep_file(p)), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_committed_sweep_files_use_only_documented_fields(path):
+    assert undocumented(json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()) == set()
+
+
+def test_a_simulated_sweep_writes_only_documented_fields(monkeypatch, tmp_path):
+    p = plan.make(plan.Selection(families=("wgmma",), kinds=("s8",), n_values=(8,), a_srcs=("SS",)),
+                  {"wgmma": "sm_90a"})
+    kernel, cases = p.work[0]
+    cases = cases[:4]
+    simsweep.warm_wgmma_oracle(Plan([(kernel, cases)]))
+    monkeypatch.setenv("TC_SIM_FAULTS", f"{kernel.name}:#{simsweep.case_fingerprint(kernel, cases[1])}:trap")
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    tc = plan.make(plan.Selection(families=("tcgen05",), kinds=("f16",), cta_groups=(1,)), {})
+    summary, recs, raw, _ = simsweep.sweep(Plan([(kernel, cases)] + tc.work[:1]), tmp_path / "r.jsonl")
+    kinds = {r["type"] for r in raw}
+    statuses = {r["status"] for r in recs.values()}
+    assert {"environment", "case", "summary"} <= kinds and {"pass", "fault", "not-run"} <= statuses
+    assert raw[0]["schema"] == results.SCHEMA and "cuda_visible_devices" in raw[0] and "gpus_requested" in raw[0]
+    assert any("kernel_s" in r for r in recs.values())
+    assert undocumented(raw) == set()
+
+
+def test_a_failing_case_and_its_diagnosis_write_only_documented_fields(monkeypatch, tmp_path):
+    p = plan.make(plan.Selection(families=("wgmma",), kinds=("f16",), n_values=(32,), a_srcs=("RS",),
+                                 dtypes=("f16",), match="B:K/128B"), {"wgmma": "sm_90a"})
+    kernel, cases = p.work[0]
+    p = Plan([(kernel, cases[:3])])
+    simsweep.warm_wgmma_oracle(p)
+    monkeypatch.setenv("TC_SIM_BUG", "swizzle")  # the simulated hardware swizzles 128B tiles like 64B
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    summary, recs, raw, _ = simsweep.sweep(p, tmp_path / "r.jsonl", diagnose=1)
+    assert summary["fail"] and any(r["type"] == "diagnosis" for r in raw)
+    assert any(r.get("first_mismatches") for r in recs.values())
+    assert undocumented(raw) == set()
