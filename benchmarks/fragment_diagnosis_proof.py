@@ -94,6 +94,9 @@ def run_one(key, edit, cases, cubin_of, worker, timeout, png_dir, log) -> dict:
             "named": named, "seconds": round(time.time() - t, 2)}
 
 
+PICTURED = {("D:slots^2", "SS"), ("A:slots^4", "RS")}  # the two examples
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="results/fragment-diagnosis-proof.jsonl")
@@ -101,6 +104,10 @@ def main(argv=None) -> int:
     ap.add_argument("--max-cases", type=int, default=120, help="ordinary cases per kernel (every variant first)")
     ap.add_argument("--simulated", action="store_true", help="run on the simulated wgmma device (CPU)")
     ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--png-all", action="store_true",
+                    help="draw pictures for every edit (default: only D:slots^2 and A:slots^4, the issue's examples)")
+    ap.add_argument("--budget-s", type=float, default=225.0,
+                    help="stop planting new edits after this many seconds (those left count as not named)")
     args = ap.parse_args(argv)
     ss, rs = forms.KernelKey("f16", args.n, "f32", "SS"), forms.KernelKey("f16", args.n, "f16", "RS")
     keys = [ss, rs, FP.sibling(rs)]
@@ -122,7 +129,15 @@ def main(argv=None) -> int:
     try:
         with out.open("w") as fh:
             for key, edit in plan:
-                rec = run_one(key, edit, cases[key], cubin_of, worker, args.timeout, png_dir,
+                if time.time() - t0 > args.budget_s:
+                    rec = {"kernel": key.name, "edit": edit.id if edit else None, "named": False,
+                           "error": f"not run: past the {args.budget_s:g} s budget"}
+                    fh.write(json.dumps(rec) + "\n")
+                    ok = False
+                    print(f"BAD {key.name} {rec['edit']}: {rec['error']}", flush=True)
+                    continue
+                draw = args.png_all or (edit is not None and (edit.id, key.a_src) in PICTURED)
+                rec = run_one(key, edit, cases[key], cubin_of, worker, args.timeout, png_dir if draw else None,
                               lambda m: print(m, flush=True))
                 fh.write(json.dumps(rec) + "\n")
                 fh.flush()
