@@ -117,3 +117,50 @@ def test_family_diagnose_adds_fragment_records_and_a_picture(monkeypatch, tmp_pa
     acc = [r for r in recs if r.get("probe") == "accumulator"]
     assert acc and acc[0]["edit"] == "D:slots^2" and acc[0]["png"].endswith(".png")
     assert (tmp_path / acc[0]["png"].split("/")[-1]).exists()
+
+
+def _mutated(name: str):
+    """harness/spec/fragments.py with one of tests/mutations/run.py's fragment mutations applied, as a module."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "mutations"))
+    try:
+        from run import MUTATIONS
+    finally:
+        sys.path.pop(0)
+    _, _, old, new = next(m for m in MUTATIONS if m[0] == name)
+    src = Path(fragments.__file__).read_text()
+    assert src.count(old) == 1
+    spec = importlib.util.spec_from_loader(f"mutated_{name}", loader=None)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclass looks its module up
+    exec(compile(src.replace(old, new), f"<{name}>", "exec"), mod.__dict__)
+    return mod
+
+
+MUTATED = [  # the mutation run's fragment bugs, as written there, and what the diagnosis must name
+    ("wgmma_d_register_pairs_swapped", SS, "wgmma_d_fragment", "D:slots^2", "rows r and r+8 swapped"),
+    ("wgmma_d_f16_halves_swapped", RS, "wgmma_d_fragment", "D:slots^1", "16-bit halves of every D register"),
+    ("wgmma_a_k_halves_swapped", RS, "wgmma_a_fragment", "A:slots^4", "k and k+8 swapped"),
+    ("wgmma_a_8bit_k_halves_swapped", RS8, "wgmma_a_fragment", "A:slots^8", "k and k+16 swapped"),
+]
+
+
+@pytest.mark.parametrize("name,key,fn,edit,words", MUTATED, ids=[m[0] for m in MUTATED])
+def test_the_mutation_runs_fragment_bugs_are_named(monkeypatch, name, key, fn, edit, words):
+    monkeypatch.setattr(fragments, fn, getattr(_mutated(name), fn))
+    _clear()
+    recs = diagnose(key)
+    r = next(r for r in recs if r["status"] == "fail")
+    assert r["edit"] == edit and words in r["summary"], r["summary"]
+
+
+def test_a_fragment_no_edit_explains_is_said(monkeypatch):
+    """tf32 A rows chosen by the K half: two slots claim one element; no single edit, and the record says so."""
+    monkeypatch.setattr(fragments, "wgmma_a_fragment", getattr(_mutated("wgmma_a_tf32_rows_by_k"), "wgmma_a_fragment"))
+    _clear()
+    recs = diagnose(forms.KernelKey("tf32", 16, "f32", "RS"))
+    bad = [r for r in recs if r["status"] != "pass"]
+    assert bad and all(r.get("explanation") is None for r in bad), [r["summary"] for r in recs]
+    assert any("no single edit of the catalogue" in r["summary"] for r in bad)
