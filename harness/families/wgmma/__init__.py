@@ -53,10 +53,14 @@ class WgmmaFamily:
         # as the model says is most likely a fragment the model has wrong
         frag = fragments_probe.diagnose([c for c in cases if not c.control], self._sibling_cubins(kernel, cubin_path),
                                         worker, timeout, png_dir)
-        bad_d = {r["id"] for r in frag if r["probe"] == "accumulator" and r["status"] == "fail"}
-        for r in recs:  # the address probe decodes D through the model's fragment
-            if r["id"] in bad_d:
-                r["caveat"] = "the accumulator probe found the model's D fragment wrong: this address map was decoded through it"
+        bad = {}
+        for r in frag:
+            if r["status"] == "fail":
+                bad.setdefault(r["id"], []).append(r["operand"])
+        for r in recs:  # the address probe decodes D, and packs an RS form's one-hot A, through the model's fragments
+            if r["id"] in bad:
+                r["caveat"] = (f"the fragment probe found the model's {' and '.join(bad[r['id']])} fragment wrong: "
+                               "this address map went through it")
         return recs + frag
 
     @staticmethod
