@@ -1,7 +1,6 @@
 """Fragment probes (harness/diagnosis/fragments_probe.py) against the simulated wgmma device, whose register
 fragments come from CuTe DSL (tests/simulated/oracle_cache.py), not from harness.spec.fragments. Each edit of the
 catalogue is planted in the *model* (the device stays right), and the diagnosis must name it."""
-import numpy as np
 import pytest
 
 from harness.diagnosis import fragments_probe as FP

@@ -383,7 +383,7 @@ def analyse(key: wgmma.KernelKey, jobs: list[Job], regs: np.ndarray) -> Finding:
     if ma is not None:
         for e in edits("A", a_slots(v.atype)):
             hyps.append((e, md, e.apply(ma)))
-    matched, seen = [], []
+    matched = []
     for e, d, a in hyps:
         if e is not None and np.array_equal(d[0], md[0]) and np.array_equal(d[1], md[1]) and (
                 a is None or (np.array_equal(a[0], ma[0]) and np.array_equal(a[1], ma[1]))):

@@ -14,7 +14,6 @@ Covers what probe.py covers (cta_group::1 without .ws, kinds tf32, f16, f8f6f4 8
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 
