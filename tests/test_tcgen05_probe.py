@@ -61,7 +61,10 @@ def test_faithful_device_reads_every_operand_as_the_model(worker):
     for c in FAITHFUL:
         by_form.setdefault(c.form, []).append(c)
     for cs in by_form.values():
-        recs = diagnose(cs, worker)
+        every = diagnose(cs, worker)
+        tmem = [r for r in every if r.get("probe") == "tmem-d"]  # where D sits in Tensor Memory (tmem_probe.py)
+        assert len(tmem) == len(cs) and all(r["status"] == "pass" for r in tmem), tmem
+        recs = [r for r in every if r.get("probe") != "tmem-d"]
         assert len(recs) == 2 * len(cs), recs
         for r in recs:
             assert r["status"] == "pass" and r["reads_as_model"] and r["reads_as_intended"], r

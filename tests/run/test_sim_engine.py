@@ -100,8 +100,12 @@ def test_a_swizzle_disagreement_is_diagnosed_as_a_swizzle(monkeypatch, tmp_path)
     fake_gpus.install(monkeypatch, ["sm_90a"])
     summary, recs, raw, _ = simsweep.sweep(p, tmp_path / "r.jsonl", diagnose=2)
     assert summary["fail"] == len(recs) > 0
-    diags = [r for r in raw if r.get("type") == "diagnosis"]
-    assert diags and summary["diagnosed"] == len(diags)
+    every = [r for r in raw if r.get("type") == "diagnosis"]
+    assert every and summary["diagnosed"] == len(every)
+    diags = [r for r in every if not r.get("probe")]  # the address probe's
+    frags = [r for r in every if r.get("probe")]  # the fragment probes': a swizzle bug is no fragment's
+    assert diags and {r["probe"] for r in frags} == {"accumulator", "a-registers"}
+    assert all(r["status"] == "pass" for r in frags), [r["summary"] for r in frags]
     for d in diags:
         assert d["id"] in recs and d["operand"] == "B" and d["reads_as_model"] is False
         assert "swizzle" in d["summary"] and "64B" in d["summary"], d["summary"]

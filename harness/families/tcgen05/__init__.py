@@ -56,9 +56,12 @@ class Tcgen05Family:
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
         """The address probe (probe.py): per (case, operand), where the tensor core read each element from
         (shared-memory byte, or TMEM lane and column for A of a TS form), against the model and the intended
-        layout; 'not-probed' records, with the reason, for what the probe does not cover."""
-        from harness.families.tcgen05 import probe
-        return probe.diagnose(kernel, cases, cubin_path, worker, timeout, png_dir)
+        layout; 'not-probed' records, with the reason, for what the probe does not cover; then the Tensor Memory
+        probe of D (tmem_probe.py) for the cases that are not negative controls."""
+        from harness.families.tcgen05 import probe, tmem_probe
+        recs = probe.diagnose(kernel, cases, cubin_path, worker, timeout, png_dir)
+        # and where D sits in Tensor Memory (probe 'tmem-d'), for the failing cases that are not controls
+        return recs + tmem_probe.diagnose(kernel, [c for c in cases if not c.control], cubin_path, worker, timeout)
 
 
 FAMILY = Tcgen05Family()

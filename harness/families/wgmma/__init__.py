@@ -47,8 +47,36 @@ class WgmmaFamily:
         return {}
 
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
-        from harness.diagnosis import diagnose
-        return diagnose.diagnose(cases, lambda _key: cubin_path, worker, timeout, png_dir)
+        from harness.diagnosis import diagnose, fragments_probe
+        recs = diagnose.diagnose(cases, lambda _key: cubin_path, worker, timeout, png_dir)
+        # the register fragments too (accumulator; A registers of RS forms): a failing case whose operands read
+        # as the model says is most likely a fragment the model has wrong
+        frag = fragments_probe.diagnose([c for c in cases if not c.control], self._sibling_cubins(kernel, cubin_path),
+                                        worker, timeout, png_dir)
+        bad = {}
+        for r in frag:
+            if r["status"] == "fail":
+                bad.setdefault(r["id"], []).append(r["operand"])
+        for r in recs:  # the address probe decodes D, and packs an RS form's one-hot A, through the model's fragments
+            if r["id"] in bad:
+                r["caveat"] = (f"the fragment probe found the model's {' and '.join(bad[r['id']])} fragment wrong: "
+                               "this address map went through it")
+        return recs + frag
+
+    @staticmethod
+    def _sibling_cubins(kernel: Kernel, cubin_path):
+        """cubin_of(key) for the fragment probe: this kernel's cubin, or its SS sibling's (compiled, or taken
+        from the cache, on demand; a simulated device's path names the kernel, so the sibling's is derived)."""
+        def cubin_of(key):
+            if key == kernel.form:
+                return cubin_path
+            if kernel.name in str(cubin_path) and "/nonexistent/" in str(cubin_path):
+                return str(cubin_path).replace(kernel.name, key.name)
+            from harness.families.wgmma import kernel as wk
+            from harness.run import compile as nvrtc
+            got = nvrtc.compile_many([nvrtc.CompileJob(key.name, wk.source(key), str(kernel.arch))])[0]
+            return str(got.cubin_path)
+        return cubin_of
 
 
 FAMILY = WgmmaFamily()

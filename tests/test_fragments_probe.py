@@ -1,0 +1,165 @@
+"""Fragment probes (harness/diagnosis/fragments_probe.py) against the simulated wgmma device, whose register
+fragments come from CuTe DSL (tests/simulated/oracle_cache.py), not from harness.spec.fragments. Each edit of the
+catalogue is planted in the *model* (the device stays right), and the diagnosis must name it."""
+import pytest
+
+from harness.diagnosis import fragments_probe as FP
+from harness.families import wgmma as wgmma_family
+from harness.families.wgmma import cases as C, forms, readback
+from harness.spec import fragments
+from tests.simulated import wgmma_device
+
+SS = forms.KernelKey("f16", 64, "f32", "SS")
+RS = forms.KernelKey("f16", 64, "f16", "RS")
+RS8 = forms.KernelKey("s8", 32, "s32", "RS")
+
+
+class InProcess:
+    """A GPU worker that runs the simulated device in this process (the model's plant stays out of it: the
+    device reads its fragments from the CuTe DSL cache)."""
+    def run(self, cubin_path, name, launch, timeout):
+        return wgmma_device.run(cubin_path, name, launch)
+
+
+def _clear():
+    for f in (fragments.wgmma_d_fragment, fragments.wgmma_a_fragment, readback._d_owner, readback._d_gather):
+        if hasattr(f, "cache_clear"):
+            f.cache_clear()
+
+
+def plant(monkeypatch, edit: FP.Edit):
+    """The model's fragment becomes edit(true fragment), cached lookups cleared."""
+    orig = fragments.wgmma_d_fragment if edit.operand == "D" else fragments.wgmma_a_fragment
+    _clear()
+
+    def edited(*args):
+        f = orig(*args)
+        slots = (FP.Slots("D", f.row.shape[1], f.bits, f.regs_per_thread))
+        row, col = edit.apply(FP.as_slots(f, slots))
+        return fragments.Fragment(row, col, f.reg, f.shift, f.bits, f.regs_per_thread)
+    monkeypatch.setattr(fragments, "wgmma_d_fragment" if edit.operand == "D" else "wgmma_a_fragment", edited)
+    _clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    _clear()
+    yield
+    _clear()
+
+
+def diagnose(key):
+    return FP.diagnose([_Named(key)], lambda k: f"/nonexistent/simulated/{k.name}.cubin", InProcess(), 30)
+
+
+class _Named:
+    def __init__(self, key):
+        self.key, self.id, self.control = key, f"probe-{key.name}", ""
+
+
+def test_faithful_model_passes_both_probes():
+    for key in (SS, RS, RS8):
+        recs = diagnose(key)
+        assert {r["probe"] for r in recs} == ({"accumulator"} if key.a_src == "SS" else {"accumulator", "a-registers"})
+        assert all(r["status"] == "pass" and r["wrong"] == 0 for r in recs), recs
+
+
+def _cases():
+    out = []
+    for key in (SS, RS):
+        out += [(key, e) for e in FP.edits("D", FP.d_slots(key))]
+    for key in (RS, RS8):
+        at = forms.variants(key)[0].atype
+        out += [(key, e) for e in FP.edits("A", FP.a_slots(at))]
+    return out
+
+
+@pytest.mark.parametrize("key,edit", _cases(), ids=lambda x: x.id if isinstance(x, FP.Edit) else x.name)
+def test_planted_edit_is_named(monkeypatch, key, edit):
+    plant(monkeypatch, edit)
+    recs = diagnose(key)
+    named = [r for r in recs if r.get("edit") == edit.id or edit.id in r.get("equivalent_edits", [])]
+    assert named, [r["summary"] for r in recs]
+    r = named[0]
+    assert r["status"] == "fail" and r["operand"] == edit.operand and r["wrong"] > 0
+    assert r["explanation"] in r["summary"]
+    others = [x for x in recs if x is not r]
+    assert all(x["status"] == "pass" for x in others), [x["summary"] for x in others]
+
+
+def test_summary_words_for_the_issue_examples(monkeypatch):
+    d = next(e for e in FP.edits("D", FP.d_slots(SS)) if e.id == "D:slots^2")
+    plant(monkeypatch, d)
+    r = diagnose(SS)[0]
+    assert "D registers 0-1 and 2-3 of every thread exchanged" in r["summary"]
+    assert "rows r and r+8 swapped" in r["summary"]
+    monkeypatch.undo()
+    _clear()
+    a = next(e for e in FP.edits("A", FP.a_slots("f16")) if e.id == "A:slots^4")
+    plant(monkeypatch, a)
+    r = next(x for x in diagnose(RS) if x["probe"] == "a-registers")
+    assert "A registers 0-1 and 2-3 of every thread exchanged" in r["summary"] and "k and k+8 swapped" in r["summary"]
+
+
+def test_family_diagnose_adds_fragment_records_and_a_picture(monkeypatch, tmp_path):
+    d = next(e for e in FP.edits("D", FP.d_slots(SS)) if e.id == "D:slots^2")
+    plant(monkeypatch, d)
+    case = next(c for c in C.cases_for_key(SS, ("exact",), False) if c.a.layout.swizzle == "none")
+    from harness.families.wgmma import reference
+    prep = reference.prepare(case)
+    from harness.families.wgmma import kernel as wk
+    out = wgmma_device.run("x", SS.name, wk.pack([prep]))["d_out"]
+    rec = readback.diff_launch([prep.slim()], out)[0]
+    assert rec["status"] == "fail"  # the planted model makes an ordinary case fail
+    recs = wgmma_family.FAMILY.diagnose(wgmma_family.FAMILY.kernel_of(SS), [case],
+                                        f"/nonexistent/simulated/{SS.name}.cubin", InProcess(), 30, tmp_path)
+    acc = [r for r in recs if r.get("probe") == "accumulator"]
+    assert acc and acc[0]["edit"] == "D:slots^2" and acc[0]["png"].endswith(".png")
+    assert (tmp_path / acc[0]["png"].split("/")[-1]).exists()
+
+
+def _mutated(name: str):
+    """harness/spec/fragments.py with one of tests/mutations/run.py's fragment mutations applied, as a module."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "mutations"))
+    try:
+        from run import MUTATIONS
+    finally:
+        sys.path.pop(0)
+    _, _, old, new = next(m for m in MUTATIONS if m[0] == name)
+    src = Path(fragments.__file__).read_text()
+    assert src.count(old) == 1
+    spec = importlib.util.spec_from_loader(f"mutated_{name}", loader=None)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclass looks its module up
+    exec(compile(src.replace(old, new), f"<{name}>", "exec"), mod.__dict__)
+    return mod
+
+
+MUTATED = [  # the mutation run's fragment bugs, as written there, and what the diagnosis must name
+    ("wgmma_d_register_pairs_swapped", SS, "wgmma_d_fragment", "D:slots^2", "rows r and r+8 swapped"),
+    ("wgmma_d_f16_halves_swapped", RS, "wgmma_d_fragment", "D:slots^1", "16-bit halves of every D register"),
+    ("wgmma_a_k_halves_swapped", RS, "wgmma_a_fragment", "A:slots^4", "k and k+8 swapped"),
+    ("wgmma_a_8bit_k_halves_swapped", RS8, "wgmma_a_fragment", "A:slots^8", "k and k+16 swapped"),
+]
+
+
+@pytest.mark.parametrize("name,key,fn,edit,words", MUTATED, ids=[m[0] for m in MUTATED])
+def test_the_mutation_runs_fragment_bugs_are_named(monkeypatch, name, key, fn, edit, words):
+    monkeypatch.setattr(fragments, fn, getattr(_mutated(name), fn))
+    _clear()
+    recs = diagnose(key)
+    r = next(r for r in recs if r["status"] == "fail")
+    assert r["edit"] == edit and words in r["summary"], r["summary"]
+
+
+def test_a_fragment_no_edit_explains_is_said(monkeypatch):
+    """tf32 A rows chosen by the K half: two slots claim one element; no single edit, and the record says so."""
+    monkeypatch.setattr(fragments, "wgmma_a_fragment", getattr(_mutated("wgmma_a_tf32_rows_by_k"), "wgmma_a_fragment"))
+    _clear()
+    recs = diagnose(forms.KernelKey("tf32", 16, "f32", "RS"))
+    bad = [r for r in recs if r["status"] != "pass"]
+    assert bad and all(r.get("explanation") is None for r in bad), [r["summary"] for r in recs]
+    assert any("no single edit of the catalogue" in r["summary"] for r in bad)
