@@ -8,7 +8,7 @@ the harness), and the first failing case is diagnosed with the wgmma family's `d
 fragment probes). One JSON line per edit: failing cases, the fragment records' summaries, and whether the
 planted edit was named. A baseline without a plant must pass every case and both probes.
 
-    python3 benchmarks/fragment_diagnosis_proof.py --out results/fragment-proof.jsonl
+    python3 benchmarks/fragment_diagnosis_proof.py --out results/<run>/probe-fragment-proof.jsonl
     python3 benchmarks/fragment_diagnosis_proof.py --simulated   # CPU: the simulated wgmma device
 
 Exit 0 when every edit was named (and the baseline is clean), 1 otherwise.

@@ -65,18 +65,6 @@ class Status(_Str):
         return self not in (Status.NOT_RUN, Status.ERROR, Status.COMPILE_ERROR)
 
 
-class ExitCode(IntEnum):
-    """The exit status of `python -m harness` commands: 0 all passed / nothing regressed; 1 some case failed,
-    faulted, timed out or did not compile, compare found a regression, or merge a disagreement; 2 usage or
-    input error; 3 nothing could run (every case recorded not-run); 4 environment error (a GPU is present but
-    unusable)."""
-    OK = 0
-    FAILED = 1
-    USAGE = 2
-    NOTHING_RAN = 3
-    ENVIRONMENT = 4
-
-
 class FamilyName(_Str):
     WGMMA = "wgmma"
     TCGEN05 = "tcgen05"

@@ -11,7 +11,7 @@ from pathlib import Path
 from harness import families, plan as planning
 from harness.enums import ExitCode, Status
 from harness.families.base import Kernel, case_record
-from harness.plan import Plan, Selection, SweepError  # noqa: F401  (the sweep's public vocabulary)
+from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
 from harness.run import compile as nvrtc, gpu
 from harness.run.engine import DEFAULT_BACKEND, MAX_ISOLATION_FAILURES_TOTAL, Engine, IsolationBudget, Job

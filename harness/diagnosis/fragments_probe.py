@@ -220,7 +220,7 @@ def _cap(t: str) -> int:
     return 64 if t == "s8" else 128
 
 
-def _digits(t: str, nvalues: int, K: int) -> tuple[np.ndarray, Callable]:
+def code_digits(t: str, nvalues: int, K: int) -> tuple[np.ndarray, Callable]:
     """(weights [K], digits(values) -> [len, K]) with sum_k digits[v, k] * weights[k] == v for v < nvalues."""
     if t == "b1":
         if nvalues > K:
@@ -276,8 +276,8 @@ def _job(key, probe: str, a_mat, b_mat, a_regs=None, a_slot_vals=None) -> Job:
 def accumulator_jobs(key: wgmma.KernelKey) -> list[Job]:
     v = wgmma.variants(key)[0]
     M, N, K = wgmma.M, key.n, key.k
-    wa, da = _digits(v.atype, M, K)
-    wb, db = _digits(v.btype, N, K)
+    wa, da = code_digits(v.atype, M, K)
+    wb, db = code_digits(v.btype, N, K)
     row = _job(key, "row", da(np.arange(M)), np.broadcast_to(wa, (N, K)).copy())
     col = _job(key, "col", np.broadcast_to(wb, (M, K)).copy(), db(np.arange(N)))
     return [row, col]

@@ -10,7 +10,7 @@ import numpy as np
 from harness.spec import layouts
 
 
-def _plt():
+def pyplot():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -31,7 +31,7 @@ def _label_size(rows: int, cols: int, lo: int, hi: int, cell_in: float) -> float
 def _legend(ax) -> None:
     """Colour key: address bits 4-6, the 16-byte slot of a 128-byte row."""
     from matplotlib.patches import Patch
-    cmap = _plt().get_cmap("Set2")
+    cmap = pyplot().get_cmap("Set2")
     handles = [Patch(facecolor=cmap(s / 8.0), edgecolor="grey", label=f"{s} (bytes {16 * s}-{16 * s + 15})")
                for s in range(8)]
     ax.legend(handles=handles, title="address bits 4-6:\n16-byte slot\nof a 128-byte row", loc="upper left",
@@ -43,7 +43,7 @@ def draw_chunks(ax, chunk: np.ndarray, lo: int, title: str, wrong: np.ndarray | 
     rows, cols = chunk.shape
     rel = chunk - lo
     # colour = address bits 4-6 (which 16-byte slot of a 128-byte row): swizzles show as permuted colours
-    colours = _plt().get_cmap("Set2")((chunk % 8) / 8.0)
+    colours = pyplot().get_cmap("Set2")((chunk % 8) / 8.0)
     ax.imshow(colours, interpolation="nearest", aspect="auto")
     if rows <= LABEL_MAX and cols <= LABEL_MAX:
         size = _label_size(rows, cols, int(rel.min()), int(rel.max()), cell_in)
@@ -67,7 +67,7 @@ def _cell_in(rows: int, cols: int) -> float:
 def layout_figure(lay: layouts.SmemLayout):
     """The figure `layout_png` saves: element [mn, k] labelled with its 16-byte chunk (relative to the lowest),
     coloured by address bits 4-6, with the colour key beside it."""
-    plt = _plt()
+    plt = pyplot()
     chunk = layouts.chunk_index(lay)
     rows, cols = chunk.shape
     cell = _cell_in(rows, cols)
@@ -83,7 +83,7 @@ def layout_figure(lay: layouts.SmemLayout):
 
 def layout_png(lay: layouts.SmemLayout, path) -> None:
     """One canonical layout to a PNG file, written under exactly the name given."""
-    plt = _plt()
+    plt = pyplot()
     fig = layout_figure(lay)
     try:
         fig.savefig(path, dpi=DPI, format="png")
@@ -93,7 +93,7 @@ def layout_png(lay: layouts.SmemLayout, path) -> None:
 
 def comparison_png(expected_bits: np.ndarray, observed_bits: np.ndarray, path, title: str) -> None:
     """Expected vs observed address map of one operand, chunks relative to the expected map's lowest."""
-    plt = _plt()
+    plt = pyplot()
     exp, obs = np.asarray(expected_bits) >> 7, np.asarray(observed_bits) >> 7  # bit address -> 16-byte chunk
     lo = int(exp.min())
     rows, cols = exp.shape
@@ -113,7 +113,7 @@ def comparison_png(expected_bits: np.ndarray, observed_bits: np.ndarray, path, t
 def ownership_png(model, observed, path, title: str, per_reg: int = 1, colword: str = "col") -> None:
     """Register-fragment ownership, expected (model) vs observed (hardware): for every thread (y) and register
     slot (x), the row and the column (or k) the slot holds, as four heat maps; slots that differ are outlined."""
-    plt = _plt()
+    plt = pyplot()
     (mr, mc), (orow, ocol) = (np.asarray(a) for a in model), (np.asarray(a) for a in observed)
     wrong = (mr != orow) | (mc != ocol)
     threads, slots = mr.shape

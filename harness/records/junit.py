@@ -34,7 +34,7 @@ def failure_message(rec: dict) -> str:
     if rec.get("control"):
         head.append(f"negative control {rec['control']}: " + (rec.get("why") or "not caught as the model predicts"))
     if n:
-        head.append(f"{n} mismatches" + (f"; first: " + "; ".join(_mismatch(m) for m in first[:IN_MESSAGE])
+        head.append(f"{n} mismatches" + ("; first: " + "; ".join(_mismatch(m) for m in first[:IN_MESSAGE])
                                          if first else ""))
     return ". ".join(head) or "failed"
 

@@ -514,7 +514,7 @@ def _png(c: TcCase, st: Setup, which: str, slot: np.ndarray, rec: dict, png_dir)
 def tmem_comparison_png(op: TmemOperand, lane, col, part, path, title: str) -> None:
     """Expected vs observed lane and column of every A element (rows = A row, columns = k), wrong ones outlined."""
     from harness.diagnosis import pictures
-    plt = pictures._plt()
+    plt = pictures.pyplot()
     el, ec, ep = op.intended
     wrong = (lane != el) | (col != ec) | (part != ep)
     fig, axes = plt.subplots(2, 2, figsize=(max(8, op.k * 0.6 + 4), max(6, min(30, op.rows * 0.25 + 2))))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.diagnosis.fragments_probe import _digits
+from harness.diagnosis.fragments_probe import code_digits
 from harness.families.base import ranges
 from harness.families.tcgen05 import datapaths, probe as P, reference as R
 from harness.spec import dtypes, layouts
@@ -29,8 +29,8 @@ def jobs_of(st: P.Setup) -> list:
     at, bt = dtypes.get(st.a.dtype), dtypes.get(st.b.dtype)
     m, n, k = st.m, st.n, st.k
     cap_t = "s8" if "s8" in (c.atype, c.btype) else c.atype  # weights must fit both operand types
-    wa, da = _digits(cap_t, m, k)
-    wb, db = _digits(cap_t, n, k)
+    wa, da = code_digits(cap_t, m, k)
+    wb, db = code_digits(cap_t, n, k)
     out = []
     for a_vals, b_vals in ((da(np.arange(m)), np.broadcast_to(wa, (n, k))),
                            (np.broadcast_to(wb, (m, k)), db(np.arange(n)))):
