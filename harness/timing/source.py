@@ -14,7 +14,7 @@ import numpy as np
 
 from harness import kernels
 from harness.families.tcgen05 import forms as T
-from harness.families.wgmma import forms as W
+from harness.families.wgmma import forms as W, kernel as wgmma_kernel
 from harness.spec import desc_tcgen05, desc_wgmma, dtypes, idesc, layouts
 from harness.spec.layouts import SmemLayout
 from harness.timing.forms import Tcgen05Timing, WgmmaTiming
@@ -51,18 +51,8 @@ def wgmma_source(f: WgmmaTiming) -> str:
     nreg = key.acc_regs
     is_f32 = key.dtype == "f32"
     con = "f" if is_f32 else "r"
-    d_ops = "{" + ", ".join(f"%{i}" for i in range(nreg)) + "}"
-    nxt = nreg
-    if key.a_src == "SS":
-        a_op, a_in = f"%{nxt}", ['"l"(DESC_A)']
-        nxt += 1
-    else:
-        a_op, a_in = "{" + ", ".join(f"%{nxt + i}" for i in range(4)) + "}", [f'"r"(a{i})' for i in range(4)]
-        nxt += 4
-    b_op, scale_op = f"%{nxt}", f"%{nxt + 1}"
-    instr = W.instruction(key, v, d_ops, a_op, b_op, "p")
-    outputs = ", ".join(f'"+{con}"(d[{i}])' for i in range(nreg))
-    inputs = ", ".join(a_in + ['"l"(DESC_B)', '"r"(p.scale_d)'])
+    ops = wgmma_kernel.asm_operands(key, desc_a="DESC_A", desc_b="DESC_B")
+    scale_op, instr, outputs, inputs = ops.scale_op, ops.instruction(v), ops.outputs, ops.inputs
     body = (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, {scale_op}, 0;\\n{instr}\\n}}\\n" '
             f': {outputs} : {inputs} : "memory")')
     return kernels.fill(kernels.template("wgmma_timing.cu"), KERNEL_NAME=f.module_name,

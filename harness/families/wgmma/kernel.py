@@ -2,6 +2,8 @@
 cases (one CTA, one warpgroup, per case)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from harness import kernels
@@ -18,49 +20,64 @@ INJECT = {"": 0, "trap": 1, "hang": 2, "misaligned": 3}  # see kernels/wgmma.cu
 MAX_IMAGE = 160 * 1024
 
 
-def source(key: forms.KernelKey, only_variant: int | None = None) -> str:
-    """The kernel of one key, with every variant (or, for the naive baseline of the benchmark, one)."""
-    forms.validate_key(key)
+@dataclass(frozen=True)
+class AsmOperands:
+    """The operands of one wgmma asm statement: %0..%{regs-1} accumulators, then A (descriptor or 4 registers),
+    B's descriptor, scale-d; `outputs` / `inputs` are the constraint lists, `instruction(v)` the PTX text."""
+    key: forms.KernelKey
+    d_ops: str
+    a_op: str
+    b_op: str
+    scale_op: str
+    outputs: str
+    inputs: str
+
+    def instruction(self, v: forms.Variant) -> str:
+        return forms.instruction(self.key, v, self.d_ops, self.a_op, self.b_op, "p")
+
+
+def asm_operands(key: forms.KernelKey, desc_a: str = "desc_a", desc_b: str = "desc_b") -> AsmOperands:
+    """Operand numbering shared by the sweep kernel and the timing kernel; desc_a / desc_b name the C
+    expressions holding the descriptors."""
     nreg = key.acc_regs
-    is_f32 = key.dtype == "f32"
-    acc_con = "f" if is_f32 else "r"
-    # Operand numbering: %0..%{nreg-1} accumulators, then A (desc or 4 regs), desc_b, scale_d.
+    con = "f" if key.dtype == "f32" else "r"
     d_ops = "{" + ", ".join(f"%{i}" for i in range(nreg)) + "}"
     nxt = nreg
     if key.a_src == "SS":
-        a_op, a_inputs = f"%{nxt}", ['"l"(desc_a)']
+        a_op, a_inputs = f"%{nxt}", [f'"l"({desc_a})']
         nxt += 1
     else:
         a_op = "{" + ", ".join(f"%{nxt + i}" for i in range(4)) + "}"
         a_inputs = [f'"r"(a{i})' for i in range(4)]
         nxt += 4
-    b_op, scale_op = f"%{nxt}", f"%{nxt + 1}"
-    outputs = ", ".join(f'"+{acc_con}"(d[{i}])' for i in range(nreg))
-    inputs = ", ".join(a_inputs + ['"l"(desc_b)', '"r"(p.scale_d)'])
+    return AsmOperands(key, d_ops, a_op, f"%{nxt}", f"%{nxt + 1}",
+                       ", ".join(f'"+{con}"(d[{i}])' for i in range(nreg)),
+                       ", ".join(a_inputs + [f'"l"({desc_b})', '"r"(p.scale_d)']))
+
+
+def source(key: forms.KernelKey, only_variant: int | None = None) -> str:
+    """The kernel of one key, with every variant (or, for the naive baseline of the benchmark, one)."""
+    forms.validate_key(key)
+    nreg = key.acc_regs
+    is_f32 = key.dtype == "f32"
+    ops = asm_operands(key)
     cases = []
     for idx, v in enumerate(forms.variants(key)):
         if only_variant is not None and idx != only_variant:
             continue
-        instr = forms.instruction(key, v, d_ops, a_op, b_op, "p")
         cases.append(
             f"    case {idx}:  // {v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}\n"
-            f"        asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, {scale_op}, 0;\\n{instr}\\n}}\\n\"\n"
-            f"            : {outputs}\n            : {inputs} : \"memory\");\n        break;")
+            f"        asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, {ops.scale_op}, 0;\\n{ops.instruction(v)}\\n}}\\n\"\n"
+            f"            : {ops.outputs}\n            : {ops.inputs} : \"memory\");\n        break;")
     if key.a_src == "RS":
         a_regs = ("const unsigned int* ar = a_regs + slot * 4ull;\n"
                   "    const unsigned int a0 = ar[0], a1 = ar[1], a2 = ar[2], a3 = ar[3];")
     else:
         a_regs = "(void)a_regs;"
-    return kernels.fill(kernels.template("wgmma.cu"),
-                KERNEL_NAME=key.name,
-                ACC_TYPE="float" if is_f32 else "unsigned int",
-                ACC_REGS=nreg,
-                FROM_BITS="__uint_as_float" if is_f32 else "",
-                TO_BITS="__float_as_uint" if is_f32 else "",
-                A_REGS=a_regs,
-                VARIANT_CASES="\n".join(cases))
-
-
+    return kernels.fill(kernels.template("wgmma.cu"), KERNEL_NAME=key.name,
+                        ACC_TYPE="float" if is_f32 else "unsigned int", ACC_REGS=nreg,
+                        FROM_BITS="__uint_as_float" if is_f32 else "", TO_BITS="__float_as_uint" if is_f32 else "",
+                        A_REGS=a_regs, VARIANT_CASES="\n".join(cases))
 
 
 def encode_desc(layout) -> int:
