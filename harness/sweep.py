@@ -13,7 +13,7 @@ from harness.enums import ExitCode, Status
 from harness.families.base import Kernel, case_record
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
-from harness.run import compile as nvrtc, gpu
+from harness.run import compile as nvrtc, gpu, sass
 from harness.run.engine import DEFAULT_BACKEND, MAX_ISOLATION_FAILURES_TOTAL, Engine, IsolationBudget, Job
 from harness.run.worker import GpuWorker
 
@@ -117,6 +117,9 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
 
 
 def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel, nvrtc.Compiled]:
+    """Compile every kernel (cached, in parallel), then check each cubin's SASS against its family's
+    `sass_check` (cached beside the cubin): a kernel whose SASS lacks what it tests gets a SassMismatch as its
+    error, so its cases are recorded `compile-error` with the missing instruction named."""
     t = time.time()
     failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
     jobs = [nvrtc.CompileJob(k.name, families.get(k.family).source(k), str(k.arch)) for k in kernels]
@@ -125,6 +128,15 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
     archs = ", ".join(sorted({str(k.arch) for k in kernels}))
     log(f"compile: {len(kernels)} kernels for {archs} ({fresh} compiled, "
         f"{sum(c.cached for c in compiled.values())} cached) in {time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
+    t = time.time()
+    built = [k for k, c in compiled.items() if c.error is None]
+    verdicts = sass.verify_many([(compiled[k].cubin_path, families.get(k.family).sass_check(k)) for k in built],
+                                cfg.workers)
+    for k, v in zip(built, verdicts):
+        if not v.ok:
+            compiled[k].error = sass.SassMismatch(k.name, str(k.arch), v, compiled[k].cubin_path)
+    log(f"SASS: {len(built)} kernels checked, {sum(not v.ok for v in verdicts)} lack what they test, "
+        f"in {time.time() - t:.1f}s")
     return compiled
 
 

@@ -2,19 +2,16 @@
 the compiler's own words), the SASS holds the tensor-core instructions each form must issue, and every
 case's reference is computed and consistent with the data-path model it will be diffed through."""
 import dataclasses
-import re
 
 import numpy as np
 import pytest
 
-from harness.run import compile as C
+from harness.run import compile as C, sass
 from harness.families.tcgen05 import (cases as T, datapaths as DP, forms as tcgen05, kernel as tcgen05_launch,
                                       readback as RB, reference as R)
 from harness.families.tcgen05.forms import Form
 
 FORMS = tcgen05.all_forms()
-MNEMONIC = {"tf32": "UTCHMMA", "f16": "UTCHMMA", "f8f6f4": "UTCQMMA", "i8": "UTCIMMA", "mxf8f6f4": "UTCQMMA",
-            "mxf4": "UTCOMMA", "mxf4nvf4": "UTCOMMA"}
 
 
 @pytest.fixture(scope="module")
@@ -34,22 +31,23 @@ def test_every_form_compiles_for_both_blackwell_arches_but_i8_on_sm_103a(cubins)
 
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: f.name)
 def test_sass_has_the_forms_tensor_core_instructions(form, cubins):
-    sass = C.sass(cubins[("sm_100a", form.name)].cubin_path)
-    mma = [ln for ln in sass.splitlines() if re.search(r"\bUTC[A-Z]MMA\b|\bUTC[A-Z]MMA\.", ln)]
-    assert len(mma) == 1, mma
-    line = mma[0]
-    assert MNEMONIC[form.kind] in line
-    assert (".2CTA" in line) == (form.cta_group == 2)
-    assert (".WS" in line) == form.ws
-    operands = line.split(MNEMONIC[form.kind])[1]
-    assert re.search(r"^\S*\s+tmem\[" if form.a_src == "TS" else r"^\S*\s+gdesc\[", operands), line
-    if form.kind == "mxf4nvf4":
-        assert ".4X" in line
-    assert "LDTM" in sass and "STTM" in sass  # tcgen05.ld readback, tcgen05.st of C / A
-    assert len(re.findall(r"\bUTCCP\b|\bUTCCP\.", sass)) == (2 if form.block_scaled else 0)
-    assert re.search(r"UTCBAR(\.2CTA\.MULTICAST)?", sass)
-    if form.cta_group == 2:
-        assert "UTCBAR.2CTA.MULTICAST" in sass
+    for arch in tcgen05.ARCHS:
+        if (arch, form.name) in cubins and cubins[(arch, form.name)].error is None:
+            verdict = sass.verify(cubins[(arch, form.name)].cubin_path, tcgen05_launch.sass_check(form, arch))
+            assert verdict.ok, verdict.broken
+
+
+def test_a_forms_check_rejects_the_sass_of_every_form_the_hardware_tells_apart(cubins):
+    """The checks discriminate: a form's rules fail on the cubin of any form with another MMA mnemonic, CTA
+    group, .ws, A source or scale-factor copy (forms equal in all of those, f16 and tf32, compile alike: their
+    kind is in the runtime instruction descriptor)."""
+    def visible(f):
+        return (tcgen05_launch.MNEMONIC[f.kind], f.cta_group, f.ws, f.a_src, f.block_scaled, f.kind == "mxf4nvf4")
+    for f in FORMS:
+        check = tcgen05_launch.sass_check(f, "sm_100a")
+        for g in FORMS:
+            v = sass.verify(cubins[("sm_100a", g.name)].cubin_path, check)
+            assert v.ok == (visible(f) == visible(g)), (f.name, g.name, v.broken)
 
 
 def test_tcgen05_is_refused_for_hopper_with_the_compilers_message():

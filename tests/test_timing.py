@@ -1,70 +1,27 @@
 """The bench (`python -m harness bench`) on the CPU: every timing kernel compiles for its arch with the
-expected tensor-core SASS (a representative subset here, all of them under `slow`), the launch jobs (images,
+expected tensor-core SASS (a representative subset here; `bench` checks every module it compiles), the launch jobs (images,
 descriptors, loop sizing), the statistics, the records and `bench compare` (a planted slowdown beyond the
 spread is reported, one inside it is not, bad input exits 2), and a whole bench run through a GpuWorker with a
 stand-in backend (tests/simulated/timing_device.py). `-m gpu` times a few forms on a real H100/H200."""
+import dataclasses
 import json
-import re
 
 import numpy as np
 import pytest
 
 from harness.cli import main
-from harness.run import compile as C, gpu
+from harness.run import compile as C, gpu, sass
 from harness.spec import desc_tcgen05, desc_wgmma, idesc as idesc_spec
 from harness.timing import bench, forms as F, source as S, stats
 
 SERIALIZED = "wgmma.mma_async instructions are serialized"
 
 
-def expected_sass(f) -> str:
-    """The tensor-core SASS opcode of a timed form."""
-    if f.family == "tcgen05":
-        return "UTCHMMA.2CTA" if f.cta_group == 2 else "UTCHMMA"
-    if f.kind in ("f16", "tf32"):
-        t = {"f16": "", "bf16": ".BF16", "tf32": ".TF32"}[f.atype]
-        return f"HGMMA.64x{f.n}x{f.k}.{f.dtype.upper()}{t}"
-    if f.kind == "f8":
-        return f"QGMMA.64x{f.n}x32.{f.dtype.upper()}.{f.atype.upper()}.{f.btype.upper()}"
-    if f.kind == "s8":
-        return f"IGMMA.64x{f.n}x32.{f.atype.upper()}.{f.btype.upper()}"
-    return f"BGMMA.64x{f.n}x256.AND.POPC"
-
-
-def functions(sass: str) -> dict[str, list[str]]:
-    """Function name -> its SASS instructions (opcode and operands, no encodings)."""
-    out = {}
-    for chunk in sass.split("Function : ")[1:]:
-        name = chunk.split()[0]
-        out[name] = [m.group(1).strip() for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+([^;]*);", chunk)]
-    return out
-
-
 def check_module(f, compiled: C.Compiled, arch: str):
     assert compiled.error is None, compiled.error
     assert SERIALIZED not in compiled.log, f"{f.module_name}: ptxas serialized the wgmma pipeline:\n{compiled.log}"
-    sass = C.sass(compiled.cubin_path)
-    assert f"code for {arch}" in sass
-    fns = functions(sass)
-    op = expected_sass(f)
-    for entry in (f"{f.module_name}_lat", f"{f.module_name}_tput"):
-        assert entry in fns, f"{entry} missing from {sorted(fns)}"
-        ops = [i for i in fns[entry] if re.match(r"(\S+ )?(HGMMA|QGMMA|IGMMA|BGMMA|UTC\w*MMA)", i.lstrip("@!P0123456789 "))]
-        assert any(op in i.split()[0] or op in i for i in ops), f"{entry}: no {op} in {ops[:4]}"
-        if f.family == "tcgen05":
-            assert any(re.search(r"\bUTC\w*MMA", i) for i in ops)
-    if f.family == "wgmma":
-        # the throughput loop: 4 wgmma back to back (one commit group), no wait between them
-        body = fns[f"{f.module_name}_tput"]
-        run = best = 0
-        for ins in body:
-            run = run + 1 if "GMMA" in ins else 0
-            best = max(best, run)
-        assert best >= S.KSTEPS, f"{f.module_name}_tput: at most {best} wgmma in a row (serialized?)"
-        # the latency kernel waits for each wgmma (wait_group 0) before reading the clock again
-        lat = fns[f"{f.module_name}_lat"]
-        i = next(k for k, ins in enumerate(lat) if "GMMA" in ins)
-        assert "WARPGROUP.DEPBAR.LE gsb0, 0x0" in lat[i + 1] and "CLOCK" in lat[i + 2], lat[i - 2:i + 4]
+    assert sass.listing(str(compiled.cubin_path))[0] == arch
+    assert bench.sass_problems(f, compiled) == []
 
 
 REPRESENTATIVE = [
@@ -95,13 +52,16 @@ def test_timing_module_compiles_with_its_tensor_core_sass(form, compiled_subset)
     check_module(form, compiled_subset[(form.module_name, arch)], arch)
 
 
-@pytest.mark.slow
-def test_every_timing_module_compiles_with_its_sass(tmp_path, monkeypatch):
-    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path))
-    fs = F.all_default()
-    comp = bench.compile_modules(fs)
-    for (name, arch), f in S.module_forms(fs).items():
-        check_module(f, comp[(name, arch)], arch)
+def test_a_module_that_is_not_the_forms_is_refused_with_the_reason(compiled_subset, monkeypatch):
+    """bench checks each module's SASS before timing it: another form's module, or a module lacking the form's
+    instruction (a planted wrong opcode), is refused with the reason."""
+    bf16 = REPRESENTATIVE[0]
+    comp = compiled_subset[(bf16.module_name, "sm_90a")]
+    other = dataclasses.replace(bf16, n=128)
+    assert any("is not in the module" in p for p in bench.sass_problems(other, comp))
+    monkeypatch.setattr(bench, "sass_opcode", lambda f: "HGMMA.64x128x16.F32.BF16")
+    (problem, *_) = bench.sass_problems(bf16, comp)
+    assert "issues no HGMMA.64x128x16.F32.BF16" in problem and "HGMMA.64x256x16.F32.BF16" in problem
 
 
 # ---------------------------------------------------------------------------------------------------- forms, jobs

@@ -7,6 +7,7 @@ A family answers:
     tolerance, a negative control's predicted misread: whatever its `readback` needs, picklable);
   * `readback(kernel, expectations, outputs)`: the device's output buffers -> one case record per case;
   * `diagnose(kernel, cases, cubin_path, worker, timeout, png_dir)`: probe records that explain a failure;
+  * `sass_check(kernel)`: what the kernel's SASS must show (harness/run/sass.py), checked after every compile;
   * `case_fields(case)`: what every record of the case carries, run or not (a tcgen05 case whose expected
     value rests on a reading NVIDIA's code and the PTX ISA do not settle says so: `unsettled`).
 Cases expose `id`, `seed` and `facets` (the values the sweep's filters select on: kind, n, dtype, a_src, ...).
@@ -46,6 +47,8 @@ class Family(Protocol):
     def diagnose(self, kernel: Kernel, cases: list, cubin_path: str, worker, timeout: float, png_dir) -> list[dict]: ...
 
     def case_fields(self, case) -> dict: ...  # fields every record of this case carries, run or not
+
+    def sass_check(self, kernel: Kernel): ...  # a harness.run.sass.SassCheck
 
 
 def case_record(case_id: str, kernel: Kernel, status: Status | str, **fields) -> dict:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from harness.records import results
-from harness.run import compile as C, gpu
+from harness.run import compile as C, gpu, sass
 from harness.timing import forms as F, source as S, stats
 
 STATUS_OK = "ok"
@@ -96,6 +96,47 @@ def _time_form(f, worker, cubin: str, sms: int, timeout: float) -> dict:
 BACKEND = "harness.timing.backend"
 
 
+def sass_opcode(f) -> str:
+    """The tensor-core SASS opcode (prefix) a timed form must issue."""
+    if f.family == "tcgen05":
+        return "UTCHMMA.2CTA" if f.cta_group == 2 else "UTCHMMA"
+    if f.kind in ("f16", "tf32"):
+        t = {"f16": "", "bf16": ".BF16", "tf32": ".TF32"}[f.atype]
+        return f"HGMMA.64x{f.n}x{f.k}.{f.dtype.upper()}{t}"
+    if f.kind == "f8":
+        return f"QGMMA.64x{f.n}x32.{f.dtype.upper()}.{f.atype.upper()}.{f.btype.upper()}"
+    if f.kind == "s8":
+        return f"IGMMA.64x{f.n}x32.{f.atype.upper()}.{f.btype.upper()}"
+    return f"BGMMA.64x{f.n}x256.AND.POPC"
+
+
+def sass_problems(f, compiled: C.Compiled) -> list[str]:
+    """Why a timing module's SASS cannot give the form's numbers ([] when it can): both kernels issue the form's
+    instruction; a wgmma throughput loop issues its KSTEPS MMAs back to back (not serialized by ptxas), and the
+    latency kernel waits for each MMA (wait_group 0) before it reads the clock again."""
+    fns = sass.functions(str(compiled.cubin_path))
+    op, out = sass_opcode(f), []
+    for entry in (f"{f.module_name}_lat", f"{f.module_name}_tput"):
+        if entry not in fns:
+            out.append(f"{entry} is not in the module (it has {', '.join(sorted(fns))})")
+        elif not any(i.opcode.startswith(op) for i in fns[entry]):
+            out.append(f"{entry} issues no {op} (tensor-core: {', '.join(sass.tensor_core_opcodes(fns[entry]))})")
+    if out or f.family != "wgmma":
+        return out
+    run = best = 0
+    for ins in fns[f"{f.module_name}_tput"]:
+        run = run + 1 if "GMMA" in ins.opcode else 0
+        best = max(best, run)
+    if best < S.KSTEPS:
+        out.append(f"{f.module_name}_tput: at most {best} wgmma in a row, not {S.KSTEPS} (serialized by ptxas?)")
+    lat = fns[f"{f.module_name}_lat"]
+    i = next(k for k, ins in enumerate(lat) if "GMMA" in ins.opcode)
+    after = [f"{x.opcode} {x.operands}".strip() for x in lat[i + 1:i + 3]]
+    if len(after) < 2 or not after[0].startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0") or "CLOCK" not in after[1]:
+        out.append(f"{f.module_name}_lat: the MMA is not followed by wait_group 0 and a clock read ({after})")
+    return out
+
+
 def run(forms_, out_path: Path, device: int = 0, timeout: float = 120.0, jobs: int | None = None,
         log=print, backend: str = BACKEND) -> dict:
     from harness.run.worker import GpuWorker, LaunchFailed
@@ -131,8 +172,11 @@ def run(forms_, out_path: Path, device: int = 0, timeout: float = 120.0, jobs: i
             for f in forms_:
                 farch = f.archs[0] if arch not in f.archs else arch
                 comp = compiled[(f.module_name, farch)]
+                problems = sass_problems(f, comp) if comp.error is None else []
                 if comp.error is not None:
                     rec = stats.timing_record(f, farch, "compile-error", reason=str(comp.error))
+                elif problems:  # a number from this module would not be the form's: say why, time nothing
+                    rec = stats.timing_record(f, farch, "compile-error", reason="SASS: " + "; ".join(problems))
                 elif arch not in f.archs:
                     why = ("no GPU visible" if info is None else
                            f"needs {' or '.join(f.archs)}; GPU {device} is {info['name']} ({arch or info['compute_capability']})")

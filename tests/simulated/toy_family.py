@@ -11,6 +11,7 @@ import numpy as np
 
 from harness.enums import Arch
 from harness.families.base import Kernel, case_record
+from harness.run.sass import SassCheck, SassRule
 from harness.run.launch import LaunchInput, OutputSpec
 
 PARAMS = np.dtype([("image_offset", "<u8"), ("image_bytes", "<u4"), ("bias", "<i4")])
@@ -75,6 +76,9 @@ class ToyFamily:
 
     def diagnose(self, kernel, cases, cubin_path, worker, timeout, png_dir):
         return []
+
+    def sass_check(self, kernel):
+        return SassCheck(str(kernel.arch), (SassRule(r"EXIT", "the kernel returns"),))
 
     @staticmethod
     def case_fields(case):

@@ -27,6 +27,10 @@ class Tcgen05Family:
         from harness.families.tcgen05 import kernel as tk
         return tk.source(kernel.form)
 
+    def sass_check(self, kernel: Kernel):
+        from harness.families.tcgen05 import kernel as tk
+        return tk.sass_check(kernel.form, str(kernel.arch))
+
     def prepare(self, kernel: Kernel, cases: list):
         from harness.families.tcgen05 import kernel as tk, reference as R
         preps = [R.prepare(c, str(kernel.arch)) for c in cases]

@@ -8,6 +8,7 @@ from harness import kernels
 from harness.families.tcgen05 import forms
 from harness.families.tcgen05.reference import POISON, TcPrepared
 from harness.run.launch import LaunchInput, OutputSpec
+from harness.run.sass import SassCheck, SassRule
 
 PARAMS_DTYPE = np.dtype([(k, "<u8") for k in ("image_offset", "desc_a", "desc_b", "zero_mask", "sf_desc_a",
                                              "sf_desc_b")] +
@@ -35,6 +36,36 @@ def source(form: forms.Form) -> str:
                 COMMIT=forms.commit(form))
 
 
+# the tensor-core MMA's SASS mnemonic per kind (read off sm_100a cubins)
+MNEMONIC = {"tf32": "UTCHMMA", "f16": "UTCHMMA", "f8f6f4": "UTCQMMA", "i8": "UTCIMMA", "mxf8f6f4": "UTCQMMA",
+            "mxf4": "UTCOMMA", "mxf4nvf4": "UTCOMMA"}
+
+
+def sass_check(form: forms.Form, arch: str) -> SassCheck:
+    """What the kernel's SASS must show: exactly one tensor-core MMA, of the kind's mnemonic, .2CTA exactly for
+    cta_group::2, .WS exactly for .ws, .4X (.BLOCK16 on sm_103a) exactly for mxf4nvf4, A from Tensor Memory (TS)
+    or a descriptor (SS); the tcgen05.ld read-back and tcgen05.st of C (LDTM, STTM); one tcgen05.cp per
+    scale-factor operand of a block-scaled kind and none otherwise (UTCCP); the commit's barrier arrive (UTCBAR,
+    .2CTA.MULTICAST for a pair)."""
+    mods = "".join([r"(?=.*\.2CTA)" if form.cta_group == 2 else r"(?!.*\.2CTA)",
+                    r"(?=.*\.WS)" if form.ws else r"(?!.*\.WS)",
+                    # scale_vec::4X: sm_100a listings spell it .4X, sm_103a listings .BLOCK16 (nvdisasm 13.5)
+                    r"(?=.*\.(4X|BLOCK16)\b)" if form.kind == "mxf4nvf4" else r"(?!.*\.(4X|BLOCK16)\b)"])
+    a_from = "Tensor Memory" if form.a_src == "TS" else "a shared-memory descriptor"
+    rules = [SassRule(r"UTC[A-Z]MMA(\.\S+)?", "one tensor-core MMA", count=1),
+             SassRule(MNEMONIC[form.kind] + mods + r"(\.\S+)?",
+                      f"{MNEMONIC[form.kind]} for .kind::{form.kind}"
+                      f"{' .cta_group::2 (.2CTA)' if form.cta_group == 2 else ''}{' .ws (.WS)' if form.ws else ''}"
+                      f" with A from {a_from}", count=1,
+                      operands=r"^tmem\[" if form.a_src == "TS" else r"^gdesc\["),
+             SassRule(r"LDTM(\.\S+)?", "tcgen05.ld of D"),
+             SassRule(r"STTM(\.\S+)?", "tcgen05.st of C (and of A for TS)"),
+             SassRule(r"UTCCP(\.\S+)?", "tcgen05.cp of each scale-factor operand" if form.block_scaled
+                      else "no tcgen05.cp (no scale factors)", count=2 if form.block_scaled else 0),
+             SassRule(r"UTCBAR(\.\S+)?", "tcgen05.commit's barrier arrive")]
+    if form.cta_group == 2:
+        rules.append(SassRule(r"UTCBAR\.2CTA\.MULTICAST(\.\S+)?", "the pair's commit, multicast to both CTAs"))
+    return SassCheck(arch, tuple(rules))
 
 
 def pack(preps: list[TcPrepared]) -> LaunchInput:

@@ -31,6 +31,10 @@ class WgmmaFamily:
         from harness.families.wgmma import kernel as wk
         return wk.source(kernel.form)
 
+    def sass_check(self, kernel: Kernel):
+        from harness.families.wgmma import kernel as wk
+        return wk.sass_check(kernel.form)
+
     def prepare(self, kernel: Kernel, cases: list):
         from harness.families.wgmma import kernel as wk, reference
         preps = [reference.prepare(c) for c in cases]

@@ -2,6 +2,7 @@
 cases (one CTA, one warpgroup, per case)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,6 +11,7 @@ from harness import kernels
 from harness.families.wgmma import forms
 from harness.families.wgmma.reference import POISON, Prepared
 from harness.run.launch import LaunchInput, OutputSpec
+from harness.run.sass import SassCheck, SassRule
 from harness.spec import desc_wgmma
 
 PARAMS_DTYPE = np.dtype([("image_offset", "<u8"), ("desc_a", "<u8"), ("desc_b", "<u8"),
@@ -78,6 +80,32 @@ def source(key: forms.KernelKey, only_variant: int | None = None) -> str:
                         ACC_TYPE="float" if is_f32 else "unsigned int", ACC_REGS=nreg,
                         FROM_BITS="__uint_as_float" if is_f32 else "", TO_BITS="__float_as_uint" if is_f32 else "",
                         A_REGS=a_regs, VARIANT_CASES="\n".join(cases))
+
+
+def sass_opcode(key: forms.KernelKey, v: forms.Variant) -> str:
+    """The SASS opcode (with modifiers) ptxas emits for one variant: HGMMA.64x8x16.F32.BF16, QGMMA..., IGMMA...,
+    BGMMA... (read off sm_90a cubins; one per variant, so a dropped variant shows)."""
+    if key.kind in ("f16", "tf32"):
+        t = {"f16": "", "bf16": ".BF16", "tf32": ".TF32"}[v.atype]
+        return f"HGMMA.64x{key.n}x{key.k}.{key.dtype.upper()}{t}"
+    if key.kind == "f8":
+        return f"QGMMA.64x{key.n}x32.{key.dtype.upper()}.{v.atype.upper()}.{v.btype.upper()}"
+    if key.kind == "s8":
+        return f"IGMMA.64x{key.n}x32.{v.atype.upper()}.{v.btype.upper()}" + (".SAT" if v.satfinite else "")
+    return f"BGMMA.64x{key.n}x256.AND.POPC"
+
+
+def sass_check(key: forms.KernelKey) -> SassCheck:
+    """What the kernel's SASS must show: each variant's tensor-core instruction, with A from a shared-memory
+    descriptor (SS: `D, gdesc[..], C`) or from registers (RS: `D, Ra, gdesc[..], C`)."""
+    a_operand = r"^R\d+, gdesc\[" if key.a_src == "SS" else r"^R\d+, -?R\d+, gdesc\["
+    by_opcode: dict[str, list[str]] = {}
+    for v in forms.variants(key):  # variants differing only in transposes or signs share an opcode
+        by_opcode.setdefault(sass_opcode(key, v), []).append(v.tag(key.dtype))
+    src = "shared memory" if key.a_src == "SS" else "registers"
+    rules = tuple(SassRule(re.escape(op), f"{op} for {', '.join(dict.fromkeys(tags))} (A from {src})",
+                           operands=a_operand) for op, tags in by_opcode.items())
+    return SassCheck("sm_90a", rules)
 
 
 def encode_desc(layout) -> int:

@@ -1,0 +1,151 @@
+"""The SASS check: every kernel the sweep compiles must show, in its disassembly, the tensor-core instructions it
+exists to test. A toolchain that lowers a `wgmma` or `tcgen05.mma` to something else (or drops a variant) makes
+every case of that kernel a `compile-error` whose message names the missing instruction, before anything is
+launched. This is what `pytest` on a GPU node and every `python -m harness sweep` (also on a CPU-only machine,
+where every kernel is compiled) check for every kernel; CI checks a representative set.
+
+A family states what each kernel's SASS must show as a `SassCheck` (rules over instructions: opcode, operands,
+how many). Disassembling costs one `cuobjdump` process per cubin (most of it the disassembler's start-up), so
+the verdict is cached beside the cubin, keyed by the rules: a warm sweep disassembles nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from harness.run import compile as nvrtc
+
+# one instruction of cuobjdump's listing: /*0090*/  @!P0 HGMMA.64x8x16.F32 R24, gdesc[UR4], RZ, !UPT, gsb0 ;
+INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)([^;]*);")
+
+
+@dataclass(frozen=True)
+class Instruction:
+    opcode: str  # with its modifiers: HGMMA.64x8x16.F32.BF16
+    operands: str  # as printed, stripped: R24, gdesc[UR4], RZ, !UPT, gsb0
+
+
+@dataclass(frozen=True)
+class SassRule:
+    """Instructions whose opcode fully matches `opcode` (a regex) and whose operands match `operands` (searched)
+    must number at least one (count None) or exactly `count`. `what` says, in the words of a failure, what the
+    kernel must do."""
+    opcode: str
+    what: str
+    count: int | None = None
+    operands: str | None = None
+
+    def __post_init__(self):
+        re.compile(self.opcode)
+        if self.operands is not None:
+            re.compile(self.operands)
+        if self.count is not None and self.count < 0:
+            raise ValueError(f"SassRule count must be >= 0, got {self.count}")
+
+    def matches(self, ins: Instruction) -> bool:
+        return bool(re.fullmatch(self.opcode, ins.opcode)) and (
+            self.operands is None or re.search(self.operands, ins.operands) is not None)
+
+    def broken(self, instructions) -> str | None:
+        n = sum(self.matches(i) for i in instructions)
+        if (self.count is None and n >= 1) or n == self.count:
+            return None
+        want = "at least one" if self.count is None else f"exactly {self.count}"
+        return f"{self.what}: want {want} instruction matching {self.opcode!r}" + (
+            f" with operands ~ {self.operands!r}" if self.operands else "") + f", found {n}"
+
+
+@dataclass(frozen=True)
+class SassCheck:
+    arch: str
+    rules: tuple[SassRule, ...]
+
+    def digest(self) -> str:
+        h = hashlib.sha256(repr(self).encode())
+        return h.hexdigest()[:16]
+
+
+def instructions(sass_text: str) -> list[Instruction]:
+    """Every instruction of a cuobjdump listing, in order."""
+    return [Instruction(m.group(1), m.group(2).strip()) for m in INSTRUCTION.finditer(sass_text)]
+
+
+def tensor_core_opcodes(instrs) -> list[str]:
+    """The tensor-core instructions of a listing (for a failure message: what the compiler emitted instead)."""
+    return sorted({i.opcode for i in instrs if re.match(r"[HQIB]GMMA|UTC[A-Z]*MMA", i.opcode)})
+
+
+@lru_cache(maxsize=64)
+def listing(cubin_path: str) -> tuple[str | None, tuple[Instruction, ...]]:
+    """(the arch the cubin is code for, its instructions); cubins in the compile cache never change (their names
+    carry their content's key), so one disassembly per process serves every check of the same cubin."""
+    text = nvrtc.sass(cubin_path)
+    m = re.search(r"code for (sm_\w+)", text)
+    return (m.group(1) if m else None), tuple(instructions(text))
+
+
+@lru_cache(maxsize=64)
+def functions(cubin_path: str) -> dict[str, tuple[Instruction, ...]]:
+    """Each function of a cubin -> its instructions (for checks of a module holding several kernels)."""
+    text = nvrtc.sass(cubin_path)
+    return {chunk.split()[0]: tuple(instructions(chunk)) for chunk in text.split("Function : ")[1:]}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    broken: tuple[str, ...]  # the rules the SASS breaks, in words; empty: it shows everything
+    tensor_core: tuple[str, ...]  # the tensor-core opcodes it has (what the compiler emitted instead, on failure)
+
+    @property
+    def ok(self) -> bool:
+        return not self.broken
+
+
+def verify(cubin_path: Path | str, check: SassCheck) -> Verdict:
+    """One cubin against its check, the verdict cached beside the cubin."""
+    cubin_path = Path(cubin_path)
+    cached = cubin_path.with_name(f"{cubin_path.name}.sass-{check.digest()}.json")
+    if cached.exists():
+        try:
+            d = json.loads(cached.read_text())
+            return Verdict(tuple(d["broken"]), tuple(d["tensor_core"]))
+        except (ValueError, KeyError, TypeError, OSError):
+            pass  # a damaged verdict is recomputed
+    arch, instrs = listing(str(cubin_path))
+    broken = [] if arch == check.arch else [f"the cubin is code for {arch}, not {check.arch}"]
+    broken += [b for b in (r.broken(instrs) for r in check.rules) if b]
+    verdict = Verdict(tuple(broken), tuple(tensor_core_opcodes(instrs)))
+    try:
+        tmp = cached.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps({"broken": verdict.broken, "tensor_core": verdict.tensor_core}))
+        tmp.replace(cached)  # atomic: a concurrent sweep never reads half a verdict
+    except OSError:
+        pass  # a cubin in a read-only folder is checked again next time
+    return verdict
+
+
+def verify_many(items: list[tuple[Path | str, SassCheck]], workers: int | None = None) -> list[Verdict]:
+    """verify() over many cubins in parallel (threads: the work is in cuobjdump processes)."""
+    if not items:
+        return []
+    workers = max(1, min(len(items), workers or os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(lambda it: verify(*it), items))
+
+
+class SassMismatch(RuntimeError):
+    """A kernel compiled, but its SASS lacks what the kernel exists to test: its cases cannot tell anything."""
+
+    def __init__(self, name: str, arch: str, verdict: Verdict, cubin_path: Path | str):
+        self.name, self.arch, self.source_path = name, arch, Path(cubin_path)
+        self.log = "\n".join(verdict.broken)
+        more = f"; {len(verdict.broken) - 1} more rule(s) broken" if len(verdict.broken) > 1 else ""
+        super().__init__(f"{name} for {arch} compiled, but its SASS lacks what the kernel tests: "
+                         f"{verdict.broken[0]}{more}; tensor-core instructions present: "
+                         f"{', '.join(verdict.tensor_core) or 'none'} (cubin {cubin_path})")

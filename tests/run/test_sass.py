@@ -1,0 +1,78 @@
+"""The SASS check (harness/run/sass.py): rules over a listing, and the sweep recording a kernel whose SASS lacks
+what it tests as `compile-error` (with the missing instruction named, exit 1) before anything launches."""
+import pytest
+
+from harness import plan, sweep
+from harness.enums import ExitCode, Status
+from harness.families.wgmma import kernel as wgmma_kernel
+from harness.records import results
+from harness.run import sass
+
+LISTING = """
+        code for sm_90a
+                Function : k
+        /*0080*/                   MOV R1, c[0x0][0x28] ;                        /* 0x00000a0000017a02 */
+        /*0090*/               @P0 HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], R24, UP0, gsb0 ;  /* 0x80000 */
+        /*00a0*/              @!P1 HGMMA.64x8x16.F32 R24, R20, gdesc[UR4].negB, R24, UP0, gsb0 ; /* 0x8 */
+        /*00b0*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;              /* 0x0 */
+"""
+
+
+def test_a_listing_is_read_as_opcodes_and_operands_with_predicates_dropped():
+    ins = sass.instructions(LISTING)
+    assert [i.opcode for i in ins] == ["MOV", "HGMMA.64x8x16.F32.BF16", "HGMMA.64x8x16.F32", "WARPGROUP.DEPBAR.LE"]
+    assert ins[2].operands == "R24, R20, gdesc[UR4].negB, R24, UP0, gsb0"
+
+
+@pytest.mark.parametrize("rule, ok", [
+    (sass.SassRule(r"HGMMA\.64x8x16\.F32", "f16 inputs"), True),  # a full match: .BF16 is another opcode
+    (sass.SassRule(r"HGMMA\.64x8x16\.F32", "f16 inputs", count=1), True),
+    (sass.SassRule(r"HGMMA\.64x8x16\.F32(\.\S+)?", "any", count=1), False),  # there are two
+    (sass.SassRule(r"HGMMA\.64x8x16\.F32", "A from smem", operands=r"^R\d+, gdesc\["), False),
+    (sass.SassRule(r"HGMMA\.64x8x16\.F32", "A from registers", operands=r"^R\d+, -?R\d+, gdesc\["), True),
+    (sass.SassRule(r"HGMMA\.64x16x16\.F32", "N = 16"), False),
+    (sass.SassRule(r"UTCCP(\.\S+)?", "no copy", count=0), True),
+])
+def test_rules_count_full_opcode_matches_and_operands(rule, ok):
+    broken = rule.broken(sass.instructions(LISTING))
+    assert (broken is None) == ok, broken
+    if not ok:
+        assert rule.what in broken and "found" in broken
+
+
+def test_a_rule_with_a_negative_count_is_refused():
+    with pytest.raises(ValueError):
+        sass.SassRule("X", "x", count=-1)
+
+
+def small_plan():
+    return plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8,), data_modes=("exact",)))
+
+
+def test_a_kernel_whose_sass_lacks_its_instruction_is_a_compile_error_naming_it(tmp_path, monkeypatch):
+    """A planted toolchain regression: the check wants N = 16's opcode from an N = 8 kernel."""
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    real = wgmma_kernel.sass_opcode
+    monkeypatch.setattr(wgmma_kernel, "sass_opcode", lambda key, v: real(key, v).replace("64x8x", "64x16x"))
+    p = small_plan()
+    out = tmp_path / "r.jsonl"
+    summary = sweep.execute(p, sweep.SweepConfig(out_path=out, workers=1), log=lambda m: None)
+    _, recs, _ = results.load(out)
+    assert recs and all(r["status"] == Status.COMPILE_ERROR for r in recs.values())
+    err = next(iter(recs.values()))["error"]
+    assert "BGMMA.64x16x256.AND.POPC" in err and "found 0" in err and "BGMMA.64x8x256.AND.POPC" in err
+    assert summary["compile-error"] == p.cases and sweep.exit_code(summary) == ExitCode.FAILED
+
+
+def test_the_verdict_is_cached_beside_the_cubin(tmp_path, monkeypatch):
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    p = small_plan()
+    first = sweep.execute(p, sweep.SweepConfig(out_path=tmp_path / "a.jsonl", workers=1), log=lambda m: None)
+    assert first["not-run"] == p.cases and not first.get("compile-error")
+    sass.listing.cache_clear()
+
+    def no_disassembly(path):
+        raise AssertionError("a warm sweep disassembled a cubin")
+    monkeypatch.setattr(sass.nvrtc, "sass", no_disassembly)
+    second = sweep.execute(p, sweep.SweepConfig(out_path=tmp_path / "b.jsonl", workers=1), log=lambda m: None)
+    assert second["not-run"] == p.cases and not second.get("compile-error")
