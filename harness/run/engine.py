@@ -41,6 +41,19 @@ MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everyw
 WIDESPREAD_SINGLES = 4  # per kernel: this many cases faulting alone, and no sub-launch coming back: stop
 MAX_ISOLATION_FAILURES_TOTAL = 96  # per sweep: failed isolation launches in all, over every kernel and GPU
 DEFAULT_BACKEND = "harness.run.launch"
+# Bisecting a hang costs one timeout per level. Once launches have come back, a sub-launch of a hung launch gets
+# ISOLATION_TIMEOUT_FACTOR x the slowest launch seen (at least ISOLATION_TIMEOUT_MIN_S, at most the sweep's
+# timeout): a kernel that ran in milliseconds does not need the sweep's 30 s to show that it hangs. The clock
+# starts when the worker takes the launch up (worker.py), so a fresh worker's start-up is not counted.
+ISOLATION_TIMEOUT_FACTOR = 20.0
+ISOLATION_TIMEOUT_MIN_S = 2.0
+
+
+def isolation_timeout(timeout: float, slowest_launch_s: float | None) -> float:
+    """The timeout of a bisection launch (see ISOLATION_TIMEOUT_FACTOR)."""
+    if slowest_launch_s is None:
+        return timeout
+    return min(timeout, max(ISOLATION_TIMEOUT_MIN_S, ISOLATION_TIMEOUT_FACTOR * slowest_launch_s))
 
 
 @dataclass(frozen=True)
@@ -186,6 +199,7 @@ class Engine:
             self.pool.submit(int)
         self.jobs: list[Job] = []
         self.preparing: list = []
+        self.slowest_launch_s: float | None = None  # of the launches that came back (sets isolation timeouts)
 
     @property
     def ahead(self) -> int:
@@ -233,6 +247,7 @@ class Engine:
             entry = in_flight.pop(w)
             try:
                 w.collect()
+                self.slowest_launch_s = max(self.slowest_launch_s or 0.0, w.last_s)
                 return entry, w, None
             except LaunchFailed as e:
                 return entry, w, e
@@ -244,9 +259,12 @@ class Engine:
                 return
             ti = time.time()
             isolator = GpuWorker(w.device, self.backend)  # starts only if bisection launches
+            iso_timeout = isolation_timeout(timeout, self.slowest_launch_s)
+            timing["isolation_timeout_s"] = iso_timeout
             try:
                 recs = run_isolated(isolator, job.kernel, load_expectations(stem), LaunchInput.load(stem + ".npz"),
-                                    cubins[job.kernel.name], timeout, log, first_error=error, budget=self.isolation)
+                                    cubins[job.kernel.name], iso_timeout, log, first_error=error,
+                                    budget=self.isolation)
             finally:
                 isolator.close()
                 remove(stem)

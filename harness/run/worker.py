@@ -35,6 +35,7 @@ def _serve(conn, device: int, backend: str) -> None:
         if job is None:
             return
         cubin_path, name, inp, out_path = job
+        conn.send(("started", None, 0.0))  # the launch's own timeout runs from here, not from the worker's start-up
         try:
             t = time.perf_counter()
             outputs = launch.run(cubin_path, name, inp)
@@ -47,6 +48,11 @@ def _serve(conn, device: int, backend: str) -> None:
             return
 
 
+# A launch's timeout counts from the moment the worker takes it up; before that (a worker still spawning,
+# importing CuPy and making its context) it may take this long to answer at all.
+STARTUP_S = 120.0
+
+
 class GpuWorker:
     """`backend` is the module that launches: `harness.run.launch`, or a simulated device (tests/simulated/)
     with the same `use_device` and `run`."""
@@ -57,7 +63,10 @@ class GpuWorker:
         self._proc = None
         self._conn = None
         self._deadline = None
+        self._timeout = 0.0
+        self._answer = None  # an answer read by wait_any, for collect
         self.gpu_s = 0.0  # time the worker spent in launches (transfers, module loads, kernels)
+        self.last_s = 0.0  # the last successful launch's time in the worker
 
     def start(self) -> None:
         """Start the worker process now (it imports CuPy and makes its context while the caller works)."""
@@ -76,6 +85,18 @@ class GpuWorker:
     def busy(self) -> bool:
         return self._deadline is not None
 
+    @property
+    def has_answer(self) -> bool:
+        return self._answer is not None
+
+    @property
+    def deadline(self) -> float:
+        return self._deadline
+
+    @property
+    def connection(self):
+        return self._conn
+
     def submit(self, cubin_path: str, name: str, launch, timeout: float, out_path: str | None = None) -> None:
         """Start a launch (a LaunchInput, or the file it is in); with `out_path` the outputs are saved there
         and collect() returns None."""
@@ -88,26 +109,39 @@ class GpuWorker:
             self.kill()
             self._start()
             self._conn.send(job)
-        self._deadline = time.monotonic() + timeout
         self._timeout = timeout
+        self._deadline = time.monotonic() + max(timeout, STARTUP_S)  # until the worker says it has started
+        self._answer = None
+
+    def take_message(self) -> bool:
+        """Read one message of a busy worker (one is waiting): True when it is the answer (kept for collect);
+        a 'started' note moves the deadline to the launch's own timeout from now."""
+        msg = self._conn.recv()
+        if msg[0] == "started":
+            self._deadline = time.monotonic() + self._timeout
+            return False
+        self._answer = msg
+        return True
 
     def collect(self):
         """The answer to the last submit: the kernel's outputs, or LaunchFailed (fault, or hang past the timeout)."""
-        deadline, self._deadline = self._deadline, None
-        timeout = deadline - time.monotonic()
         try:
-            if not self._conn.poll(max(0.0, timeout)):
-                self.kill()
-                raise LaunchFailed("timeout", f"no answer within {self._timeout:g} s: the launch hangs; worker killed")
-            status, payload, seconds = self._conn.recv()
+            while self._answer is None:
+                if not self._conn.poll(max(0.0, self._deadline - time.monotonic())):
+                    self.kill()
+                    raise LaunchFailed("timeout", f"no answer within {self._timeout:g} s: the launch hangs; "
+                                                  "worker killed")
+                self.take_message()
         except (EOFError, BrokenPipeError, ConnectionResetError):
             code = self._proc.exitcode if self._proc else None
             self.kill()
             raise LaunchFailed("fault", f"the GPU worker died (exit code {code})") from None
+        (status, payload, seconds), self._answer, self._deadline = self._answer, None, None
         self.gpu_s += seconds
         if status != "ok":
             self.kill()
             raise LaunchFailed("fault", payload)
+        self.last_s = seconds
         return payload
 
     def run(self, cubin_path: str, name: str, launch, timeout: float) -> dict:
@@ -120,7 +154,7 @@ class GpuWorker:
                 self._proc.kill()
             self._proc.join(timeout=30)
         self._proc = self._conn = None
-        self._deadline = None
+        self._deadline = self._answer = None
 
     def close(self):
         if self._proc is not None and self._proc.is_alive():
@@ -136,11 +170,17 @@ def wait_any(workers: list[GpuWorker]) -> GpuWorker:
     """The first busy worker with an answer, or whose deadline has passed (its collect will say 'timeout')."""
     busy = [w for w in workers if w.busy]
     while True:
+        answered = [w for w in busy if w.has_answer]
+        if answered:
+            return answered[0]
         now = time.monotonic()
-        expired = [w for w in busy if w._deadline <= now]
+        expired = [w for w in busy if w.deadline <= now]
         if expired:
             return expired[0]
-        wait = min(w._deadline for w in busy) - now
-        ready = multiprocessing.connection.wait([w._conn for w in busy], timeout=wait)
-        if ready:
-            return next(w for w in busy if w._conn in ready)
+        wait = min(w.deadline for w in busy) - now
+        for conn in multiprocessing.connection.wait([w.connection for w in busy], timeout=wait):
+            w = next(w for w in busy if w.connection is conn)
+            try:
+                w.take_message()
+            except (EOFError, OSError):
+                return w  # its collect says how it died

@@ -49,6 +49,35 @@ def test_a_hang_gives_timeout_within_the_configured_timeout(small_plan, monkeypa
     assert summary["timeout"] == 1 and summary["wall_s"] < 3 * 3.0 + 20
 
 
+def test_a_hang_is_bisected_with_a_timeout_scaled_to_the_launches_seen(small_plan, monkeypatch, tmp_path):
+    """After a launch has come back, a hung launch's sub-launches get FACTOR x the slowest launch (at least MIN),
+    not the sweep's timeout: the victim is found in a few short timeouts."""
+    from harness.run import engine
+    (k0, c0), (k1, c1) = small_plan.work[:2]
+    victim = c1[3]
+    monkeypatch.setenv("TC_SIM_FAULTS", f"{k1.name}:#{simsweep.case_fingerprint(k1, victim)}:hang")
+    monkeypatch.setattr(engine, "ISOLATION_TIMEOUT_FACTOR", 1.0)
+    monkeypatch.setattr(engine, "ISOLATION_TIMEOUT_MIN_S", 1.5)
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    summary, recs, _, _ = simsweep.sweep(Plan([(k0, c0[:4]), (k1, c1[:4])]), tmp_path / "r.jsonl", timeout=8.0)
+    iso = summary["timing"]["isolation_timeout_s"]
+    assert 1.5 <= iso < 8.0
+    assert recs[victim.id]["status"] == "timeout" and f"within {iso:g} s" in recs[victim.id]["error"]
+    assert [r["status"] for i, r in recs.items() if i != victim.id] == ["pass"] * 7
+    assert summary["wall_s"] < 8.0 + 3 * iso + 20  # the first launch's 8 s, then one short timeout per level
+
+
+def test_a_workers_start_up_does_not_count_against_its_launchs_timeout():
+    from harness.run.worker import GpuWorker
+    from tests.simulated import slow_start_device
+    w = GpuWorker(0, "tests.simulated.slow_start_device")
+    try:
+        assert w.run("none.cubin", "k", None, timeout=1.0) == {"echo": "k"}  # start-up 3 s, timeout 1 s
+        assert slow_start_device.SLOW_START_S > 1.0
+    finally:
+        w.close()
+
+
 def test_resume_never_reruns_a_finished_case(small_plan, monkeypatch, tmp_path):
     log = tmp_path / "launches.jsonl"
     monkeypatch.setenv("TC_SIM_LOG", str(log))
