@@ -68,7 +68,7 @@ def build(source_name: str) -> Path:
     key = hashlib.sha256((src + "\0" + "\0".join(incs)).encode()).hexdigest()[:16]
     exe = cache_dir() / f"{Path(source_name).stem}-{key}"
     if not exe.exists():
-        tmp = exe.with_suffix(".tmp")
+        tmp = exe.with_name(f"{exe.name}.tmp{os.getpid()}")  # pytest -n: two workers may build it at once
         cmd = ["g++", "-std=c++17", "-O1", "-w", *[f"-I{d}" for d in incs], str(HERE / source_name), "-o", str(tmp)]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -135,7 +136,8 @@ def rejections() -> dict[Candidate, list[tuple[str, str]]]:
     key = hashlib.sha256((src + "\0" + "\0".join(incs)).encode()).hexdigest()[:16]
     cache = cutlass_cpp.cache_dir() / f"legality-{key}.json"
     if not cache.exists():
-        tu = cutlass_cpp.cache_dir() / f"legality_tu.cpp"
+        tu = cutlass_cpp.cache_dir() / f"tu-{os.getpid()}" / "legality_tu.cpp"  # pytest -n: one per process
+        tu.parent.mkdir(exist_ok=True)
         tu.write_text(src)
         cmd = ["g++", "-std=c++17", "-fsyntax-only", "-fmax-errors=0", "-w", *[f"-I{d}" for d in incs], str(tu)]
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -157,7 +159,9 @@ def rejections() -> dict[Candidate, list[tuple[str, str]]]:
                 current = None
         if r.returncode != 0 and not raw:
             raise RuntimeError(f"the legality TU failed without attributable errors:\n{r.stderr[-3000:]}")
-        cache.write_text(json.dumps({str(k): v for k, v in raw.items()}))
+        tmp = cache.with_name(f"{cache.name}.tmp{os.getpid()}")
+        tmp.write_text(json.dumps({str(k): v for k, v in raw.items()}))
+        tmp.replace(cache)
     raw = {int(k): [tuple(x) for x in v] for k, v in json.loads(cache.read_text()).items()}
     return {c: v for ln, v in raw.items() for c in by_line[ln]}
 
