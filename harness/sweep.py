@@ -72,7 +72,7 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     engine = Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total)) if devs else None  # comes up while we plan and compile
     try:
         t = time.time()
-        p = planning.make(sel, run_archs(devs), cfg.shard)
+        p = planning.make(sel, run_archs(devs), cfg.shard, cache=True)
         for note in p.notes:
             log(note)
         return execute(p, cfg, log, plan_s=time.time() - t, engine=engine, devs=devs)

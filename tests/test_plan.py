@@ -1,0 +1,55 @@
+"""The plan cache (harness/plan.py family_kernels): a warm sweep reads every in-tree family's kernels and cases
+from the compile cache instead of building them, keyed by the package's own source, so a changed model is never
+answered from a stale plan; an out-of-tree family is always asked."""
+import pytest
+
+from harness import families, plan
+from harness.families import tcgen05
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path))
+    return tmp_path
+
+
+def ids(p: plan.Plan):
+    return [(k.name, [c.id for c in cs]) for k, cs in p.work], [k.name for k in p.compile_only]
+
+
+def test_a_cached_plan_is_the_plan_and_is_read_without_building(private_cache, monkeypatch):
+    sel = plan.Selection(families=("tcgen05",))
+    built = plan.make(sel, cache=True)
+    assert list((private_cache / "plans").glob("tcgen05-*.pkl"))
+
+    def no_building(self, arch):
+        raise AssertionError("the plan was built again")
+    monkeypatch.setattr(tcgen05.Tcgen05Family, "kernels", no_building)
+    assert ids(plan.make(sel, cache=True)) == ids(built)
+
+
+def test_a_changed_source_builds_the_plan_again(private_cache, monkeypatch):
+    sel = plan.Selection(families=("tcgen05",))
+    plan.make(sel, cache=True)
+    calls = []
+    real = tcgen05.Tcgen05Family.kernels
+    monkeypatch.setattr(tcgen05.Tcgen05Family, "kernels", lambda self, arch: calls.append(arch) or real(self, arch))
+    monkeypatch.setattr(plan, "source_digest", lambda: "a-model-was-edited")
+    plan.make(sel, cache=True)
+    assert calls, "a plan cached for other sources was used"
+
+
+def test_the_digest_covers_the_models_and_the_kernel_templates():
+    files = {p.name for p in plan.Path(plan.__file__).resolve().parent.rglob("*") if p.suffix in (".py", ".cu")}
+    assert {"layouts.py", "cases.py", "wgmma.cu", "tcgen05.cu"} <= files and len(plan.source_digest()) == 24
+
+
+def test_an_out_of_tree_family_is_always_asked(private_cache, monkeypatch):
+    monkeypatch.setenv(families.EXTRA, "toy=tests.simulated.toy_family")
+    plan.make(plan.Selection(families=("toy",)), {"toy": "sm_90a"}, cache=True)
+    assert not list((private_cache / "plans").glob("toy-*"))
+
+
+def test_without_cache_nothing_is_written(private_cache):
+    plan.make(plan.Selection(families=("tcgen05",)))
+    assert not (private_cache / "plans").exists()
