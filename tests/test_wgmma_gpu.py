@@ -16,7 +16,7 @@ from harness.records import results
 from harness.run import gpu
 
 ARCH = "sm_90a"
-PLAN = None if gpu.skip_reason(ARCH) else plan.make(plan.Selection(families=("wgmma",)))
+PLAN = None if gpu.skip_reason(ARCH) else plan.make(plan.Selection(families=("wgmma",)), cache=True)
 CASES = [c for _, cs in PLAN.work for c in cs] if PLAN else []
 pytestmark = pytest.mark.gpu(ARCH)
 
