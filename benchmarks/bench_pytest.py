@@ -1,0 +1,60 @@
+"""The tests as their users run them: the README's test command (`python -m pytest -n auto`), timed end to end,
+on a fresh compile cache and again on the warm one; and `-m gpu` alone. Each run's pass/skip/fail counts and its
+slowest tests go to one JSON file, so a GPU node's "pytest in under a minute" (issue: fast where its users run
+it) is a committed number, not a claim.
+
+Run by hand on the GPU machine (or anywhere), from the repo root:
+    python3 benchmarks/bench_pytest.py --out results/<run>/bench-pytest.json [--runs readme,readme-warm,gpu]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RUNS = {
+    "readme": ["-n", "auto"],  # the README's test command, on an empty compile cache
+    "readme-warm": ["-n", "auto"],  # the same, with the cache the first run left
+    "gpu": ["-m", "gpu", "-n", "auto"],
+}
+
+
+def timed(args: list[str], cache: str) -> dict:
+    env = dict(os.environ, TC_HARNESS_CACHE=cache, PYTHONUNBUFFERED="1")
+    t = time.time()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=15", *args],
+                          env=env, capture_output=True, text=True)
+    wall = time.time() - t
+    tail = proc.stdout.strip().splitlines()
+    counts = {m[1]: int(m[0]) for m in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)",
+                                                   tail[-1] if tail else "")}
+    slowest = [ln.strip() for ln in proc.stdout.splitlines() if re.match(r"\s*\d+\.\d+s (call|setup|teardown)", ln)]
+    return {"args": args, "exit": proc.returncode, "wall_s": round(wall, 1), "counts": counts, "slowest": slowest,
+            "last_line": tail[-1] if tail else proc.stderr[-500:]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--runs", default="readme,readme-warm,gpu")
+    a = ap.parse_args()
+    names = [r for r in a.runs.split(",") if r]
+    unknown = [r for r in names if r not in RUNS]
+    if unknown:
+        sys.exit(f"bench_pytest: unknown run {unknown[0]!r}; one of {', '.join(RUNS)}")
+    report = {"cpus": os.cpu_count(), "runs": {}}
+    with tempfile.TemporaryDirectory() as cache:
+        for name in names:
+            report["runs"][name] = timed(RUNS[name], cache)
+            r = report["runs"][name]
+            print(f"{name:<12} {' '.join(r['args']):<22} {r['wall_s']:>7} s  exit {r['exit']}  {r['last_line']}")
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
