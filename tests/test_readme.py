@@ -102,3 +102,11 @@ def test_every_line_runs_with_its_documented_exit_status(line, tmp_path, monkeyp
 def test_the_default_results_folder_is_documented():
     text = README.read_text()
     assert f"`{cli.DEFAULT_RESULTS_DIR}/` under the current folder" in text
+
+
+def test_ci_runs_exactly_the_readmes_test_command():
+    first_block = README.read_text().split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    test_command = first_block[1].split("  #", 1)[0].strip()
+    assert "pytest" in test_command
+    ci = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln and not ln.startswith(("#", "set ", "cd "))]
+    assert ci == [test_command]
