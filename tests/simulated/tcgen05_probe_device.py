@@ -28,6 +28,7 @@ does not load), after '#', comma-separated:
     start+<bytes>@A|B       start address <bytes> further on
     tmem-a-col+<c>          A in Tensor Memory read from <c> columns further right
     tmem-a-lanes=<M>        A's rows read from the lanes of M=<M>'s data path (64: layout F, 128: identity)
+    tmem-a-dense            a 4/6-bit A read densely packed (element k at bits k*w of its row), not one per byte
   where D goes:
     d-ctas-swapped          the pair's two halves of D in each other's CTA
     d-pair-by-columns       an M=128 pair splits N, not M: CTA c//(N/2) holds every row of its columns
@@ -128,6 +129,13 @@ def _read_tmem_a(tm: np.ndarray, col0: int, m: int, k: int, t: str, storage: str
             lane_m = int(item.split("=")[1])
     r, kk = np.meshgrid(np.arange(m), np.arange(k), indexing="ij")
     lane = datapaths.a_lane(lane_m, r)
+    if "tmem-a-dense" in plants:  # a 4/6-bit A packed densely: element k at bits k*w of the row's cells
+        wt = dtypes.get(t).bits
+        bit = 32 * (col0 + dcol) + kk * wt
+        lo = tm[lane, bit // 32].astype(np.uint64)
+        hi = tm[lane, bit // 32 + 1].astype(np.uint64)
+        raw = ((lo | (hi << np.uint64(32))) >> (bit % 32).astype(np.uint64)) & np.uint64((1 << wt) - 1)
+        return dtypes.get(t).from_bits(raw)
     cells = tm[lane, col0 + dcol + kk // per].astype(np.uint64)
     bits = (cells >> ((kk % per) * w).astype(np.uint64)) & np.uint64((1 << w) - 1)
     return dtypes.get(t).from_bits(bits)
