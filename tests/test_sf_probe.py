@@ -97,3 +97,27 @@ def test_the_codes_name_64_digits_apart_from_one_exactly_in_f32():
         prod = np.outer(v, v).astype(np.float32)
         assert np.all(np.isfinite(prod)) and np.array_equal(prod.astype(np.float64), np.outer(v, v))
     assert sf_probe.BASE ** sf_probe.DIGITS >= 2 * 2 * datapaths.SF_TILE_BYTES  # every byte of a pair's tiles
+
+
+def test_the_sweep_diagnoses_a_misreading_planted_in_the_device_with_both_probes(monkeypatch, tmp_path):
+    """The real sweep (engine, spawned GPU worker, records) on the simulated probe device with A's and B's factors
+    exchanged: the cases fail, and the diagnosis pass writes the Tensor Memory record (D where the model says)
+    and the scale-factor record naming the exchange, every field documented."""
+    from pathlib import Path
+
+    from harness import plan, sweep as S
+    from harness.run.compile import Compiled
+    from tests.run import simsweep
+    from tests.simulated import fake_gpus
+    from tests.test_results_schema import undocumented
+    p = plan.make(plan.Selection(families=("tcgen05",), kinds=("mxf4",), cta_groups=(1,)), {"tcgen05": "sm_100a"})
+    kernel, cases = p.work[0]
+    fake_gpus.install(monkeypatch, ["sm_100a"])
+    monkeypatch.setattr(fake_gpus, "BACKEND", "tests.simulated.tcgen05_probe_device")
+    monkeypatch.setattr(S, "compile_kernels", lambda kernels, cfg, log: {
+        k: Compiled(k.name, str(k.arch), Path(f"/nonexistent/{k.name}.cubin#sf-ab-swapped"), True) for k in kernels})
+    summary, recs, raw, _ = simsweep.sweep(plan.Plan([(kernel, cases[:1])]), tmp_path / "r.jsonl", diagnose=1)
+    assert summary["fail"] == 1, summary
+    diag = {r["probe"]: r for r in raw if r["type"] == "diagnosis" and r.get("probe")}
+    assert diag["tmem-d"]["status"] == "pass" and diag["scale-factors"]["edit"] == "sf:ab-exchanged", diag
+    assert undocumented(raw) == set()
