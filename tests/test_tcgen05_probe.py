@@ -224,3 +224,12 @@ def test_probe_launches_fit_the_kernel():
             assert inp.smem <= 227 * 1024
             assert inp.params["read_cols"].max() <= 512 and inp.params["enable_input_d"].max() == 0
             assert layouts.footprint(st.b.desc_layout)[1] <= st.size
+
+
+def test_a_d_map_taken_with_misread_operands_says_so(worker):
+    """B read with another swizzle: the Tensor Memory probe's coded B is misread as well, and its record says that
+    its map is not about D's placement alone."""
+    c = case("f16", "SS", 128, 64, "64B", "128B")
+    recs = {r.get("probe", "address") + r["operand"]: r for r in diagnose([c], worker, "swizzle=64B@B")}
+    assert recs["addressB"]["status"] == "fail" and recs["tmem-dD"]["status"] == "fail"
+    assert "the address probe found B read elsewhere" in recs["tmem-dD"]["caveat"], recs["tmem-dD"]

@@ -64,6 +64,17 @@ class Tcgen05Family:
         recs = probe.diagnose(kernel, cases, cubin_path, worker, timeout, png_dir)
         plain = [c for c in cases if not c.control]
         tmem = tmem_probe.diagnose(kernel, plain, cubin_path, worker, timeout, png_dir)
+        found: dict = {}  # case id -> {address-probe status: operands}, the operands not read as modelled
+        for r in recs:
+            if r.get("status") in ("fail", "inconclusive"):
+                found.setdefault(r["id"], {}).setdefault(r["status"], []).append(r["operand"])
+        for r in tmem:
+            if r.get("status") == "fail" and r["id"] in found:
+                what = [" and ".join(ops) + (" read elsewhere than the model puts them" if st == "fail" else
+                                             " not mapped")
+                        for st, ops in sorted(found[r["id"]].items(), key=lambda kv: kv[0] != "fail")]
+                r["caveat"] = (f"the address probe found {'; '.join(what)}: this probe's coded operands were misread "
+                               "too, so its map is not about D's placement alone")
         if not kernel.form.block_scaled:
             return recs + tmem
         by_id = {r["id"]: r for r in tmem}

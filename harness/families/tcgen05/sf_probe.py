@@ -73,10 +73,6 @@ class SfSetup:
     def rows_per_cta(self) -> int:
         return self.case.m // self.case.form.cta_group
 
-    @property
-    def slots(self) -> int:
-        return self.case.form.cta_group * len(TILES) * datapaths.SF_TILE_BYTES
-
 
 @dataclass(frozen=True)
 class SfJob:
