@@ -121,3 +121,17 @@ def test_the_sweep_diagnoses_a_misreading_planted_in_the_device_with_both_probes
     diag = {r["probe"]: r for r in raw if r["type"] == "diagnosis" and r.get("probe")}
     assert diag["tmem-d"]["status"] == "pass" and diag["scale-factors"]["edit"] == "sf:ab-exchanged", diag
     assert undocumented(raw) == set()
+
+
+def test_the_blackwell_proof_names_its_plants_on_the_simulated_device(tmp_path):
+    """benchmarks/tcgen05_probe_proof.py (for a later session on a B200 / B300): two of its model plants, on the
+    simulated probe device."""
+    import json
+
+    from benchmarks import tcgen05_probe_proof as proof
+    out = tmp_path / "proof.jsonl"
+    assert proof.main(["--simulated", "--only", "D:ctas-exchanged,SF:blocks-pairs", "--max-cases", "2",
+                       "--out", str(out)]) == 0
+    recs = [json.loads(ln) for ln in out.read_text().splitlines()]
+    assert [r["plant"] for r in recs] == ["D:ctas-exchanged", "SF:blocks-pairs"] and all(r["named"] for r in recs)
+    assert all(r["failing"] == r["cases"] == 2 for r in recs), recs
