@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.families import tcgen05 as TC  # noqa: E402
-from harness.families.tcgen05 import datapaths, readback, reference, tmem_probe  # noqa: E402
+from harness.families.tcgen05 import datapaths, readback, reference  # noqa: E402
 from harness.families.tcgen05.forms import Form  # noqa: E402
 from harness.run.engine import run_isolated  # noqa: E402
 from harness.run.worker import GpuWorker  # noqa: E402
