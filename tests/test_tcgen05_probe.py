@@ -155,17 +155,55 @@ UNSUPPORTED = [
     (T.TcCase(Form("mxf8f6f4", 1), 128, 32, "e4m3", "e4m3", "f32", "128B", "128B"), "block-scaled"),
     (T.TcCase(Form("f16", 2), 256, 64, "f16", "f16", "f32", "128B", "128B"), "cta_group::2"),
     (T.TcCase(Form("f16", 1, ws=True), 64, 64, "f16", "f16", "f32", "128B", "128B"), ".ws"),
-    (T.TcCase(Form("f8f6f4", 1), 128, 32, "e2m1", "e4m3", "f32", "128B", "128B"), "4-bit type packed"),
-    (T.TcCase(Form("f8f6f4", 1, a_src="TS"), 128, 32, "e4m3", "e3m2", "f32", "128B", "128B"), "6-bit type"),
     (case(control="version-cleared@B"), "outside the ISA"),
 ]
 
 
 def test_unsupported_forms_are_not_probed_with_a_reason(worker):
+    """The address probe says why it cannot probe these; the Tensor Memory and scale-factor probes, which cover
+    every form, find the faithful device placing D and using the factors as the model says."""
     for c, words in UNSUPPORTED:
         recs = tcgen05.FAMILY.diagnose(kernel_of(c.form), [c], "sim.cubin", worker, 60, None)
-        assert recs and all(r["status"] == "not-probed" for r in recs), recs
-        assert all(words in r["summary"] for r in recs), (words, recs)
+        address = [r for r in recs if r.get("probe") not in ("tmem-d", "scale-factors")]
+        assert address and all(r["status"] == "not-probed" for r in address), address
+        assert all(words in r["summary"] for r in address), (words, address)
+        others = [r for r in recs if r.get("probe") in ("tmem-d", "scale-factors")]
+        assert all(r["status"] == "pass" for r in others), others
+        assert len(others) == (0 if c.control else 1 + c.form.block_scaled), others
+
+
+PACKED = [  # (case, the packed operand the address probe does not number, its words)
+    (T.TcCase(Form("f8f6f4", 1), 128, 32, "e2m1", "e4m3", "f32", "128B", "64B"), "A", "4-bit type packed"),
+    (T.TcCase(Form("f8f6f4", 1, a_src="TS"), 128, 32, "e4m3", "e3m2", "f32", "128B", "128B"), "B", "6-bit type"),
+    (T.TcCase(Form("f8f6f4", 1, a_src="TS"), 64, 16, "e3m2", "e2m1", "f32", "128B", "32B"), "B", "4-bit type"),
+]
+
+
+def test_a_packed_operand_is_not_numbered_but_holds_the_other_ones_one_hot(worker):
+    """4/6-bit operands in shared memory sit packed 16 per 16-byte chunk: the probe does not number them (says why)
+    but writes the other operand's one-hot there, so the other operand -- A in Tensor Memory of a 4/6-bit type
+    too -- is probed and read as the model says."""
+    for c, packed, words in PACKED:
+        recs = {r["operand"]: r for r in diagnose([c], worker) if r.get("probe") != "tmem-d"}
+        assert recs[packed]["status"] == "not-probed" and words in recs[packed]["summary"], recs[packed]
+        other = recs["B" if packed == "A" else "A"]
+        assert other["status"] == "pass" and other["reads_as_model"], other
+
+
+def test_ts_4_and_6_bit_a_planted_dense_packing_is_named(worker):
+    """The unsettled reading (cases.unsettled_reason): a 4/6-bit A in Tensor Memory one per 8-bit container, value
+    in its low bits (the model), or packed densely as CUTLASS's tmem_frg would; a device reading it densely is
+    named, a device reading from 4 columns further on is named as that."""
+    for t, w in (("e2m1", 4), ("e2m3", 6)):
+        c = T.TcCase(Form("f8f6f4", 1, a_src="TS"), 128, 32, t, "e4m3", "f32", "128B", "128B")
+        a = next(r for r in diagnose([c], worker, "tmem-a-dense") if r["operand"] == "A")
+        assert a["status"] == "fail" and a["explanation"].startswith(
+            f"A read densely packed, element k of a row at bits {w}k .. {w}k+{w - 1}"), a
+    c = T.TcCase(Form("f8f6f4", 1, a_src="TS"), 64, 16, "e3m2", "e2m1", "f32", "128B", "32B")
+    a = next(r for r in diagnose([c], worker, "tmem-a-col+4") if r["operand"] == "A")
+    col0 = probe.setup_of(c).params["a_tmem_col"]
+    assert a["status"] == "fail" and "explanation" not in a, a
+    assert f"A read from column {col0 + 4} instead of {col0} (the A address +4 columns off)" in a["summary"]
 
 
 def test_aliasing_descriptor_of_the_other_operand_is_not_probed(worker):
@@ -186,3 +224,12 @@ def test_probe_launches_fit_the_kernel():
             assert inp.smem <= 227 * 1024
             assert inp.params["read_cols"].max() <= 512 and inp.params["enable_input_d"].max() == 0
             assert layouts.footprint(st.b.desc_layout)[1] <= st.size
+
+
+def test_a_d_map_taken_with_misread_operands_says_so(worker):
+    """B read with another swizzle: the Tensor Memory probe's coded B is misread as well, and its record says that
+    its map is not about D's placement alone."""
+    c = case("f16", "SS", 128, 64, "64B", "128B")
+    recs = {r.get("probe", "address") + r["operand"]: r for r in diagnose([c], worker, "swizzle=64B@B")}
+    assert recs["addressB"]["status"] == "fail" and recs["tmem-dD"]["status"] == "fail"
+    assert "the address probe found B read elsewhere" in recs["tmem-dD"]["caveat"], recs["tmem-dD"]

@@ -1,11 +1,14 @@
-"""The Tensor Memory D probe (harness/families/tcgen05/tmem_probe.py) on the simulated tcgen05 device, which runs
-in a spawned worker and places D with the unchanged data paths; a wrong data-path model is planted in this process
-only, and the probe must find the difference and name where the hardware put D."""
+"""The Tensor Memory D probe (harness/families/tcgen05/tmem_probe.py) on the simulated tcgen05 device, which places
+D with its own data paths: a wrong data-path model planted in this process (the device runs in a spawned worker),
+or a changed data path planted in the device, must be found and named."""
 import numpy as np
 import pytest
 
-from harness.families.tcgen05 import datapaths, readback, reference, tmem_probe
+from harness.diagnosis.fragments_probe import code_digits
+from harness.families.tcgen05 import cases as T, datapaths, readback, reference, tmem_probe
+from harness.families.tcgen05.forms import Form
 from harness.run.worker import GpuWorker
+from tests.simulated import tcgen05_probe_device as probe_device
 from tests.test_tcgen05_probe import SIM, case, kernel_of
 
 
@@ -58,3 +61,101 @@ def test_planted_data_path_is_named(worker, monkeypatch, name, m, change, hw, mo
     assert r["status"] == "fail" and r["wrong"] > 0, r
     assert r["explanation"] == hw and r["model_is"] == model, r["summary"]
     assert hw in r["summary"]
+
+
+# ---------------------------------------------------------------------------------------------------- every form
+# The forms the address probe does not cover (a CTA pair, .ws, block scaling, 4/6-bit types): the faithful device
+# (tests/simulated/tcgen05_probe_device.py, its own data paths) must place D as the model says, and a change of the
+# data path planted in the *device* must be named. The device runs in this process (nothing is planted here).
+
+class InProcess:
+    def run(self, cubin_path, name, launch, timeout):
+        return probe_device.run(cubin_path, name, launch)
+
+
+def tc(kind, cg=1, m=128, n=32, types=None, ws=False, a_src="SS", sa="128B", sb="64B"):
+    a, b, acc = types or T.type_combos(kind)[0]
+    return T.TcCase(Form(kind, cg, ws, a_src), m, n, a, b, acc, sa, sb)
+
+
+def run_on_device(c, plant=""):
+    return tmem_probe.diagnose(kernel_of(c.form), [c], f"sim.cubin#{plant}", InProcess(), 60)
+
+
+NEW_FORMS = [tc("f16", 2, 256, 64), tc("i8", 2, 128, 64, ("s8", "u8", "s32")), tc("f16", ws=True, m=32, n=64),
+             tc("tf32", ws=True, m=64, n=128, sa="32B", sb="128B"), tc("f16", ws=True, m=128, n=64,
+                                                                       types=("f16", "f16", "f16")),
+             tc("mxf8f6f4"), tc("mxf4", 2, 256, 32), tc("mxf4nvf4", n=128),
+             tc("mxf8f6f4", 2, 256, 32, ("e2m3", "e3m2", "f32")), tc("f8f6f4", types=("e2m1", "e3m2", "f32")),
+             tc("f8f6f4", m=64, types=("e3m2", "e4m3", "f32"), a_src="TS")]
+
+
+def test_the_faithful_device_places_d_of_every_form_as_the_model_says():
+    for c in NEW_FORMS:
+        r, = run_on_device(c)
+        assert r["status"] == "pass" and r["wrong"] == 0 and r["elements"] == c.m * c.n, r
+
+
+DEVICE_PLANTS = [  # (planted in the device, case, what the hardware does, what the model does)
+    ("d-ctas-swapped", tc("f16", 2, 256, 64), "data path A (M=256 pair: 128 rows per CTA) with the pair's CTAs "
+     "exchanged", "data path A (M=256 pair: 128 rows per CTA)"),
+    ("d-pair-by-columns", tc("f16", 2, 128, 64), "the pair split by columns (CTA c // (N/2) holds every row of its "
+     "columns)", "data path B (M=128 pair: 64 rows per CTA, column halves on lanes +64)"),
+    ("d-halves-reversed", tc("f16", ws=True, m=64, n=64), "data path E (.ws M=64: column halves on lanes +64) with "
+     "the column halves in reverse order", "data path E (.ws M=64: column halves on lanes +64)"),
+    ("d-columns-interleaved", tc("f16", ws=True, m=64, n=64), "data path E (.ws M=64: column halves on lanes +64) "
+     "with even / odd columns on lanes +0 / +64", "data path E (.ws M=64: column halves on lanes +64)"),
+    ("d-columns-interleaved", tc("f16", ws=True, m=32, n=64), "data path G (.ws M=32: column quarters on lanes +32) "
+     "with columns interleaved over the four lane quarters (column c on quarter c % 4)",
+     "data path G (.ws M=32: column quarters on lanes +32)"),
+    ("d-quarters-reversed", tc("mxf4"), "data path D (lane = row) with the 32-lane quarters in reverse order",
+     "data path D (lane = row)"),
+    ("d-columns^1", tc("mxf8f6f4", 2, 256, 32, ("e5m2", "e2m1", "f32")), "data path A (M=256 pair: 128 rows per "
+     "CTA) with columns c and c+1 exchanged", "data path A (M=256 pair: 128 rows per CTA)"),
+]
+
+
+@pytest.mark.parametrize("plant,c,hw,model", DEVICE_PLANTS, ids=[f"{p[0]}-{p[1].form.name}" for p in DEVICE_PLANTS])
+def test_a_data_path_planted_in_the_device_is_named(plant, c, hw, model):
+    r, = run_on_device(c, plant)
+    assert r["status"] == "fail" and r["wrong"] > 0, r
+    assert r["explanation"] == hw and r["model_is"] == model, r["summary"]
+    assert f"the hardware places D exactly as {hw}; the model places it as {model}" in r["summary"]
+
+
+def test_two_changes_at_once_are_not_explained_by_one():
+    r, = run_on_device(tc("f16", 2, 256, 64), "d-ctas-swapped,d-columns^1")
+    assert r["status"] == "fail" and r["explanation"] is None, r
+    assert "no single edit of the catalogue" in r["summary"]
+
+
+def test_a_pair_the_kernel_cannot_feed_is_not_probed_with_the_reason():
+    """Block-scaled M=128 pairs take CUTLASS's 2x2 scale-factor layout, which one copy cannot produce."""
+    r, = run_on_device(T.TcCase(Form("mxf4", 2), 128, 64, "e2m1", "e2m1", "f32", "128B", "128B"))
+    assert r["status"] == "not-probed" and "2x2" in r["summary"], r
+
+
+def test_digits_fit_every_type_pair():
+    assert tmem_probe.digit_plan("f16", "f16", 256, 16) == (2, 128)
+    assert tmem_probe.digit_plan("s8", "u8", 256, 32) == (2, 64)
+    assert tmem_probe.digit_plan("e2m1", "e2m1", 256, 64) == (4, 4)  # 4 is e2m1's largest exact power of two
+    assert tmem_probe.digit_plan("e3m2", "e4m3", 256, 32) == (2, 16)
+    for a in T.F8F6F4:
+        for b in T.F8F6F4:
+            base, cap = tmem_probe.digit_plan(a, b, 256, 32)
+            w, digits = code_digits(a, 256, 32, base, cap)
+            v = np.arange(256)
+            assert np.array_equal(digits(v) @ w, v)
+
+
+def test_probe_launches_fit_every_forms_kernel():
+    from harness.families.tcgen05 import kernel as tk, sf_probe
+    for arch in ("sm_100a", "sm_103a"):
+        for form, cs in T.all_cases(arch):
+            c = next(c for c in cs if not c.control)
+            for jobs in (tmem_probe.jobs_of(c, arch),) + ((sf_probe.setup_and_jobs(c, arch)[1],)
+                                                          if form.block_scaled else ()):
+                inp = tk.pack(jobs)
+                assert inp.smem <= 227 * 1024 and inp.ctas_per_case == form.cta_group
+                assert inp.params["read_cols"].max() <= 512 and inp.params["enable_input_d"].max() == 0
+                assert inp.params["zero_mask"].max() == 0

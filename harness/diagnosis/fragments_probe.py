@@ -33,6 +33,7 @@ from typing import Callable
 
 import numpy as np
 
+from harness.diagnosis import single_edit
 from harness.families.base import ranges
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma.cases import Case, operand_scenarios, plain_operand
@@ -216,33 +217,50 @@ class Job:
     b_mat: np.ndarray  # N x K
 
 
-def _cap(t: str) -> int:
-    return 64 if t == "s8" else 128
+def exact_power_cap(t: str) -> int:
+    """The largest power of two, at most 128, that type `t` holds exactly: the largest weight a digit may carry
+    (128 for the 16/32-bit and 8-bit float types and u8, 64 for s8, 16 for e3m2, 4 for e2m1 and e2m3)."""
+    et, cap = dtypes.get(t), 1
+    for j in range(1, 8):
+        try:
+            exact = et.from_bits(et.to_bits(np.array([2.0 ** j])))[0] == 2.0 ** j
+        except ValueError:  # out of the type's range
+            exact = False
+        if not exact:
+            break
+        cap = 1 << j
+    return cap
 
 
-def code_digits(t: str, nvalues: int, K: int) -> tuple[np.ndarray, Callable]:
-    """(weights [K], digits(values) -> [len, K]) with sum_k digits[v, k] * weights[k] == v for v < nvalues."""
+def code_digits(t: str, nvalues: int, K: int, base: int = 2, cap: int | None = None) -> tuple[np.ndarray, Callable]:
+    """(weights [K], digits(values) -> [len, K]) with sum_k digits[v, k] * weights[k] == v for v < nvalues: the
+    digits of v in `base` (a power of two; every digit 0 .. base-1 must be exact in the digits' type), digit j
+    weighing base**j, split over several k where base**j exceeds `cap` (default: exact_power_cap(t))."""
     if t == "b1":
         if nvalues > K:
             raise ValueError(f"b1 unary digits: {nvalues} values need more than K = {K}")
         w = np.ones(K)
         return w, lambda v: (np.arange(K)[None, :] < np.asarray(v)[:, None]).astype(np.float64)
-    bits = max(1, int(np.ceil(np.log2(nvalues))))
-    cap = _cap(t)
+    if base < 2 or base & (base - 1):
+        raise ValueError(f"digit base {base} is not a power of two")
+    ndigits = 1
+    while base ** ndigits < nvalues:
+        ndigits += 1
+    cap = exact_power_cap(t) if cap is None else cap
     ws, which = [], []
-    for j in range(bits):
-        pieces = max(1, (1 << j) // cap)
-        ws += [min(1 << j, cap)] * pieces
+    for j in range(ndigits):
+        pieces = max(1, base ** j // cap)
+        ws += [min(base ** j, cap)] * pieces
         which += [j] * pieces
     if len(ws) > K:
         raise ValueError(f"{t}: {nvalues} values need {len(ws)} k > K = {K}")
     w = np.zeros(K)
     w[:len(ws)] = ws
-    which_a = np.array(which)
+    place = base ** np.array(which)
 
     def digits(v):
         out = np.zeros((len(v), K))
-        out[:, :len(ws)] = (np.asarray(v)[:, None] >> which_a[None, :]) & 1
+        out[:, :len(ws)] = (np.asarray(v)[:, None] // place[None, :]) % base
         return out
     return w, digits
 
@@ -468,8 +486,9 @@ def records(cid: str, key: wgmma.KernelKey, f: Finding) -> list[dict]:
             words = names[0].describe(model, slots)
             rec.update({"status": "fail", "edit": names[0].id, "explanation": words,
                         "equivalent_edits": [e.id for e in names[1:]]})
-            rec["summary"] = (f"{op} fragment: the hardware's is the model's with {words} "
-                              f"({cmp['wrong']} of {cmp['slots']} slots differ, threads {cmp.get('threads', '-')})")
+            rec["summary"] = single_edit.explained(
+                f"{op} fragment", words, f"{cmp['wrong']} of {cmp['slots']} slots differ, threads "
+                                         f"{cmp.get('threads', '-')}")
         elif f.matched:  # the other operand's edit explains everything; this one reads as the model
             rec["status"] = "pass"
             rec["summary"] = (f"{op}: every register slot holds the element the model's {op} fragment gives, once "
@@ -477,11 +496,11 @@ def records(cid: str, key: wgmma.KernelKey, f: Finding) -> list[dict]:
         else:
             rec["status"] = "fail" if cmp["wrong"] or f.unwritten else "unexplained"
             rec["explanation"] = None
-            rec["summary"] = (f"{op}: {cmp['wrong']} of {cmp['slots']} register slots hold another element than "
-                              f"the model's fragment gives" + (f" (threads {cmp['threads']}, registers "
-                                                               f"{cmp['registers']})" if cmp["wrong"] else "")
-                              + "; no single edit of the catalogue (slot exchanges, 16-bit halves, row +8 / k "
-                                "halves, warp order, lane-quad order, lanes) reproduces the probe")
+            rec["summary"] = single_edit.unexplained(
+                op, f"{cmp['wrong']} of {cmp['slots']} register slots hold another element than the model's "
+                    f"fragment gives" + (f" (threads {cmp['threads']}, registers {cmp['registers']})"
+                                         if cmp["wrong"] else ""),
+                "slot exchanges, 16-bit halves, row +8 / k halves, warp order, lane-quad order, lanes")
             if f.unwritten:
                 rec["summary"] += f"; {f.unwritten} registers came back unwritten"
         out.append(rec)

@@ -110,24 +110,29 @@ def comparison_png(expected_bits: np.ndarray, observed_bits: np.ndarray, path, t
     plt.close(fig)
 
 
-def ownership_png(model, observed, path, title: str, per_reg: int = 1, colword: str = "col") -> None:
-    """Register-fragment ownership, expected (model) vs observed (hardware): for every thread (y) and register
-    slot (x), the row and the column (or k) the slot holds, as four heat maps; slots that differ are outlined."""
+def ownership_png(model, observed, path, title: str, per_reg: int = 1, colword: str = "col",
+                  rowword: str = "row", xlabel: str | None = None,
+                  ylabel: str = "thread (warp = thread // 32)", unit: str = "slots") -> None:
+    """Ownership, expected (model) vs observed (hardware): for every place on the y axis (a thread; a Tensor
+    Memory lane) and x axis (a register slot; a column) the two things it holds (row and column / k of the
+    element; where a scale factor came from), as four heat maps; places that differ are outlined."""
     plt = pyplot()
     (mr, mc), (orow, ocol) = (np.asarray(a) for a in model), (np.asarray(a) for a in observed)
     wrong = (mr != orow) | (mc != ocol)
     threads, slots = mr.shape
+    if xlabel is None:
+        xlabel = f"register slot ({per_reg} per register)" if per_reg > 1 else "register"
     fig, axes = plt.subplots(1, 4, figsize=(min(40, 4 * max(3.0, slots * 0.12 + 1.5)), 9), sharey=True)
-    for ax, data, what in ((axes[0], mr, "row, model"), (axes[1], orow, "row, observed"),
+    for ax, data, what in ((axes[0], mr, f"{rowword}, model"), (axes[1], orow, f"{rowword}, observed"),
                            (axes[2], mc, f"{colword}, model"), (axes[3], ocol, f"{colword}, observed")):
         im = ax.imshow(data, interpolation="nearest", aspect="auto", cmap="viridis")
         if "observed" in what and wrong.any() and wrong.mean() <= 0.25:  # outlines would hide a mass change
             rr, cc = np.nonzero(wrong)
             ax.scatter(cc, rr, s=6, facecolors="none", edgecolors="red", linewidths=0.6, marker="s")
-        ax.set_title(what + (f" ({int(wrong.sum())} slots differ)" if "observed" in what else ""), fontsize=9)
-        ax.set_xlabel(f"register slot ({per_reg} per register)" if per_reg > 1 else "register")
+        ax.set_title(what + (f" ({int(wrong.sum())} {unit} differ)" if "observed" in what else ""), fontsize=9)
+        ax.set_xlabel(xlabel)
         fig.colorbar(im, ax=ax, fraction=0.05)
-    axes[0].set_ylabel("thread (warp = thread // 32)")
+    axes[0].set_ylabel(ylabel)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=90)

@@ -60,12 +60,29 @@ class Tcgen05Family:
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
         """The address probe (probe.py): per (case, operand), where the tensor core read each element from
         (shared-memory byte, or TMEM lane and column for A of a TS form), against the model and the intended
-        layout; 'not-probed' records, with the reason, for what the probe does not cover; then the Tensor Memory
-        probe of D (tmem_probe.py) for the cases that are not negative controls."""
-        from harness.families.tcgen05 import probe, tmem_probe
+        layout; 'not-probed' records, with the reason, for what the probe does not cover; then, for the cases that
+        are not negative controls, the Tensor Memory probe of D (tmem_probe.py: which CTA / lane / column holds
+        each D element) and for the block-scaled kinds the scale-factor probe (sf_probe.py: which stored factor
+        each row of A / column of B and each K block used), which reads D through the placement tmem-d found."""
+        from harness.families.tcgen05 import probe, sf_probe, tmem_probe
         recs = probe.diagnose(kernel, cases, cubin_path, worker, timeout, png_dir)
-        # and where D sits in Tensor Memory (probe 'tmem-d'), for the failing cases that are not controls
-        return recs + tmem_probe.diagnose(kernel, [c for c in cases if not c.control], cubin_path, worker, timeout)
+        plain = [c for c in cases if not c.control]
+        tmem = tmem_probe.diagnose(kernel, plain, cubin_path, worker, timeout, png_dir)
+        found: dict = {}  # case id -> {address-probe status: operands}, the operands not read as modelled
+        for r in recs:
+            if r.get("status") in ("fail", "inconclusive"):
+                found.setdefault(r["id"], {}).setdefault(r["status"], []).append(r["operand"])
+        for r in tmem:
+            if r.get("status") == "fail" and r["id"] in found:
+                what = [" and ".join(ops) + (" read elsewhere than the model puts them" if st == "fail" else
+                                             " not mapped")
+                        for st, ops in sorted(found[r["id"]].items(), key=lambda kv: kv[0] != "fail")]
+                r["caveat"] = (f"the address probe found {'; '.join(what)}: this probe's coded operands were misread "
+                               "too, so its map is not about D's placement alone")
+        if not kernel.form.block_scaled:
+            return recs + tmem
+        by_id = {r["id"]: r for r in tmem}
+        return recs + tmem + sf_probe.diagnose(kernel, plain, cubin_path, worker, timeout, png_dir, by_id)
 
 
 FAMILY = Tcgen05Family()

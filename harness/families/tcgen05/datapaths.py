@@ -40,6 +40,9 @@ def a_lane(m: int, row):
 # ---------------------------------------------------------------------------------------------------- scale factors
 
 SF_ROWS_PER_COPY = 128  # one tcgen05.cp 32x128b.warpx4 moves 32 smem rows of 16 bytes = 128 rows' factors
+SF_TILE_BYTES = 1024  # shared memory each CTA keeps per operand for its factors (A's tile, then B's)
+SF_BLOCKS = {"mxf8f6f4": 1, "mxf4": 2, "mxf4nvf4": 4}  # K blocks (scale factors per row) of one MMA: scale_vec 1X/2X/4X
+SF_ONE = {"ue8m0": 127, "ue4m3": 0x38}  # the code of the scale factor 1.0
 
 
 def sf_smem_offset(mn, block):

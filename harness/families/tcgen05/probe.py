@@ -20,9 +20,13 @@ D is decoded through the case's data path (readback.decode). The one-hot of the 
 descriptor (or the TMEM model) says it is read: the probe of one operand trusts the other operand's reads, and
 says so when the accumulator values are not digits.
 
-Probed: cta_group::1 without .ws, kinds tf32 and f16 (tf32, f16, bf16) and the 8-bit types of f8f6f4 (e4m3,
-e5m2) and i8 (s8, u8), A and B in shared memory (SS) and A in Tensor Memory (TS), K- and MN-major, every swizzle
-layouts.py models. Everything else gets a 'not-probed' record saying why (unsupported()).
+Probed: cta_group::1 without .ws, kinds tf32 and f16 (tf32, f16, bf16), f8f6f4 and i8 (s8, u8), A and B in
+shared memory (SS) and A in Tensor Memory (TS), K- and MN-major, every swizzle layouts.py models. A 4/6-bit A in
+Tensor Memory is numbered one element per 8-bit container (value in the low bits, the model's reading) and a read
+of it packed densely (CUTLASS's) is recognised and named; a 4/6-bit operand in shared memory (packed 16 per 16-byte
+chunk) is not numbered, but holds the other operand's one-hot. Everything else gets a 'not-probed' record saying why
+(unsupported(), packed_reason()); where D sits and which scale factors are used is tmem_probe.py's and
+sf_probe.py's, for every form.
 """
 from __future__ import annotations
 
@@ -36,6 +40,8 @@ from harness.families.tcgen05.cases import TcCase, storage_dtype
 from harness.spec import desc_tcgen05, descriptors, dtypes, idesc as idesc_spec, layouts
 from harness.spec.layouts import SmemLayout
 
+# digit base per element type: the wgmma probe's, and for the 4/6-bit types the largest base whose digits they hold
+DIGITS = {**DIGIT_BASE, "e2m1": 4, "e2m3": 8, "e3m2": 8}
 SLACK_BYTES = 2048  # numbered bytes past the operands, so modest over-reads are still identified
 TMEM_SLACK_COLS = 32  # numbered TMEM columns past the case's, for A read from too far right
 MAX_TMEM_COLS = 512
@@ -54,12 +60,38 @@ class SmemOperand:
     desc_layout: SmemLayout  # the layout the descriptor encodes (differs in smem-descriptor controls)
 
     @property
+    def packed(self) -> bool:
+        """A 4/6-bit element in an 8-bit slot of the layout: packed from the start of its 16-byte chunk."""
+        return dtypes.get(self.dtype).bits < dtypes.get(self.layout.dtype).bits
+
+    @property
+    def width(self) -> int:
+        """Bits written per element: the element's own when packed, the slot's otherwise."""
+        return dtypes.get(self.dtype if self.packed else self.layout.dtype).bits
+
+    def _bit_addresses(self, lay: SmemLayout) -> np.ndarray:
+        if self.packed:
+            return datapaths.subbyte_bit_addresses(lay, self.width)
+        return layouts.element_bit_addresses(lay)
+
+    @property
     def addr(self) -> np.ndarray:
-        return layouts.element_bit_addresses(self.layout)
+        return self._bit_addresses(self.layout)
 
     @property
     def read_addr(self) -> np.ndarray:
-        return layouts.element_bit_addresses(self.desc_layout)
+        return self._bit_addresses(self.desc_layout)
+
+    def write(self, image: np.ndarray, values_bits: np.ndarray) -> None:
+        """Raw element bits [rows, k] into an image where the descriptor makes the tensor core read them."""
+        if self.packed:  # clear the elements' bits (the image may hold the other operand's numbers), then OR
+            addr = self.read_addr.ravel()
+            mask = np.zeros_like(image)
+            datapaths.write_bits_anywhere(mask, addr, np.full(addr.size, (1 << self.width) - 1), self.width)
+            image &= ~mask
+            datapaths.write_bits_anywhere(image, addr, np.asarray(values_bits).ravel(), self.width)
+        else:
+            layouts.write_bits(image, self.read_addr.ravel(), np.asarray(values_bits).ravel(), self.width)
 
 
 @dataclass(frozen=True)
@@ -71,6 +103,11 @@ class TmemOperand:
     col0: int  # the column the kernel passes as A's address
     intended_m: int  # the M whose data path the rows were stored for
     model_m: int  # the M the instruction descriptor says (the hardware reads A through its path)
+    element: str = ""  # the element type, where it differs from the storage type (4/6-bit A in 8-bit containers)
+
+    @property
+    def value_dtype(self) -> str:
+        return self.element or self.dtype
 
     @property
     def bits(self) -> int:
@@ -104,7 +141,8 @@ class Setup:
     size: int  # image bytes the probe numbers (operands' footprints plus slack), 16-byte multiple
     read_cols: int  # TMEM columns stored and read back
     params: dict  # the case's parameter record (descriptors, idesc, A column), C off
-    skipped: tuple = ()  # (operand, reason) of operands that cannot be probed
+    skipped: tuple = ()  # (operand, reason) of operands that cannot be modelled (the other is not probed either)
+    unprobed: tuple = ()  # (operand, reason) of operands modelled (a one-hot can be written) but not numbered
 
     @property
     def m(self) -> int:
@@ -133,13 +171,15 @@ def unsupported(c: TcCase) -> str | None:
         return (".ws: the zero-column mask and the .ws data paths (E: M=64, G: M=32, column parts folded onto "
                 "lanes) are not handled by the probe")
     for role, t in (("A", c.atype), ("B", c.btype)):
-        if dtypes.get(t).bits < 8:
-            return (f"{role} is {t}, a {dtypes.get(t).bits}-bit type packed 16 per 16-byte chunk in shared memory "
-                    "(datapaths.subbyte_bit_addresses) or one per byte of a TMEM column: its digits would be 2-3 "
-                    "bits wide and its slots not byte slots; not built")
-        if t not in DIGIT_BASE:
+        if t not in DIGITS:
             return f"{role} is {t}: no digit base is known for it"
     return None
+
+
+def packed_reason(role: str, t: str) -> str:
+    return (f"{role} is {t}, a {dtypes.get(t).bits}-bit type packed 16 per 16-byte chunk in shared memory "
+            "(datapaths.subbyte_bit_addresses): its storage is not numbered element by element (not built); the "
+            "other operand's probe writes its one-hot there")
 
 
 def _desc_layout(value: int, major: str, dtype: str, rows: int, k: int, arch: str, role: str) -> SmemLayout:
@@ -193,8 +233,8 @@ def setup_of(c: TcCase, arch: str = "sm_100a") -> Setup:
             spans += [layouts.footprint(a.layout)[1], layouts.footprint(a_d)[1]]
         except (NotProbed, layouts.LayoutError) as e:
             skipped.append(("A", str(e)))
-    else:
-        a = TmemOperand(sa, m, K, int(p["a_tmem_col"]), c.m, m)
+    else:  # a 4/6-bit A sits in an 8-bit container, value in the low bits (the unsettled reading, cases.py)
+        a = TmemOperand(sa, m, K, int(p["a_tmem_col"]), c.m, m, c.atype if sa != c.atype else "")
     if c.b_atoms != "layouts":
         skipped.append(("B", f"B is tiled as {c.b_atoms} (CUTLASS's 4-K-row 128B_base32b atoms), which "
                              "layouts.SmemLayout cannot express: no intended address map to compare with"))
@@ -214,7 +254,9 @@ def setup_of(c: TcCase, arch: str = "sm_100a") -> Setup:
         read_cols = min(MAX_TMEM_COLS, -(-(read_cols + TMEM_SLACK_COLS) // 8) * 8)
     p.update(enable_input_d=0, read_cols=read_cols, alloc_cols=max(32, 1 << (read_cols - 1).bit_length()))
     probe_case = replace(c, m=m, n=n, scale_d=0, zero_mask=None, control="")
-    return Setup(c, probe_case, arch, a, b, size, read_cols, p, tuple(skipped))
+    unprobed = tuple((role, packed_reason(role, op.dtype)) for role, op in (("A", a), ("B", b))
+                     if isinstance(op, SmemOperand) and op.packed)
+    return Setup(c, probe_case, arch, a, b, size, read_cols, p, tuple(skipped), unprobed)
 
 
 # ---------------------------------------------------------------------------------------------------- jobs
@@ -235,10 +277,15 @@ def _slots(st: Setup, which: str) -> int:
     return st.size * 8 // dtypes.get(op.layout.dtype).bits
 
 
+def value_dtype(op: SmemOperand | TmemOperand) -> str:
+    """The type an operand's values are read as (a TMEM operand's storage type may be wider)."""
+    return op.value_dtype if isinstance(op, TmemOperand) else op.dtype
+
+
 def plan_passes(st: Setup, which: str) -> tuple[int, int]:
     """(digit passes, sub-passes) for probing operand `which`."""
     op = st.a if which == "A" else st.b
-    base = DIGIT_BASE[op.dtype]
+    base = DIGITS[value_dtype(op)]
     passes, nslots = 1, _slots(st, which)
     while base ** passes < nslots:
         passes += 1
@@ -260,30 +307,41 @@ def _tmem_write(tm: np.ndarray, op: TmemOperand, values_bits: np.ndarray) -> Non
                      .astype(np.uint32))
 
 
+def tmem_numbering(st: Setup, p: int) -> np.ndarray:
+    """Pass p of the TMEM probe: every element-sized part of every cell [128, read_cols] holds digit p of its
+    number (lane, column, part), as a raw value of A's type in the part's low bits."""
+    op = st.a
+    base, pt = DIGITS[op.value_dtype], dtypes.get(op.value_dtype)
+    slot = np.arange(128 * st.read_cols * op.per, dtype=np.int64).reshape(128, st.read_cols, op.per)
+    bits = pt.to_bits(_digits_to_values(op.value_dtype, (slot // base ** p) % base)).astype(np.uint64)
+    tm = np.zeros((128, st.read_cols), np.uint32)
+    for j in range(op.per):
+        tm |= (bits[:, :, j] << np.uint64(j * op.bits)).astype(np.uint32)
+    return tm
+
+
 def probe_jobs(st: Setup, which: str) -> list[R.TcPrepared]:
     """One TcPrepared per (pass, sub-pass): numbered storage of `which`, the other operand one-hot, C = 0."""
     probed = st.a if which == "A" else st.b
     other = st.b if which == "A" else st.a
     if probed is None:
         raise NotProbed(dict(st.skipped).get(which, f"operand {which} is not modelled"))
+    if which in dict(st.unprobed):
+        raise NotProbed(dict(st.unprobed)[which])
     if isinstance(other, SmemOperand):
         slots = other.read_addr.ravel()
         if np.unique(slots).size != slots.size:
             raise NotProbed(f"operand {'B' if which == 'A' else 'A'}'s descriptor reads two elements from one place, "
                             f"so it cannot hold a one-hot matrix; operand {which} was not probed")
     passes, sub = plan_passes(st, which)
-    base = DIGIT_BASE[probed.dtype]
-    pt = dtypes.get(probed.dtype)
+    base = DIGITS[value_dtype(probed)]
+    pt = dtypes.get(value_dtype(probed))
     jobs = []
     for p in range(passes):
         image = np.zeros(st.size, np.uint8)
         tm = np.zeros((128, st.read_cols), np.uint32)
         if isinstance(probed, TmemOperand):  # number every element-sized part of every cell
-            per, w = probed.per, probed.bits
-            slot = np.arange(128 * st.read_cols * per, dtype=np.int64).reshape(128, st.read_cols, per)
-            bits = pt.to_bits(_digits_to_values(probed.dtype, (slot // base ** p) % base)).astype(np.uint64)
-            for j in range(per):
-                tm |= (bits[:, :, j] << np.uint64(j * w)).astype(np.uint32)
+            tm = tmem_numbering(st, p)
         else:
             sb = dtypes.get(probed.layout.dtype).bits
             slot = np.arange(st.size * 8 // sb, dtype=np.int64)
@@ -291,11 +349,11 @@ def probe_jobs(st: Setup, which: str) -> list[R.TcPrepared]:
                                sb)
         for s in range(sub):
             img, t = image.copy(), tm.copy()
-            hot = dtypes.get(other.dtype).to_bits(_one_hot(which, s, st))
+            hot = dtypes.get(value_dtype(other)).to_bits(_one_hot(which, s, st))
             if isinstance(other, TmemOperand):
                 _tmem_write(t, other, hot)
             else:  # where the other operand's descriptor makes the tensor core read it
-                layouts.write_bits(img, other.read_addr.ravel(), hot.ravel(), dtypes.get(other.layout.dtype).bits)
+                other.write(img, hot)
             jobs.append(R.TcPrepared(st.probe_case, [img], [dict(st.params)], t[None], None, st.read_cols))
     return jobs
 
@@ -305,7 +363,7 @@ def recover_slots(st: Setup, which: str, d_values: np.ndarray) -> tuple[np.ndarr
     probed operand, valid [rows, k]: every digit was an integer in range)."""
     probed = st.a if which == "A" else st.b
     passes, sub = plan_passes(st, which)
-    base = DIGIT_BASE[probed.dtype]
+    base, vt = DIGITS[value_dtype(probed)], value_dtype(probed)
     rows = st.m if which == "A" else st.n
     slot = np.zeros((rows, st.k), np.int64)
     valid = np.ones((rows, st.k), bool)
@@ -315,12 +373,12 @@ def recover_slots(st: Setup, which: str, d_values: np.ndarray) -> tuple[np.ndarr
             if which == "A":  # D[m, n] = A[m, s*N + n]
                 ks = s * st.n + np.arange(st.n)
                 ok = ks < st.k
-                dig = _values_to_digits(probed.dtype, d[p, s][:, ok])
+                dig = _values_to_digits(vt, d[p, s][:, ok])
                 tgt = (slice(None), ks[ok])
             else:  # D[m, n] = B[n, s*M + m]
                 ks = s * st.m + np.arange(st.m)
                 ok = ks < st.k
-                dig = _values_to_digits(probed.dtype, d[p, s][ok, :]).T
+                dig = _values_to_digits(vt, d[p, s][ok, :]).T
                 tgt = (slice(None), ks[ok])
             good = np.isfinite(dig) & (dig == np.rint(dig)) & (dig >= 0) & (dig < base)
             valid[tgt] &= good
@@ -344,6 +402,43 @@ def tmem_position_of_slot(st: Setup, slot: np.ndarray):
     """Slot numbers of the TMEM probe -> (lane, column, part)."""
     per = st.a.per
     return slot // (st.read_cols * per), (slot // per) % st.read_cols, slot % per
+
+
+def read_tmem_bits(tm: np.ndarray, lane, bit, width: int) -> np.ndarray:
+    """`width` raw bits at bit offset `bit` of lane `lane`'s row of 32-bit cells, little-endian, across cells."""
+    lane, bit = np.asarray(lane), np.asarray(bit)
+    col, off = bit // 32, (bit % 32).astype(np.uint64)
+    lo = tm[lane, np.minimum(col, tm.shape[1] - 1)].astype(np.uint64)
+    hi = np.where(col + 1 < tm.shape[1], tm[lane, np.minimum(col + 1, tm.shape[1] - 1)], 0).astype(np.uint64)
+    return ((lo | (hi << np.uint64(32))) >> off) & np.uint64((1 << width) - 1)
+
+
+def dense_reading(op: TmemOperand):
+    """(lane, bit offset in the lane's row) [rows, k] of A's elements packed densely, element k at bits k*w.. from
+    A's first column: how CUTLASS's tmem_frg would lay out a 4/6-bit A, against the model's one per byte."""
+    r, k = np.meshgrid(np.arange(op.rows), np.arange(op.k), indexing="ij")
+    return datapaths.a_lane(op.model_m, r), 32 * op.col0 + k * dtypes.get(op.value_dtype).bits
+
+
+def predicted_tmem_slots(st: Setup, lane, bit) -> tuple[np.ndarray, np.ndarray]:
+    """(slot, valid) [rows, k] that recover_slots gives when the hardware reads A's elements at (lane, bit) of the
+    numbered Tensor Memory: every pass's field read as A's type, a digit where it is one."""
+    vt = st.a.value_dtype
+    base, et = DIGITS[vt], dtypes.get(vt)
+    passes, _ = plan_passes(st, "A")
+    slot = np.zeros(np.shape(lane), np.int64)
+    valid = np.ones(np.shape(lane), bool)
+    for p in range(passes):
+        with np.errstate(invalid="ignore"):
+            dig = _values_to_digits(vt, et.from_bits(read_tmem_bits(tmem_numbering(st, p), lane, bit, et.bits)))
+        good = np.isfinite(dig) & (dig == np.rint(dig)) & (dig >= 0) & (dig < base)
+        valid &= good
+        slot += np.where(good, np.rint(np.where(np.isfinite(dig), dig, 0)), 0).astype(np.int64) * base ** p
+    return slot, valid
+
+
+DENSE_WORDS = ("A read densely packed, element k of a row at bits {w}k .. {w}k+{w1} from A's first column (as "
+               "CUTLASS's tmem_frg would pack {t}), not one element per 8-bit container")
 
 
 def explain_tmem(op: TmemOperand, lane, col, part, valid=None) -> dict:
@@ -474,6 +569,13 @@ def _record(c: TcCase, st: Setup, which: str, slot: np.ndarray, valid: np.ndarra
             rec["observed_parts"] = part.tolist()
         if not valid.all():
             rec["status"] = "inconclusive"
+        if not as_model and op.element:  # a 4/6-bit A: is it the dense packing rather than one per container?
+            d_slot, d_valid = predicted_tmem_slots(st, *dense_reading(op))
+            if np.array_equal(d_valid, valid) and np.array_equal(np.where(valid, d_slot, 0), np.where(valid, slot, 0)):
+                w = dtypes.get(op.value_dtype).bits
+                rec["status"] = "fail"
+                rec["explanation"] = DENSE_WORDS.format(w=w, w1=w - 1, t=op.value_dtype)
+                rec["summary"] = f"A (Tensor Memory): {rec['explanation']} (every probe value reproduced)"
         return rec
     bits = dtypes.get(op.layout.dtype).bits
     observed = slot * bits

@@ -6,7 +6,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from harness.families.tcgen05.cases import EXACT, SMEM_CONTROLS as SMEM_CONTROLS_NAMES, TcCase, storage_dtype
-from harness.families.tcgen05.datapaths import (SF_ROWS_PER_COPY, a_lane, base32b_cutlass_bytes, base32b_strides,
+from harness.families.tcgen05.datapaths import (SF_BLOCKS, SF_ROWS_PER_COPY, SF_TILE_BYTES, a_lane,
+                                                base32b_cutlass_bytes, base32b_strides,
                                                 d_position, scale_codes_to_values, sf_smem_offset,
                                                 subbyte_bit_addresses, write_bits_anywhere)
 from harness.families.tcgen05.forms import Form
@@ -34,6 +35,23 @@ class TcPrepared:
     operands: dict | None = None  # 'a', 'b' (values [m, k], [n, k]), 'sfa', 'sfb' (scale codes [m|n, blocks])
     intended: np.ndarray | None = None  # a negative control: the product the descriptors were meant to give
     prediction: str = "exact"  # 'exact': `expected` is the predicted misread; 'undefined': the ISA says nothing
+
+
+@dataclass(frozen=True)
+class ChosenOperands:
+    """Operand values a probe chooses instead of the case's random draw: A [M, K] and B [N, K] values, and for the
+    block-scaled kinds the scale-factor codes [M, blocks] / [N, blocks]. C is zero (the probe cases have
+    scale_d 0)."""
+    a: np.ndarray
+    b: np.ndarray
+    sfa: np.ndarray | None = None
+    sfb: np.ndarray | None = None
+
+    def __post_init__(self):
+        if np.ndim(self.a) != 2 or np.ndim(self.b) != 2 or np.shape(self.a)[1] != np.shape(self.b)[1]:
+            raise ValueError("chosen operands: A is [M, K] and B is [N, K]")
+        if (self.sfa is None) != (self.sfb is None):
+            raise ValueError("chosen operands: scale factors of both A and B, or of neither")
 
 
 def _draw(rng, t: str, shape):
@@ -65,13 +83,21 @@ def _desc(lay: SmemLayout, arch: str) -> int:
     return desc_tcgen05.encode_tcgen05_smem_desc(lay.start, lay.lbo, lay.sbo, lay.swizzle, 0, "relative", arch)
 
 
-def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
+def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = None) -> TcPrepared:
+    """Images, parameters, Tensor Memory image and expected D of a case; its operands drawn from the case's seed,
+    or `operands` (a probe's chosen values, C = 0) placed exactly as drawn ones would be."""
     f, cg = c.form, c.form.cta_group
     rng = np.random.default_rng(c.seed)
     M, N, K = c.m, c.n, c.k
-    a = _draw(rng, c.atype, (M, K))
-    b = _draw(rng, c.btype, (N, K))
-    cm = rng.integers(-8, 9, size=(M, N)).astype(np.float64)
+    if operands is None:
+        a = _draw(rng, c.atype, (M, K))
+        b = _draw(rng, c.btype, (N, K))
+        cm = rng.integers(-8, 9, size=(M, N)).astype(np.float64)
+    else:
+        if operands.a.shape != (M, K) or operands.b.shape != (N, K) or c.scale_d or c.control:
+            raise ValueError(f"{c.id}: chosen operands are A [{M}, {K}] and B [{N}, {K}] of a case with C off and "
+                             "no control")
+        a, b, cm = np.asarray(operands.a, np.float64), np.asarray(operands.b, np.float64), np.zeros((M, N))
     b_eff = b.copy()
     if c.zero_mask is not None:
         zero = np.array(zero_mask.zero_column_mask_bits(c.zero_mask, M, N), bool)
@@ -83,12 +109,17 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
         if cg == 2 and M == 128:
             raise ValueError(f"{c.id}: B's factors of an M=128 pair take CUTLASS's 2x2 layout (sf_tmem_position "
                              "'2x2'), which one 32x128b.warpx4 copy cannot produce; not modelled in prepare")
-        blocks = {"mxf8f6f4": 1, "mxf4": 2, "mxf4nvf4": 4}[f.kind]
-        sfa = rng.integers(126, 129, size=(M, blocks))  # ue8m0 exponents: scales 0.5, 1, 2
-        sfb = rng.integers(126, 129, size=(N, blocks))
-        if f.kind == "mxf4nvf4":  # ue4m3 codes of 0.5, 1, 2
-            sfa = rng.choice([0x30, 0x38, 0x40], size=(M, blocks))
-            sfb = rng.choice([0x30, 0x38, 0x40], size=(N, blocks))
+        blocks = SF_BLOCKS[f.kind]
+        if operands is None:
+            sfa = rng.integers(126, 129, size=(M, blocks))  # ue8m0 exponents: scales 0.5, 1, 2
+            sfb = rng.integers(126, 129, size=(N, blocks))
+            if f.kind == "mxf4nvf4":  # ue4m3 codes of 0.5, 1, 2
+                sfa = rng.choice([0x30, 0x38, 0x40], size=(M, blocks))
+                sfb = rng.choice([0x30, 0x38, 0x40], size=(N, blocks))
+        elif operands.sfa is None or operands.sfa.shape != (M, blocks) or operands.sfb.shape != (N, blocks):
+            raise ValueError(f"{c.id}: chosen scale-factor codes are [{M}, {blocks}] and [{N}, {blocks}]")
+        else:
+            sfa, sfb = np.asarray(operands.sfa), np.asarray(operands.sfb)
         bk = K // blocks
         a_s = a * np.repeat(scale_codes_to_values(f.kind, sfa), bk, axis=1)
         b_s = b_eff * np.repeat(scale_codes_to_values(f.kind, sfb), bk, axis=1)
@@ -138,7 +169,7 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
             b_bytes = base32b_cutlass_bytes(mn_, k_, b_lbo, b_sbo, b_start)
             end = int(b_bytes.max()) + 4
         sf_start = -(-end // 1024) * 1024
-        size = sf_start + (2 * 1024 if f.block_scaled else 0)  # A's factors, then B's, 512 bytes per 128 rows
+        size = sf_start + (2 * SF_TILE_BYTES if f.block_scaled else 0)  # A's factors, then B's (512 bytes per 128 rows)
         img = np.zeros(-(-size // 16) * 16, np.uint8)
         if f.a_src == "SS":
             _write_operand(f, c.atype, a_lay, _bits(c.atype, a_part), img)
@@ -161,7 +192,7 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
             # tcgen05.cp 32x128b.warpx4 puts in every lane quarter (sf_tmem_position). Each CTA holds its own A
             # rows' factors and the factors of all N columns of B (CUTLASS's TiledMMA_SF: a 1-CTA MMA over N).
             for which, sf, start in (("a", sfa[r * rows_a:(r + 1) * rows_a], sf_start),
-                                     ("b", sfb, sf_start + 1024)):
+                                     ("b", sfb, sf_start + SF_TILE_BYTES)):
                 mn, blk = np.meshgrid(np.arange(sf.shape[0]), np.arange(sf.shape[1]), indexing="ij")
                 img[start + sf_smem_offset(mn, blk)] = sf.astype(np.uint8)
                 # K-major, no swizzle: 8-row core matrices of 16-byte rows, 128 bytes apart (SBO)
