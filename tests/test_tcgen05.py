@@ -45,11 +45,40 @@ def test_sass_has_the_forms_tensor_core_instructions(form, cubins):
     assert re.search(r"^\S*\s+tmem\[" if form.a_src == "TS" else r"^\S*\s+gdesc\[", operands), line
     if form.kind == "mxf4nvf4":
         assert ".4X" in line
-    assert "LDTM" in sass and "STTM" in sass  # tcgen05.ld readback, tcgen05.st of C / A
+    # tcgen05.mma.sp has no SASS opcode of its own: the MMA's 64-bit instruction-descriptor pair carries the
+    # metadata's TMEM address in its low register (tmem[URx], idesc[URx+1]); a dense MMA zeroes that register
+    meta = metadata_register_source(sass)
+    assert (meta != "URZ") == form.sparse, (form.name, meta)
+    assert "LDTM" in sass and "STTM" in sass  # tcgen05.ld readback, tcgen05.st of C / A / metadata
     assert len(re.findall(r"\bUTCCP\b|\bUTCCP\.", sass)) == (2 if form.block_scaled else 0)
     assert re.search(r"UTCBAR(\.2CTA\.MULTICAST)?", sass)
     if form.cta_group == 2:
         assert "UTCBAR.2CTA.MULTICAST" in sass
+
+
+def metadata_register_source(sass: str) -> str:
+    """Where the MMA's metadata operand (the tmem[...] just before idesc[...]) comes from: 'URZ' when it is a copy
+    of zero (UMOV URx, URZ; R2UR of a register set by IMAD.MOV.U32 r, RZ, RZ, RZ or MOV r, RZ), else the first
+    instruction on the way that is not such a copy."""
+    lines = [ln.split("*/", 1)[1].split(";")[0].strip() for ln in sass.splitlines()
+             if re.match(r"\s*/\*[0-9a-f]{4}\*/", ln)]
+    at = next(i for i, ln in enumerate(lines) if re.search(r"\bUTC[A-Z]MMA", ln))
+    reg = re.search(r"tmem\[(UR\d+)\],\s*idesc\[(UR\d+)\]", lines[at])
+    assert reg and int(reg[2][2:]) == int(reg[1][2:]) + 1, lines[at]
+    want, i = reg[1], at
+    while want not in ("RZ", "URZ"):
+        i = next((k for k in range(i - 1, -1, -1)
+                  if re.split(r"[\s,]+", re.sub(r"^@!?U?P\w+\s+", "", lines[k]))[1:2] == [want]), None)
+        if i is None:
+            return "unset"
+        op = re.split(r"[\s,]+", re.sub(r"^@!?U?P\w+\s+", "", lines[i]))
+        if op[0] in ("UMOV", "MOV", "R2UR"):
+            want = op[2]
+        elif op[0] == "IMAD.MOV.U32" and op[2:4] == ["RZ", "RZ"]:
+            want = op[4]
+        else:
+            return lines[i]
+    return "URZ"
 
 
 def test_tcgen05_is_refused_for_hopper_with_the_compilers_message():
@@ -62,7 +91,11 @@ CASES = [c for _, cs in T.all_cases() for c in cs]
 
 def test_the_cases_cover_every_form_shape_and_type_pairing():
     forms = {c.form for c in CASES}
-    assert forms == set(FORMS)
+    assert forms == {f for f in FORMS if not f.sparse or T.sparse_swept(f)}
+    assert {f.kind for f in forms if f.sparse} == set(tcgen05.PLAIN_KINDS)
+    assert {(c.form.kind, c.k) for c in CASES if c.form.sparse} == {("tf32", 16), ("f16", 32), ("f8f6f4", 64),
+                                                                      ("i8", 64)}
+    assert any(c.sp_selector for c in CASES) and all(c.idesc().sparse == c.form.sparse for c in CASES)
     pairs = {(c.atype, c.btype) for c in CASES if c.form.kind == "f8f6f4"}
     assert len(pairs) == 25
     assert {c.m for c in CASES if c.form.cta_group == 2} == {128, 256}
@@ -133,6 +166,8 @@ def test_reference_is_consistent_with_the_data_path(case):
 
 def test_every_launch_fits_shared_memory_and_tensor_memory():
     for form, cs in T.all_cases():
+        if not cs:  # a sparse form compiled and SASS-checked only (cases.sparse_swept)
+            continue
         packed = tcgen05_launch.pack([R.prepare(c) for c in cs])
         assert packed.smem <= 227 * 1024
         assert packed.params["alloc_cols"].max() <= 512
@@ -146,7 +181,7 @@ def test_every_control_kind_is_planned_for_every_eligible_form():
     by_form = {}
     for c in CONTROLS:
         by_form.setdefault(c.form.name, set()).add(c.control.split("@")[0])
-    eligible = [f.name for f in tcgen05.all_forms() if f.kind in ("f16", "tf32") and f.cta_group == 1]
+    eligible = [f.name for f in tcgen05.all_forms() if f.kind in ("f16", "tf32") and f.cta_group == 1 and not f.sparse]
     assert sorted(by_form) == sorted(eligible)
     for name, kinds in by_form.items():
         assert kinds == set(T.CONTROLS), name

@@ -12,8 +12,9 @@ from harness.run.launch import LaunchInput, OutputSpec
 PARAMS_DTYPE = np.dtype([(k, "<u8") for k in ("image_offset", "desc_a", "desc_b", "zero_mask", "sf_desc_a",
                                              "sf_desc_b")] +
                         [(k, "<u4") for k in ("image_bytes", "idesc", "alloc_cols", "read_cols", "enable_input_d",
-                                              "a_tmem_col", "a_tmem_cols", "sf_col_a", "sf_col_b", "spin_limit")])
-assert PARAMS_DTYPE.itemsize == 88
+                                              "a_tmem_col", "a_tmem_cols", "sf_col_a", "sf_col_b", "spin_limit",
+                                              "sp_meta_col", "sp_meta_cols")])
+assert PARAMS_DTYPE.itemsize == 96
 SPIN_LIMIT = 1 << 22  # mbarrier polls (tens of milliseconds) before a case reports that its MMA never completed
 STATUS_UNSET = 2  # the kernel writes 0 (the MMA completed) or 1 (it did not within the spin limit)
 
