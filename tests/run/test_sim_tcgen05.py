@@ -55,6 +55,10 @@ def test_supported_cases_pass_and_refused_ones_are_reported(split, monkeypatch, 
     covered = {(c.form.kind, c.form.cta_group, c.form.a_src, c.major_b, c.swizzle_b) for c in map(planned.get, ran)}
     assert {("f16", 2, "SS"), ("f16", 1, "TS"), ("f8f6f4", 1, "SS")} <= {x[:3] for x in covered}
     assert ("tf32", 1, "SS", "MN", "128B_base32b") in covered
+    # every sparse case the simulator runs passes, by its own decompression and CUTLASS's metadata layout
+    sparse = {(c.form.kind, c.form.cta_group, c.form.a_src) for c in map(planned.get, ran) if c.form.sparse}
+    assert {(k, cg, "SS") for k in ("tf32", "f16", "f8f6f4", "i8") for cg in (1, 2)} | {("f16", 1, "TS")} <= sparse
+    assert any(planned[i].sp_selector for i in ran)
     # the refusals, reported: each with its reason
     reasons = Counter(why.split(":")[0] for why in refused.values())
     print(f"\ntcgen05 on the simulator: {len(ran)} cases ran and passed, {len(refused)} refused:")
@@ -114,3 +118,20 @@ def test_both_families_in_one_sweep_on_two_simulated_gpus(monkeypatch, tmp_path)
     summary, recs, _, _ = simsweep.sweep(p, tmp_path / "r.jsonl")
     assert {(r["family"], r["gpu"]) for r in recs.values()} == {("wgmma", 0), ("tcgen05", 1)}
     assert {r["status"] for r in recs.values()} == {"pass"}
+
+
+def test_a_sparse_metadata_bug_in_the_model_makes_sparse_cases_fail(split, monkeypatch):
+    """The model's metadata layout with rows r and r + 8 of a 16-row group swapped (the 16-bit halves of a word):
+    every sparse f16 case fails on the simulator, whose nibbles come from CUTLASS's tmem_e_frg."""
+    supported, _, _ = split
+    kernel, cases = next((k, cs) for k, cs in supported.work if k.name == "tcgen05_f16_cg1_sp_SS")
+    assert {r["status"] for r in simsweep.in_process(kernel, cases, tcgen05_device.run)} == {"pass"}
+    real = DP.meta_position
+
+    def wrong(kind, rows=128):
+        lane, col, bit = real(kind, rows)
+        return lane, col, bit ^ 16 if kind in ("tf32", "f16") else bit
+
+    monkeypatch.setattr(R, "meta_position", wrong)
+    recs = simsweep.in_process(kernel, cases, tcgen05_device.run)
+    assert recs and {r["status"] for r in recs} == {"fail"}
