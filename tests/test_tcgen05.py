@@ -11,6 +11,7 @@ from harness.run import compile as C
 from harness.families.tcgen05 import (cases as T, datapaths as DP, forms as tcgen05, kernel as tcgen05_launch,
                                       readback as RB, reference as R)
 from harness.families.tcgen05.forms import Form
+from harness.spec import desc_tcgen05, idesc
 
 FORMS = tcgen05.all_forms()
 MNEMONIC = {"tf32": "UTCHMMA", "f16": "UTCHMMA", "f8f6f4": "UTCQMMA", "i8": "UTCIMMA", "mxf8f6f4": "UTCQMMA",
@@ -180,11 +181,16 @@ CONTROLS = [c for _, cs in T.all_cases() for c in cs if c.control]
 def test_every_control_kind_is_planned_for_every_eligible_form():
     by_form = {}
     for c in CONTROLS:
+        if c.form.kind == "mxf4nvf4":  # the M = 64 collision only (below)
+            continue
         by_form.setdefault(c.form.name, set()).add(c.control.split("@")[0])
     eligible = [f.name for f in tcgen05.all_forms() if f.kind in ("f16", "tf32") and f.cta_group == 1 and not f.sparse]
     assert sorted(by_form) == sorted(eligible)
     for name, kinds in by_form.items():
-        assert kinds == set(T.CONTROLS), name
+        assert set(T.CONTROLS) <= kinds <= set(T.CONTROLS) | set(T.BUG_CONTROLS), name
+    bugs = {c.control: c.form.name for c in CONTROLS if c.control in T.BUG_CONTROLS}
+    assert bugs == {"n-above-256": "tcgen05_f16_cg1_SS", "tmem-beyond-alloc": "tcgen05_f16_cg1_SS",
+                    "m64-collision": "tcgen05_mxf4nvf4_cg1_SS"}
     assert any(c.control.endswith("@A") for c in CONTROLS) and any(c.control.endswith("@B") for c in CONTROLS)
 
 
@@ -195,7 +201,11 @@ def test_negative_controls_are_caught_only_as_predicted(case):
     positive = R.prepare(dataclasses.replace(case, control=""))
     # the control changes exactly the descriptor it names
     changed = {k for k in prep.params[0] if prep.params[0][k] != positive.params[0][k]}
-    assert changed == ({f"desc_{target.lower()}"} if target else {"idesc"}), changed
+    if name == "tmem-beyond-alloc":  # nothing in the descriptors: fewer columns allocated than D and read-back use
+        assert not changed and prep.alloc_cols == 128 < prep.read_cols
+        assert tcgen05_launch.pack([prep]).params["alloc_cols"][0] == 128
+    else:
+        assert changed == ({f"desc_{target.lower()}"} if target else {"idesc"}), changed
     ok = [0] * case.form.cta_group
     intended = RB.diff(prep, device_tmem(case, prep, prep.intended), ok)
     assert intended["status"] == "fail" and not intended["caught"]  # a device that ignored the change is caught
@@ -206,6 +216,44 @@ def test_negative_controls_are_caught_only_as_predicted(case):
         rec = RB.diff(prep, device_tmem(case, prep, other), ok)
         assert rec["status"] == "fail" and rec["caught"] and rec["matches_model_prediction"] is False
     else:
-        assert name == "version-cleared"
+        assert name in ("version-cleared", *T.BUG_CONTROLS) and prep.prediction == "undefined"
         rec = RB.diff(prep, device_tmem(case, prep, prep.intended + 1), ok)
         assert rec["status"] == "pass" and rec["matches_model_prediction"] is None
+        assert rec["models_bug"] == T.MODELS_BUG[name]
+        hung = RB.diff(prep, device_tmem(case, prep, prep.intended), [1] * case.form.cta_group)
+        assert hung["status"] == "pass" and hung["caught_by"] == "hang"  # the bounded wait catches a hang
+        faulted = RB.settle_failed_launch(case, {"id": case.id, "status": "fault", "error": "illegal instruction"})
+        assert faulted["status"] == "pass" and faulted["caught_by"] == "fault" and faulted["models_bug"]
+
+
+@pytest.mark.parametrize("case", [c for c in CONTROLS if c.control.partition("@")[0] in T.MODELS_BUG],
+                         ids=lambda c: c.id)
+def test_each_public_bug_encoding_is_named_by_the_descriptor_tools(case):
+    """An encoding the ISA forbids: `desc` / `idesc --decode` name the broken rule (exit 1 on the command line);
+    the column beyond the allocation breaks no descriptor rule, so its record names the bug instead."""
+    prep = R.prepare(case)
+    name, _, target = case.control.partition("@")
+    p = tcgen05_launch.pack([prep]).params[0]
+    if name == "version-cleared":
+        probs = desc_tcgen05.decode_tcgen05_smem_desc(int(p[f"desc_{target.lower()}"]))["problems"]
+        assert any("bits 46-48 are 0b000" in x for x in probs), probs
+    elif name in ("n-above-256", "m64-collision"):
+        probs = idesc.decode_idesc(int(p["idesc"]), case.form.kind, 1)["problems"]
+        want = {"n-above-256": ("reserved bits set: 0x00800000", "N = 0 is not legal"),
+                "m64-collision": ("reserved bits set: 0x04000000", "M = 0 is not legal")}[name]
+        assert all(any(w in x for x in probs) for w in want), probs
+    else:
+        assert p["read_cols"] > p["alloc_cols"]
+
+
+def test_a_commit_whose_cta_group_differs_from_the_mma_is_refused_by_nvrtc():
+    """tile-ai/tilelang#2287: an MMA issued with .cta_group::1 in a kernel whose alloc and commit use
+    .cta_group::2 (the bug: CUDA_ERROR_ILLEGAL_INSTRUCTION at run time). The ISA: 'All tcgen05 instructions within a
+    kernel must specify the same value for the .cta_group qualifier'. NVRTC 13 refuses such a kernel, naming the
+    rule, so the control is caught when it is built (never launched: it is checked here, not swept)."""
+    src = tcgen05_launch.source(Form("f16", 2))
+    bad = src.replace("tcgen05.mma.cta_group::2.kind::f16", "tcgen05.mma.cta_group::1.kind::f16")
+    assert bad != src and "tcgen05.commit.cta_group::2" in bad
+    for arch in tcgen05.ARCHS:
+        cubin, log = C.nvrtc_compile(bad, "tcgen05_f16_cg2_mixed_SS", arch, C.DEFAULT_OPTIONS)
+        assert cubin is None and "uses single CTA(.cta_group::1) and CTA pair granularity(.cta_group::2)" in log

@@ -91,6 +91,7 @@ def test_a_trap_in_a_cta_pair_faults_exactly_that_case(split, monkeypatch, tmp_p
 def test_a_data_path_bug_in_the_model_makes_cases_fail(split, monkeypatch):
     supported, _, _ = split
     kernel, cases = next((k, cs) for k, cs in supported.work if k.name == "tcgen05_f16_cg1_SS")
+    cases = [c for c in cases if c.control not in T.BUG_CONTROLS]  # those fault the launch (one at a time, below)
     assert {r["status"] for r in simsweep.in_process(kernel, cases, tcgen05_device.run)} == {"pass"}
     real = DP.d_position
 
@@ -135,3 +136,22 @@ def test_a_sparse_metadata_bug_in_the_model_makes_sparse_cases_fail(split, monke
     monkeypatch.setattr(R, "meta_position", wrong)
     recs = simsweep.in_process(kernel, cases, tcgen05_device.run)
     assert recs and {r["status"] for r in recs} == {"fail"}
+
+
+def test_public_bug_controls_the_simulator_models_are_caught_through_the_real_sweep(split, monkeypatch, tmp_path):
+    """N > 256 (triton-lang/triton#8910) and a column beyond the allocation: this device faults on both (as the bug
+    reports the hardware did); the engine bisects the launch down to each, records the fault, and the family
+    settles it as caught, naming the bug. The ordinary cases of the same launch still pass."""
+    supported, refused, whole = split
+    kernel, cases = next((k, cs) for k, cs in whole.work if k.name == "tcgen05_f16_cg1_SS")
+    bugs = [c for c in cases if c.control in ("n-above-256", "tmem-beyond-alloc")]
+    assert len(bugs) == 2 and not {c.id for c in bugs} & set(refused)
+    ordinary = [c for c in cases if not c.control][:3]
+    fake_gpus.install(monkeypatch, ["sm_100a"])
+    summary, recs, _, _ = simsweep.sweep(Plan([(kernel, ordinary + bugs)]), tmp_path / "r.jsonl")
+    for c in bugs:
+        r = recs[c.id]
+        assert (r["status"], r["caught_by"], r["launch_status"]) == ("pass", "fault", "fault"), r
+        assert r["models_bug"] == T.MODELS_BUG[c.control] and r["prediction"] == "undefined"
+    assert all(recs[c.id]["status"] == "pass" for c in ordinary)
+    assert summary["controls"] == {"pass": 2} and not summary.get("fault")

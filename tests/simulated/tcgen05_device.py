@@ -25,6 +25,10 @@ stored elements per row, each chunk's 4-bit metadata nibble names the positions 
 the metadata address (+ the selector's column for tf32 / f16, CUTLASS's convention) where CUTLASS's tmem_e_frg puts
 it (evaluated by tests/oracles/cutlass_tcgen05_layouts.cpp, not the model's datapaths.meta_position).
 Faults: TC_SIM_FAULTS (sim_common.py); a planted hang hangs the launch, a trap raises.
+Encodings the ISA leaves undefined that this device chooses to fault on, as the public bugs report the hardware
+did (a sticky error, so the whole launch fails and the engine bisects): an instruction descriptor with a reserved
+bit set or an M / N field of 0 (illegal instruction, triton-lang/triton#8910), and Tensor Memory read or written
+beyond a CTA's allocation (illegal address).
 """
 from __future__ import annotations
 
@@ -100,6 +104,8 @@ def refusal(kernel_name: str, prm) -> str | None:
 def oracle_requests(kernel_name: str, prm) -> list[tuple]:
     """The CuTe DSL layouts a (supported) case needs, to compute them all in one DSL process beforehand."""
     f = form_of(kernel_name)
+    if undefined_encoding(f, prm):  # this device faults before it needs a layout
+        return []
     d = decode_idesc(f["kind"], int(prm["idesc"]))
     out = [("C", d["m"], d["n"], f["cta_group"], "f16" if d["dtype"] == "f16" else "f32")]
     if f["a_src"] == "TS":  # a sparse A holds K/2 stored elements, the dense A fragment of the same kind
@@ -224,11 +230,31 @@ def simulate_case(kernel_name: str, f: dict, ctas: list[int], inp: LaunchInput, 
             tmem[r][lane, col] = ((old & ~(mask << bit)) | ((out_bits & mask) << bit)).astype(np.uint32)
 
 
+ILLEGAL_IDESC_BITS = 1 << 6 | 1 << 23 | 1 << 29  # PTX ISA Table 42's reserved bits (the plain kinds)
+
+
+def undefined_encoding(f: dict, prm) -> str | None:
+    """Why this device faults on a CTA's launch parameters (an encoding the ISA leaves undefined), or None."""
+    read = int(prm["read_cols"])
+    if read > int(prm["alloc_cols"]):
+        return (f"cudaErrorIllegalAddress (simulated): Tensor Memory columns up to {read} used, "
+                f"{int(prm['alloc_cols'])} allocated")
+    if f["kind"] not in BLOCK_SCALED:
+        v = int(prm["idesc"])
+        if v & ILLEGAL_IDESC_BITS or not field(v, 17, 6) or not field(v, 24, 5):
+            return f"cudaErrorIllegalInstruction (simulated): instruction descriptor {v:#010x}"
+    return None
+
+
 def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
     inp = LaunchInput.load(launch)
     f = form_of(kernel_name)
     log_launch(kernel_name, inp)
     fault(planted(kernel_name, inp).values())
+    for i in range(inp.ctas):
+        why = undefined_encoding(f, inp.params[i])
+        if why:
+            raise RuntimeError(f"CUDARuntimeError: {why}")
     cols = int(inp.params["alloc_cols"].max()) if inp.ctas else 0
     read = inp.outputs["tmem_out"].shape[1]
     tmem = np.zeros((inp.ctas, 128, max(cols, read)), np.uint32)

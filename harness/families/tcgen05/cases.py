@@ -173,7 +173,7 @@ def cases_for_form(form: Form) -> list[TcCase]:
                 zm = zero_mask.ZeroColumnMask((1, 0, 2, 0), (1, 1, 0, 0), True, 1, 1, 0)
             out.append(TcCase(form, m, n, a, b, acc, sa, sb, i % 2, zm))
             i += 1
-    out += negative_controls(form)
+    out += negative_controls(form) + bug_controls(form)
     if form.kind in MN_MAJOR_KINDS and not form.ws:
         # MN-major operands (the transpose bits), every swizzle, 128B_base32b where the type allows it
         m, n = shapes(form)[-1]
@@ -223,6 +223,43 @@ CONTROLS = {
     "wrong-n": "the instruction descriptor says N/2",
 }
 SMEM_CONTROLS = ("wrong-swizzle", "swapped-lbo-sbo", "start+16", "version-cleared")
+
+# Controls modelled on public bugs (each record carries `models_bug`). Their encodings are ones the ISA forbids, so
+# the ISA predicts no result ('undefined'): caught is a fault, a hang (the kernel's bounded wait: status timeout), or
+# any D other than the product of the operands written; a pass is never read as the hardware honouring them.
+BUG_CONTROLS = {
+    "n-above-256": "the instruction descriptor's N field written unmasked for N = 512: (512 >> 3) << 17 leaves N = 0 "
+                   "and sets reserved bit 23",
+    "m64-collision": "a block-scaled instruction descriptor with M = 64 packed as M >> 4 at bit 24 (the dense kinds' "
+                     "field): M (bits 27-28) reads 0 and reserved bit 26 is set",
+    "tmem-beyond-alloc": "D needs 256 Tensor Memory columns, 128 are allocated: the MMA writes, and the read-back "
+                         "reads, columns beyond the allocation",
+}
+MODELS_BUG = {
+    "version-cleared": "triton-lang/triton#8032: Triton's tcgen05 (MMAv5) shared-memory descriptors left the fixed "
+                       "version bit 46 clear (the field is 0b001, so clearing bits 46-48 is exactly that)",
+    "n-above-256": "triton-lang/triton#8910: Triton's MMAv5 lowering issued tcgen05.mma with N > 256, an illegal "
+                   "instruction at run time",
+    "m64-collision": "NVIDIA/TensorRT-LLM#19183 (review): umma_m = 64 packed as m_dim = M >> 4 at bit 24 sets bit 26, "
+                     "which collides with another field (their SFA-layout bit; reserved in the ISA's Tables 43/44)",
+    "tmem-beyond-alloc": "a Tensor Memory column beyond the allocation (issue 16; PTX ISA 9.7.16.7: tcgen05 accesses "
+                         "must stay within the columns tcgen05.alloc returned)",
+}
+CONTROL_PREDICTION = {name: "undefined" for name in ("version-cleared", *BUG_CONTROLS)}  # the rest: 'exact'
+
+
+def bug_controls(form: Form) -> list[TcCase]:
+    """The public-bug controls other than version-cleared (planned with the smem-descriptor controls): N > 256 and
+    the column beyond the allocation on the one-CTA f16 SS form, the M = 64 collision on the one-CTA mxf4nvf4 form
+    (NVFP4, the bug's kernel)."""
+    if form.sparse or form.ws or form.cta_group != 1 or form.a_src != "SS":
+        return []
+    if form.kind == "f16":
+        return [TcCase(form, 128, 256, "f16", "f16", "f32", "128B", "128B", control=name)
+                for name in ("n-above-256", "tmem-beyond-alloc")]
+    if form.kind == "mxf4nvf4":
+        return [TcCase(form, 128, 128, "e2m1", "e2m1", "f32", "128B", "128B", control="m64-collision")]
+    return []
 
 
 def negative_controls(form: Form) -> list[TcCase]:

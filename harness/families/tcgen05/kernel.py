@@ -54,7 +54,8 @@ def pack(preps: list[TcPrepared]) -> LaunchInput:
             for k, v in prm.items():
                 params[j][k] = v
             params[j]["image_offset"], params[j]["image_bytes"] = offsets[j], img.size
-            params[j]["read_cols"], params[j]["alloc_cols"], params[j]["spin_limit"] = read_cols, alloc, SPIN_LIMIT
+            params[j]["read_cols"], params[j]["spin_limit"] = read_cols, SPIN_LIMIT
+            params[j]["alloc_cols"] = p.alloc_cols or alloc  # a control may allocate less than it uses
             tmem_in[j, :, :p.read_cols] = p.tmem_in[r]
             j += 1
     return LaunchInput(np.concatenate(images), params, {"tmem_in": tmem_in},

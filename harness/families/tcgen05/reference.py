@@ -5,7 +5,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from harness.families.tcgen05.cases import EXACT, SMEM_CONTROLS as SMEM_CONTROLS_NAMES, TcCase, storage_dtype
+from harness.families.tcgen05.cases import (CONTROL_PREDICTION, EXACT, SMEM_CONTROLS as SMEM_CONTROLS_NAMES, TcCase,
+                                            storage_dtype)
 from harness.families.tcgen05.datapaths import (SF_ROWS_PER_COPY, SPARSE_NIBBLES, TF32_NIBBLES, a_lane,
                                                 base32b_cutlass_bytes, base32b_strides, d_position, decompress,
                                                 meta_chunks, meta_columns, meta_position, scale_codes_to_values,
@@ -36,6 +37,7 @@ class TcPrepared:
     # [m|n, blocks]), 'meta' (a sparse case's nibbles [m, chunks])
     intended: np.ndarray | None = None  # a negative control: the product the descriptors were meant to give
     prediction: str = "exact"  # 'exact': `expected` is the predicted misread; 'undefined': the ISA says nothing
+    alloc_cols: int | None = None  # a control that allocates fewer Tensor Memory columns than the case uses
 
 
 def _draw(rng, t: str, shape):
@@ -212,10 +214,18 @@ def _apply_control(prep: TcPrepared, a_lay: SmemLayout, b_lay: SmemLayout, cm, a
     prep.intended = prep.expected
     a, b = prep.operands["a"], prep.operands["b"]
     acc = cm if c.scale_d else 0
-    if name == "version-cleared":
-        key = f"desc_{target.lower()}"
-        p[key] &= ~(0x7 << 46)
+    if CONTROL_PREDICTION.get(name) == "undefined":  # an encoding the ISA forbids, modelled on a public bug
         prep.prediction = "undefined"
+        if name == "version-cleared":  # bits 46-48 hold 0b001: clearing them clears bit 46 (triton#8032)
+            p[f"desc_{target.lower()}"] &= ~(0x7 << 46)
+        elif name == "n-above-256":  # the N field written unmasked for N = 512 (triton#8910)
+            p["idesc"] = (p["idesc"] & ~(0x3F << 17)) | ((512 >> 3) << 17)
+        elif name == "m64-collision":  # M = 64 packed as M >> 4 at bit 24 of a block-scaled idesc (TRT-LLM#19183)
+            p["idesc"] = (p["idesc"] & ~(0x3 << 27)) | ((64 >> 4) << 24)
+        elif name == "tmem-beyond-alloc":  # D's columns 128..255 are not allocated
+            prep.alloc_cols = 128
+        else:
+            raise ValueError(f"{c.id}: no encoding for control {name!r}")
         return prep
     if name in SMEM_CONTROLS_NAMES:
         bad = _wrong_layout(name, b_lay if target == "B" else a_lay)
