@@ -34,7 +34,7 @@ class TcPrepared:
     expected: np.ndarray  # [m, n] exact
     read_cols: int
     operands: dict | None = None  # 'a', 'b' (values [m, k], [n, k]; a decompressed), 'sfa', 'sfb' (scale codes
-    # [m|n, blocks]), 'meta' (a sparse case's nibbles [m, chunks])
+    # [m|n, blocks]), 'meta' (a sparse case's nibbles [m, chunks]), 'a_stored' (A as written: compressed if sparse)
     intended: np.ndarray | None = None  # a negative control: the product the descriptors were meant to give
     prediction: str = "exact"  # 'exact': `expected` is the predicted misread; 'undefined': the ISA says nothing
     alloc_cols: int | None = None  # a control that allocates fewer Tensor Memory columns than the case uses
@@ -192,7 +192,7 @@ def prepare(c: TcCase, arch: str = "sm_100a") -> TcPrepared:
         images.append(img)
         params.append(p)
     prep = TcPrepared(c, images, params, tmem_in, expected, read_cols,
-                      {"a": a, "b": b, "sfa": sfa, "sfb": sfb, "meta": nibbles})
+                      {"a": a, "b": b, "sfa": sfa, "sfb": sfb, "meta": nibbles, "a_stored": a_stored})
     return _apply_control(prep, a_lay, b_lay, cm, arch) if c.control else prep
 
 
