@@ -179,11 +179,16 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             env["gpu_error"] = problem
         writer = results.ResultsWriter(cfg.out_path, env, resume=cfg.resume)
     counts = {str(s): 0 for s in Status}
-    control_ids = {c.id for k, cs in work for c in cs if families.get(k.family).facets_of(c).get("control")}
+    controls = {c.id: (families.get(k.family), c) for k, cs in work for c in cs
+                if families.get(k.family).facets_of(c).get("control")}
+    control_ids = set(controls)
     by_kind = {"ordinary": {str(s): 0 for s in Status}, "controls": {str(s): 0 for s in Status}}
     suspects: list[tuple[Kernel, str]] = []
 
     def emit(recs):
+        # a control's fault or hang may be how it is caught: its family says (the engine knows no control)
+        recs = [controls[r["id"]][0].settle_control(controls[r["id"]][1], r)
+                if r["id"] in controls and r["status"] in (Status.FAULT, Status.TIMEOUT) else r for r in recs]
         for r in recs:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
             group = by_kind["controls" if r["id"] in control_ids else "ordinary"]

@@ -2,6 +2,7 @@
 the compiler's own words), the SASS holds the tensor-core instructions each form must issue, and every
 case's reference is computed and consistent with the data-path model it will be diffed through."""
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from harness.run import compile as C, sass
 from harness.families.tcgen05 import (cases as T, datapaths as DP, forms as tcgen05, kernel as tcgen05_launch,
                                       readback as RB, reference as R)
 from harness.families.tcgen05.forms import Form
+from harness.spec import desc_tcgen05, idesc
 
 FORMS = tcgen05.all_forms()
 
@@ -35,12 +37,17 @@ def test_sass_has_the_forms_tensor_core_instructions(form, cubins):
         if (arch, form.name) in cubins and cubins[(arch, form.name)].error is None:
             verdict = sass.verify(cubins[(arch, form.name)].cubin_path, tcgen05_launch.sass_check(form, arch))
             assert verdict.ok, verdict.broken
+    # tcgen05.mma.sp has no SASS opcode of its own: the MMA's 64-bit instruction-descriptor pair carries the
+    # metadata's TMEM address in its low register (tmem[URx], idesc[URx+1]); a dense MMA zeroes that register
+    meta = metadata_register_source(C.sass(cubins[("sm_100a", form.name)].cubin_path))
+    assert (meta != "URZ") == form.sparse, (form.name, meta)
 
 
 def test_a_forms_check_rejects_the_sass_of_every_form_the_hardware_tells_apart(cubins):
     """The checks discriminate: a form's rules fail on the cubin of any form with another MMA mnemonic, CTA
     group, .ws, A source or scale-factor copy (forms equal in all of those, f16 and tf32, compile alike: their
-    kind is in the runtime instruction descriptor)."""
+    kind is in the runtime instruction descriptor; a sparse form differs from its dense one only in the metadata
+    register, which test_sass_has_the_forms_tensor_core_instructions traces)."""
     def visible(f):
         return (tcgen05_launch.MNEMONIC[f.kind], f.cta_group, f.ws, f.a_src, f.block_scaled, f.kind == "mxf4nvf4")
     for f in FORMS:
@@ -48,6 +55,31 @@ def test_a_forms_check_rejects_the_sass_of_every_form_the_hardware_tells_apart(c
         for g in FORMS:
             v = sass.verify(cubins[("sm_100a", g.name)].cubin_path, check)
             assert v.ok == (visible(f) == visible(g)), (f.name, g.name, v.broken)
+
+
+def metadata_register_source(sass: str) -> str:
+    """Where the MMA's metadata operand (the tmem[...] just before idesc[...]) comes from: 'URZ' when it is a copy
+    of zero (UMOV URx, URZ; R2UR of a register set by IMAD.MOV.U32 r, RZ, RZ, RZ or MOV r, RZ), else the first
+    instruction on the way that is not such a copy."""
+    lines = [ln.split("*/", 1)[1].split(";")[0].strip() for ln in sass.splitlines()
+             if re.match(r"\s*/\*[0-9a-f]{4}\*/", ln)]
+    at = next(i for i, ln in enumerate(lines) if re.search(r"\bUTC[A-Z]MMA", ln))
+    reg = re.search(r"tmem\[(UR\d+)\],\s*idesc\[(UR\d+)\]", lines[at])
+    assert reg and int(reg[2][2:]) == int(reg[1][2:]) + 1, lines[at]
+    want, i = reg[1], at
+    while want not in ("RZ", "URZ"):
+        i = next((k for k in range(i - 1, -1, -1)
+                  if re.split(r"[\s,]+", re.sub(r"^@!?U?P\w+\s+", "", lines[k]))[1:2] == [want]), None)
+        if i is None:
+            return "unset"
+        op = re.split(r"[\s,]+", re.sub(r"^@!?U?P\w+\s+", "", lines[i]))
+        if op[0] in ("UMOV", "MOV", "R2UR"):
+            want = op[2]
+        elif op[0] == "IMAD.MOV.U32" and op[2:4] == ["RZ", "RZ"]:
+            want = op[4]
+        else:
+            return lines[i]
+    return "URZ"
 
 
 def test_tcgen05_is_refused_for_hopper_with_the_compilers_message():
@@ -60,7 +92,11 @@ CASES = [c for _, cs in T.all_cases() for c in cs]
 
 def test_the_cases_cover_every_form_shape_and_type_pairing():
     forms = {c.form for c in CASES}
-    assert forms == set(FORMS)
+    assert forms == {f for f in FORMS if not f.sparse or T.sparse_swept(f)}
+    assert {f.kind for f in forms if f.sparse} == set(tcgen05.PLAIN_KINDS)
+    assert {(c.form.kind, c.k) for c in CASES if c.form.sparse} == {("tf32", 16), ("f16", 32), ("f8f6f4", 64),
+                                                                      ("i8", 64)}
+    assert any(c.sp_selector for c in CASES) and all(c.idesc().sparse == c.form.sparse for c in CASES)
     pairs = {(c.atype, c.btype) for c in CASES if c.form.kind == "f8f6f4"}
     assert len(pairs) == 25
     assert {c.m for c in CASES if c.form.cta_group == 2} == {128, 256}
@@ -131,6 +167,8 @@ def test_reference_is_consistent_with_the_data_path(case):
 
 def test_every_launch_fits_shared_memory_and_tensor_memory():
     for form, cs in T.all_cases():
+        if not cs:  # a sparse form compiled and SASS-checked only (cases.sparse_swept)
+            continue
         packed = tcgen05_launch.pack([R.prepare(c) for c in cs])
         assert packed.smem <= 227 * 1024
         assert packed.params["alloc_cols"].max() <= 512
@@ -143,11 +181,16 @@ CONTROLS = [c for _, cs in T.all_cases() for c in cs if c.control]
 def test_every_control_kind_is_planned_for_every_eligible_form():
     by_form = {}
     for c in CONTROLS:
+        if c.form.kind == "mxf4nvf4":  # the M = 64 collision only (below)
+            continue
         by_form.setdefault(c.form.name, set()).add(c.control.split("@")[0])
-    eligible = [f.name for f in tcgen05.all_forms() if f.kind in ("f16", "tf32") and f.cta_group == 1]
+    eligible = [f.name for f in tcgen05.all_forms() if f.kind in ("f16", "tf32") and f.cta_group == 1 and not f.sparse]
     assert sorted(by_form) == sorted(eligible)
     for name, kinds in by_form.items():
-        assert kinds == set(T.CONTROLS), name
+        assert set(T.CONTROLS) <= kinds <= set(T.CONTROLS) | set(T.BUG_CONTROLS), name
+    bugs = {c.control: c.form.name for c in CONTROLS if c.control in T.BUG_CONTROLS}
+    assert bugs == {"n-above-256": "tcgen05_f16_cg1_SS", "tmem-beyond-alloc": "tcgen05_f16_cg1_SS",
+                    "m64-collision": "tcgen05_mxf4nvf4_cg1_SS"}
     assert any(c.control.endswith("@A") for c in CONTROLS) and any(c.control.endswith("@B") for c in CONTROLS)
 
 
@@ -158,7 +201,11 @@ def test_negative_controls_are_caught_only_as_predicted(case):
     positive = R.prepare(dataclasses.replace(case, control=""))
     # the control changes exactly the descriptor it names
     changed = {k for k in prep.params[0] if prep.params[0][k] != positive.params[0][k]}
-    assert changed == ({f"desc_{target.lower()}"} if target else {"idesc"}), changed
+    if name == "tmem-beyond-alloc":  # nothing in the descriptors: fewer columns allocated than D and read-back use
+        assert not changed and prep.alloc_cols == 128 < prep.read_cols
+        assert tcgen05_launch.pack([prep]).params["alloc_cols"][0] == 128
+    else:
+        assert changed == ({f"desc_{target.lower()}"} if target else {"idesc"}), changed
     ok = [0] * case.form.cta_group
     intended = RB.diff(prep, device_tmem(case, prep, prep.intended), ok)
     assert intended["status"] == "fail" and not intended["caught"]  # a device that ignored the change is caught
@@ -169,6 +216,44 @@ def test_negative_controls_are_caught_only_as_predicted(case):
         rec = RB.diff(prep, device_tmem(case, prep, other), ok)
         assert rec["status"] == "fail" and rec["caught"] and rec["matches_model_prediction"] is False
     else:
-        assert name == "version-cleared"
+        assert name in ("version-cleared", *T.BUG_CONTROLS) and prep.prediction == "undefined"
         rec = RB.diff(prep, device_tmem(case, prep, prep.intended + 1), ok)
         assert rec["status"] == "pass" and rec["matches_model_prediction"] is None
+        assert rec["models_bug"] == T.MODELS_BUG[name]
+        hung = RB.diff(prep, device_tmem(case, prep, prep.intended), [1] * case.form.cta_group)
+        assert hung["status"] == "pass" and hung["caught_by"] == "hang"  # the bounded wait catches a hang
+        faulted = RB.settle_failed_launch(case, {"id": case.id, "status": "fault", "error": "illegal instruction"})
+        assert faulted["status"] == "pass" and faulted["caught_by"] == "fault" and faulted["models_bug"]
+
+
+@pytest.mark.parametrize("case", [c for c in CONTROLS if c.control.partition("@")[0] in T.MODELS_BUG],
+                         ids=lambda c: c.id)
+def test_each_public_bug_encoding_is_named_by_the_descriptor_tools(case):
+    """An encoding the ISA forbids: `desc` / `idesc --decode` name the broken rule (exit 1 on the command line);
+    the column beyond the allocation breaks no descriptor rule, so its record names the bug instead."""
+    prep = R.prepare(case)
+    name, _, target = case.control.partition("@")
+    p = tcgen05_launch.pack([prep]).params[0]
+    if name == "version-cleared":
+        probs = desc_tcgen05.decode_tcgen05_smem_desc(int(p[f"desc_{target.lower()}"]))["problems"]
+        assert any("bits 46-48 are 0b000" in x for x in probs), probs
+    elif name in ("n-above-256", "m64-collision"):
+        probs = idesc.decode_idesc(int(p["idesc"]), case.form.kind, 1)["problems"]
+        want = {"n-above-256": ("reserved bits set: 0x00800000", "N = 0 is not legal"),
+                "m64-collision": ("reserved bits set: 0x04000000", "M = 0 is not legal")}[name]
+        assert all(any(w in x for x in probs) for w in want), probs
+    else:
+        assert p["read_cols"] > p["alloc_cols"]
+
+
+def test_a_commit_whose_cta_group_differs_from_the_mma_is_refused_by_nvrtc():
+    """tile-ai/tilelang#2287: an MMA issued with .cta_group::1 in a kernel whose alloc and commit use
+    .cta_group::2 (the bug: CUDA_ERROR_ILLEGAL_INSTRUCTION at run time). The ISA: 'All tcgen05 instructions within a
+    kernel must specify the same value for the .cta_group qualifier'. NVRTC 13 refuses such a kernel, naming the
+    rule, so the control is caught when it is built (never launched: it is checked here, not swept)."""
+    src = tcgen05_launch.source(Form("f16", 2))
+    bad = src.replace("tcgen05.mma.cta_group::2.kind::f16", "tcgen05.mma.cta_group::1.kind::f16")
+    assert bad != src and "tcgen05.commit.cta_group::2" in bad
+    for arch in tcgen05.ARCHS:
+        cubin, log = C.nvrtc_compile(bad, "tcgen05_f16_cg2_mixed_SS", arch, C.DEFAULT_OPTIONS)
+        assert cubin is None and "uses single CTA(.cta_group::1) and CTA pair granularity(.cta_group::2)" in log

@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from oracles import cutlass_cpp  # noqa: E402
 
-from harness.spec import dtypes, layouts
+from harness.spec import dtypes, idesc, layouts
 from harness.families.tcgen05 import cases as T, datapaths as DP, forms as tcgen05, readback as RB, reference as R  # noqa: E402,E501
 from harness.spec.layouts import SmemLayout  # noqa: E402
 
@@ -197,9 +197,11 @@ def test_prepared_subbyte_operands_read_back_packed(case):
     prep = R.prepare(case)
     cg = case.form.cta_group
     b_start = (prep.params[0]["desc_b"] & 0x3FFF) << 4
-    for which, t, rows, major, sw, start in (("a", case.atype, case.m // cg, case.major_a, case.swizzle_a, 0),
-                                             ("b", case.btype, case.n // cg, case.major_b, case.swizzle_b, b_start)):
-        lay = R._operand_layout(case.form, t, rows, case.k, major, sw, start)
+    k_a = case.k // 2 if case.form.sparse else case.k  # a sparse A is stored compressed
+    for which, t, rows, major, sw, start, k in (
+            ("a_stored", case.atype, case.m // cg, case.major_a, case.swizzle_a, 0, k_a),
+            ("b", case.btype, case.n // cg, case.major_b, case.swizzle_b, b_start, case.k)):
+        lay = R._operand_layout(case.form, t, rows, k, major, sw, start)
         w = dtypes.get(t).bits
         vals = dtypes.get(t).to_bits(prep.operands[which][:rows])
         if w < 8:
@@ -261,7 +263,7 @@ def test_unsettled_cases_are_named_and_their_records_carry_the_reason():
     marked = [c for c in cases if T.unsettled_reason(c)]
     assert marked and len(marked) < len(cases)
     assert all(c.form.a_src == "TS" or (c.form.block_scaled and c.form.cta_group == 2)
-               or c.b_atoms != "layouts" for c in marked)
+               or c.b_atoms != "layouts" or c.sp_selector for c in marked)
     c = marked[0]
     prep = R.prepare(c)
     out = np.zeros((c.form.cta_group, 128, prep.read_cols), np.uint32)
@@ -270,3 +272,40 @@ def test_unsettled_cases_are_named_and_their_records_carry_the_reason():
     prep = R.prepare(settled)
     assert "unsettled" not in RB.diff(prep, np.zeros((settled.form.cta_group, 128, prep.read_cols), np.uint32),
                                      [0] * settled.form.cta_group)
+
+
+# ------------------------------------------------------------------------------------------------ sparse metadata
+
+KIND_OF_META_BITS = {32: "tf32", 16: "f16", 8: "i8", 4: "mxf4"}  # the element width tmem_e_frg is asked for
+
+
+def test_sparse_metadata_in_tensor_memory_matches_cutlass_tmem_e_frg(nv):
+    """Element by element: the TMEM (lane, column, first bit) of logical A element (row, k) of one sparse MMA in
+    CUTLASS's tmem_e_frg / tmem_e_frg_ws (128 rows, every element width) is where the model puts the nibble of k's
+    chunk, plus k's share of the nibble (4 bits over a chunk of 2, 4 or 8 elements)."""
+    seen = set()
+    for e in nv["meta"]:
+        kind = KIND_OF_META_BITS[e["bits"]]
+        m, k = e["m"], e["k"]
+        got = _cells(e, 3).reshape(m, k, 3)
+        chunk = DP.SPARSE_CHUNK[kind]
+        assert k == idesc.mma_k(kind, True) and k // chunk == DP.meta_chunks(kind, k)
+        lane, col, bit = DP.meta_position(kind, m)
+        kk = np.arange(k)
+        mine = np.stack([lane[:, kk // chunk], col[:, kk // chunk],
+                         bit[:, kk // chunk] + (kk % chunk) * 4 // chunk], axis=-1)
+        bad = np.argwhere((mine != got).any(axis=-1))
+        assert bad.size == 0, (f"{e['frg']} {kind} E{tuple(bad[0])}: model lane/col/bit {tuple(mine[tuple(bad[0])])},"
+                               f" CUTLASS {tuple(got[tuple(bad[0])])}")
+        assert int(col.max()) + 1 == DP.meta_columns(kind)
+        seen.add((e["frg"], kind))
+    assert {("1sm", k) for k in KIND_OF_META_BITS.values()} <= seen and ("ws", "f16") in seen
+
+
+def test_sparse_decompression_puts_each_unit_where_its_index_says():
+    """Worked by hand from PTX ISA 9.7.16.10.8.1-3: f16 chunk nibble 0b1001 (indices 1, 2), tf32 0b1110 (second
+    element), mxf4 0b1100 (pairs 0 and 3)."""
+    assert DP.decompress("f16", np.array([[5., 7, 1, 2]]), np.array([[0b1001, 0b0100]])).tolist() == \
+        [[0, 5, 7, 0, 1, 2, 0, 0]]
+    assert DP.decompress("tf32", np.array([[5., 7]]), np.array([[0b1110, 0b0100]])).tolist() == [[0, 5, 7, 0]]
+    assert DP.decompress("mxf4", np.arange(1., 5)[None], np.array([[0b1100]])).tolist() == [[1, 2, 0, 0, 0, 0, 3, 4]]

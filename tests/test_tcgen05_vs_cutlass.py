@@ -330,3 +330,48 @@ def test_zero_column_mask_zeroes_the_padding_cutlass_skips(oracle):
         assert zero_mask.zero_column_mask_bits(_zmask_of(r), m, n) == expected, r
         checked += 1
     assert checked > 300
+
+
+# ---------------------------------------------------------------------------------------------------- sparse idesc
+
+def test_sparse_instruction_descriptors_match_cutlass_bit_for_bit(oracle):
+    """CUTLASS's sparse UMMA traits' descriptors (make_instr_desc<..., is_sparse = true>, the block-scaled builder,
+    and the runtime form with sparse_id2 = the metadata column's low bit) against the model's: sparsity bit 2,
+    selector bits 0-1; where the model calls the inputs legal (tcgen05.mma.sp shapes), encode_idesc gives the same
+    value and decode_idesc reads sparsity and selector back with no problem."""
+    rows = oracle["idesc_sparse"]
+    assert {r[1] for r in rows} == set(idesc.KINDS) and any(r[10] == 1 for r in rows)
+    legal = 0
+    for src, kind, a, b, c, m, n, ta, tb, sf, id2, value in rows:
+        kw = dict(transpose_a=bool(ta), transpose_b=bool(tb), sparse=True, sparsity_selector=id2)
+        if sf:
+            kw["scale_type"] = sf
+        d = idesc.InstrDescriptor(kind, a, b, c, m, n, **kw)
+        got = idesc.pack_idesc(d)
+        assert got == value, f"{src} {kind} M={m} N={n} id2={id2}: CUTLASS 0x{value:08x}, model 0x{got:08x}"
+        d = idesc.InstrDescriptor(**{**descriptors.as_dict(d), "cta_group": 2 if m == 256 else 1})
+        try:
+            v = idesc.encode_idesc(d)
+        except DescriptorError:
+            continue
+        info = idesc.decode_idesc(v, kind, d.cta_group, False)
+        assert v == value and info["problems"] == [], (src, kind, m, n, info["problems"])
+        assert info["fields"]["sparse"] and info["fields"].get("sparsity_selector", 0) == id2
+        legal += 1
+    assert legal >= 40
+
+
+def test_sparse_shapes_follow_the_isa_table():
+    """PTX ISA "Various combinations of .kind and shapes", Sparse rows: K doubles; .ws sparse N = 64, 128 only;
+    block-scaled sparse with a CTA pair M = 256 only; the selector must be 0 for i8 / f8f6f4."""
+    assert [idesc.mma_k(k, True) for k in ("tf32", "f16", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4")] == \
+        [16, 32, 64, 64, 64, 128, 128]
+    assert idesc.legal_shapes("f16", 1, ws=True, sparse=True) == {m: [64, 128] for m in (32, 64, 128)}
+    assert set(idesc.legal_shapes("mxf4", 2, sparse=True)) == {256}
+    assert idesc.legal_shapes("f16", 2, sparse=True) == idesc.legal_shapes("f16", 2)
+    with pytest.raises(DescriptorError, match="must be 0 for .kind::i8"):
+        idesc.validate_idesc(idesc.InstrDescriptor("i8", "s8", "s8", "s32", 128, 64, sparse=True, sparsity_selector=1))
+    with pytest.raises(DescriptorError, match="N = 256 is not legal"):
+        idesc.validate_idesc(idesc.InstrDescriptor("f16", "f16", "f16", "f32", 64, 256, ws=True, sparse=True))
+    info = idesc.decode_idesc(0x08900484, "mxf4", 2)  # sparse e2m1 mxf4 pair at M = 128
+    assert any("M = 128 is not legal" in p for p in info["problems"])

@@ -9,7 +9,9 @@ A family answers:
   * `diagnose(kernel, cases, cubin_path, worker, timeout, png_dir)`: probe records that explain a failure;
   * `sass_check(kernel)`: what the kernel's SASS must show (harness/run/sass.py), checked after every compile;
   * `case_fields(case)`: what every record of the case carries, run or not (a tcgen05 case whose expected
-    value rests on a reading NVIDIA's code and the PTX ISA do not settle says so: `unsettled`).
+    value rests on a reading NVIDIA's code and the PTX ISA do not settle says so: `unsettled`);
+  * `settle_control(case, record)`: a negative control's record the engine made (its launch faulted or hung)
+    -> the control's verdict (a control whose encoding the ISA leaves undefined is caught by a fault or a hang).
 Cases expose `id`, `seed` and `facets` (the values the sweep's filters select on: kind, n, dtype, a_src, ...).
 Adding a family is one subpackage under harness/families/ with a `FAMILY` object and one line in
 `harness/families/__init__.py`.
@@ -49,6 +51,8 @@ class Family(Protocol):
     def case_fields(self, case) -> dict: ...  # fields every record of this case carries, run or not
 
     def sass_check(self, kernel: Kernel): ...  # a harness.run.sass.SassCheck
+
+    def settle_control(self, case, record: dict) -> dict: ...  # a control's engine-made record (fault, timeout)
 
 
 def case_record(case_id: str, kernel: Kernel, status: Status | str, **fields) -> dict:

@@ -7,7 +7,8 @@
 // tcgen05.st; scale factors are copied from shared memory with tcgen05.cp; one thread issues the MMA and
 // commits it to an mbarrier; every thread waits with a bounded spin (a hang becomes status 1, not a stuck
 // GPU); each warp reads its 32 lanes back with tcgen05.ld.32x32b and writes every 32-bit cell out raw; warp 0
-// deallocates. Shapes, types and strides are runtime data (the instruction descriptor and the matrix
+// deallocates. A sparse form's metadata is stored into its columns with the same tcgen05.st as C and A.
+// Shapes, types and strides are runtime data (the instruction descriptor and the matrix
 // descriptors), so one compiled kernel serves every case of a form.
 
 #define CTA_GROUP {{CTA_GROUP}}
@@ -31,6 +32,8 @@ struct CaseParams {
     unsigned int sf_col_a;            // block scaling: TMEM columns of the scale factors
     unsigned int sf_col_b;
     unsigned int spin_limit;          // mbarrier polls before giving up (status 1)
+    unsigned int sp_meta_col;         // .sp: TMEM column of the sparsity metadata (the MMA's [sp-meta-tmem])
+    unsigned int sp_meta_cols;        //   and how many columns of it are stored (0: dense)
 };
 
 {{DEVICE_HELPERS}}
@@ -64,8 +67,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) {{CLUSTER_ATTR}}
     const unsigned int lane_base = (32u * warp) << 16;  // warp w may access TMEM lanes 32w .. 32w+31
     const unsigned long long cell0 = ((unsigned long long)blockIdx.x * 128ull + tid) * (unsigned long long)p.read_cols;
 
-    // C into the accumulator columns, and A into its columns, raw, each thread its own lane.
-    if (p.enable_input_d || p.a_tmem_cols) {
+    // C into the accumulator columns, A and the sparsity metadata into theirs, raw, each thread its own lane.
+    if (p.enable_input_d || p.a_tmem_cols || p.sp_meta_cols) {
         for (unsigned int c = 0; c < p.read_cols; c += 8u) {
             const unsigned int* v = tmem_in + cell0 + c;
             asm volatile("tcgen05.st.sync.aligned.32x32b.x8.b32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8};\n"
@@ -86,7 +89,8 @@ extern "C" __global__ void __launch_bounds__(128, 1) {{CLUSTER_ATTR}}
         const unsigned int d_tmem = taddr;
         const unsigned int a_tmem = taddr + p.a_tmem_col;
         const unsigned int sfa = taddr + p.sf_col_a, sfb = taddr + p.sf_col_b;
-        (void)a_tmem; (void)sfa; (void)sfb;
+        const unsigned int sp_meta = taddr + p.sp_meta_col;
+        (void)a_tmem; (void)sfa; (void)sfb; (void)sp_meta;
         // scale factors: shared memory -> TMEM, issued by the MMA's thread (executed in issue order)
         {{SCALE_COPY}}
         {{MMA}}

@@ -41,15 +41,33 @@ BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
 I8_N_CG1 = [8, 16, 24, 32] + list(range(48, 257, 16))
 
 
+def mma_k(kind: str, sparse: bool = False) -> int:
+    """K of one MMA: sparse tcgen05.mma.sp doubles it (PTX ISA Table "Various combinations of .kind and shapes":
+    tf32 16, f16 32, f8f6f4 / mxf8f6f4 / i8 64, mxf4 / mxf4nvf4 128); A then holds K/2 elements per row."""
+    return KIND_K[kind] * (2 if sparse else 1)
+
+
 def legal_shapes(kind: str, cta_group: int = 1, ws: bool = False, transpose_b: bool = False,
-                 k96: bool = False) -> dict[int, list[int]]:
-    """{M: [N, ...]} for dense tcgen05.mma of `kind` (PTX ISA 9.7.16.2.1, Table 39, read with CUTLASS's SM100
+                 k96: bool = False, sparse: bool = False) -> dict[int, list[int]]:
+    """{M: [N, ...]} for tcgen05.mma of `kind` (PTX ISA 9.7.16.2.1, Table 39, read with CUTLASS's SM100
     UMMA atoms where the table leaves a choice open).
 
     transpose_b: B is MN-major; .kind::f8f6f4 with one CTA then needs N in steps of 16 (the table's "steps of 8 OR
     steps of 16", which CUTLASS's SM100_MMA_F8F6F4_SS ties to B's major-ness). k96: the K = 96 shape of
-    .kind::mxf4 / mxf4nvf4 (sm_103a), N in steps of 16.
+    .kind::mxf4 / mxf4nvf4 (sm_103a), N in steps of 16. sparse (tcgen05.mma.sp): the same M and N as dense except
+    .ws (N = 64 or 128, no 256) and the block-scaled kinds with a CTA pair (M = 256 only); K doubles (mma_k).
     """
+    if sparse and k96:
+        raise DescriptorError("K = 96 is a dense shape")
+    shapes = _dense_shapes(kind, cta_group, ws, transpose_b, k96)
+    if sparse and ws:
+        return {m: [n for n in ns if n != 256] for m, ns in shapes.items()}
+    if sparse and kind in BLOCK_SCALED and cta_group == 2:
+        return {m: ns for m, ns in shapes.items() if m == 256}
+    return shapes
+
+
+def _dense_shapes(kind: str, cta_group: int, ws: bool, transpose_b: bool, k96: bool) -> dict[int, list[int]]:
     if kind not in KINDS:
         raise DescriptorError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
     if cta_group not in (1, 2):
@@ -148,8 +166,10 @@ def validate_idesc(d: InstrDescriptor, arch: str | None = None) -> InstrDescript
                                   "mode, which supports K-major only: transpose bits 15, 16 must be 0)")
         if arch is not None and arch != "sm_103a":
             raise DescriptorError(f"K = 96 (.kind::{k}) is an sm_103a shape, not {arch}")
-    shapes = legal_shapes(k, d.cta_group, d.ws, transpose_b=d.transpose_b and k == "f8f6f4", k96=d.k96)
-    what = f".kind::{k} cta_group::{d.cta_group}{' .ws' if d.ws else ''}{' K = 96' if d.k96 else ''}"
+    shapes = legal_shapes(k, d.cta_group, d.ws, transpose_b=d.transpose_b and k == "f8f6f4", k96=d.k96,
+                          sparse=d.sparse)
+    what = (f".kind::{k} cta_group::{d.cta_group}{' .ws' if d.ws else ''}{' K = 96' if d.k96 else ''}"
+            f"{' sparse' if d.sparse else ''}")
     if d.m not in shapes:
         raise DescriptorError(f"M = {d.m} is not legal for {what}; legal M: {sorted(shapes)}")
     if d.n not in shapes[d.m]:
@@ -168,6 +188,8 @@ def validate_idesc(d: InstrDescriptor, arch: str | None = None) -> InstrDescript
         raise DescriptorError("sparsity selector is 2 bits (0..3)")
     if d.sparsity_selector and (not d.sparse or k in BLOCK_SCALED):
         raise DescriptorError("the sparsity selector is used only with sparsity on the non-block-scaled kinds")
+    if d.sparsity_selector and k in ("i8", "f8f6f4"):
+        raise DescriptorError(f"the sparsity selector must be 0 for .kind::{k} (PTX ISA 9.7.16.10.8.4.5-6)")
     if not 0 <= d.max_shift <= 3:
         raise DescriptorError("max shift is a 2-bit code (0..3)")
     if d.max_shift and not d.ws:

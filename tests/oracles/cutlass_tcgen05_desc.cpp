@@ -6,6 +6,10 @@
 //   "smem"      : UMMA::make_umma_desc<Major>(tensor) over CuTe shared-memory tiles built from every UMMA layout atom,
 //                 with the descriptor's fields and the tile's element -> bit-address map (row-major over (mn, k)).
 //   "zero_mask" : UMMA::make_column_zero_mask<int, 3, CTA_M, CTA_N>(conv_q, cta_coord_q, num_pixels_skip_left).
+//   "idesc_sparse": sparse instruction descriptors as CUTLASS's sparse UMMA traits build them: make_instr_desc<...,
+//                 is_sparse = true> / make_instr_desc_block_scaled<..., is_sparse = true>, then
+//                 make_runtime_instr_desc<true>(desc, sparse_id2) (id2 = the low bit of the metadata TMEM column,
+//                 mma_traits_sm100.hpp's mma_unpack) and make_runtime_instr_desc_block_scaled<true>.
 //
 // Nothing here re-implements NVIDIA's logic: the values come from the headers; this file only enumerates inputs.
 #include <cstdint>
@@ -327,6 +331,59 @@ static void emit_zero_mask() {
   printf("\n]");
 }
 
+
+// ------------------------------------------------------------------------------------------------ sparse idesc
+// One row: [src, kind, atype, btype, dtype, M, N, transpose_a, transpose_b, scale_type, sparse_id2, value]
+static void srow(const char* src, const char* kind, const char* a, const char* b, const char* c, int M, int N,
+                 int ta, int tb, const char* sf, int id2, uint32_t v) {
+  sep();
+  printf("[\"%s\",\"%s\",\"%s\",\"%s\",\"%s\",%d,%d,%d,%d,\"%s\",%d,%u]", src, kind, a, b, c, M, N, ta, tb, sf, id2, v);
+}
+
+template <class A, class B, class C, int M, int N, UMMA::Major am, UMMA::Major bm>
+void sp_one(const char* kind, int max_id2) {
+  auto d = UMMA::make_instr_desc<A, B, C, M, N, am, bm, ONE, ONE, UMMA::Saturate::False, true>();
+  srow("make_instr_desc", kind, tname<A>(), tname<B>(), tname<C>(), M, N, int(am), int(bm), "", 0, uint32_t(d));
+  for (int id2 = 0; id2 <= max_id2; ++id2) {
+    uint64_t rt = UMMA::make_runtime_instr_desc<true>(d, uint16_t(id2), 0x40u);
+    srow("make_runtime_instr_desc", kind, tname<A>(), tname<B>(), tname<C>(), M, N, int(am), int(bm), "", id2,
+         uint32_t(rt >> 32));
+  }
+}
+
+template <class A, class B, class C>
+void sp_types(const char* kind, int max_id2) {
+  sp_one<A, B, C, 64, 8, KM, KM>(kind, max_id2);
+  sp_one<A, B, C, 128, 64, KM, KM>(kind, max_id2);
+  sp_one<A, B, C, 128, 256, KM, MNM>(kind, max_id2);
+  sp_one<A, B, C, 256, 128, KM, KM>(kind, max_id2);
+  sp_one<A, B, C, 256, 16, MNM, KM>(kind, max_id2);
+}
+
+template <class A, class B, class SF, int M, int N>
+void sp_bs_one(const char* kind) {
+  auto d = UMMA::make_instr_desc_block_scaled<A, B, float, SF, M, N, KM, KM, ONE, ONE, true>();
+  srow("make_instr_desc_block_scaled", kind, tname<A>(), tname<B>(), "f32", M, N, 0, 0, tname<SF>(), 0, uint32_t(d));
+  uint64_t rt = UMMA::make_runtime_instr_desc_block_scaled<true>(d, 0x40u, 0x48u, uint16_t(0), 0x50u);
+  srow("make_runtime_instr_desc_block_scaled", kind, tname<A>(), tname<B>(), "f32", M, N, 0, 0, tname<SF>(), 0,
+       uint32_t(rt >> 32));
+}
+
+static void emit_idesc_sparse() {
+  printf("\"idesc_sparse\": [\n");
+  g_first = true;
+  sp_types<tfloat32_t, tfloat32_t, float>("tf32", 1);
+  sp_types<half_t, half_t, float>("f16", 1);
+  sp_types<bfloat16_t, bfloat16_t, float>("f16", 1);
+  sp_types<half_t, half_t, half_t>("f16", 1);
+  sp_types<float_e4m3_t, float_e5m2_t, float>("f8f6f4", 0);
+  sp_types<int8_t, uint8_t, int32_t>("i8", 0);
+  sp_bs_one<float_e4m3_t, float_e4m3_t, float_ue8m0_t, 128, 64>("mxf8f6f4");
+  sp_bs_one<float_e2m1_t, float_e2m1_t, float_ue8m0_t, 256, 128>("mxf4");
+  sp_bs_one<float_e2m1_t, float_e2m1_t, float_ue4m3_t, 128, 8>("mxf4nvf4");
+  printf("\n]");
+}
+
 int main() {
   g_smem_base = g_smem;
   printf("{\"cutlass_version\": \"%d.%d.%d\",\n", CUTLASS_MAJOR, CUTLASS_MINOR, CUTLASS_PATCH);
@@ -335,6 +392,8 @@ int main() {
   emit_smem();
   printf(",\n");
   emit_zero_mask();
+  printf(",\n");
+  emit_idesc_sparse();
   printf("\n}\n");
   return 0;
 }

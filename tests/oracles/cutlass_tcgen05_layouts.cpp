@@ -11,6 +11,9 @@
 //   sw128_32b    Layout_MN_SW128_32B_Atom tiled to a tile, its swizzled byte addresses and make_umma_desc strides
 //   e2m1_pairs   cutlass::Array<float_e2m1_t, 8> storage word with only element i set to 0x7
 //   subbyte      how f8f6f4 4/6-bit operands are typed for shared memory (element bits, smem allocation, UMMA format)
+//   meta         tmem_e_frg / tmem_e_frg_ws (sparse metadata): E[row, k] of one MMA (logical K of the sparse MMA) ->
+//                (lane, column, bit): the first metadata bit of logical element k (its sparse_elem<S, uint8_t> view
+//                gives each logical element 8/S bits: a 4-bit nibble per 2:4 / 1:2 / 4:8 chunk)
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -175,6 +178,29 @@ static void nibbles() {
   emit("]");
 }
 
+
+// ---- sparse metadata in Tensor Memory ----------------------------------------------------------------------------
+// tmem_ptr<sparse_elem<S, uint8_t>> addresses logical elements of 8/S bits: rotr(offset, log2(32 / (8/S))) keeps the
+// element index within the 32-bit column in the top bits. Printed: lane, column, first bit of the element's metadata.
+template <class Frg, int S, int M, int K>
+static void meta_one(const char* frg, int bits) {
+  auto t = Frg::make(make_shape(make_shape(Int<M>{}, Int<K>{}), _1{}, _1{}));
+  using E = sparse_elem<S, uint8_t>;
+  constexpr int shift = tmem_ptr<E>::OffsetShift;  // log2(elements per 32-bit column)
+  out += std::string("{\"frg\":\"") + frg + "\",";
+  emitf("\"m\":%ld,\"k\":%ld,\"bits\":%ld,\"elem_bits_x2\":%ld,", M, K, bits, 16 / S);
+  emit("\"cells\":[");
+  for (int m = 0; m < M; ++m)
+    for (int k = 0; k < K; ++k) {
+      uint32_t a = (make_tmem_ptr<E>(0u) + int(t.layout()(make_coord(m, k), 0, 0))).get();
+      uint32_t sub = a >> (32 - shift);             // element index within the column
+      long bit = long(sub) * 32 / (1 << shift);    // its first bit
+      emitf("%ld,%ld,%ld,", (a >> 16) & ((1 << (16 - shift)) - 1), a & 0xFFFF, bit);
+    }
+  out.pop_back();
+  emit("]},");
+}
+
 int main() {
   emit("{\"acc\":[");
   acc_1sm<float, 128, 64>(32); acc_1sm<float, 64, 64>(32); acc_1sm<half_t, 128, 32>(16); acc_1sm<half_t, 64, 32>(16);
@@ -216,6 +242,15 @@ int main() {
   subbyte_one<cutlass::detail::float_e2m1_unpacksmem_t>("e2m1_unpacksmem");
   subbyte_one<cutlass::detail::float_e2m3_unpacksmem_t>("e2m3_unpacksmem");
   subbyte_one<cutlass::detail::float_e3m2_unpacksmem_t>("e3m2_unpacksmem");
+  out.pop_back();
+  emit("],\"meta\":[");
+  meta_one<UMMA::tmem_e_frg<tfloat32_t>, 4, 128, 16>("1sm", 32);
+  meta_one<UMMA::tmem_e_frg<half_t>, 8, 128, 32>("1sm", 16);
+  meta_one<UMMA::tmem_e_frg<uint8_t>, 8, 128, 64>("1sm", 8);
+  meta_one<UMMA::tmem_e_frg<float_e2m1_t>, 16, 128, 128>("1sm", 4);
+  meta_one<UMMA::tmem_e_frg_ws<tfloat32_t>, 4, 128, 16>("ws", 32);
+  meta_one<UMMA::tmem_e_frg_ws<half_t>, 8, 128, 32>("ws", 16);
+  meta_one<UMMA::tmem_e_frg_ws<uint8_t>, 8, 128, 64>("ws", 8);
   out.pop_back();
   emit("],");
   nibbles();

@@ -55,6 +55,10 @@ def test_supported_cases_pass_and_refused_ones_are_reported(split, monkeypatch, 
     covered = {(c.form.kind, c.form.cta_group, c.form.a_src, c.major_b, c.swizzle_b) for c in map(planned.get, ran)}
     assert {("f16", 2, "SS"), ("f16", 1, "TS"), ("f8f6f4", 1, "SS")} <= {x[:3] for x in covered}
     assert ("tf32", 1, "SS", "MN", "128B_base32b") in covered
+    # every sparse case the simulator runs passes, by its own decompression and CUTLASS's metadata layout
+    sparse = {(c.form.kind, c.form.cta_group, c.form.a_src) for c in map(planned.get, ran) if c.form.sparse}
+    assert {(k, cg, "SS") for k in ("tf32", "f16", "f8f6f4", "i8") for cg in (1, 2)} | {("f16", 1, "TS")} <= sparse
+    assert any(planned[i].sp_selector for i in ran)
     # the refusals, reported: each with its reason
     reasons = Counter(why.split(":")[0] for why in refused.values())
     print(f"\ntcgen05 on the simulator: {len(ran)} cases ran and passed, {len(refused)} refused:")
@@ -87,6 +91,7 @@ def test_a_trap_in_a_cta_pair_faults_exactly_that_case(split, monkeypatch, tmp_p
 def test_a_data_path_bug_in_the_model_makes_cases_fail(split, monkeypatch):
     supported, _, _ = split
     kernel, cases = next((k, cs) for k, cs in supported.work if k.name == "tcgen05_f16_cg1_SS")
+    cases = [c for c in cases if c.control not in T.BUG_CONTROLS]  # those fault the launch (one at a time, below)
     assert {r["status"] for r in simsweep.in_process(kernel, cases, tcgen05_device.run)} == {"pass"}
     real = DP.d_position
 
@@ -114,3 +119,39 @@ def test_both_families_in_one_sweep_on_two_simulated_gpus(monkeypatch, tmp_path)
     summary, recs, _, _ = simsweep.sweep(p, tmp_path / "r.jsonl")
     assert {(r["family"], r["gpu"]) for r in recs.values()} == {("wgmma", 0), ("tcgen05", 1)}
     assert {r["status"] for r in recs.values()} == {"pass"}
+
+
+def test_a_sparse_metadata_bug_in_the_model_makes_sparse_cases_fail(split, monkeypatch):
+    """The model's metadata layout with rows r and r + 8 of a 16-row group swapped (the 16-bit halves of a word):
+    every sparse f16 case fails on the simulator, whose nibbles come from CUTLASS's tmem_e_frg."""
+    supported, _, _ = split
+    kernel, cases = next((k, cs) for k, cs in supported.work if k.name == "tcgen05_f16_cg1_sp_SS")
+    assert {r["status"] for r in simsweep.in_process(kernel, cases, tcgen05_device.run)} == {"pass"}
+    real = DP.meta_position
+
+    def wrong(kind, rows=128):
+        lane, col, bit = real(kind, rows)
+        return lane, col, bit ^ 16 if kind in ("tf32", "f16") else bit
+
+    monkeypatch.setattr(R, "meta_position", wrong)
+    recs = simsweep.in_process(kernel, cases, tcgen05_device.run)
+    assert recs and {r["status"] for r in recs} == {"fail"}
+
+
+def test_public_bug_controls_the_simulator_models_are_caught_through_the_real_sweep(split, monkeypatch, tmp_path):
+    """N > 256 (triton-lang/triton#8910) and a column beyond the allocation: this device faults on both (as the bug
+    reports the hardware did); the engine bisects the launch down to each, records the fault, and the family
+    settles it as caught, naming the bug. The ordinary cases of the same launch still pass."""
+    supported, refused, whole = split
+    kernel, cases = next((k, cs) for k, cs in whole.work if k.name == "tcgen05_f16_cg1_SS")
+    bugs = [c for c in cases if c.control in ("n-above-256", "tmem-beyond-alloc")]
+    assert len(bugs) == 2 and not {c.id for c in bugs} & set(refused)
+    ordinary = [c for c in cases if not c.control][:3]
+    fake_gpus.install(monkeypatch, ["sm_100a"])
+    summary, recs, _, _ = simsweep.sweep(Plan([(kernel, ordinary + bugs)]), tmp_path / "r.jsonl")
+    for c in bugs:
+        r = recs[c.id]
+        assert (r["status"], r["caught_by"], r["launch_status"]) == ("pass", "fault", "fault"), r
+        assert r["models_bug"] == T.MODELS_BUG[c.control] and r["prediction"] == "undefined"
+    assert all(recs[c.id]["status"] == "pass" for c in ordinary)
+    assert summary["controls"] == {"pass": 2} and not summary.get("fault")

@@ -18,8 +18,17 @@ Refused (NotSimulated, see `refusal`): what neither CuTe DSL nor the ISA text le
   * block-scaled kinds (the scale-factor Tensor Memory layout after tcgen05.cp, and scale-vector semantics);
   * 6- and 4-bit element types of kind::f8f6f4 (their shared-memory packing);
   * A in Tensor Memory (TS) of types other than f16/bf16 (the DSL oracle is asked for the f16 A fragment only);
-  * sparsity, the sm_103a absolute-address LBO mode.
+  * the sm_103a absolute-address LBO mode.
+Sparse forms (tcgen05.mma.sp, PTX ISA 9.7.16.10.8) are simulated from the ISA's semantics: A is read as its K/2
+stored elements per row, each chunk's 4-bit metadata nibble names the positions (two 2-bit indices; tf32's name
+16-bit halves) of the stored units, the rest are zero. The nibble of (row, chunk) is read from Tensor Memory at
+the metadata address (+ the selector's column for tf32 / f16, CUTLASS's convention) where CUTLASS's tmem_e_frg puts
+it (evaluated by tests/oracles/cutlass_tcgen05_layouts.cpp, not the model's datapaths.meta_position).
 Faults: TC_SIM_FAULTS (sim_common.py); a planted hang hangs the launch, a trap raises.
+Encodings the ISA leaves undefined that this device chooses to fault on, as the public bugs report the hardware
+did (a sticky error, so the whole launch fails and the engine bisects): an instruction descriptor with a reserved
+bit set or an M / N field of 0 (illegal instruction, triton-lang/triton#8910), and Tensor Memory read or written
+beyond a CTA's allocation (illegal address).
 """
 from __future__ import annotations
 
@@ -34,7 +43,7 @@ from tests.simulated import oracle_cache, smem
 from tests.simulated.sim_common import fault, log_launch, planted, use_device  # noqa: F401
 from tests.simulated.smem import NotSimulated, field
 
-NAME = re.compile(r"^tcgen05_(?P<kind>\w+?)_cg(?P<cg>[12])(?P<ws>_ws)?_(?P<src>SS|TS)$")
+NAME = re.compile(r"^tcgen05_(?P<kind>\w+?)_cg(?P<cg>[12])(?P<ws>_ws)?(?P<sp>_sp)?_(?P<src>SS|TS)$")
 BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
 TYPE_CODES = {  # PTX ISA Table 42: atype / btype codes per kind
     "tf32": {2: "tf32"}, "f16": {0: "f16", 1: "bf16"},
@@ -47,7 +56,8 @@ def form_of(kernel_name: str) -> dict:
     m = NAME.match(kernel_name)
     if not m:
         raise ValueError(f"{kernel_name!r} is not a tcgen05 kernel name")
-    return {"kind": m["kind"], "cta_group": int(m["cg"]), "ws": bool(m["ws"]), "a_src": m["src"]}
+    return {"kind": m["kind"], "cta_group": int(m["cg"]), "ws": bool(m["ws"]), "a_src": m["src"],
+            "sparse": bool(m["sp"])}
 
 
 def decode_idesc(kind: str, v: int) -> dict:
@@ -74,8 +84,10 @@ def refusal(kernel_name: str, prm) -> str | None:
         d = decode_idesc(f["kind"], int(prm["idesc"]))
     except NotSimulated as e:
         return str(e)
-    if d["sparse"]:
-        return "sparsity is not simulated"
+    if bool(d["sparse"]) != f["sparse"]:
+        return "the instruction descriptor's sparsity bit disagrees with the instruction (.sp or not): undefined"
+    if f["sparse"] and (d["m"] // f["cta_group"] != 128 or _meta_cells(f["kind"]) is None):
+        return "sparse metadata layout known (CUTLASS's tmem_e_frg) for 128 rows per CTA only, with g++ and CUTLASS"
     for t in (d["atype"], d["btype"]):
         if dtypes.get(t).bits < 8:
             return f"{t}: how 6/4-bit elements sit in shared memory for kind::f8f6f4 has no independent source"
@@ -92,10 +104,52 @@ def refusal(kernel_name: str, prm) -> str | None:
 def oracle_requests(kernel_name: str, prm) -> list[tuple]:
     """The CuTe DSL layouts a (supported) case needs, to compute them all in one DSL process beforehand."""
     f = form_of(kernel_name)
+    if undefined_encoding(f, prm):  # this device faults before it needs a layout
+        return []
     d = decode_idesc(f["kind"], int(prm["idesc"]))
     out = [("C", d["m"], d["n"], f["cta_group"], "f16" if d["dtype"] == "f16" else "f32")]
-    if f["a_src"] == "TS":
+    if f["a_src"] == "TS":  # a sparse A holds K/2 stored elements, the dense A fragment of the same kind
         out.append(("A", d["m"], K_OF[f["kind"]], f["cta_group"], "f16"))
+    return out
+
+
+META_BITS = {"tf32": 32, "f16": 16, "f8f6f4": 8, "i8": 8}  # the element width CUTLASS's tmem_e_frg is built for
+CHUNK = {"tf32": 2, "f16": 4, "f8f6f4": 4, "i8": 4}  # A elements per metadata nibble (PTX ISA 9.7.16.10.8.1-2)
+
+
+@lru_cache(maxsize=None)
+def _meta_cells(kind: str):
+    """[128 rows, K] (lane, column, first bit) of each logical A element's metadata bits, from CUTLASS's tmem_e_frg
+    (the C++ oracle), or None where it cannot be built here."""
+    from tests.oracles import cutlass_cpp
+    if cutlass_cpp.skip_reason() is not None:
+        return None
+    for e in cutlass_cpp.run_json("cutlass_tcgen05_layouts.cpp")["meta"]:
+        if e["frg"] == "1sm" and e["bits"] == META_BITS[kind] and e["m"] == 128:
+            return np.array(e["cells"]).reshape(e["m"], e["k"], 3)
+    return None
+
+
+def expand_sparse(kind: str, stored: np.ndarray, tmem_cta: np.ndarray, meta_col: int) -> np.ndarray:
+    """The K-wide rows of a sparse A: each chunk's nibble (read where CUTLASS puts it) scatters the chunk's stored
+    units; a nibble naming one unit twice is undefined by the ISA and not simulated."""
+    cells = _meta_cells(kind)
+    rows, half = stored.shape
+    k, chunk = 2 * half, CHUNK[kind]
+    out = np.zeros((rows, k), stored.dtype)
+    for c in range(k // chunk):
+        lane, col, bit = (cells[:rows, c * chunk, j] for j in range(3))
+        nib = (tmem_cta[lane, meta_col + col].astype(np.int64) >> bit) & 0xF
+        lo, hi = nib & 3, nib >> 2
+        if np.any(lo == hi):
+            raise NotSimulated(f"metadata nibble naming one index twice (chunk {c}): undefined by the ISA")
+        if kind == "tf32":  # indices of 16-bit halves: one element, in halves (0, 1) or (2, 3)
+            if np.any((lo % 2 != 0) | (hi != lo + 1)):
+                raise NotSimulated(f"tf32 metadata nibble other than 0b0100 / 0b1110 (chunk {c}): undefined")
+            out[np.arange(rows), c * 2 + lo // 2] = stored[:, c]
+        else:
+            for j, idx in enumerate((lo, hi)):
+                out[np.arange(rows), c * 4 + idx] = stored[:, 2 * c + j]
     return out
 
 
@@ -116,7 +170,8 @@ def simulate_case(kernel_name: str, f: dict, ctas: list[int], inp: LaunchInput, 
     if why:
         raise NotSimulated(f"{kernel_name}: {why}")
     d = decode_idesc(f["kind"], int(lead["idesc"]))
-    cg, M, N, K = f["cta_group"], d["m"], d["n"], K_OF[f["kind"]]
+    cg, M, N, K = f["cta_group"], d["m"], d["n"], K_OF[f["kind"]] * (2 if f["sparse"] else 1)
+    ka = K // 2 if f["sparse"] else K  # A's stored elements per row
     at, bt = dtypes.get(d["atype"]), dtypes.get(d["btype"])
     rows_a, rows_b = M // cg, N // cg
     acc_layout = "f16" if d["dtype"] == "f16" else "f32"
@@ -132,13 +187,17 @@ def simulate_case(kernel_name: str, f: dict, ctas: list[int], inp: LaunchInput, 
                 win, smem.bit_addresses(db, "MN" if d["transpose_b"] else "K", bt.bits, rows_b, K), bt.bits)))
             if f["a_src"] == "SS":
                 da = smem.decode_tcgen05(int(lead["desc_a"]))
-                a_parts.append(_values(at, smem.read_bits(
-                    win, smem.bit_addresses(da, "MN" if d["transpose_a"] else "K", at.bits, rows_a, K), at.bits)))
+                a_r = _values(at, smem.read_bits(
+                    win, smem.bit_addresses(da, "MN" if d["transpose_a"] else "K", at.bits, rows_a, ka), at.bits))
             else:
-                ac = _cells("A", M, K, cg, "f16")  # [rows_a, K, (lane, column, bit)]
+                ac = _cells("A", M, ka, cg, "f16")  # [rows_a, K, (lane, column, bit)]
                 col = int(lead["a_tmem_col"]) + ac[..., 1]
                 raw = (tmem[r][ac[..., 0], col].astype(np.uint64) >> ac[..., 2].astype(np.uint64)) & np.uint64(0xFFFF)
-                a_parts.append(_values(at, raw))
+                a_r = _values(at, raw)
+            if f["sparse"]:  # each CTA's metadata sits in its own Tensor Memory, at the address the MMA takes
+                sel = field(int(lead["idesc"]), 0, 2) if f["kind"] in ("tf32", "f16") else 0
+                a_r = expand_sparse(f["kind"], a_r, tmem[r], int(lead["sp_meta_col"]) + sel)
+            a_parts.append(a_r)
         a, b = np.concatenate(a_parts), np.concatenate(b_parts)
         if d["negate_a"]:
             a = -a
@@ -171,16 +230,37 @@ def simulate_case(kernel_name: str, f: dict, ctas: list[int], inp: LaunchInput, 
             tmem[r][lane, col] = ((old & ~(mask << bit)) | ((out_bits & mask) << bit)).astype(np.uint32)
 
 
+ILLEGAL_IDESC_BITS = 1 << 6 | 1 << 23 | 1 << 29  # PTX ISA Table 42's reserved bits (the plain kinds)
+
+
+def undefined_encoding(f: dict, prm) -> str | None:
+    """Why this device faults on a CTA's launch parameters (an encoding the ISA leaves undefined), or None."""
+    read = int(prm["read_cols"])
+    if read > int(prm["alloc_cols"]):
+        return (f"cudaErrorIllegalAddress (simulated): Tensor Memory columns up to {read} used, "
+                f"{int(prm['alloc_cols'])} allocated")
+    if f["kind"] not in BLOCK_SCALED:
+        v = int(prm["idesc"])
+        if v & ILLEGAL_IDESC_BITS or not field(v, 17, 6) or not field(v, 24, 5):
+            return f"cudaErrorIllegalInstruction (simulated): instruction descriptor {v:#010x}"
+    return None
+
+
 def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
     inp = LaunchInput.load(launch)
     f = form_of(kernel_name)
     log_launch(kernel_name, inp)
     fault(planted(kernel_name, inp).values())
+    for i in range(inp.ctas):
+        why = undefined_encoding(f, inp.params[i])
+        if why:
+            raise RuntimeError(f"CUDARuntimeError: {why}")
     cols = int(inp.params["alloc_cols"].max()) if inp.ctas else 0
     read = inp.outputs["tmem_out"].shape[1]
     tmem = np.zeros((inp.ctas, 128, max(cols, read)), np.uint32)
     for i in range(inp.ctas):
-        if int(inp.params[i]["enable_input_d"]) or int(inp.params[i]["a_tmem_cols"]):
+        if int(inp.params[i]["enable_input_d"]) or int(inp.params[i]["a_tmem_cols"]) or \
+                int(inp.params[i]["sp_meta_cols"]):
             tmem[i, :, :read] = inp.inputs["tmem_in"][i]
     cg = inp.ctas_per_case
     for c in range(inp.cases):

@@ -57,6 +57,12 @@ class Tcgen05Family:
         reason = T.unsettled_reason(case)
         return {"unsettled": reason} if reason else {}
 
+    @staticmethod
+    def settle_control(case, record: dict) -> dict:
+        """A negative control's record that the engine made (fault, timeout): caught, if the ISA predicts nothing."""
+        from harness.families.tcgen05 import readback as RB
+        return RB.settle_failed_launch(case, record)
+
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
         """The address probe (probe.py): per (case, operand), where the tensor core read each element from
         (shared-memory byte, or TMEM lane and column for A of a TS form), against the model and the intended

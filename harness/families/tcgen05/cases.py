@@ -69,8 +69,26 @@ def storage_dtype(form: Form, t: str) -> str:
     return t
 
 
+def type_combos_sparse(kind: str) -> list[tuple[str, str, str]]:
+    """Sparse forms sweep fewer f8f6f4 pairings (the packing of each type is the dense cases' business)."""
+    if kind == "f8f6f4":
+        return [("e4m3", "e4m3", "f32"), ("e5m2", "e4m3", "f32"), ("e2m3", "e3m2", "f32"), ("e2m1", "e2m1", "f32"),
+                ("e4m3", "e4m3", "f16")]
+    return type_combos(kind)
+
+
+def sparse_swept(form: Form) -> bool:
+    """Sparse forms with cases: the plain kinds, one CTA (SS, TS) or a pair. Not swept, said so in the README:
+    .ws.sp (CUTLASS has no .ws sparse atom and the ISA shows the .ws metadata layouts in figures only) and the
+    block-scaled .sp kinds (Table 54 keeps scale_A at M x 1 for mxf8f6f4 'for all supported values of K' while
+    .block32 says one factor per 32 elements: with K = 64 the two disagree; results/FINDINGS.md section 7)."""
+    return form.sparse and not form.ws and not form.block_scaled
+
+
 def shapes(form: Form) -> list[tuple[int, int]]:
-    legal = idesc.legal_shapes(form.kind, form.cta_group, form.ws)
+    legal = idesc.legal_shapes(form.kind, form.cta_group, form.ws, sparse=form.sparse)
+    if form.sparse:  # the metadata layout is known for 128 rows per CTA (CUTLASS's tmem_e_frg; the ISA: figures)
+        legal = {m: ns for m, ns in legal.items() if m == 128 * form.cta_group}
     out = []
     for m, ns in sorted(legal.items()):
         if form.block_scaled and form.cta_group == 2 and m == 128:
@@ -100,16 +118,21 @@ class TcCase:
     # LBO = 512 between MN atoms, SBO = 512 * atoms between K-row groups), which harness/spec/layouts.py cannot express
     b_atoms: str = "layouts"
     control: str = ""  # a negative control (CONTROLS): '<name>' or '<name>@A' / '<name>@B' for a descriptor's operand
+    sp_selector: int = 0  # .sp of tf32 / f16: the idesc's sparsity selector (the metadata sits that many columns on)
+
+    def __post_init__(self):
+        if self.sp_selector and not (self.form.sparse and self.form.kind in ("tf32", "f16")):
+            raise ValueError("a sparsity selector other than 0 is for the sparse tf32 / f16 forms")
 
     @property
     def k(self) -> int:
-        return idesc.KIND_K[self.form.kind]
+        return idesc.mma_k(self.form.kind, self.form.sparse)
 
     @property
     def id(self) -> str:
         f = self.form
         parts = [f"m{self.m}n{self.n}k{self.k}", f"{f.kind}.{self.dtype}.{self.atype}.{self.btype}",
-                 f"cg{f.cta_group}" + (".ws" if f.ws else ""), f.a_src,
+                 f"cg{f.cta_group}" + (".ws" if f.ws else "") + (".sp" if f.sparse else ""), f.a_src,
                  f"A:{self.major_a}/{self.swizzle_a}" if f.a_src == "SS" else "A:tmem",
                  f"B:{self.major_b}/{self.swizzle_b}"]
         if self.scale_d:
@@ -118,6 +141,8 @@ class TcCase:
             parts.append(f"zmask{zero_mask.encode_zero_column_mask(self.zero_mask):x}")
         if self.b_atoms != "layouts":
             parts.append(f"B:{self.b_atoms}")
+        if self.sp_selector:
+            parts.append(f"sel{self.sp_selector}")
         if self.control:
             parts.append(f"neg:{self.control}")
         return "-".join(parts)
@@ -130,10 +155,13 @@ class TcCase:
         scale = "ue4m3" if self.form.kind == "mxf4nvf4" else "ue8m0"
         return idesc.InstrDescriptor(self.form.kind, self.atype, self.btype, self.dtype, self.m, self.n,
                                  transpose_a=self.major_a == "MN", transpose_b=self.major_b == "MN",
-                                 cta_group=self.form.cta_group, ws=self.form.ws, scale_type=scale)
+                                 cta_group=self.form.cta_group, ws=self.form.ws, scale_type=scale,
+                                 sparse=self.form.sparse, sparsity_selector=self.sp_selector)
 
 
 def cases_for_form(form: Form) -> list[TcCase]:
+    if form.sparse:
+        return sparse_cases(form)
     out = []
     swz = [s for s in ("none", "32B", "64B", "128B")]
     i = 0
@@ -145,7 +173,7 @@ def cases_for_form(form: Form) -> list[TcCase]:
                 zm = zero_mask.ZeroColumnMask((1, 0, 2, 0), (1, 1, 0, 0), True, 1, 1, 0)
             out.append(TcCase(form, m, n, a, b, acc, sa, sb, i % 2, zm))
             i += 1
-    out += negative_controls(form)
+    out += negative_controls(form) + bug_controls(form)
     if form.kind in MN_MAJOR_KINDS and not form.ws:
         # MN-major operands (the transpose bits), every swizzle, 128B_base32b where the type allows it
         m, n = shapes(form)[-1]
@@ -156,6 +184,29 @@ def cases_for_form(form: Form) -> list[TcCase]:
             out.append(TcCase(form, m, n, a, b, acc, sw if ma == "MN" else "128B", sw, j % 2, None, ma, "MN"))
         if form.kind == "tf32":  # one case that tells the two readings of 128B_base32b apart (see unsettled_reason)
             out.append(TcCase(form, m, n, a, b, acc, "128B", "128B_base32b", 0, None, "K", "MN", "cutlass_base32b"))
+    return out
+
+
+def sparse_cases(form: Form) -> list[TcCase]:
+    """tcgen05.mma.sp: every shape x type pairing as the dense forms (K-major A, compressed to K/2 in shared or
+    Tensor Memory; the metadata drawn per case), MN-major B, and for tf32 / f16 one case with sparsity selector 1."""
+    if not sparse_swept(form):
+        return []
+    out, i = [], 0
+    swz = ("none", "32B", "64B", "128B")
+    swz_b = ("none", "64B", "128B")  # B's K is 64 bytes: a K-major 32B atom (one 32-byte row) cannot hold it
+    for m, n in shapes(form):
+        for a, b, acc in type_combos_sparse(form.kind):
+            out.append(TcCase(form, m, n, a, b, acc, swz[i % 4], swz_b[(i * 2 + 1) % 3], i % 2))
+            i += 1
+    m, n = shapes(form)[-1]
+    a, b, acc = type_combos_sparse(form.kind)[0]
+    if form.kind == "f16":  # tf32's MN-major B (128B_base32b) over K = 16 rows reads differently under CUTLASS's
+        # 4-row atom and the ISA's 8-row reading (base32b_strides): left to the dense cutlass_base32b case
+        out += [TcCase(form, m, n, a, b, acc, "128B", sw, j % 2, None, "K", "MN")
+                for j, sw in enumerate(("none", "64B", "128B"))]
+    if form.kind in ("tf32", "f16") and form.a_src == "SS" and form.cta_group == 1:
+        out.append(TcCase(form, m, n, a, b, acc, "128B", "128B", 0, sp_selector=1))
     return out
 
 
@@ -172,6 +223,43 @@ CONTROLS = {
     "wrong-n": "the instruction descriptor says N/2",
 }
 SMEM_CONTROLS = ("wrong-swizzle", "swapped-lbo-sbo", "start+16", "version-cleared")
+
+# Controls modelled on public bugs (each record carries `models_bug`). Their encodings are ones the ISA forbids, so
+# the ISA predicts no result ('undefined'): caught is a fault, a hang (the kernel's bounded wait: status timeout), or
+# any D other than the product of the operands written; a pass is never read as the hardware honouring them.
+BUG_CONTROLS = {
+    "n-above-256": "the instruction descriptor's N field written unmasked for N = 512: (512 >> 3) << 17 leaves N = 0 "
+                   "and sets reserved bit 23",
+    "m64-collision": "a block-scaled instruction descriptor with M = 64 packed as M >> 4 at bit 24 (the dense kinds' "
+                     "field): M (bits 27-28) reads 0 and reserved bit 26 is set",
+    "tmem-beyond-alloc": "D needs 256 Tensor Memory columns, 128 are allocated: the MMA writes, and the read-back "
+                         "reads, columns beyond the allocation",
+}
+MODELS_BUG = {
+    "version-cleared": "triton-lang/triton#8032: Triton's tcgen05 (MMAv5) shared-memory descriptors left the fixed "
+                       "version bit 46 clear (the field is 0b001, so clearing bits 46-48 is exactly that)",
+    "n-above-256": "triton-lang/triton#8910: Triton's MMAv5 lowering issued tcgen05.mma with N > 256, an illegal "
+                   "instruction at run time",
+    "m64-collision": "NVIDIA/TensorRT-LLM#19183 (review): umma_m = 64 packed as m_dim = M >> 4 at bit 24 sets bit 26, "
+                     "which collides with another field (their SFA-layout bit; reserved in the ISA's Tables 43/44)",
+    "tmem-beyond-alloc": "a Tensor Memory column beyond the allocation (issue 16; PTX ISA 9.7.16.7: tcgen05 accesses "
+                         "must stay within the columns tcgen05.alloc returned)",
+}
+CONTROL_PREDICTION = {name: "undefined" for name in ("version-cleared", *BUG_CONTROLS)}  # the rest: 'exact'
+
+
+def bug_controls(form: Form) -> list[TcCase]:
+    """The public-bug controls other than version-cleared (planned with the smem-descriptor controls): N > 256 and
+    the column beyond the allocation on the one-CTA f16 SS form, the M = 64 collision on the one-CTA mxf4nvf4 form
+    (NVFP4, the bug's kernel)."""
+    if form.sparse or form.ws or form.cta_group != 1 or form.a_src != "SS":
+        return []
+    if form.kind == "f16":
+        return [TcCase(form, 128, 256, "f16", "f16", "f32", "128B", "128B", control=name)
+                for name in ("n-above-256", "tmem-beyond-alloc")]
+    if form.kind == "mxf4nvf4":
+        return [TcCase(form, 128, 128, "e2m1", "e2m1", "f32", "128B", "128B", control="m64-collision")]
+    return []
 
 
 def negative_controls(form: Form) -> list[TcCase]:
@@ -213,6 +301,15 @@ def unsettled_reason(c: TcCase) -> str | None:
     """Why a case's expected result rests on a reading neither NVIDIA's code nor the PTX ISA text decides (None
     when both fix every layout it uses). A Blackwell run of the case settles it; its record carries the reason."""
     f = c.form
+    if c.sp_selector:
+        return ("sparsity selector 1: the ISA says the selector 'selects the sub-columns' of the metadata and shows "
+                "which only in figures 263 / 265; CUTLASS passes the metadata column's low bit as the selector and "
+                "clears it from the address (mma_traits_sm100.hpp:1585-1588). Modelled: CUTLASS's (metadata one "
+                "column after the 4-aligned address the instruction takes)")
+    if f.sparse and f.a_src == "TS":
+        return ("sparse A in Tensor Memory: the ISA allows [a-tmem] with .sp but shows no layout of the compressed A; "
+                "CUTLASS has no sparse TS atom. Modelled: the K/2 stored elements of a row where dense A's K would "
+                "sit (rows on D's lanes, packed along 32-bit columns)")
     if c.b_atoms == "cutlass_base32b":
         return ("128B_base32b with CUTLASS's strides: CUTLASS's atom is 4 K-rows of 128 bytes and SBO steps over "
                 "4 K-rows (Layout_MN_SW128_32B_Atom, make_umma_desc<Major::MN>); the ISA's canonical-layout table "

@@ -37,6 +37,67 @@ def a_lane(m: int, row):
     return 32 * (row // 16) + row % 16 if m == 64 else row
 
 
+# ---------------------------------------------------------------------------------------------------- sparse metadata
+
+# tcgen05.mma.sp (PTX ISA 9.7.16.10.8): every chunk of A's row (2 elements for tf32 1:2, 4 for the 2:4 kinds, 8 for
+# mxf4's pairwise 4:8) has one 4-bit metadata nibble, two 2-bit indices idx0 | idx1 << 2 of the non-zero units (16-bit
+# halves for tf32, elements, element pairs for mxf4) in the chunk; A's compressed row holds the units in that order.
+SPARSE_CHUNK = {"tf32": 2, "f16": 4, "f8f6f4": 4, "i8": 4, "mxf8f6f4": 4, "mxf4": 8, "mxf4nvf4": 8}
+SPARSE_UNITS = {"tf32": 2, "f16": 1, "f8f6f4": 1, "i8": 1, "mxf8f6f4": 1, "mxf4": 2, "mxf4nvf4": 2}  # elements/unit
+# the nibbles whose two indices differ and ascend (the ISA's meaningful values but 0b0110, which descends)
+SPARSE_NIBBLES = (0b0100, 0b1000, 0b1100, 0b1001, 0b1101, 0b1110)
+TF32_NIBBLES = (0b0100, 0b1110)  # tf32: the element in the first or the second 16-bit-half pair
+
+
+def meta_chunks(kind: str, k: int) -> int:
+    return k // SPARSE_CHUNK[kind]
+
+
+def meta_position(kind: str, rows: int = 128):
+    """(lane, column, bit) arrays [rows, chunks] of the metadata nibble of row r, chunk c of one MMA (relative to
+    the metadata address, selector 0), for the 128 rows a CTA holds (M = 128, each CTA of an M = 256 pair, .ws
+    M = 128): CUTLASS's tmem_e_frg (mma_traits_sm100.hpp:593-668). The 32-bit-per-row kinds (tf32, f16: 8 chunks)
+    fill one column: rows r and r + 8 share a lane's word (low and high 16 bits), chunks 4-7 sit 8 lanes below
+    chunks 0-3; the 64-bit-per-row kinds (8-bit, 4-bit: 16 chunks) put row r on lane r, chunks 0-7 in the first
+    column, 8-15 in the next."""
+    if rows != 128:
+        raise ValueError("the metadata layout is known (CUTLASS's tmem_e_frg) for 128 rows per CTA only")
+    from harness.spec.idesc import mma_k
+    r = np.arange(rows)[:, None]
+    c = np.arange(meta_chunks(kind, mma_k(kind, True)))[None, :]
+    if kind in ("tf32", "f16"):
+        lane = r % 8 + 8 * (c // 4) + 16 * (r // 16)
+        return lane, 0 * lane, 4 * (c % 4) + 16 * ((r // 8) % 2) + 0 * c
+    lane = r + 0 * c
+    return lane, c // 8 + 0 * r, 4 * (c % 8) + 0 * r
+
+
+def meta_columns(kind: str) -> int:
+    """32-bit TMEM columns one MMA's metadata takes."""
+    return 1 if kind in ("tf32", "f16") else 2
+
+
+def decompress(kind: str, compressed: np.ndarray, nibbles: np.ndarray) -> np.ndarray:
+    """A [rows, K] from its compressed rows [rows, K/2] and their nibbles [rows, chunks]: unit i of a chunk's
+    compressed half goes to unit idx_i of the chunk, every other unit is zero. tf32 (1:2): the element goes to
+    position 0 (nibble 0b0100: halves 0, 1) or 1 (0b1110: halves 2, 3)."""
+    rows, half = compressed.shape
+    chunks = nibbles.shape[1]
+    out = np.zeros((rows, 2 * half), dtype=compressed.dtype)
+    rr, cc = np.meshgrid(np.arange(rows), np.arange(chunks), indexing="ij")
+    if kind == "tf32":
+        if not np.all(np.isin(nibbles, TF32_NIBBLES)):
+            raise ValueError("tf32 metadata nibbles are 0b0100 or 0b1110")
+        out.reshape(rows, chunks, 2)[rr, cc, (nibbles == 0b1110).astype(int)] = compressed.reshape(rows, chunks)
+        return out
+    u = SPARSE_UNITS[kind]
+    full = out.reshape(rows, chunks, 4, u)
+    cu = compressed.reshape(rows, chunks, 2, u)
+    for i in range(2):
+        full[rr, cc, (nibbles >> (2 * i)) & 3] = cu[:, :, i]
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------- scale factors
 
 SF_ROWS_PER_COPY = 128  # one tcgen05.cp 32x128b.warpx4 moves 32 smem rows of 16 bytes = 128 rows' factors

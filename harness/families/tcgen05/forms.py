@@ -1,7 +1,8 @@
 """tcgen05.mma forms (sm_100a, sm_103a): which kernels exist, and the instruction text of each.
 
-A form is what must be compiled in: the .kind, the CTA group, .ws, where A comes from (shared memory or
-Tensor Memory) and, for the block-scaled kinds, the scale-vector size. Everything else (M, N, element types,
+A form is what must be compiled in: the .kind, the CTA group, .ws, sparsity (tcgen05.mma.sp takes the metadata's
+Tensor Memory address as an operand), where A comes from (shared memory or Tensor Memory) and, for the block-scaled
+kinds, the scale-vector size. Everything else (M, N, element types,
 transposes, negation, scale-factor ids) is in the 32-bit instruction descriptor, a runtime value, so one
 kernel per form serves every case of it.
 """
@@ -24,10 +25,12 @@ class Form:
     cta_group: int = 1
     ws: bool = False
     a_src: str = "SS"  # 'SS': A and B from shared memory; 'TS': A from Tensor Memory
+    sparse: bool = False  # tcgen05.mma.sp / .ws.sp: A is 50% structured-sparse, K doubles
 
     @property
     def name(self) -> str:
-        return f"tcgen05_{self.kind}_cg{self.cta_group}{'_ws' if self.ws else ''}_{self.a_src}"
+        return (f"tcgen05_{self.kind}_cg{self.cta_group}{'_ws' if self.ws else ''}{'_sp' if self.sparse else ''}"
+                f"_{self.a_src}")
 
     @property
     def block_scaled(self) -> bool:
@@ -47,31 +50,39 @@ def validate_form(f: Form) -> Form:
 
 
 def all_forms() -> list[Form]:
+    """Every dense form, then every sparse one (PTX ISA 9.7.16.10.9.2, .4: each kind has .sp; .ws.sp for the kinds
+    .ws takes)."""
     out = []
-    for kind in idesc.KINDS:
-        out.append(Form(kind, 1))
-        out.append(Form(kind, 2))
-        if kind in PLAIN_KINDS:
-            out.append(Form(kind, 1, a_src="TS"))
-            out.append(Form(kind, 1, ws=True))
+    for sparse in (False, True):
+        for kind in idesc.KINDS:
+            out.append(Form(kind, 1, sparse=sparse))
+            out.append(Form(kind, 2, sparse=sparse))
+            if kind in PLAIN_KINDS:
+                out.append(Form(kind, 1, a_src="TS", sparse=sparse))
+                out.append(Form(kind, 1, ws=True, sparse=sparse))
     return [validate_form(f) for f in out]
 
 
 def mma_statement(f: Form) -> str:
     """The inline-asm statement issuing the MMA; operands: d_tmem, a (desc or tmem), desc_b, idesc,
-    enable_input_d, then the zero-column mask (.ws) or the scale-factor TMEM addresses (block scaling)."""
+    enable_input_d, then the zero-column mask (.ws) or the scale-factor TMEM addresses (block scaling), and last,
+    for .sp, the metadata's TMEM address (written [sp-meta-tmem] between b-desc and idesc)."""
     a_op = "[%1]" if f.a_src == "TS" else "%1"
     a_in = '"r"(a_tmem)' if f.a_src == "TS" else '"l"(desc_a)'
     inputs = ['"r"(d_tmem)', a_in, '"l"(desc_b)', '"r"(p.idesc)', '"r"(p.enable_input_d)']
+    sp = ".sp" if f.sparse else ""
+    meta = f"[%{5 + (2 if f.block_scaled else 1 if f.ws else 0)}], " if f.sparse else ""
     if f.block_scaled:
-        instr = (f"tcgen05.mma.cta_group::{f.cta_group}.kind::{f.kind}.block_scale.{SCALE_VEC[f.kind]} "
-                 f"[%0], {a_op}, %2, %3, [%5], [%6], q;")
+        instr = (f"tcgen05.mma{sp}.cta_group::{f.cta_group}.kind::{f.kind}.block_scale.{SCALE_VEC[f.kind]} "
+                 f"[%0], {a_op}, %2, {meta}%3, [%5], [%6], q;")
         inputs += ['"r"(sfa)', '"r"(sfb)']
     elif f.ws:
-        instr = f"tcgen05.mma.ws.cta_group::1.kind::{f.kind} [%0], {a_op}, %2, %3, q, %5;"
+        instr = f"tcgen05.mma.ws{sp}.cta_group::1.kind::{f.kind} [%0], {a_op}, %2, {meta}%3, q, %5;"
         inputs.append('"l"(p.zero_mask)')
     else:
-        instr = f"tcgen05.mma.cta_group::{f.cta_group}.kind::{f.kind} [%0], {a_op}, %2, %3, q;"
+        instr = f"tcgen05.mma{sp}.cta_group::{f.cta_group}.kind::{f.kind} [%0], {a_op}, %2, {meta}%3, q;"
+    if f.sparse:
+        inputs.append('"r"(sp_meta)')
     return (f'asm volatile("{{\\n.reg .pred q;\\nsetp.ne.b32 q, %4, 0;\\n{instr}\\n}}\\n"\n'
             f'            :: {", ".join(inputs)} : "memory");')
 

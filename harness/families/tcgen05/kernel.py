@@ -13,8 +13,9 @@ from harness.run.sass import SassCheck, SassRule
 PARAMS_DTYPE = np.dtype([(k, "<u8") for k in ("image_offset", "desc_a", "desc_b", "zero_mask", "sf_desc_a",
                                              "sf_desc_b")] +
                         [(k, "<u4") for k in ("image_bytes", "idesc", "alloc_cols", "read_cols", "enable_input_d",
-                                              "a_tmem_col", "a_tmem_cols", "sf_col_a", "sf_col_b", "spin_limit")])
-assert PARAMS_DTYPE.itemsize == 88
+                                              "a_tmem_col", "a_tmem_cols", "sf_col_a", "sf_col_b", "spin_limit",
+                                              "sp_meta_col", "sp_meta_cols")])
+assert PARAMS_DTYPE.itemsize == 96
 SPIN_LIMIT = 1 << 22  # mbarrier polls (tens of milliseconds) before a case reports that its MMA never completed
 STATUS_UNSET = 2  # the kernel writes 0 (the MMA completed) or 1 (it did not within the spin limit)
 
@@ -84,7 +85,8 @@ def pack(preps: list[TcPrepared]) -> LaunchInput:
             for k, v in prm.items():
                 params[j][k] = v
             params[j]["image_offset"], params[j]["image_bytes"] = offsets[j], img.size
-            params[j]["read_cols"], params[j]["alloc_cols"], params[j]["spin_limit"] = read_cols, alloc, SPIN_LIMIT
+            params[j]["read_cols"], params[j]["spin_limit"] = read_cols, SPIN_LIMIT
+            params[j]["alloc_cols"] = p.alloc_cols or alloc  # a control may allocate less than it uses
             tmem_in[j, :, :p.read_cols] = p.tmem_in[r]
             j += 1
     return LaunchInput(np.concatenate(images), params, {"tmem_in": tmem_in},

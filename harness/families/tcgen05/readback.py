@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.families.tcgen05.cases import TcCase, unsettled_reason
+from harness.families.tcgen05.cases import CONTROL_PREDICTION, MODELS_BUG, TcCase, unsettled_reason
 from harness.families.tcgen05.datapaths import d_position
 from harness.families.tcgen05.reference import TcPrepared
 from harness.spec import dtypes
@@ -22,13 +22,36 @@ def decode(c: TcCase, tmem_out: np.ndarray) -> np.ndarray:
     return dtypes.get("f32").from_bits(cells)
 
 
+def control_fields(c: TcCase) -> dict:
+    """What a negative control's every record says: the control, and the public bug it models, if any."""
+    if not c.control:
+        return {}
+    name = c.control.partition("@")[0]
+    return {"control": c.control, **({"models_bug": MODELS_BUG[name]} if name in MODELS_BUG else {})}
+
+
+def settle_failed_launch(c: TcCase, rec: dict) -> dict:
+    """A control whose encoding the ISA leaves undefined is caught when its launch faults or hangs: the engine's
+    fault / timeout record becomes a pass that says so. Every other record is returned as it is."""
+    name = c.control.partition("@")[0]
+    if rec["status"] not in ("fault", "timeout") or CONTROL_PREDICTION.get(name) != "undefined":
+        return {**rec, **control_fields(c)}
+    return {**rec, **control_fields(c), "status": "pass", "caught": True, "prediction": "undefined",
+            "caught_by": "fault" if rec["status"] == "fault" else "hang", "launch_status": rec["status"],
+            "matches_model_prediction": None}
+
+
 def diff(prep: TcPrepared, tmem_out: np.ndarray, status) -> dict:
     c = prep.case
     rec = {"id": c.id, "kernel": c.form.name, "family": "tcgen05"}
     why = unsettled_reason(c)
     if why:
         rec["unsettled"] = why
+    rec.update(control_fields(c))
     if int(np.max(status)):
+        if c.control and prep.prediction == "undefined":  # a hang is one way an undefined encoding is caught
+            return {**rec, "status": "pass", "caught": True, "caught_by": "hang", "prediction": "undefined",
+                    "matches_model_prediction": None, "mismatches": 0}
         return {**rec, "status": "timeout", "error": "the MMA's mbarrier never completed within the spin limit"}
     got = decode(c, tmem_out)
     bad = ~(got == prep.expected)

@@ -5,11 +5,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from harness.families.tcgen05.cases import EXACT, SMEM_CONTROLS as SMEM_CONTROLS_NAMES, TcCase, storage_dtype
-from harness.families.tcgen05.datapaths import (SF_BLOCKS, SF_ROWS_PER_COPY, SF_TILE_BYTES, a_lane,
-                                                base32b_cutlass_bytes, base32b_strides,
-                                                d_position, scale_codes_to_values, sf_smem_offset,
-                                                subbyte_bit_addresses, write_bits_anywhere)
+from harness.families.tcgen05.cases import (CONTROL_PREDICTION, EXACT, SMEM_CONTROLS as SMEM_CONTROLS_NAMES, TcCase,
+                                            storage_dtype)
+from harness.families.tcgen05.datapaths import (SF_BLOCKS, SF_ROWS_PER_COPY, SF_TILE_BYTES, SPARSE_NIBBLES,
+                                                TF32_NIBBLES, a_lane, base32b_cutlass_bytes, base32b_strides,
+                                                d_position, decompress, meta_chunks, meta_columns, meta_position,
+                                                scale_codes_to_values, sf_smem_offset, subbyte_bit_addresses,
+                                                write_bits_anywhere)
 from harness.families.tcgen05.forms import Form
 from harness.spec import desc_tcgen05, dtypes, idesc, layouts, zero_mask
 from harness.spec.layouts import SmemLayout
@@ -32,9 +34,11 @@ class TcPrepared:
     tmem_in: np.ndarray  # [ctas, 128, read_cols] uint32 (C, A-in-TMEM)
     expected: np.ndarray  # [m, n] exact
     read_cols: int
-    operands: dict | None = None  # 'a', 'b' (values [m, k], [n, k]), 'sfa', 'sfb' (scale codes [m|n, blocks])
+    operands: dict | None = None  # 'a', 'b' (values [m, k], [n, k]; a decompressed), 'sfa', 'sfb' (scale codes
+    # [m|n, blocks]), 'meta' (a sparse case's nibbles [m, chunks]), 'a_stored' (A as written: compressed if sparse)
     intended: np.ndarray | None = None  # a negative control: the product the descriptors were meant to give
     prediction: str = "exact"  # 'exact': `expected` is the predicted misread; 'undefined': the ISA says nothing
+    alloc_cols: int | None = None  # a control that allocates fewer Tensor Memory columns than the case uses
 
 
 @dataclass(frozen=True)
@@ -92,12 +96,20 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
     if operands is None:
         a = _draw(rng, c.atype, (M, K))
         b = _draw(rng, c.btype, (N, K))
+        a_stored, k_stored, nibbles = a, K, None
+        if f.sparse:  # A is stored compressed (K/2 per row); the metadata says where each stored element belongs
+            k_stored = K // 2
+            a_stored = _draw(rng, c.atype, (M, k_stored))
+            choices = TF32_NIBBLES if f.kind == "tf32" else SPARSE_NIBBLES
+            nibbles = rng.choice(np.array(choices), size=(M, meta_chunks(f.kind, K)))
+            a = decompress(f.kind, a_stored, nibbles)
         cm = rng.integers(-8, 9, size=(M, N)).astype(np.float64)
     else:
-        if operands.a.shape != (M, K) or operands.b.shape != (N, K) or c.scale_d or c.control:
-            raise ValueError(f"{c.id}: chosen operands are A [{M}, {K}] and B [{N}, {K}] of a case with C off and "
-                             "no control")
+        if operands.a.shape != (M, K) or operands.b.shape != (N, K) or c.scale_d or c.control or f.sparse:
+            raise ValueError(f"{c.id}: chosen operands are A [{M}, {K}] and B [{N}, {K}] of a dense case with C "
+                             "off and no control")
         a, b, cm = np.asarray(operands.a, np.float64), np.asarray(operands.b, np.float64), np.zeros((M, N))
+        a_stored, k_stored, nibbles = a, K, None
     b_eff = b.copy()
     if c.zero_mask is not None:
         zero = np.array(zero_mask.zero_column_mask_bits(c.zero_mask, M, N), bool)
@@ -131,18 +143,24 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
         t = dtypes.get(c.dtype)
         assert np.array_equal(t.from_bits(t.to_bits(expected)), expected), f"{c.id}: reference is not exact"
 
-    # TMEM columns: D, then A (TS), then the two scale-factor groups (4 columns each)
+    # TMEM columns: D, then A (TS), then the two scale-factor groups (4 columns each), then the sparsity metadata
+    # (4-column aligned, as CUTLASS's tmem_e_frg assumes; a selector s puts it s columns after that address)
     dcols = d_columns(c)
     col = -(-dcols // 8) * 8
     a_col = a_cols = 0
     if f.a_src == "TS":
         abits = dtypes.get(storage_dtype(f, c.atype)).bits
-        a_col, a_cols = col, -(-(K * abits // 32) // 8) * 8
+        a_col, a_cols = col, -(-(k_stored * abits // 32) // 8) * 8
         col += a_cols
     sf_a = sf_b = 0
     if f.block_scaled:
         sf_a, sf_b = col, col + 8
         col += 16
+    meta_col = meta_cols = 0
+    if f.sparse:
+        meta_col = -(-col // 4) * 4
+        meta_cols = c.sp_selector + meta_columns(f.kind)
+        col = meta_col + meta_cols
     read_cols = max(8, col)
     alloc = max(32, 1 << (read_cols - 1).bit_length())
     ctas = cg
@@ -158,8 +176,13 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
     images, params = [], []
     rows_a, cols_b = M // cg, N // cg
     for r in range(ctas):
-        a_part, b_part = a[r * rows_a:(r + 1) * rows_a], b[r * cols_b:(r + 1) * cols_b]
-        a_lay = _operand_layout(f, c.atype, rows_a, K, c.major_a, c.swizzle_a, 0)
+        a_part, b_part = a_stored[r * rows_a:(r + 1) * rows_a], b[r * cols_b:(r + 1) * cols_b]
+        if f.sparse:  # this CTA's rows' nibbles, at the metadata address (+ selector) of its own Tensor Memory
+            lane, mcol, bit = meta_position(f.kind, rows_a)
+            nib = nibbles[r * rows_a:(r + 1) * rows_a].astype(np.uint64)
+            np.bitwise_or.at(tmem_in[r], (lane, meta_col + c.sp_selector + mcol),
+                             (nib << bit.astype(np.uint64)).astype(np.uint32))
+        a_lay = _operand_layout(f, c.atype, rows_a, k_stored, c.major_a, c.swizzle_a, 0)
         b_start = -(-layouts.footprint(a_lay)[1] // 1024) * 1024
         b_lay = _operand_layout(f, c.btype, cols_b, K, c.major_b, c.swizzle_b, b_start)
         end = layouts.footprint(b_lay)[1]
@@ -186,7 +209,8 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
              "idesc": idesc.encode_idesc(c.idesc()), "alloc_cols": alloc, "read_cols": read_cols,
              "enable_input_d": c.scale_d, "a_tmem_col": a_col, "a_tmem_cols": a_cols,
              "zero_mask": zero_mask.encode_zero_column_mask(c.zero_mask) if c.zero_mask else 0,
-             "sf_col_a": sf_a, "sf_col_b": sf_b, "sf_desc_a": 0, "sf_desc_b": 0}
+             "sf_col_a": sf_a, "sf_col_b": sf_b, "sf_desc_a": 0, "sf_desc_b": 0,
+             "sp_meta_col": meta_col, "sp_meta_cols": meta_cols}
         if f.block_scaled:
             # CUTLASS's scale-factor atom (sf_smem_offset): 32 rows of 16 bytes per 128 rows/columns, which
             # tcgen05.cp 32x128b.warpx4 puts in every lane quarter (sf_tmem_position). Each CTA holds its own A
@@ -199,7 +223,8 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
                 p[f"sf_desc_{which}"] = desc_tcgen05.encode_tcgen05_smem_desc(start, 16, 128, "none", 0, "relative", arch)
         images.append(img)
         params.append(p)
-    prep = TcPrepared(c, images, params, tmem_in, expected, read_cols, {"a": a, "b": b, "sfa": sfa, "sfb": sfb})
+    prep = TcPrepared(c, images, params, tmem_in, expected, read_cols,
+                      {"a": a, "b": b, "sfa": sfa, "sfb": sfb, "meta": nibbles, "a_stored": a_stored})
     return _apply_control(prep, a_lay, b_lay, cm, arch) if c.control else prep
 
 
@@ -221,10 +246,18 @@ def _apply_control(prep: TcPrepared, a_lay: SmemLayout, b_lay: SmemLayout, cm, a
     prep.intended = prep.expected
     a, b = prep.operands["a"], prep.operands["b"]
     acc = cm if c.scale_d else 0
-    if name == "version-cleared":
-        key = f"desc_{target.lower()}"
-        p[key] &= ~(0x7 << 46)
+    if CONTROL_PREDICTION.get(name) == "undefined":  # an encoding the ISA forbids, modelled on a public bug
         prep.prediction = "undefined"
+        if name == "version-cleared":  # bits 46-48 hold 0b001: clearing them clears bit 46 (triton#8032)
+            p[f"desc_{target.lower()}"] &= ~(0x7 << 46)
+        elif name == "n-above-256":  # the N field written unmasked for N = 512 (triton#8910)
+            p["idesc"] = (p["idesc"] & ~(0x3F << 17)) | ((512 >> 3) << 17)
+        elif name == "m64-collision":  # M = 64 packed as M >> 4 at bit 24 of a block-scaled idesc (TRT-LLM#19183)
+            p["idesc"] = (p["idesc"] & ~(0x3 << 27)) | ((64 >> 4) << 24)
+        elif name == "tmem-beyond-alloc":  # D's columns 128..255 are not allocated
+            prep.alloc_cols = 128
+        else:
+            raise ValueError(f"{c.id}: no encoding for control {name!r}")
         return prep
     if name in SMEM_CONTROLS_NAMES:
         bad = _wrong_layout(name, b_lay if target == "B" else a_lay)

@@ -50,6 +50,10 @@ class WgmmaFamily:
     def case_fields(case) -> dict:
         return {}
 
+    @staticmethod
+    def settle_control(case, record: dict) -> dict:
+        return record  # every wgmma control predicts an exact misread: a fault is not a catch
+
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
         from harness.diagnosis import diagnose, fragments_probe
         recs = diagnose.diagnose(cases, lambda _key: cubin_path, worker, timeout, png_dir)
