@@ -104,6 +104,9 @@ def read_cols_of(prep: R.TcPrepared) -> int:
 
 def jobs_of(c: TcCase, arch: str = "sm_100a") -> list[R.TcPrepared]:
     """The row and the col pass of one case, as TcPrepared jobs of its own kernel."""
+    if c.form.sparse:  # the coded operands are dense A values; a sparse A is K/2 stored values placed by metadata
+        raise ValueError(f"{c.id}: the D probe chooses dense A values; a sparse form's A (stored compressed, placed "
+                         "by its metadata) is not probed")
     pc = probe_case(c)
     m, n, k = pc.m, pc.n, pc.k
     base, cap = digit_plan(c.atype, c.btype, max(m, n), k)
