@@ -13,7 +13,7 @@ import pytest
 from harness import cli, families, plan
 from harness.enums import Arch, DescStep, ExitCode, FamilyName, SeqPattern
 from harness.families.wgmma import forms as wgmma_forms
-from harness.families.wgmma_seq import FAMILY, cases as C, forms as F, kernel as K, readback as RB, reference as R
+from harness.families.wgmma_seq import FAMILY, cases as C, forms as F, kernel as K, reference as R
 from harness.run import compile as nvrtc
 from harness.spec import layouts
 from tests import sass_gmma
@@ -113,7 +113,8 @@ def test_the_sub_tiles_partition_the_tile_and_are_slices_of_one_layout_where_the
     flat = np.concatenate([a.ravel() for a in addr])
     assert np.unique(flat).size == flat.size
     for j in range(4):
-        top, bottom = layouts.element_bit_addresses(tile.sub(j, 0, 64)), layouts.element_bit_addresses(tile.sub(j, 64, 64))
+        top = layouts.element_bit_addresses(tile.sub(j, 0, 64))
+        bottom = layouts.element_bit_addresses(tile.sub(j, 64, 64))
         assert (np.vstack([top, bottom]) == addr[j]).all()
     if major == "MN" or sw in ("128B", "none"):
         full = tile.full() if major == "MN" else (

@@ -98,7 +98,8 @@ def c_from_registers(acc: str, n: int, regs: np.ndarray) -> np.ndarray:
     """C (64 x N) from one warpgroup's accumulator registers, uint32 [128, regs]."""
     reg, shift, row, col = d_layout(acc, n)
     width = 16 if acc == "f16" else 32
-    bits = (regs[np.arange(128)[:, None], reg].astype(np.uint64) >> shift.astype(np.uint64)) & np.uint64((1 << width) - 1)
+    raw = regs[np.arange(128)[:, None], reg].astype(np.uint64) >> shift.astype(np.uint64)
+    bits = raw & np.uint64((1 << width) - 1)
     c = np.zeros((forms.M, n), np.int64 if acc == "s32" else np.float64)
     c[row, col] = acc_from_bits(acc, bits)
     return c

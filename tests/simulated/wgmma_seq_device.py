@@ -34,7 +34,8 @@ def key_of(kernel_name: str) -> seq_forms.SeqKey:
     if not m:
         raise ValueError(f"{kernel_name!r} is not a wgmma_seq kernel name")
     inst = wgmma_forms.KernelKey(m["kind"], int(m["n"]), m["dtype"], m["src"])
-    key = seq_forms.SeqKey(SeqPattern(m["pattern"]), inst, DescStep(m["op"]), int(m["steps"]))
+    key = seq_forms.SeqKey(pattern=SeqPattern(m["pattern"]), inst=inst, step_op=DescStep(m["op"]),
+                           steps=int(m["steps"]))
     if key.name != kernel_name:
         raise ValueError(f"{kernel_name}: M or K does not match the pattern and kind")
     return key

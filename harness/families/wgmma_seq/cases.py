@@ -13,7 +13,7 @@ predicted: the result is exactly the misread the layout model predicts.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from enum import Enum
 
@@ -157,8 +157,10 @@ class SeqCase:
 
 # ----------------------------------------------------------------------------------------------------
 
-def tile(key: forms.SeqKey, role: str, major: str, swizzle: str, t: str, start: int = 0) -> SeqTile:
-    return SeqTile(major, swizzle, t, key.m if role == "A" else key.inst.n, key.inst.k, key.steps, start)
+def operand_tile(key: forms.SeqKey, role: str, major: str, swizzle: str, t: str) -> SeqTile:
+    """A packed tile of operand `role` ('A' or 'B') for every step of the key."""
+    return SeqTile(major=major, swizzle=swizzle, dtype=t, rows=key.m if role == "A" else key.inst.n, k=key.inst.k,
+                   steps=key.steps)
 
 
 def cases_for_key(key: forms.SeqKey, controls: bool = True) -> list[SeqCase]:
@@ -167,11 +169,11 @@ def cases_for_key(key: forms.SeqKey, controls: bool = True) -> list[SeqCase]:
     out = []
     for vi, v in enumerate(forms.variants(key)):
         ma, mb = ("MN" if v.trans_a else "K"), ("MN" if v.trans_b else "K")
-        a_swizzles = layouts.SWIZZLES if key.inst.a_src == "SS" else (None,)
-        for sa in a_swizzles:
+        for sa in layouts.SWIZZLES if key.inst.a_src == "SS" else (None,):
             for sb in layouts.SWIZZLES:
-                a = tile(key, "A", ma, sa, v.atype) if sa else None
-                out.append(SeqCase(key, vi, a, tile(key, "B", mb, sb, v.btype), len(out) % 2))
+                out.append(SeqCase(key=key, variant_index=vi,
+                                   a=operand_tile(key, "A", ma, sa, v.atype) if sa else None,
+                                   b=operand_tile(key, "B", mb, sb, v.btype), scale_d=len(out) % 2))
     if controls:
         out += negative_controls(key)
     return out
@@ -179,25 +181,24 @@ def cases_for_key(key: forms.SeqKey, controls: bool = True) -> list[SeqCase]:
 
 def negative_controls(key: forms.SeqKey) -> list[SeqCase]:
     """For each control of the pattern, variant 0 (K-major) with the target operand in each swizzle mode (the
-    other operand 128B); the reference drops any the model says would read what was intended."""
+    other operand 128B; one case for the register and row controls); a control the model says would read what
+    was intended could not fail, and is dropped."""
     v = forms.variants(key)[0]
     out = []
     for control, operand in CONTROLS[key.pattern]:
         if control == SeqControl.OR_BASE and key.step_op != DescStep.OR:
             continue
         for sw in layouts.SWIZZLES:
-            a_sw, b_sw = (sw, "128B") if operand == "A" else ("128B", sw)
-            a = tile(key, "A", "K", a_sw, v.atype) if key.inst.a_src == "SS" else None
-            b = tile(key, "B", "K", b_sw, v.btype)
-            if control == SeqControl.OR_BASE:  # move the target tile to the highest bit of its advances
-                target = a if operand == "A" else b
-                shift = 1 << (max(target.offset(j) for j in range(key.steps)).bit_length() - 1)
-                moved = SeqTile(target.major, target.swizzle, target.dtype, target.rows, target.k, target.steps,
-                                shift)
-                a, b = (moved, b) if operand == "A" else (a, moved)
             if control in (SeqControl.STALE_A, SeqControl.SWAPPED_WG) and sw != "128B":
-                continue  # about registers / rows, not the swizzle: one each
-            case = SeqCase(key, 0, a, b, 0, control, operand)
+                continue  # about registers / rows, not the swizzle
+            a_sw, b_sw = (sw, "128B") if operand == "A" else ("128B", sw)
+            a = operand_tile(key, "A", "K", a_sw, v.atype) if key.inst.a_src == "SS" else None
+            b = operand_tile(key, "B", "K", b_sw, v.btype)
+            if control == SeqControl.OR_BASE:  # start the target tile at the highest bit of its advances
+                target = a if operand == "A" else b
+                moved = replace(target, start=1 << (max(target.offset(j) for j in range(key.steps)).bit_length() - 1))
+                a, b = (moved, b) if operand == "A" else (a, moved)
+            case = SeqCase(key=key, variant_index=0, a=a, b=b, scale_d=0, control=control, control_operand=operand)
             if not reads_as_intended(case):
                 out.append(case)
     return out

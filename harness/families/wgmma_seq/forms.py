@@ -82,14 +82,15 @@ def all_keys() -> list[SeqKey]:
     kind and per advance (add, or), the RS pipeline per input kind with N large enough to press on registers,
     and two warpgroups per A source."""
     K = wgmma_forms.KernelKey
-    out = [SeqKey(SeqPattern.K_LOOP, inst, op, MAX_STEPS)
+    out = [SeqKey(pattern=SeqPattern.K_LOOP, inst=inst, step_op=op, steps=MAX_STEPS)
            for op in (DescStep.ADD, DescStep.OR)
            for inst in (K("f16", 32, "f32", "SS"), K("tf32", 32, "f32", "SS"), K("f8", 32, "f32", "SS"),
                         K("s8", 32, "s32", "SS"))]
-    out += [SeqKey(SeqPattern.RS_PIPELINE, inst, DescStep.ADD, MAX_STEPS)
+    out += [SeqKey(pattern=SeqPattern.RS_PIPELINE, inst=inst, step_op=DescStep.ADD, steps=MAX_STEPS)
             for inst in (K("f16", 256, "f32", "RS"), K("tf32", 64, "f32", "RS"), K("f8", 128, "f32", "RS"),
                          K("s8", 128, "s32", "RS"))]
-    out += [SeqKey(SeqPattern.TWO_WARPGROUPS, K("f16", 64, "f32", src), DescStep.ADD, 2) for src in ("SS", "RS")]
+    out += [SeqKey(pattern=SeqPattern.TWO_WARPGROUPS, inst=K("f16", 64, "f32", src), step_op=DescStep.ADD, steps=2)
+            for src in ("SS", "RS")]
     return out
 
 

@@ -84,7 +84,8 @@ def source(key: forms.SeqKey) -> str:
         a_setup = "\n".join([f"    const uint4* ar = reinterpret_cast<const uint4*>(a_regs) + slot * {key.steps}ull;"]
                              + [_load_a(j, "    ") for j in range(loaded)])
     return kernels.fill(kernels.template("wgmma_seq.cu"), KERNEL_NAME=key.name, THREADS=key.threads,
-                        WINDOW_ALIGN=forms.WINDOW_ALIGN, STEP_PTX=STEP_PTX[key.step_op], WG_OFFSET=" + (tid >= 128u ? p.wg_a : 0ull)" if key.warpgroups == 2 else "",
+                        WINDOW_ALIGN=forms.WINDOW_ALIGN, STEP_PTX=STEP_PTX[key.step_op],
+                        WG_OFFSET=" + (tid >= 128u ? p.wg_a : 0ull)" if key.warpgroups == 2 else "",
                         STEP_DESCS="\n".join(descs), ACC_TYPE="float" if is_f32 else "unsigned int",
                         ACC_REGS=inst.acc_regs, A_SETUP=a_setup, VARIANT_CASES="\n".join(cases))
 
