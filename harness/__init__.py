@@ -1,4 +1,5 @@
-"""Validation harness for NVIDIA tensor-core instructions: wgmma (sm_90a) and tcgen05 (sm_100a/sm_103a).
+"""Validation harness for NVIDIA tensor-core instructions: wgmma (sm_90a), sequences of wgmma in one kernel
+(wgmma_seq, sm_90a) and tcgen05 (sm_100a/sm_103a).
 
 Modules, in the direction data flows:
   dtypes, layouts, fragments, descriptors   the spec's models (pure numpy)

@@ -67,7 +67,21 @@ class Status(_Str):
 
 class FamilyName(_Str):
     WGMMA = "wgmma"
+    WGMMA_SEQ = "wgmma_seq"  # sequences of wgmma in one kernel (harness/families/wgmma_seq)
     TCGEN05 = "tcgen05"
+
+
+class SeqPattern(_Str):
+    """wgmma_seq: the shape of a sequence of wgmma in one kernel."""
+    K_LOOP = "kloop"  # several wgmma into one accumulator, A and B descriptors advanced along K, one commit
+    RS_PIPELINE = "rspipe"  # RS, the next K step's A registers loaded while the previous wgmma is in flight
+    TWO_WARPGROUPS = "twowg"  # M = 128 per CTA: each warpgroup issues its own wgmma over its 64 rows of A
+
+
+class DescStep(_Str):
+    """wgmma_seq: how a kernel advances a matrix descriptor's start address (the 64-bit descriptor, PTX)."""
+    ADD = "add"  # add.s64
+    OR = "or"  # or.b64: the same value only where the base has the advance's bits clear
 
 
 class ExitCode(IntEnum):

@@ -59,21 +59,22 @@ def a_layout(atype: str):
     return j // per, (j % per) * bits, row, col
 
 
-def _acc_from_bits(acc: str, bits: np.ndarray) -> np.ndarray:
+def acc_from_bits(acc: str, bits: np.ndarray) -> np.ndarray:
     if acc == "s32":
         s = bits.astype(np.int64)
         return np.where(s >= 1 << 31, s - (1 << 32), s)
     return dtypes.get(acc).from_bits(bits)
 
 
-def _acc_to_bits(acc: str, vals: np.ndarray) -> np.ndarray:
+def acc_to_bits(acc: str, vals: np.ndarray) -> np.ndarray:
     if acc == "s32":
         return (np.asarray(vals, np.int64) & 0xFFFFFFFF).astype(np.uint64)
     with np.errstate(over="ignore", invalid="ignore"):
         return dtypes.get(acc).to_bits(vals)
 
 
-def _operand(win, desc: int, major: str, t: dtypes.ElementType, rows: int, k: int) -> np.ndarray:
+def operand(win, desc: int, major: str, t: dtypes.ElementType, rows: int, k: int) -> np.ndarray:
+    """The rows x k values the tensor core reads through a 64-bit descriptor from a window at address 0."""
     d = smem.decode_wgmma(desc)
     if os.environ.get("TC_SIM_BUG") == "swizzle" and d["swizzle"] == "128B":
         d["swizzle"] = "64B"  # planted: the 'hardware' swizzles 128B tiles like 64B ones
@@ -83,6 +84,54 @@ def _operand(win, desc: int, major: str, t: dtypes.ElementType, rows: int, k: in
     return t.from_bits(bits)
 
 
+def a_from_registers(atype: str, k: int, regs: np.ndarray) -> np.ndarray:
+    """A (M = 64 x K) from one warpgroup's four A registers per thread, uint32 [128, 4]."""
+    t = dtypes.get(atype)
+    reg, shift, row, col = a_layout(atype)
+    raw = regs[np.arange(128)[:, None], reg].astype(np.uint64) >> shift.astype(np.uint64)
+    a = np.zeros((forms.M, k))
+    a[row, col] = t.from_bits(raw & np.uint64((1 << t.bits) - 1))
+    return a
+
+
+def c_from_registers(acc: str, n: int, regs: np.ndarray) -> np.ndarray:
+    """C (64 x N) from one warpgroup's accumulator registers, uint32 [128, regs]."""
+    reg, shift, row, col = d_layout(acc, n)
+    width = 16 if acc == "f16" else 32
+    raw = regs[np.arange(128)[:, None], reg].astype(np.uint64) >> shift.astype(np.uint64)
+    bits = raw & np.uint64((1 << width) - 1)
+    c = np.zeros((forms.M, n), np.int64 if acc == "s32" else np.float64)
+    c[row, col] = acc_from_bits(acc, bits)
+    return c
+
+
+def mma(acc: str, v: forms.Variant, a: np.ndarray, b: np.ndarray, c: np.ndarray | None) -> np.ndarray:
+    """One instruction: (scale_a A) (scale_b B)^T (+ C), in the accumulator's arithmetic (s32 wraps or
+    saturates); floats stay exact float64 (the harness's inputs are exact)."""
+    if acc == "s32":
+        d = a.astype(np.int64) @ b.astype(np.int64).T
+        if c is not None:
+            d = d + c
+        return np.clip(d, -(1 << 31), (1 << 31) - 1) if v.satfinite else ((d + (1 << 31)) % (1 << 32)) - (1 << 31)
+    d = (v.scale_a * a) @ (v.scale_b * b).T
+    return d if c is None else d + c
+
+
+def d_to_registers(acc: str, n: int, d: np.ndarray, out: np.ndarray) -> None:
+    """Write D (64 x N) into one warpgroup's registers (uint32 [128, regs], in place); registers the layout
+    does not cover keep what they hold (the poison)."""
+    reg, shift, row, col = d_layout(acc, n)
+    tid = np.arange(128)[:, None]
+    d_bits = acc_to_bits(acc, d)[row, col]
+    if acc == "f16":
+        cell = np.zeros((128, out.shape[1]), np.uint64)
+        np.bitwise_or.at(cell, (np.broadcast_to(tid, reg.shape), reg), d_bits << shift.astype(np.uint64))
+        written = np.unique(reg)
+        out[:, written] = cell[:, written].astype(np.uint32)
+    else:
+        out[np.broadcast_to(tid, reg.shape), reg] = d_bits.astype(np.uint32)
+
+
 def simulate_cta(key: forms.KernelKey, prm, image: np.ndarray, a_regs: np.ndarray, c_regs: np.ndarray,
                  out: np.ndarray) -> None:
     v = forms.variants(key)[int(prm["variant"])]
@@ -90,37 +139,14 @@ def simulate_cta(key: forms.KernelKey, prm, image: np.ndarray, a_regs: np.ndarra
     M, N, K = forms.M, key.n, key.k
     win = smem.window(image)
     with np.errstate(over="ignore", invalid="ignore"):
-        b = _operand(win, int(prm["desc_b"]), "MN" if v.trans_b else "K", bt, N, K)
+        b = operand(win, int(prm["desc_b"]), "MN" if v.trans_b else "K", bt, N, K)
         if key.a_src == "SS":
-            a = _operand(win, int(prm["desc_a"]), "MN" if v.trans_a else "K", at, M, K)
+            a = operand(win, int(prm["desc_a"]), "MN" if v.trans_a else "K", at, M, K)
         else:
-            reg, shift, row, col = a_layout(v.atype)
-            raw = (a_regs[np.arange(128)[:, None], reg].astype(np.uint64) >> shift.astype(np.uint64))
-            a = np.zeros((M, K))
-            a[row, col] = at.from_bits(raw & np.uint64((1 << at.bits) - 1))
-        reg, shift, row, col = d_layout(key.dtype, N)
-        tid = np.arange(128)[:, None]
-        width = 16 if key.dtype == "f16" else 32
-        c_bits = (c_regs[tid, reg].astype(np.uint64) >> shift.astype(np.uint64)) & np.uint64((1 << width) - 1)
-        c = np.zeros((M, N), np.int64 if key.dtype == "s32" else np.float64)
-        c[row, col] = _acc_from_bits(key.dtype, c_bits)
-        if key.dtype == "s32":
-            d = a.astype(np.int64) @ b.astype(np.int64).T
-            if int(prm["scale_d"]):
-                d = d + c
-            d = np.clip(d, -(1 << 31), (1 << 31) - 1) if v.satfinite else ((d + (1 << 31)) % (1 << 32)) - (1 << 31)
-        else:
-            d = (v.scale_a * a) @ (v.scale_b * b).T
-            if int(prm["scale_d"]):
-                d = d + c
-        d_bits = _acc_to_bits(key.dtype, d)[row, col]
-    if key.dtype == "f16":
-        cell = np.zeros((128, out.shape[1]), np.uint64)
-        np.bitwise_or.at(cell, (np.broadcast_to(tid, reg.shape), reg), d_bits << shift.astype(np.uint64))
-        written = np.unique(reg)
-        out[:, written] = cell[:, written].astype(np.uint32)
-    else:
-        out[np.broadcast_to(tid, reg.shape), reg] = d_bits.astype(np.uint32)
+            a = a_from_registers(v.atype, K, a_regs)
+        c = c_from_registers(key.dtype, N, c_regs) if int(prm["scale_d"]) else None
+        d = mma(key.dtype, v, a, b, c)
+    d_to_registers(key.dtype, N, d, out)
 
 
 def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:

@@ -37,10 +37,18 @@ class AsmOperands:
     def instruction(self, v: forms.Variant) -> str:
         return forms.instruction(self.key, v, self.d_ops, self.a_op, self.b_op, "p")
 
+    def statement(self, v: forms.Variant, indent: str = "        ") -> str:
+        """The asm statement issuing one wgmma of variant v (scale-d turned into the predicate it takes)."""
+        return (f"{indent}asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, {self.scale_op}, 0;\\n"
+                f"{self.instruction(v)}\\n}}\\n\"\n"
+                f"{indent}    : {self.outputs}\n{indent}    : {self.inputs} : \"memory\");")
 
-def asm_operands(key: forms.KernelKey, desc_a: str = "desc_a", desc_b: str = "desc_b") -> AsmOperands:
-    """Operand numbering shared by the sweep kernel and the timing kernel; desc_a / desc_b name the C
-    expressions holding the descriptors."""
+
+def asm_operands(key: forms.KernelKey, desc_a: str = "desc_a", desc_b: str = "desc_b", scale_d: str = "p.scale_d",
+                 a_regs: str = "a") -> AsmOperands:
+    """Operand numbering shared by the sweep kernel, the timing kernel and the sequence kernels (wgmma_seq);
+    desc_a / desc_b / scale_d name the C expressions holding the descriptors and scale-d, a_regs the prefix of
+    the four A register variables of an RS form (a0..a3 by default)."""
     nreg = key.acc_regs
     con = "f" if key.dtype == "f32" else "r"
     d_ops = "{" + ", ".join(f"%{i}" for i in range(nreg)) + "}"
@@ -50,11 +58,11 @@ def asm_operands(key: forms.KernelKey, desc_a: str = "desc_a", desc_b: str = "de
         nxt += 1
     else:
         a_op = "{" + ", ".join(f"%{nxt + i}" for i in range(4)) + "}"
-        a_inputs = [f'"r"(a{i})' for i in range(4)]
+        a_inputs = [f'"r"({a_regs}{i})' for i in range(4)]
         nxt += 4
     return AsmOperands(key, d_ops, a_op, f"%{nxt}", f"%{nxt + 1}",
                        ", ".join(f'"+{con}"(d[{i}])' for i in range(nreg)),
-                       ", ".join(a_inputs + [f'"l"({desc_b})', '"r"(p.scale_d)']))
+                       ", ".join(a_inputs + [f'"l"({desc_b})', f'"r"({scale_d})']))
 
 
 def source(key: forms.KernelKey, only_variant: int | None = None) -> str:
@@ -67,10 +75,8 @@ def source(key: forms.KernelKey, only_variant: int | None = None) -> str:
     for idx, v in enumerate(forms.variants(key)):
         if only_variant is not None and idx != only_variant:
             continue
-        cases.append(
-            f"    case {idx}:  // {v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}\n"
-            f"        asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, {ops.scale_op}, 0;\\n{ops.instruction(v)}\\n}}\\n\"\n"
-            f"            : {ops.outputs}\n            : {ops.inputs} : \"memory\");\n        break;")
+        cases.append(f"    case {idx}:  // {v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}\n"
+                     f"{ops.statement(v)}\n        break;")
     if key.a_src == "RS":
         a_regs = ("const unsigned int* ar = a_regs + slot * 4ull;\n"
                   "    const unsigned int a0 = ar[0], a1 = ar[1], a2 = ar[2], a3 = ar[3];")

@@ -60,7 +60,7 @@ EXACT_POOL = {
 }
 
 
-def _draw(rng, t: dtypes.ElementType, shape, mode: str) -> np.ndarray:
+def draw_values(rng, t: dtypes.ElementType, shape, mode: str) -> np.ndarray:
     if t.name == "b1":
         return rng.integers(0, 2, size=shape).astype(np.int64)
     if t.kind in ("int", "uint"):
@@ -71,7 +71,7 @@ def _draw(rng, t: dtypes.ElementType, shape, mode: str) -> np.ndarray:
     return rng.choice(EXACT_POOL[t.name], size=shape)
 
 
-def _junk(rng, t: dtypes.ElementType, nbytes: int) -> np.ndarray:
+def junk_bytes(rng, t: dtypes.ElementType, nbytes: int) -> np.ndarray:
     """Filler for the bytes no element occupies. For float types it is non-zero values of the exact pool,
     so that a misread (a negative control, or a real bug) still sums exactly and the model can predict
     it bit for bit; for integer and b1 operands any byte is a valid element."""
@@ -148,8 +148,8 @@ def prepare(case: Case) -> Prepared:
     at, bt = dtypes.get(v.atype), dtypes.get(v.btype)
     M, N, K = 64, key.n, key.k
 
-    a_vals = _draw(rng, at, (M, K), case.data)
-    b_vals = _draw(rng, bt, (N, K), case.data)
+    a_vals = draw_values(rng, at, (M, K), case.data)
+    b_vals = draw_values(rng, bt, (N, K), case.data)
     c_vals = _c_values(rng, case, (M, N))
     a_bits, b_bits = at.to_bits(a_vals), bt.to_bits(b_vals)
     if case.extra == "tf32dirty":  # the tensor core must ignore the low 13 mantissa bits
@@ -157,7 +157,7 @@ def prepare(case: Case) -> Prepared:
         b_bits = b_bits | rng.integers(0, 1 << 13, size=b_bits.shape).astype(np.uint64)
 
     a_lay, a_desc, b_lay, b_desc, region_b, size = place(case)
-    image = np.concatenate([_junk(rng, at, region_b), _junk(rng, bt, size - region_b)])
+    image = np.concatenate([junk_bytes(rng, at, region_b), junk_bytes(rng, bt, size - region_b)])
     if a_lay is not None:
         layouts.write_image(a_lay, a_bits, image)
     layouts.write_image(b_lay, b_bits, image)

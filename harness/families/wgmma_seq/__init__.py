@@ -1,0 +1,54 @@
+"""wgmma_seq (sm_90a): sequences of wgmma.mma_async in one kernel, each modelled on a public bug class (README,
+"Bug classes"): a K-loop into one accumulator with the descriptors advanced by add or by or, the RS pipeline
+(next step's A registers loaded while the previous wgmma is in flight) and two warpgroups per CTA (M = 128).
+Forms, cases, reference, kernel, readback as in the dense family, whose spec models, descriptor encoder and
+asm statements it reuses; `FAMILY` is what the engine runs."""
+from __future__ import annotations
+
+from harness.enums import Arch, FamilyName
+from harness.families.base import Kernel, case_record
+
+
+class WgmmaSeqFamily:
+    name = FamilyName.WGMMA_SEQ
+    archs = (Arch.SM_90A,)
+    facets = frozenset({"kind", "n", "dtype", "a_src", "data"})
+
+    def kernels(self, arch) -> list[tuple[Kernel, list]]:
+        from harness.families.wgmma_seq import cases, forms
+        if arch not in self.archs:
+            return []
+        return [(Kernel(self.name, Arch.SM_90A, key.name, key), cases.cases_for_key(key)) for key in forms.all_keys()]
+
+    @staticmethod
+    def facets_of(case) -> dict:
+        i = case.key.inst
+        return {"kind": i.kind, "n": i.n, "dtype": i.dtype, "a_src": i.a_src, "data": case.data,
+                "control": case.control is not None}
+
+    def source(self, kernel: Kernel) -> str:
+        from harness.families.wgmma_seq import kernel as sk
+        return sk.source(kernel.form)
+
+    def prepare(self, kernel: Kernel, cases: list):
+        from harness.families.wgmma_seq import kernel as sk, reference
+        preps = [reference.prepare(c) for c in cases]
+        return sk.pack(preps), [p.slim() for p in preps]
+
+    def readback(self, kernel: Kernel, expectations: list, outputs: dict) -> list[dict]:
+        from harness.families.wgmma_seq import readback
+        return [case_record(r["id"], kernel, r["status"], **{k: v for k, v in r.items() if k not in ("id", "status")})
+                for r in readback.diff_launch(expectations, outputs["d_out"])]
+
+    @staticmethod
+    def case_fields(case) -> dict:
+        return {}
+
+    def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
+        """No probe of its own: a failing sequence case names its pattern, step arithmetic and tiles in its id,
+        and the dense family's address and fragment probes (`python -m harness probe addresses`) explain a
+        single instruction on the same layouts."""
+        return []
+
+
+FAMILY = WgmmaSeqFamily()
