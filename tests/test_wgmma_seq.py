@@ -14,7 +14,7 @@ from harness import cli, families, plan
 from harness.enums import Arch, DescStep, ExitCode, FamilyName, SeqPattern
 from harness.families.wgmma import forms as wgmma_forms
 from harness.families.wgmma_seq import FAMILY, cases as C, forms as F, kernel as K, reference as R
-from harness.run import compile as nvrtc
+from harness.run import compile as nvrtc, sass as sass_rules
 from harness.spec import layouts
 from tests import sass_gmma
 from tests.run import simsweep
@@ -313,6 +313,8 @@ def _expected_gmma(key: F.SeqKey) -> list[str]:
 
 def check_sass(key: F.SeqKey, sass: str) -> None:
     assert sorted(sass_gmma.gmma_ops(sass)) == _expected_gmma(key), key.name  # one per variant and step
+    listing = sass_rules.instructions(sass)  # and the family's own check, the one every sweep applies
+    assert [b for b in (r.broken(listing) for r in K.sass_check(key).rules) if b] == [], key.name
     descs = key.steps * (2 if key.inst.a_src == "SS" else 1)  # step descriptors the kernel derives
     adds, ors = sass_gmma.descriptor_adds(sass), sass_gmma.descriptor_ors(sass)
     if key.step_op == DescStep.ADD:

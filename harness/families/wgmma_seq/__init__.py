@@ -44,6 +44,14 @@ class WgmmaSeqFamily:
     def case_fields(case) -> dict:
         return {}
 
+    def sass_check(self, kernel: Kernel):
+        from harness.families.wgmma_seq import kernel as sk
+        return sk.sass_check(kernel.form)
+
+    @staticmethod
+    def settle_control(case, record: dict) -> dict:
+        return record  # every sequence control predicts an exact misread: a fault is not a catch
+
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
         """No probe of its own: a failing sequence case names its pattern, step arithmetic and tiles in its id,
         and the dense family's address and fragment probes (`python -m harness probe addresses`) explain a

@@ -12,6 +12,8 @@ descriptors, A registers and scale-d. The patterns differ only in what lies betw
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from harness import kernels
@@ -20,6 +22,7 @@ from harness.families.wgmma import kernel as wgmma_kernel
 from harness.families.wgmma_seq import forms
 from harness.families.wgmma_seq.reference import POISON, SeqPrepared
 from harness.run.launch import WINDOW_SLACK, LaunchInput, OutputSpec
+from harness.run.sass import SassCheck, SassRule
 
 PARAMS_DTYPE = np.dtype([("image_offset", "<u8"), ("desc_a", "<u8"), ("desc_b", "<u8")]
                         + [(f"step_a{j}", "<u8") for j in range(forms.MAX_STEPS)]
@@ -117,3 +120,17 @@ def pack(preps: list[SeqPrepared]) -> LaunchInput:
     return LaunchInput(np.concatenate([p.image for p in preps]), params, {"a_regs": a_regs, "c_regs": c_regs},
                        {"d_out": OutputSpec((threads, nreg), "uint32", POISON)}, threads=threads,
                        extra_smem=forms.WINDOW_ALIGN - WINDOW_SLACK)
+
+
+def sass_check(key: forms.SeqKey) -> SassCheck:
+    """What a sequence kernel's SASS must show: each variant's wgmma once per step (the dense family's opcode for
+    it, A from a descriptor or from registers), so a step that ptxas dropped or merged shows. How each step's
+    descriptor was advanced (add or or) and whether an in-flight wgmma's registers are touched early are read by
+    tests/sass_gmma.py."""
+    counts: dict[str, list[str]] = {}
+    for v in forms.variants(key):
+        counts.setdefault(wgmma_kernel.sass_opcode(key.inst, v), []).append(v.tag(key.inst.dtype))
+    a_operand = r"^R\d+, gdesc\[" if key.inst.a_src == "SS" else r"^R\d+, -?R\d+, gdesc\["
+    return SassCheck("sm_90a", tuple(
+        SassRule(re.escape(op), f"{op} for {', '.join(tags)}, once per step ({key.steps} steps)",
+                 count=len(tags) * key.steps, operands=a_operand) for op, tags in counts.items()))
