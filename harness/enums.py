@@ -67,6 +67,7 @@ class Status(_Str):
 
 class FamilyName(_Str):
     WGMMA = "wgmma"
+    WGMMA_SP = "wgmma_sp"
     TCGEN05 = "tcgen05"
 
 

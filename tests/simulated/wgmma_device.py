@@ -59,21 +59,21 @@ def a_layout(atype: str):
     return j // per, (j % per) * bits, row, col
 
 
-def _acc_from_bits(acc: str, bits: np.ndarray) -> np.ndarray:
+def acc_from_bits(acc: str, bits: np.ndarray) -> np.ndarray:
     if acc == "s32":
         s = bits.astype(np.int64)
         return np.where(s >= 1 << 31, s - (1 << 32), s)
     return dtypes.get(acc).from_bits(bits)
 
 
-def _acc_to_bits(acc: str, vals: np.ndarray) -> np.ndarray:
+def acc_to_bits(acc: str, vals: np.ndarray) -> np.ndarray:
     if acc == "s32":
         return (np.asarray(vals, np.int64) & 0xFFFFFFFF).astype(np.uint64)
     with np.errstate(over="ignore", invalid="ignore"):
         return dtypes.get(acc).to_bits(vals)
 
 
-def _operand(win, desc: int, major: str, t: dtypes.ElementType, rows: int, k: int) -> np.ndarray:
+def operand(win, desc: int, major: str, t: dtypes.ElementType, rows: int, k: int) -> np.ndarray:
     d = smem.decode_wgmma(desc)
     if os.environ.get("TC_SIM_BUG") == "swizzle" and d["swizzle"] == "128B":
         d["swizzle"] = "64B"  # planted: the 'hardware' swizzles 128B tiles like 64B ones
@@ -86,24 +86,34 @@ def _operand(win, desc: int, major: str, t: dtypes.ElementType, rows: int, k: in
 def simulate_cta(key: forms.KernelKey, prm, image: np.ndarray, a_regs: np.ndarray, c_regs: np.ndarray,
                  out: np.ndarray) -> None:
     v = forms.variants(key)[int(prm["variant"])]
+    mma_cta(v, key, key.k, key.k, prm, image, a_regs, c_regs, out)
+
+
+def mma_cta(v, key, k_a: int, k_b: int, prm, image: np.ndarray, a_regs: np.ndarray, c_regs: np.ndarray,
+            out: np.ndarray, expand_a=None) -> None:
+    """One CTA of a wgmma-like launch with variant `v` of a key (its n, dtype, a_src): A is 64 x k_a as stored
+    (shared memory or registers), B is N x k_b; `expand_a` turns the stored A into the 64 x k_b matrix the
+    tensor core multiplies (the sparse form's decompression), D goes to `out`."""
     at, bt = dtypes.get(v.atype), dtypes.get(v.btype)
-    M, N, K = forms.M, key.n, key.k
+    M, N = forms.M, key.n
     win = smem.window(image)
     with np.errstate(over="ignore", invalid="ignore"):
-        b = _operand(win, int(prm["desc_b"]), "MN" if v.trans_b else "K", bt, N, K)
+        b = operand(win, int(prm["desc_b"]), "MN" if v.trans_b else "K", bt, N, k_b)
         if key.a_src == "SS":
-            a = _operand(win, int(prm["desc_a"]), "MN" if v.trans_a else "K", at, M, K)
+            a = operand(win, int(prm["desc_a"]), "MN" if v.trans_a else "K", at, M, k_a)
         else:
             reg, shift, row, col = a_layout(v.atype)
             raw = (a_regs[np.arange(128)[:, None], reg].astype(np.uint64) >> shift.astype(np.uint64))
-            a = np.zeros((M, K))
+            a = np.zeros((M, k_a))
             a[row, col] = at.from_bits(raw & np.uint64((1 << at.bits) - 1))
+        if expand_a is not None:
+            a = expand_a(a)
         reg, shift, row, col = d_layout(key.dtype, N)
         tid = np.arange(128)[:, None]
         width = 16 if key.dtype == "f16" else 32
         c_bits = (c_regs[tid, reg].astype(np.uint64) >> shift.astype(np.uint64)) & np.uint64((1 << width) - 1)
         c = np.zeros((M, N), np.int64 if key.dtype == "s32" else np.float64)
-        c[row, col] = _acc_from_bits(key.dtype, c_bits)
+        c[row, col] = acc_from_bits(key.dtype, c_bits)
         if key.dtype == "s32":
             d = a.astype(np.int64) @ b.astype(np.int64).T
             if int(prm["scale_d"]):
@@ -113,7 +123,7 @@ def simulate_cta(key: forms.KernelKey, prm, image: np.ndarray, a_regs: np.ndarra
             d = (v.scale_a * a) @ (v.scale_b * b).T
             if int(prm["scale_d"]):
                 d = d + c
-        d_bits = _acc_to_bits(key.dtype, d)[row, col]
+        d_bits = acc_to_bits(key.dtype, d)[row, col]
     if key.dtype == "f16":
         cell = np.zeros((128, out.shape[1]), np.uint64)
         np.bitwise_or.at(cell, (np.broadcast_to(tid, reg.shape), reg), d_bits << shift.astype(np.uint64))
