@@ -50,9 +50,10 @@ def pattern_nibbles(fmt: sparsity.SparseFormat, pattern: str, rng) -> np.ndarray
     """[64, chunks] metadata of one of the patterns of cases.PATTERNS (every value legal for the type)."""
     ordered = sparsity.legal_nibbles(fmt, ordered_only=True)
     rows, chunks = np.arange(sparsity.M)[:, None], np.arange(fmt.chunks)[None, :]
-    # cycle: neighbouring chunks, chunks c and c + 4 (f16/tf32: the two threads of a pair), c and c + 8 (8-bit:
-    # T0 and T2) and rows r and r + 8 all get different values, even with tf32's two
-    step = chunks + chunks // 4 + rows * 5 + rows // 8
+    # cycle: neighbouring chunks of a nibble group, chunks c and c + 4 (f16/tf32: the two threads of a pair),
+    # c and c + 8 (8-bit: T0 and T2), rows r and r + 8 (T0 and T1) get different values, even with tf32's two;
+    # with 2:4's six, chunk c + 4 of row r also differs from chunk c of row r + 8 (a pair's thread roles swapped)
+    step = chunks + chunks // 4 + rows * 5 + 3 * (rows // 8)
     if pattern == "cycle":
         return np.asarray(ordered)[step % len(ordered)]
     if pattern == "random":
