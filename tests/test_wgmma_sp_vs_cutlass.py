@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from oracles import cutlass_cpp  # noqa: E402
 
-from harness.spec import sparsity  # noqa: E402
+from harness.spec import fragments, sparsity  # noqa: E402
 
 pytestmark = [pytest.mark.cutlass, pytest.mark.skipif(cutlass_cpp.skip_reason() is not None,
                                                       reason=str(cutlass_cpp.skip_reason()))]
@@ -75,3 +75,17 @@ def test_cutlass_gives_both_thread_pairs_the_same_metadata(oracle):
     lay = oracle["elayouts"]["64x64"]
     off = np.array(lay["offset"]).reshape(128, lay["values"])
     assert len({tuple(r) for r in off}) == 128  # 8-bit: every thread holds its own metadata
+
+
+@pytest.mark.parametrize("atype", ["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"])
+def test_the_packed_a_register_fragment_matches_cutlass(oracle, atype):
+    """RS: the model puts packed element j of thread t (row, packed column c: the dense A fragment over the K/2
+    packed columns) where CUTLASS's sparse ALayout puts values 2j and 2j+1 (two sparse elements, one packed
+    element's bits): logical row m = row and logical columns 2c, 2c+1 (K in CUTLASS's sparse-element units)."""
+    lay = oracle["a_rs"][atype]
+    off = np.array(lay["offset"]).reshape(128, lay["values"])
+    m, k = off % 64, off // 64
+    frag = fragments.wgmma_a_fragment(atype)
+    assert lay["values"] == 2 * frag.row.shape[1]
+    assert np.array_equal(m[:, 0::2], frag.row) and np.array_equal(m[:, 1::2], frag.row)
+    assert np.array_equal(k[:, 0::2], 2 * frag.col) and np.array_equal(k[:, 1::2], 2 * frag.col + 1)

@@ -8,6 +8,8 @@
 //   traits     for one MMA op of every sparse type pairing, A source and accumulator: which ELayout its
 //              MMA_Traits name, how many logical A elements one metadata byte covers (ValTypeE's sparsity),
 //              A's sparsity (ValTypeA), its logical K, and how many metadata values a thread holds
+//   a_rs       A from registers (the RS ops' ALayout): for thread t and value v (one sparse element, half of a
+//              packed element's bits), the element of the logical 64 x K matrix A (offset m + 64 * k)
 #include <cstdio>
 #include <string>
 #include <type_traits>
@@ -56,6 +58,19 @@ static void trait(const char* name) {
   emitf("\"e_values\":%ld},", size<1>(typename Tr::ELayout{}));
 }
 
+template <class Op>
+static void a_rs(const char* name) {
+  using L = typename MMA_Traits<Op>::ALayout;
+  L layout{};
+  constexpr int V = size<1>(L{});
+  out += std::string("\"") + name + "\":{";
+  emitf("\"values\":%ld,\"offset\":[", V);
+  for (int t = 0; t < 128; ++t)
+    for (int v = 0; v < V; ++v) emitf("%ld,", layout(t, v));
+  out.pop_back();
+  out += "]},";
+}
+
 #define MAJ G::Major::K, G::Major::K
 #define SC G::ScaleIn::One, G::ScaleIn::One
 #define S0 G::SparseSel::Zero
@@ -81,6 +96,15 @@ int main() {
   trait<SP::GMMA_64x8x64_S32U8S8_RS_TN<S0>>("s32.u8.s8.RS");
   trait<SP::GMMA_64x8x64_S32S8U8_SS_TN<S0>>("s32.s8.u8.SS");
   trait<SP::GMMA_64x8x64_S32U8U8_RS_TN<S0>>("s32.u8.u8.RS");
+  out.pop_back();
+  out += "},\"a_rs\":{";
+  a_rs<SP::GMMA_64x8x32_F32F16F16_RS<MAJ, SC, S0>>("f16");
+  a_rs<SP::GMMA_64x8x32_F32BF16BF16_RS<MAJ, SC, S0>>("bf16");
+  a_rs<SP::GMMA_64x8x16_F32TF32TF32_RS_TN<SC, S0>>("tf32");
+  a_rs<SP::GMMA_64x8x64_F32E4M3E5M2_RS_TN<SC, S0>>("e4m3");
+  a_rs<SP::GMMA_64x8x64_F16E5M2E4M3_RS_TN<SC, S0>>("e5m2");
+  a_rs<SP::GMMA_64x8x64_S32S8U8_RS_TN<S0>>("s8");
+  a_rs<SP::GMMA_64x8x64_S32U8S8_RS_TN<S0>>("u8");
   out.pop_back();
   out += "}}";
   std::puts(out.c_str());
