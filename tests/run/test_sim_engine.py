@@ -65,11 +65,11 @@ def test_resume_never_reruns_a_finished_case(small_plan, monkeypatch, tmp_path):
     assert {r["status"] for r in recs.values()} == {"pass"}
 
 
-def test_shards_partition_the_kernels_of_both_families():
+def test_shards_partition_the_kernels_of_every_family():
     sel = plan.Selection(n_values=(64, 128))
     archs = {"wgmma": "sm_90a", "tcgen05": "sm_100a"}
     whole = plan.make(sel, archs)
-    assert {str(k.family) for k, _ in whole.work} == {"wgmma", "tcgen05"}
+    assert {str(k.family) for k, _ in whole.work} == {"wgmma", "wgmma_sp", "tcgen05"}
     n = 3
     shards = [plan.make(sel, archs, shard=(i, n)) for i in range(n)]
     names = [k.name for s in shards for k, _ in s.work]
@@ -78,7 +78,7 @@ def test_shards_partition_the_kernels_of_both_families():
     cases = [c.id for s in shards for _, cs in s.work for c in cs]
     assert sorted(cases) == sorted(c.id for _, cs in whole.work for c in cs)
     for s in shards:
-        assert {str(k.family) for k, _ in s.work} == {"wgmma", "tcgen05"}
+        assert {str(k.family) for k, _ in s.work} == {"wgmma", "wgmma_sp", "tcgen05"}
 
 
 def test_two_simulated_gpus_both_get_launches(small_plan, monkeypatch, tmp_path):

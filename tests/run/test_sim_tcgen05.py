@@ -106,7 +106,8 @@ def test_a_data_path_bug_in_the_model_makes_cases_fail(split, monkeypatch):
 
 
 def test_both_families_in_one_sweep_on_two_simulated_gpus(monkeypatch, tmp_path):
-    p = plan.make(plan.Selection(n_values=(256,), kinds=("f16",)), {"wgmma": "sm_90a", "tcgen05": "sm_100a"})
+    p = plan.make(plan.Selection(families=("wgmma", "tcgen05"), n_values=(256,), kinds=("f16",)),
+                  {"wgmma": "sm_90a", "tcgen05": "sm_100a"})
     p = Plan([(k, cs[:3]) for k, cs in p.work if not getattr(k.form, "ws", False)][::4])
     assert {str(k.family) for k, _ in p.work} == {"wgmma", "tcgen05"}
     simsweep.warm_wgmma_oracle(Plan([(k, cs) for k, cs in p.work if str(k.family) == "wgmma"]))

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from harness.families.wgmma import cases as dense
 from harness.families.wgmma.cases import Operand, operand_scenarios, plain_operand
 from harness.families.wgmma_sp import forms
-from harness.spec import sparsity
+from harness.spec import dtypes, layouts, sparsity
 
 PATTERNS = ("cycle", "random", "rows", "cols", "reversed")
 META_CONTROLS = ("meta:other-pattern", "meta:swapped-nibbles", "meta:swapped-threads")
@@ -124,10 +124,21 @@ class Case:
 # ----------------------------------------------------------------------------------------------------
 
 def scenarios(key: forms.KernelKey, atype: str):
-    """(A scenarios or [None], B scenarios): every layout of the packed A and of B the form allows."""
+    """(A scenarios or [None], B scenarios): every layout of the packed A and of B the form allows. B's
+    unswizzled K-major tile also gets padded strides of its own: the dense family's padding (LBO + 48, SBO + 80)
+    would overlap its four 16-byte chunks of K."""
     majors = dense.majors(key.dense)
     a = operand_scenarios(atype, forms.M, key.packed_k, majors) if key.a_src == "SS" else [None]
-    return a, operand_scenarios(atype, key.n, key.k, majors)
+    b = list(operand_scenarios(atype, key.n, key.k, majors))
+    base = next(i for i, (suffix, lay) in enumerate(b) if not suffix and lay.major == "K" and lay.swizzle == "none")
+    if not any(sfx == "+pad" and lay.major == "K" and lay.swizzle == "none" for sfx, lay in b):
+        lay = b[base][1]
+        lbo = lay.lbo + 48
+        padded = lay.moved(lbo=lbo, sbo=(key.k * dtypes.get(atype).bits // 128 - 1) * lbo + 128 + 80)
+        layouts.validate(padded)
+        layouts.check_distinct(padded)
+        b.insert(base + 1, ("+pad", padded))
+    return a, tuple(b)
 
 
 def cases_for_key(key: forms.KernelKey, data_modes=("exact",), controls: bool = True) -> list[Case]:
