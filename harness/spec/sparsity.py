@@ -159,16 +159,6 @@ def decompress(fmt: SparseFormat, packed: np.ndarray, nibbles: np.ndarray) -> np
     return out
 
 
-def compress(fmt: SparseFormat, dense: np.ndarray, nibbles: np.ndarray) -> np.ndarray:
-    """The packed M x K/2 values of a logical A under given metadata (the inverse of `decompress` on A's
-    non-zero positions)."""
-    dense = np.asarray(dense)
-    pos = np.array([[positions(fmt, v) for v in row] for row in np.asarray(nibbles)], np.int64)
-    r = np.arange(dense.shape[0])[:, None, None]
-    c = np.arange(fmt.chunks)[None, :, None]
-    return dense[r, fmt.chunk * c + pos].reshape(dense.shape[0], fmt.packed_k)
-
-
 # ---------------------------------------------------------------------------------------------------- registers
 
 @lru_cache(maxsize=None)

@@ -215,6 +215,7 @@ def _full_cross(key, vs, a_scen, b_scen, mode) -> list[Case]:
 
 
 def matching(scen, major, i):
+    """A scenario of the given major-ness, picked by i (the variant fixes the major-ness through imm-trans)."""
     pool = [s for s in scen if s[1].major == major]
     return pool[(i * 3) % len(pool)]
 

@@ -111,11 +111,6 @@ def metadata(case: Case, fmt: sparsity.SparseFormat, rng) -> tuple[np.ndarray, n
     return truth, regs, sparsity.metadata_read(atype, regs, case.variant.selector)
 
 
-def place(case: Case):
-    """Where the operands sit (the dense family's placement; A is the packed tile)."""
-    return dense.place(case)
-
-
 def prepare(case: Case) -> Prepared:
     key, v = case.key, case.variant
     fmt = sparsity.format_of(v.atype)
@@ -132,7 +127,7 @@ def prepare(case: Case) -> Prepared:
         b_bits = b_bits | rng.integers(0, 1 << 13, size=b_bits.shape).astype(np.uint64)
     truth, e_regs, read_nibbles = metadata(case, fmt, rng)
 
-    a_lay, a_desc, b_lay, b_desc, region_b, size = place(case)
+    a_lay, a_desc, b_lay, b_desc, region_b, size = dense.place(case)  # A is the packed tile
     image = np.concatenate([dense.junk(rng, at, region_b), dense.junk(rng, bt, size - region_b)])
     if a_lay is not None:
         layouts.write_image(a_lay, a_bits, image)
