@@ -231,3 +231,30 @@ def test_sweep_on_a_machine_without_a_gpu_compiles_and_records_every_case_not_ru
     assert any(r.get("unsettled") for r in case_recs)  # the reversed-index cases say what they rest on
     summary = recs[-1]
     assert summary["type"] == "summary" and not summary.get("compile_errors")
+
+
+def test_one_accumulator_element_worked_by_hand():
+    """D[17, 5] of an f16 RS case, selector 0, from the registers the kernel gets, by the text alone: row 17 is
+    warp 1, g = 1; its chunks 0-3 are in nibbles 0-3 of lane 4 (thread 36), chunks 4-7 in nibbles 0-3 of lane 5
+    (thread 37); a nibble's bits 1..0 and 3..2 place the chunk's two stored elements, which are packed columns
+    2c and 2c + 1; thread 36 holds packed columns 0, 1, 8, 9 of row 17 in its registers 0 and 2 (the dense k16
+    fragment: a0, a1 at columns 2(l%4), +1; a4, a5 at +8)."""
+    key = forms.KernelKey("f16", 8, "f32", "RS")
+    case = next(c for c in cases.cases_for_key(key) if not c.control and c.variant.selector == 0 and c.pattern == "cycle"
+                and c.variant.scale_a == c.variant.scale_b == 1 and c.data == "exact")
+    prep = reference.prepare(case)
+    regs = [int(prep.e_regs[36]), int(prep.e_regs[37])]
+    nibbles = [(regs[c // 4] >> (4 * (c % 4))) & 0xF for c in range(8)]
+    a_row = [0.0] * 32
+    for c, nib in enumerate(nibbles):
+        for p in range(2):
+            a_row[4 * c + ((nib >> (2 * p)) & 3)] = prep.a_vals[17, 4 * c + ((nib >> (2 * p)) & 3)]
+    assert np.array_equal(np.nonzero(a_row)[0], np.nonzero(prep.a_vals[17])[0])
+    # the stored values themselves, from thread 36's A registers (f16 halves, low half first)
+    half = lambda r, hi: np.frombuffer(np.uint16((int(prep.a_regs[36, r]) >> (16 * hi)) & 0xFFFF).tobytes(),
+                                       np.float16)[0]
+    stored = [half(0, 0), half(0, 1), half(2, 0), half(2, 1)]  # packed columns 0, 1, 8, 9 of row 17
+    nz = [a_row[k] for k in range(32) if a_row[k]]
+    assert [float(x) for x in stored] == [nz[0], nz[1], nz[8], nz[9]]
+    d = sum(a_row[k] * prep.b_vals[5, k] for k in range(32)) + (prep.c_vals[17, 5] if case.scale_d else 0)
+    assert d == prep.expected[17, 5]
