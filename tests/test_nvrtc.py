@@ -135,9 +135,8 @@ def _check_sparse(keys):
     """One batched (parallel, cached) compile of the kernels, then each one's SASS."""
     jobs = [C.CompileJob(k.name, sparse_kernel.source(k), "sm_90a") for k in keys]
     for key, out in zip(keys, C.compile_many(jobs)):
-        ops = sass_sparse_ops(C.sass(out.cubin_path))
-        assert ops == expected_sparse_sass(key), \
-            f"{key.name}: SASS lacks {sorted(expected_sparse_sass(key) - ops)}, has extra {sorted(ops - expected_sparse_sass(key))}"
+        ops, want = sass_sparse_ops(C.sass(out.cubin_path)), expected_sparse_sass(key)
+        assert ops == want, f"{key.name}: SASS lacks {sorted(want - ops)}, has extra {sorted(ops - want)}"
 
 
 def test_sparse_kernels_of_every_form_compile_with_their_sass():

@@ -132,8 +132,9 @@ def test_forms_and_variants_cover_the_ptx_isa_list():
     vs = forms.variants(forms.KernelKey("f16", 8, "f32", "SS"))
     assert {(v.atype, v.trans_a, v.trans_b, v.selector) for v in vs} == {
         (t, ta, tb, s) for t in ("f16", "bf16") for ta in (0, 1) for tb in (0, 1) for s in (0, 1)}
-    assert {(v.atype, v.btype, v.satfinite, v.selector) for v in forms.variants(forms.KernelKey("s8", 8, "s32", "RS"))} \
-        == {(a, b, s, 0) for a in ("s8", "u8") for b in ("s8", "u8") for s in (False, True)}
+    s8 = forms.variants(forms.KernelKey("s8", 8, "s32", "RS"))
+    assert {(v.atype, v.btype, v.satfinite, v.selector) for v in s8} == {
+        (a, b, s, 0) for a in ("s8", "u8") for b in ("s8", "u8") for s in (False, True)}
     assert {v.selector for v in forms.variants(forms.KernelKey("tf32", 8, "f32", "RS"))} == {0, 1}
     assert {v.selector for v in forms.variants(forms.KernelKey("f8", 8, "f16", "SS"))} == {0}
     with pytest.raises(ValueError, match="no b1|unknown"):
@@ -240,8 +241,8 @@ def test_one_accumulator_element_worked_by_hand():
     2c and 2c + 1; thread 36 holds packed columns 0, 1, 8, 9 of row 17 in its registers 0 and 2 (the dense k16
     fragment: a0, a1 at columns 2(l%4), +1; a4, a5 at +8)."""
     key = forms.KernelKey("f16", 8, "f32", "RS")
-    case = next(c for c in cases.cases_for_key(key) if not c.control and c.variant.selector == 0 and c.pattern == "cycle"
-                and c.variant.scale_a == c.variant.scale_b == 1 and c.data == "exact")
+    case = next(c for c in cases.cases_for_key(key) if not c.control and c.variant.selector == 0
+                and c.pattern == "cycle" and c.variant.scale_a == c.variant.scale_b == 1 and c.data == "exact")
     prep = reference.prepare(case)
     regs = [int(prep.e_regs[36]), int(prep.e_regs[37])]
     nibbles = [(regs[c // 4] >> (4 * (c % 4))) & 0xF for c in range(8)]

@@ -62,7 +62,8 @@ class Case:
     def __post_init__(self):
         forms.validate_key(self.key)
         if self.pattern not in patterns_for(self.variant.atype):
-            raise ValueError(f"metadata pattern {self.pattern!r} is not one of {', '.join(patterns_for(self.variant.atype))}")
+            raise ValueError(f"metadata pattern {self.pattern!r} is not one of "
+                             f"{', '.join(patterns_for(self.variant.atype))}")
         known = ("",) + META_CONTROLS + (SELECTOR_CONTROL,) + tuple(dense.CONTROLS) + tuple(
             c + "@A" for c in dense.CONTROLS)
         if self.control not in known:
