@@ -68,6 +68,7 @@ class Status(_Str):
 class FamilyName(_Str):
     WGMMA = "wgmma"
     WGMMA_SEQ = "wgmma_seq"  # sequences of wgmma in one kernel (harness/families/wgmma_seq)
+    WGMMA_SP = "wgmma_sp"
     TCGEN05 = "tcgen05"
 
 

@@ -1,5 +1,6 @@
-"""NVRTC on the CPU: cubins for sm_90a, sm_100a and sm_103a, the cache, and the SASS of every wgmma form (each
-form at two N here; the sweep checks every kernel it compiles)."""
+"""NVRTC on the CPU: cubins for sm_90a, sm_100a and sm_103a, the cache, and the SASS of every wgmma form, dense and
+sparse (each form at a few N here; the sweep checks every kernel it compiles)."""
+import re
 
 import pytest
 
@@ -7,6 +8,7 @@ from harness.run import compile as C, sass
 from harness import kernels
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.families.wgmma import forms as wgmma
+from harness.families.wgmma_sp import forms as sparse_forms, kernel as sparse_kernel
 
 
 @pytest.fixture(autouse=True)
@@ -110,3 +112,57 @@ def test_a_rejected_kernel_keeps_its_source_and_log_next_to_the_results(tmp_path
     saved = tmp_path / "run-compile-errors" / f"{broken.name}-sm_90a"
     assert (saved / f"{broken.name}.cu").read_text().count("wgmma.bogus") >= 1
     assert "error" in (saved / "nvrtc.log").read_text().lower()
+
+
+# ---------------------------------------------------------------------------------------------------- sparse wgmma
+
+def expected_sparse_sass(key) -> set[tuple[str, str, str]]:
+    """(opcode, A operand, selector) each variant of a wgmma.mma_async.sp kernel must produce: HGMMA.SP (f16, bf16,
+    tf32), QGMMA.SP (fp8), IGMMA.SP (s8/u8); A a descriptor (gdesc) or a register (R); the selector as HGMMA.SP's
+    last immediate (QGMMA.SP and IGMMA.SP print none: theirs is always 0)."""
+    n, out = key.n, set()
+    a = "gdesc" if key.a_src == "SS" else "R"
+    for v in sparse_forms.variants(key):
+        if key.kind in ("f16", "tf32"):
+            t = {"f16": "", "bf16": ".BF16", "tf32": ".TF32"}[v.atype]
+            out.add((f"HGMMA.SP.64x{n}x{key.k}.{key.dtype.upper()}{t}", a, f"0x{v.selector}"))
+        elif key.kind == "f8":
+            out.add((f"QGMMA.SP.64x{n}x64.{key.dtype.upper()}.{v.atype.upper()}.{v.btype.upper()}", a, ""))
+        else:
+            out.add((f"IGMMA.SP.64x{n}x64.{v.atype.upper()}.{v.btype.upper()}" + (".SAT" if v.satfinite else ""),
+                     a, ""))
+    return out
+
+
+SPARSE_OP = re.compile(r"\b([HQI]GMMA\.SP\.[0-9]+x[0-9]+x[0-9]+[.A-Z0-9]*) R\d+, (gdesc|R)[^;]*?, R\d+"
+                       r"(?:, (0x[0-9a-f]+))?\s*(?:, gsb0)?\s*;")
+
+
+def sass_sparse_ops(sass: str) -> set[tuple[str, str, str]]:
+    return {(op, a, sel or "") for op, a, sel in SPARSE_OP.findall(sass)}
+
+
+def _check_sparse(keys):
+    """One batched (parallel, cached) compile of the kernels, then each one's SASS."""
+    jobs = [C.CompileJob(k.name, sparse_kernel.source(k), "sm_90a") for k in keys]
+    for key, out in zip(keys, C.compile_many(jobs)):
+        ops, want = sass_sparse_ops(C.sass(out.cubin_path)), expected_sparse_sass(key)
+        assert ops == want, f"{key.name}: SASS lacks {sorted(want - ops)}, has extra {sorted(ops - want)}"
+        verdict = sass.verify(out.cubin_path, sparse_kernel.sass_check(key))  # the check every sweep applies
+        assert verdict.ok, verdict.broken
+
+
+def test_sparse_kernels_of_every_form_compile_with_their_sass():
+    """Every kind, accumulator and A source at N = 8 (12 kernels, every variant, both selectors)."""
+    _check_sparse(sparse_forms.all_kernel_keys(n_values=(8,)))
+
+
+def test_a_sparse_kernels_check_rejects_the_other_selectors_sass():
+    """HGMMA.SP prints its selector: a check wanting selector 1 of a kernel compiled with selector 0 only fails."""
+    key = sparse_forms.all_kernel_keys(n_values=(8,))[0]
+    out = C.compile_one(C.CompileJob(key.name, sparse_kernel.source(key), "sm_90a"))
+    check = sparse_kernel.sass_check(key)
+    flipped = sass.SassCheck(check.arch, tuple(
+        sass.SassRule(r.opcode, r.what, r.count, r.operands.replace("0x0", "0x9").replace("0x1", "0x0"))
+        for r in check.rules))
+    assert sass.verify(out.cubin_path, check).ok and not sass.verify(out.cubin_path, flipped).ok

@@ -17,7 +17,7 @@ def test_wgmma_cases_are_recorded_not_run_beside_tcgen05_results(tmp_path, monke
                         lambda *archs: None if "sm_100a" in archs else f"needs a {' or '.join(archs)} GPU; "
                                                                        f"this is {b200['name']}")
     out = tmp_path / "r.jsonl"
-    sel = sweep.Selection(kinds=("b1", "f16"), a_srcs=("RS", "TS"), n_values=(8, 64))
+    sel = sweep.Selection(families=("wgmma", "tcgen05"), kinds=("b1", "f16"), a_srcs=("RS", "TS"), n_values=(8, 64))
     cfg = sweep.SweepConfig(out_path=out, backend="tests.simulated.passthrough_device", workers=2, diagnose=0)
     summary = sweep.run(sel, cfg, log=lambda m: None)
     env, recs, closing = results.load(out)

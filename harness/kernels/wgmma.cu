@@ -21,7 +21,7 @@ struct CaseParams {
 
 extern "C" __global__ void __launch_bounds__(128, 1)
 {{KERNEL_NAME}}(const unsigned char* __restrict__ images, const CaseParams* __restrict__ params,
-                const unsigned int* __restrict__ a_regs, const unsigned int* __restrict__ c_regs,
+                const unsigned int* __restrict__ a_regs, const unsigned int* __restrict__ c_regs,{{META_PARAM}}
                 unsigned int* __restrict__ d_out)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];

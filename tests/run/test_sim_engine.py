@@ -96,7 +96,7 @@ def test_resume_never_reruns_a_finished_case(small_plan, monkeypatch, tmp_path):
 
 def test_shards_partition_the_kernels_of_every_family():
     sel = plan.Selection(n_values=(64, 128))
-    archs = {"wgmma": "sm_90a", "wgmma_seq": "sm_90a", "tcgen05": "sm_100a"}
+    archs = {"wgmma": "sm_90a", "wgmma_sp": "sm_90a", "wgmma_seq": "sm_90a", "tcgen05": "sm_100a"}
     whole = plan.make(sel, archs)
     assert {str(k.family) for k, _ in whole.work} == set(archs)
     n = 3

@@ -1,7 +1,7 @@
-"""One simulated GPU backend for every family: a launch goes to the simulator of its kernel's family
-(wgmma_* -> wgmma_device, wgmmaseq_* -> wgmma_seq_device, tcgen05_* -> tcgen05_device), so one engine can drive
-an sm_90a and an sm_100a simulated GPU side by side."""
-from tests.simulated import tcgen05_device, wgmma_device, wgmma_seq_device
+"""One simulated GPU backend for every family: a launch goes to the simulator of its kernel's family by the
+kernel name's prefix (wgmma_sp_* -> wgmma_sp_device, wgmmaseq_* -> wgmma_seq_device, wgmma_* -> wgmma_device,
+tcgen05_* -> tcgen05_device), so one engine can drive an sm_90a and an sm_100a simulated GPU side by side."""
+from tests.simulated import tcgen05_device, wgmma_device, wgmma_seq_device, wgmma_sp_device
 from tests.simulated.sim_common import use_device  # noqa: F401
 
 
@@ -10,4 +10,6 @@ def run(cubin_path, kernel_name, launch):
         return tcgen05_device.run(cubin_path, kernel_name, launch)
     if str(kernel_name).startswith("wgmmaseq_"):
         return wgmma_seq_device.run(cubin_path, kernel_name, launch)
+    if str(kernel_name).startswith("wgmma_sp_"):
+        return wgmma_sp_device.run(cubin_path, kernel_name, launch)
     return wgmma_device.run(cubin_path, kernel_name, launch)

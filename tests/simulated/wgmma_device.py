@@ -135,15 +135,25 @@ def d_to_registers(acc: str, n: int, d: np.ndarray, out: np.ndarray) -> None:
 def simulate_cta(key: forms.KernelKey, prm, image: np.ndarray, a_regs: np.ndarray, c_regs: np.ndarray,
                  out: np.ndarray) -> None:
     v = forms.variants(key)[int(prm["variant"])]
+    mma_cta(v, key, key.k, key.k, prm, image, a_regs, c_regs, out)
+
+
+def mma_cta(v, key, k_a: int, k_b: int, prm, image: np.ndarray, a_regs: np.ndarray, c_regs: np.ndarray,
+            out: np.ndarray, expand_a=None) -> None:
+    """One CTA of a wgmma-like launch with variant `v` of a key (its n, dtype, a_src): A is 64 x k_a as stored
+    (shared memory or registers), B is N x k_b; `expand_a` turns the stored A into the 64 x k_b matrix the
+    tensor core multiplies (the sparse form's decompression), D goes to `out`."""
     at, bt = dtypes.get(v.atype), dtypes.get(v.btype)
-    M, N, K = forms.M, key.n, key.k
+    M, N = forms.M, key.n
     win = smem.window(image)
     with np.errstate(over="ignore", invalid="ignore"):
-        b = operand(win, int(prm["desc_b"]), "MN" if v.trans_b else "K", bt, N, K)
+        b = operand(win, int(prm["desc_b"]), "MN" if v.trans_b else "K", bt, N, k_b)
         if key.a_src == "SS":
-            a = operand(win, int(prm["desc_a"]), "MN" if v.trans_a else "K", at, M, K)
+            a = operand(win, int(prm["desc_a"]), "MN" if v.trans_a else "K", at, M, k_a)
         else:
-            a = a_from_registers(v.atype, K, a_regs)
+            a = a_from_registers(v.atype, k_a, a_regs)
+        if expand_a is not None:
+            a = expand_a(a)
         c = c_from_registers(key.dtype, N, c_regs) if int(prm["scale_d"]) else None
         d = mma(key.dtype, v, a, b, c)
     d_to_registers(key.dtype, N, d, out)

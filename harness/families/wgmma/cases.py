@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 from dataclasses import dataclass
 
-from harness.spec import layouts
+from harness.spec import dtypes, layouts
 from harness.families.wgmma import forms as wgmma
 from harness.spec.descriptors import expected_base_offset
 from harness.spec.layouts import SmemLayout, LayoutError
@@ -74,6 +74,11 @@ class Case:
     def seed(self) -> int:
         return zlib.crc32(self.id.encode())
 
+    @property
+    def control_input(self) -> str:
+        """What a negative control gets deliberately wrong (its record's `why` names it)."""
+        return "descriptor"
+
 
 # ----------------------------------------------------------------------------------------------------
 
@@ -103,9 +108,13 @@ def operand_scenarios(dtype: str, rows: int, cols: int, majors: tuple[str, ...])
                     cand.append(("+oddsbo", base.moved(sbo=sbo + 384)))
                     # the spec: LBO is "not used, assumed 1" for swizzled K-major; put junk there
                     cand.append(("+lbojunk", base.moved(lbo=0x2A50)))
-                    for step in (1, layouts.SWIZZLE_ROW_BYTES[sw] // 32 - 1):
-                        if step >= 1 and 32 * step < layouts.SWIZZLE_ROW_BYTES[sw]:
-                            cand.append((f"+kstep{step}", base.moved(start=32 * step)))
+                    # K-steps: the start advanced by whole tiles of K inside the swizzle row (32 bytes for every
+                    # dense form; 64 for the B of a sparse one)
+                    k_bytes = cols * dtypes.get(dtype).bits // 8
+                    row_bytes = layouts.SWIZZLE_ROW_BYTES[sw]
+                    for step in (1, row_bytes // k_bytes - 1):
+                        if step >= 1 and k_bytes * step < row_bytes:
+                            cand.append((f"+kstep{step}", base.moved(start=k_bytes * step)))
                 else:
                     cand.append(("+pad", base.moved(lbo=lbo + pat, sbo=sbo + 2 * pat)))
                     cand.append(("+oddlbo", base.moved(lbo=lbo + 384, sbo=sbo + 2 * pat + 384)))
@@ -170,9 +179,9 @@ def cases_for_key(key: wgmma.KernelKey, data_modes=("exact",), controls: bool = 
                 want_a = "MN" if v.trans_a else "K"
                 want_b = "MN" if v.trans_b else "K"
                 if a is not None and a[1].major != want_a:
-                    a = _matching(a_scen, want_a, i)
+                    a = matching(a_scen, want_a, i)
                 if b[1].major != want_b:
-                    b = _matching(b_scen, want_b, i)
+                    b = matching(b_scen, want_b, i)
             extra = ""
             if key.kind == "s8" and i % 3 == 2:
                 extra = "ovf"
@@ -205,18 +214,18 @@ def _full_cross(key, vs, a_scen, b_scen, mode) -> list[Case]:
     return out
 
 
-def _matching(scen, major, i):
+def matching(scen, major, i):
+    """A scenario of the given major-ness, picked by i (the variant fixes the major-ness through imm-trans)."""
     pool = [s for s in scen if s[1].major == major]
     return pool[(i * 3) % len(pool)]
 
 
-def negative_controls(key, a_scen, b_scen) -> list[Case]:
-    """A wrong descriptor on B (and on A for SS) for each control kind: each must be caught.
-
-    Variant 0 is K-major for both operands, so the controls take packed K-major scenarios, preferring
-    128B; a control is only kept where the model says the wrong descriptor reads different bytes (with
-    N = 8, for example, SBO is never used and swapping it with the unused LBO of a swizzled K-major tile
-    changes nothing)."""
+def descriptor_controls(a_scen, b_scen, a_in_smem: bool) -> list[tuple[str, Operand | None, Operand]]:
+    """(control name, A operand, B operand) per wrong-descriptor control kind and operand role, for packed
+    K-major scenarios (preferring 128B), the wrong descriptor on B (and on A when A is in shared memory); the
+    operand that is not the target is a plain K-major one (None for A in registers). A control is only kept
+    where the model says the wrong descriptor reads different bytes (with N = 8, for example, SBO is never
+    used and swapping it with the unused LBO of a swizzled K-major tile changes nothing)."""
     def packed_k(scen):
         pool = [s for s in scen if s[1].major == "K" and not s[0]]
         return sorted(pool, key=lambda s: s[1].swizzle != "128B")
@@ -226,7 +235,7 @@ def negative_controls(key, a_scen, b_scen) -> list[Case]:
 
     out = []
     for name, wrong in CONTROLS.items():
-        for role in ("B", "A") if key.a_src == "SS" else ("B",):
+        for role in ("B", "A") if a_in_smem else ("B",):
             for suffix, lay in packed_k(b_scen if role == "B" else a_scen):
                 bad = wrong(lay)
                 try:
@@ -237,9 +246,16 @@ def negative_controls(key, a_scen, b_scen) -> list[Case]:
                     continue  # vacuous for this tile: try the next layout
                 target = Operand(suffix, lay, bad)
                 if role == "B":
-                    a = plain_operand(*k_plain(a_scen)) if key.a_src == "SS" else None
-                    out.append(Case(key, 0, a, target, 0, "exact", name))
+                    a = plain_operand(*k_plain(a_scen)) if a_in_smem else None
+                    out.append((name, a, target))
                 else:
-                    out.append(Case(key, 0, target, plain_operand(*k_plain(b_scen)), 0, "exact", name + "@A"))
+                    out.append((name + "@A", target, plain_operand(*k_plain(b_scen))))
                 break
     return out
+
+
+def negative_controls(key, a_scen, b_scen) -> list[Case]:
+    """A wrong descriptor on B (and on A for SS) for each control kind: each must be caught. Variant 0 is
+    K-major for both operands, so the controls take packed K-major scenarios (descriptor_controls)."""
+    return [Case(key, 0, a, b, 0, "exact", name)
+            for name, a, b in descriptor_controls(a_scen, b_scen, key.a_src == "SS")]

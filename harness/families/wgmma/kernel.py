@@ -37,11 +37,17 @@ class AsmOperands:
     def instruction(self, v: forms.Variant) -> str:
         return forms.instruction(self.key, v, self.d_ops, self.a_op, self.b_op, "p")
 
-    def statement(self, v: forms.Variant, indent: str = "        ") -> str:
-        """The asm statement issuing one wgmma of variant v (scale-d turned into the predicate it takes)."""
+    def statement(self, instruction: str, indent: str = "        ", extra_inputs: str = "") -> str:
+        """The asm statement issuing one wgmma (its PTX text, e.g. instruction(v); scale-d turned into the
+        predicate it takes); `extra_inputs` follow scale-d (the sparse form's metadata register)."""
         return (f"{indent}asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, {self.scale_op}, 0;\\n"
-                f"{self.instruction(v)}\\n}}\\n\"\n"
-                f"{indent}    : {self.outputs}\n{indent}    : {self.inputs} : \"memory\");")
+                f"{instruction}\\n}}\\n\"\n"
+                f"{indent}    : {self.outputs}\n{indent}    : {self.inputs}{extra_inputs} : \"memory\");")
+
+    @property
+    def next_operand(self) -> int:
+        """The number the next operand appended after scale-d gets (the sparse form's metadata)."""
+        return int(self.scale_op.lstrip("%")) + 1
 
 
 def asm_operands(key: forms.KernelKey, desc_a: str = "desc_a", desc_b: str = "desc_b", scale_d: str = "p.scale_d",
@@ -65,27 +71,37 @@ def asm_operands(key: forms.KernelKey, desc_a: str = "desc_a", desc_b: str = "de
                        ", ".join(a_inputs + [f'"l"({desc_b})', f'"r"({scale_d})']))
 
 
+def switch_case(idx: int, comment: str, statement: str) -> str:
+    """One `case idx:` of the kernel's variant switch: the asm statement of one compiled immediate combination."""
+    return f"    case {idx}:  // {comment}\n{statement}\n        break;"
+
+
+def fill_template(name: str, key, a_regs: str, variant_cases: list[str], meta_param: str = "") -> str:
+    """kernels/wgmma.cu for a kernel named `name` with `key`'s accumulators (dtype, acc_regs); `meta_param` is
+    the sparse form's extra kernel parameter (nothing for the dense form)."""
+    is_f32 = key.dtype == "f32"
+    return kernels.fill(kernels.template("wgmma.cu"), KERNEL_NAME=name,
+                        ACC_TYPE="float" if is_f32 else "unsigned int", ACC_REGS=key.acc_regs,
+                        FROM_BITS="__uint_as_float" if is_f32 else "", TO_BITS="__float_as_uint" if is_f32 else "",
+                        A_REGS=a_regs, VARIANT_CASES="\n".join(variant_cases), META_PARAM=meta_param)
+
+
+def a_registers(key) -> str:
+    """The kernel's code that loads A's four registers (RS), or marks the unused array (SS)."""
+    if key.a_src == "RS":
+        return ("const unsigned int* ar = a_regs + slot * 4ull;\n"
+                "    const unsigned int a0 = ar[0], a1 = ar[1], a2 = ar[2], a3 = ar[3];")
+    return "(void)a_regs;"
+
+
 def source(key: forms.KernelKey, only_variant: int | None = None) -> str:
     """The kernel of one key, with every variant (or, for the naive baseline of the benchmark, one)."""
     forms.validate_key(key)
-    nreg = key.acc_regs
-    is_f32 = key.dtype == "f32"
     ops = asm_operands(key)
-    cases = []
-    for idx, v in enumerate(forms.variants(key)):
-        if only_variant is not None and idx != only_variant:
-            continue
-        cases.append(f"    case {idx}:  // {v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}\n"
-                     f"{ops.statement(v)}\n        break;")
-    if key.a_src == "RS":
-        a_regs = ("const unsigned int* ar = a_regs + slot * 4ull;\n"
-                  "    const unsigned int a0 = ar[0], a1 = ar[1], a2 = ar[2], a3 = ar[3];")
-    else:
-        a_regs = "(void)a_regs;"
-    return kernels.fill(kernels.template("wgmma.cu"), KERNEL_NAME=key.name,
-                        ACC_TYPE="float" if is_f32 else "unsigned int", ACC_REGS=nreg,
-                        FROM_BITS="__uint_as_float" if is_f32 else "", TO_BITS="__float_as_uint" if is_f32 else "",
-                        A_REGS=a_regs, VARIANT_CASES="\n".join(cases))
+    cases = [switch_case(idx, f"{v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}",
+                         ops.statement(ops.instruction(v)))
+             for idx, v in enumerate(forms.variants(key)) if only_variant is None or idx == only_variant]
+    return fill_template(key.name, key, a_registers(key), cases)
 
 
 def sass_opcode(key: forms.KernelKey, v: forms.Variant) -> str:

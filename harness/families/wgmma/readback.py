@@ -112,9 +112,11 @@ def _diff_by_value(preps: list[Prepared], regs: np.ndarray) -> list[dict]:
             # (a control that merely differs could hide a model that is wrong in the same place as the hardware)
             rec["status"] = "pass" if differs and nbad[i] == 0 else "fail"
             if not differs:
-                rec["why"] = "a deliberately wrong descriptor gave the intended product: the harness could not fail"
+                rec["why"] = (f"a deliberately wrong {case.control_input} gave the intended product: the harness "
+                              "could not fail")
             elif nbad[i]:
-                rec["why"] = "the wrong descriptor changed the result, but not into the misread the model predicts"
+                rec["why"] = (f"the wrong {case.control_input} changed the result, but not into the misread the "
+                              "model predicts")
         else:
             rec["status"] = "pass" if nbad[i] == 0 else "fail"
         if nbad[i]:

@@ -83,7 +83,7 @@ def junk_bytes(rng, t: dtypes.ElementType, nbytes: int) -> np.ndarray:
     return rng.choice(enc, size=nbytes // width).view(np.uint8)
 
 
-def _c_values(rng, case: Case, shape) -> np.ndarray:
+def c_values(rng, case: Case, shape) -> np.ndarray:
     dt = case.key.dtype
     if dt == "s32":
         if case.extra == "ovf":  # push half the rows towards +/-2^31 so the sum overflows
@@ -97,7 +97,7 @@ def _c_values(rng, case: Case, shape) -> np.ndarray:
     return rng.integers(-8, 9, size=shape).astype(np.float64)
 
 
-def _absolute(lay: layouts.SmemLayout, region: int) -> layouts.SmemLayout:
+def absolute(lay: layouts.SmemLayout, region: int) -> layouts.SmemLayout:
     """Move a region-relative layout to its place in the window; the base offset follows the spec formula
     only when the scenario asked for it (it is already part of the layout)."""
     return lay.moved(start=region + lay.start)
@@ -132,12 +132,12 @@ def place(case: Case):
     a_lay = a_desc = None
     end = 0
     if case.a is not None:
-        a_lay = _absolute(case.a.layout, 0)
-        a_desc = _absolute(case.a.desc_layout, 0)
+        a_lay = absolute(case.a.layout, 0)
+        a_desc = absolute(case.a.desc_layout, 0)
         end = max(layouts.footprint(a_lay)[1], layouts.footprint(a_desc)[1])
     region_b = -(-end // REGION_ALIGN) * REGION_ALIGN
-    b_lay = _absolute(case.b.layout, region_b)
-    b_desc = _absolute(case.b.desc_layout, region_b)
+    b_lay = absolute(case.b.layout, region_b)
+    b_desc = absolute(case.b.desc_layout, region_b)
     size = max(end, layouts.footprint(b_lay)[1], layouts.footprint(b_desc)[1])
     return a_lay, a_desc, b_lay, b_desc, region_b, -(-size // 16) * 16
 
@@ -150,7 +150,7 @@ def prepare(case: Case) -> Prepared:
 
     a_vals = draw_values(rng, at, (M, K), case.data)
     b_vals = draw_values(rng, bt, (N, K), case.data)
-    c_vals = _c_values(rng, case, (M, N))
+    c_vals = c_values(rng, case, (M, N))
     a_bits, b_bits = at.to_bits(a_vals), bt.to_bits(b_vals)
     if case.extra == "tf32dirty":  # the tensor core must ignore the low 13 mantissa bits
         a_bits = a_bits | rng.integers(0, 1 << 13, size=a_bits.shape).astype(np.uint64)

@@ -54,7 +54,7 @@ def _load_a(j: int, indent: str) -> str:
 def _step(key: forms.SeqKey, v, j: int, indent: str) -> str:
     ops = wgmma_kernel.asm_operands(key.inst, desc_a=f"desc_a{j}", desc_b=f"desc_b{j}",
                                     scale_d="p.scale_d" if j == 0 else "one", a_regs=f"a{j}_")
-    return ops.statement(v, indent)
+    return ops.statement(ops.instruction(v), indent)
 
 
 def _variant_body(key: forms.SeqKey, v) -> str:

@@ -1,0 +1,167 @@
+"""Inputs and the numpy reference of a wgmma.mma_async.sp case, from the spec alone.
+
+`prepare(case)` draws the packed A (64 x K/2, non-zero values so that every misplaced element shows), B (N x K)
+and C (deterministically from the case's id), compresses nothing: the metadata pattern says where each stored
+element of A belongs (harness.spec.sparsity), writes the shared-memory image with the layout model, lays out the
+metadata registers for the selector, packs A (for RS) and C into registers with the dense fragment models, and
+computes the expected accumulator:
+
+    expected = accumulate(decompress(A as the descriptor reads it, metadata as the selector reads it), B as read, C)
+    intended = accumulate(decompress(A, the pattern's metadata), B, C)
+
+A negative control changes what the tensor core is given (a wrong descriptor, wrong metadata, the other
+selector); `expected` is then the model's prediction of the misread and must differ from `intended`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.families.wgmma import reference as dense
+from harness.families.wgmma.reference import EXACT_POOL, NORMAL_REL_TOL, acc_bits, accumulate, round_to_accumulator
+from harness.families.wgmma_sp.cases import Case
+from harness.spec import dtypes, fragments, layouts, sparsity
+
+
+@dataclass
+class Prepared(dense.Prepared):
+    e_regs: np.ndarray | None = None  # uint32 [128]: each thread's metadata register
+    nibbles: np.ndarray | None = None  # [64, chunks] metadata the tensor core reads (the model's prediction)
+
+    def slim(self) -> "Prepared":
+        self.e_regs = self.nibbles = None
+        return super().slim()
+
+
+def draw_packed(rng, t: dtypes.ElementType, shape, mode: str) -> np.ndarray:
+    """The stored elements of A: never zero, so a stored element put in the wrong place always shows."""
+    if t.kind in ("int", "uint"):
+        lo, hi = t.int_range()
+        vals = rng.integers(lo, hi, size=shape).astype(np.int64)
+        return np.where(vals >= 0, vals + 1, vals)  # lo..hi without 0
+    if mode == "normal":
+        return dense.draw_values(rng, t, shape, mode)
+    pool = EXACT_POOL[t.name]
+    return rng.choice(pool[pool != 0], size=shape)
+
+
+def pattern_nibbles(fmt: sparsity.SparseFormat, pattern: str, rng) -> np.ndarray:
+    """[64, chunks] metadata of one of the patterns of cases.PATTERNS (every value legal for the type)."""
+    ordered = sparsity.legal_nibbles(fmt, ordered_only=True)
+    rows, chunks = np.arange(sparsity.M)[:, None], np.arange(fmt.chunks)[None, :]
+    # cycle: neighbouring chunks of a nibble group, chunks c and c + 4 (f16/tf32: the two threads of a pair),
+    # c and c + 8 (8-bit: T0 and T2), rows r and r + 8 (T0 and T1) get different values, even with tf32's two;
+    # with 2:4's six, chunk c + 4 of row r also differs from chunk c of row r + 8 (a pair's thread roles swapped)
+    step = chunks + chunks // 4 + rows * 5 + 3 * (rows // 8)
+    if pattern == "cycle":
+        return np.asarray(ordered)[step % len(ordered)]
+    if pattern == "random":
+        return rng.choice(ordered, size=(sparsity.M, fmt.chunks))
+    if pattern == "rows":
+        return np.asarray(ordered)[np.broadcast_to((rows * 5 + rows // 8) % len(ordered), (sparsity.M, fmt.chunks))]
+    if pattern == "cols":
+        return np.asarray(ordered)[np.broadcast_to(chunks % len(ordered), (sparsity.M, fmt.chunks))]
+    if pattern == "reversed":
+        rev = [v for v in sparsity.legal_nibbles(fmt) if not sparsity.is_ordered(fmt, v)]
+        return np.asarray(rev)[step % len(rev)]
+    raise ValueError(f"unknown metadata pattern {pattern!r}")
+
+
+def other_pattern(fmt: sparsity.SparseFormat, nibbles: np.ndarray) -> np.ndarray:
+    """Valid metadata that differs from `nibbles` in every chunk: each chunk's value moved on by one in the list
+    of legal increasing pairs (the decoy of the unread threads, and the wrong-metadata control)."""
+    ordered = list(sparsity.legal_nibbles(fmt, ordered_only=True))
+    nxt = {v: ordered[(ordered.index(v) + 1) % len(ordered)] if v in ordered else ordered[0]
+           for v in sparsity.legal_nibbles(fmt)}
+    return np.vectorize(nxt.__getitem__, otypes=[np.int64])(nibbles)
+
+
+def swap_nibbles_01(regs: np.ndarray) -> np.ndarray:
+    r = np.asarray(regs, dtype=np.uint32)
+    return (r & np.uint32(0xFFFFFF00)) | ((r & np.uint32(0xF)) << 4) | ((r >> 4) & np.uint32(0xF))
+
+
+def swap_pair_threads(regs: np.ndarray, selector: int, all_threads: bool) -> np.ndarray:
+    """Exchange the registers of lanes 4g + 2s and 4g + 2s + 1 (for all four supplying threads: 4g and 4g + 1)."""
+    r = np.asarray(regs, dtype=np.uint32).copy()
+    first = 0 if all_threads else 2 * selector
+    t = np.arange(sparsity.WARPGROUP)
+    lo = t[t % 4 == first]
+    r[lo], r[lo + 1] = regs[lo + 1], regs[lo]
+    return r
+
+
+def metadata(case: Case, fmt: sparsity.SparseFormat, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the pattern's nibbles, the registers the kernel gets, the nibbles the tensor core reads from them)."""
+    atype = case.variant.atype
+    truth = pattern_nibbles(fmt, case.pattern, rng)
+    placed = case.placed_selector
+    decoy = None
+    if len(fmt.selectors) == 2:  # the pair the placed selector does not name holds other valid metadata
+        decoy = sparsity.metadata_registers(atype, other_pattern(fmt, truth), 1 - placed)
+    if case.control == "meta:other-pattern":
+        regs = sparsity.metadata_registers(atype, other_pattern(fmt, truth), placed, decoy)
+    else:
+        regs = sparsity.metadata_registers(atype, truth, placed, decoy)
+    if case.control == "meta:swapped-nibbles":
+        regs = swap_nibbles_01(regs)
+    elif case.control == "meta:swapped-threads":
+        regs = swap_pair_threads(regs, placed, len(fmt.selectors) == 1)
+    return truth, regs, sparsity.metadata_read(atype, regs, case.variant.selector)
+
+
+def prepare(case: Case) -> Prepared:
+    key, v = case.key, case.variant
+    fmt = sparsity.format_of(v.atype)
+    rng = np.random.default_rng(case.seed)
+    at, bt = dtypes.get(v.atype), dtypes.get(v.btype)
+    M, N, K, KP = sparsity.M, key.n, key.k, key.packed_k
+
+    packed = draw_packed(rng, at, (M, KP), case.data)
+    b_vals = dense.draw_values(rng, bt, (N, K), case.data)
+    c_vals = dense.c_values(rng, case, (M, N))
+    a_bits, b_bits = at.to_bits(packed), bt.to_bits(b_vals)
+    if case.extra == "tf32dirty":  # the tensor core must ignore the low 13 mantissa bits
+        a_bits = a_bits | rng.integers(0, 1 << 13, size=a_bits.shape).astype(np.uint64)
+        b_bits = b_bits | rng.integers(0, 1 << 13, size=b_bits.shape).astype(np.uint64)
+    truth, e_regs, read_nibbles = metadata(case, fmt, rng)
+
+    a_lay, a_desc, b_lay, b_desc, region_b, size = dense.place(case)  # A is the packed tile
+    image = np.concatenate([dense.junk_bytes(rng, at, region_b), dense.junk_bytes(rng, bt, size - region_b)])
+    if a_lay is not None:
+        layouts.write_image(a_lay, a_bits, image)
+    layouts.write_image(b_lay, b_bits, image)
+
+    with np.errstate(invalid="ignore", over="ignore"):  # junk bytes may decode to NaN/Inf
+        packed_read = at.from_bits(layouts.read_image(a_desc, image)) if a_desc is not None else at.from_bits(a_bits)
+        b_read = bt.from_bits(layouts.read_image(b_desc, image))
+    a_read = sparsity.decompress(fmt, packed_read, read_nibbles)
+
+    a_regs = None
+    if case.a is None:  # the packed A in the dense fragment of its type
+        a_regs = fragments.gather_registers(fragments.wgmma_a_fragment(v.atype), a_bits)
+    dfrag = fragments.wgmma_d_fragment(N, key.dtype)
+    c_regs = fragments.gather_registers(dfrag, acc_bits(key.dtype, c_vals))
+
+    a_logical = sparsity.decompress(fmt, at.from_bits(a_bits), truth)
+    b_logical = bt.from_bits(b_bits)
+    with np.errstate(invalid="ignore", over="ignore"):
+        exact_expected = accumulate(case, a_read, b_read, c_vals)
+        intended = round_to_accumulator(case, accumulate(case, a_logical, b_logical, c_vals))
+        expected = round_to_accumulator(case, exact_expected)
+    tol = None
+    if case.data == "normal":
+        mag = np.abs(a_logical) @ np.abs(b_logical).T + (np.abs(c_vals) if case.scale_d else 0)
+        tol = NORMAL_REL_TOL[(v.atype, key.dtype)] * mag + 1e-30
+        expected = exact_expected
+    elif key.dtype != "s32" and not np.array_equal(expected, exact_expected):
+        raise AssertionError(f"{case.id}: reference is not exact in {key.dtype}; the value pools are wrong")
+    if case.control and case.data == "exact":
+        with np.errstate(invalid="ignore"):
+            if np.array_equal(expected, intended):
+                raise AssertionError(f"{case.id}: the control reads exactly the intended product: it could not fail")
+    expected_regs = None if tol is not None else fragments.gather_registers(dfrag, acc_bits(key.dtype, expected))
+    return Prepared(case, image, a_desc, b_desc, a_regs, c_regs, a_logical, b_logical, c_vals, expected, intended,
+                    tol, expected_regs, None, e_regs, read_nibbles)
+
