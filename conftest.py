@@ -42,8 +42,9 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     broken = gpu.unusable()  # a GPU is here but CUDA fails: GPU tests must fail, not skip (no false green)
+    grouped = getattr(getattr(config, "option", None), "dist", None) == "loadgroup"
     for item in items:
-        if getattr(config.option, "dist", None) == "loadgroup" and item.get_closest_marker("xdist_group") is None:
+        if grouped and item.get_closest_marker("xdist_group") is None:
             # a module's tests stay on one worker, so its module-scoped fixtures (kernels compiled, CuTe DSL
             # evaluated, CUTLASS oracles run) are built once, not once per worker
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))

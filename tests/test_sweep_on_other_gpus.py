@@ -1,5 +1,5 @@
-"""The sweep on a GPU that is not an sm_90a (a B200 running the tcgen05 part, say): the sm_90a cases (wgmma and
-wgmma_seq) are written to the results file as not run, with the reason, next to the tcgen05 records; nothing is
+"""The sweep on a GPU that is not an sm_90a (a B200 running the tcgen05 part, say): the sm_90a cases (wgmma
+here) are written to the results file as not run, with the reason, next to the tcgen05 records; nothing is
 silently dropped.
 The GPU is a stand-in here (monkeypatched) and so is its backend (tests/simulated/passthrough_device.py, whose
 tcgen05 answer is never a pass): this tests the bookkeeping, not a GPU."""
@@ -22,11 +22,11 @@ def test_wgmma_cases_are_recorded_not_run_beside_tcgen05_results(tmp_path, monke
     summary = sweep.run(sel, cfg, log=lambda m: None)
     env, recs, closing = results.load(out)
     planned = plan.make(sel, {"tcgen05": "sm_100a"}).work
-    wgmma_cases = sum(len(cs) for k, cs in planned if k.family in ("wgmma", "wgmma_seq"))
+    wgmma_cases = sum(len(cs) for k, cs in planned if k.family == "wgmma")
     tc_cases = sum(len(cs) for k, cs in planned if k.family == "tcgen05")
     assert wgmma_cases and tc_cases and len(recs) == wgmma_cases + tc_cases
     not_run = [r for r in recs.values() if r["status"] == "not-run"]
-    assert len(not_run) == wgmma_cases and {r["family"] for r in not_run} == {"wgmma", "wgmma_seq"}
+    assert len(not_run) == wgmma_cases and {r["family"] for r in not_run} == {"wgmma"}
     assert "needs a sm_90a GPU" in not_run[0]["reason"]
     ran = [r for r in recs.values() if r["family"] == "tcgen05"]
     # a control whose encoding the ISA leaves undefined counts a fault as caught (its record says so); the rest fault
