@@ -10,7 +10,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.slow
 def test_wheel_installs_and_every_command_runs_outside_the_checkout(tmp_path):
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",

@@ -125,7 +125,6 @@ def test_the_sub_tiles_partition_the_tile_and_are_slices_of_one_layout_where_the
 
 
 @pytest.mark.cute
-@pytest.mark.slow
 def test_the_sub_tiles_and_advances_are_cutlass_tiles_and_descriptor_offsets():
     """Against CuTe DSL: the tile is CUTLASS's tile_to_shape of the wgmma smem atom (MN first), every element of
     every step's sub-tile sits where CuTe's swizzled layout puts it, and each advance is the unswizzled offset of
@@ -207,7 +206,6 @@ def test_the_simulated_gpu_passes_the_cases_and_gives_each_control_its_predicted
             assert r["caught"] and r["matches_model_prediction"] and r["mismatches"] == 0, r
 
 
-@pytest.mark.slow
 def test_every_case_of_every_kernel_on_the_simulated_gpu():
     for kernel, cases in KERNELS:
         recs = _run_on_sim(kernel, cases)
@@ -335,7 +333,6 @@ def test_kernel_compiles_for_sm_90a_with_its_sass(name, cubins):
     check_sass(BY_NAME[name][0].form, cubins(name))
 
 
-@pytest.mark.slow
 def test_every_sequence_kernel_compiles_with_its_sass(cubins):
     for name in BY_NAME:
         check_sass(BY_NAME[name][0].form, cubins(name))
