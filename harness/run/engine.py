@@ -146,6 +146,8 @@ def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: 
             mine["ok"] += 1
             return family.readback(kernel, [expectations[j] for j in idx], outputs)
         except LaunchFailed as e:
+            if e.status == Status.COMPILE_ERROR:  # the driver cannot load the module: every launch would fail alike
+                return [case_record(expectations[j].case.id, kernel, Status.COMPILE_ERROR, error=str(e)) for j in idx]
             pending[0] = e
             if error is None:  # the first launch was the engine's, not isolation's
                 mine["failed"] += 1

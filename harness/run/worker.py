@@ -13,17 +13,19 @@ import multiprocessing.connection
 import time
 import traceback
 
+from harness.enums import Status
+
 
 class LaunchFailed(RuntimeError):
     def __init__(self, status: str, message: str):
-        self.status = status  # 'fault' or 'timeout'
+        self.status = status  # 'fault' or 'timeout', or 'compile-error' when the driver cannot load the module
         super().__init__(message)
 
 
 def _serve(conn, device: int, backend: str) -> None:
     import importlib
 
-    from harness.run.launch import save_outputs
+    from harness.run.launch import ModuleLoadError, save_outputs
 
     launch = importlib.import_module(backend)
     launch.use_device(device)
@@ -42,6 +44,9 @@ def _serve(conn, device: int, backend: str) -> None:
                 save_outputs(outputs, out_path)
                 outputs = None
             conn.send(("ok", outputs, time.perf_counter() - t))
+        except ModuleLoadError as e:  # the module, not the launch: no bisection (the worker is replaced all the same)
+            conn.send(("load-error", str(e), 0.0))
+            return
         except Exception as e:  # report, then exit: the context may be poisoned
             conn.send(("error", f"{type(e).__name__}: {e}".strip() or traceback.format_exc(limit=1), 0.0))
             return
@@ -105,6 +110,9 @@ class GpuWorker:
             self.kill()
             raise LaunchFailed("fault", f"the GPU worker died (exit code {code})") from None
         self.gpu_s += seconds
+        if status == "load-error":
+            self.kill()
+            raise LaunchFailed(str(Status.COMPILE_ERROR), payload)
         if status != "ok":
             self.kill()
             raise LaunchFailed("fault", payload)
