@@ -3,6 +3,8 @@ path, the cache key, kernel folders and their manifests, the environment record 
 bad option refused with one line and exit 2 before anything is compiled."""
 import json
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -18,12 +20,15 @@ from tests.simulated import fake_gpus
 from tests.test_nvrtc import expected_sass, sass_gmma_ops
 
 B1 = ["--family", "wgmma", "--kind", "b1", "--n", "8"]  # two small kernels (SS, RS)
-KEYS = [wgmma.KernelKey("f16", 8, "f32", "SS"), wgmma.KernelKey("s8", 16, "s32", "RS")]
+KEYS = [wgmma.KernelKey("tf32", 8, "f32", "SS"), wgmma.KernelKey("s8", 16, "s32", "RS")]
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+@pytest.fixture(scope="module", autouse=True)
+def _private_cache(tmp_path_factory):
+    """One compile cache for the module: each kernel compiles once here (the cache key keeps toolchains apart)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TC_HARNESS_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield
 
 
 def run_cli(capsys, *argv):
@@ -143,10 +148,10 @@ def test_an_arch_the_nvrtc_cannot_build_is_refused_before_compiling(capsys, monk
     monkeypatch.setattr(T.Toolchain, "cannot_build",
                         lambda self, archs: {a: "nvrtc: error: invalid value for --gpu-architecture (-arch)"
                                              for a in archs if a == "sm_103a"})
-    rc, _, err = run_cli(capsys, "sweep", "--family", "tcgen05", "--kind", "f16", "--out", tmp_path / "r.jsonl")
+    rc, _, err = run_cli(capsys, "sweep", "--family", "tcgen05", "--kind", "mxf4", "--out", tmp_path / "r.jsonl")
     assert rc == 2 and len(err) == 1 and "cannot build sm_103a" in err[0] and "tcgen05" in err[0], err
     assert not (tmp_path / "r.jsonl").exists()
-    rc, _, err = run_cli(capsys, "compile", "--kind", "f16", "--out", tmp_path / "k")
+    rc, _, err = run_cli(capsys, "compile", "--kind", "b1", "--kind", "mxf4", "--out", tmp_path / "k")
     assert rc == 2 and len(err) == 1 and "give --family wgmma or another --nvrtc" in err[0], err
 
 
@@ -165,15 +170,24 @@ def test_a_driver_older_than_the_ptx_is_refused_on_a_gpu_machine(monkeypatch, tm
 
 # ---------------------------------------------------------------------------------------------------- kernel folders
 
-@pytest.fixture
-def folder(tmp_path, capsys):
-    out = tmp_path / "kernels"
-    rc, text, _ = run_cli(capsys, "compile", *B1, "--toolchain", "driver-jit", "--out", out)
-    assert rc == 0 and f"sweep --kernels {out} --family wgmma --kind b1 --n 8" in text
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("built") / "kernels"
+    assert cli.main(["compile", *B1, "--toolchain", "driver-jit", "--out", str(out)]) == 0
     return out
 
 
-def test_compile_writes_modules_and_a_manifest_naming_the_toolchain(folder):
+@pytest.fixture
+def folder(built, tmp_path):
+    """A fresh copy of a driver-jit kernel folder of the b1 N = 8 kernels, for a test to tamper with."""
+    return Path(shutil.copytree(built, tmp_path / "kernels"))
+
+
+def test_compile_writes_modules_and_a_manifest_naming_the_toolchain(built, tmp_path, capsys):
+    rc, text, _ = run_cli(capsys, "compile", *B1, "--toolchain", "driver-jit", "--out", tmp_path / "k")
+    assert rc == 0 and f"sweep --kernels {tmp_path / 'k'} --family wgmma --kind b1 --n 8" in text
+    assert "2 kernels (2 for sm_90a) with driver-jit (NVRTC" in text
+    folder = built
     m = json.loads((folder / "manifest.json").read_text())
     jit = T.resolve(ToolchainKind.DRIVER_JIT)
     assert m["format"] == kernel_folder.FORMAT and m["selection"] == "--family wgmma --kind b1 --n 8"
@@ -203,44 +217,63 @@ def edit_manifest(folder, change):
     (folder / "manifest.json").write_text(json.dumps(m))
 
 
-@pytest.mark.parametrize("tamper, argv, says", [
+def tamper(folder, how):
+    first = sorted(folder.glob("*.ptx"))[0]
+    if how == "bytes":
+        first.write_bytes(first.read_bytes() + b"\n// changed\n")
+    elif how == "missing":
+        first.unlink()
+    elif how == "source":
+        edit_manifest(folder, lambda m: m["kernels"][0].update(source_sha256="0" * 64))
+    elif how == "options":
+        edit_manifest(folder, lambda m: m.update(options=["-G"]))
+    elif how == "format":
+        edit_manifest(folder, lambda m: m.update(format="something-else"))
+    elif how == "version":
+        edit_manifest(folder, lambda m: m.update(version=2))
+    elif how == "malformed":
+        edit_manifest(folder, lambda m: m.pop("toolchain"))
+    elif how == "json":
+        (folder / "manifest.json").write_text("{not json")
+    elif how == "no-manifest":
+        (folder / "manifest.json").unlink()
+
+
+@pytest.mark.parametrize("how, says", [
+    ("bytes", "differ from the manifest's sha256"),
+    ("missing", "the manifest names it and the folder lacks it"),
+    ("source", "compiled from another source than this harness writes"),
+    ("options", "compiled with options -G"),
+    ("format", "is not a kernel folder's manifest"),
+    ("version", "this harness reads version 1"),
+    ("malformed", "manifest.json is malformed"),
+    ("json", "manifest.json is not readable JSON"),
+    ("no-manifest", "has no manifest.json: not a kernel folder"),
+])
+def test_a_manifest_that_does_not_match_is_refused_in_one_line(folder, how, says):
+    p = plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8,)))
+    kernels = [(k, wgmma_kernel.source(k.form)) for k in sweep.plan_kernels(p)]
+    kernel_folder.load(folder).check(kernels, C.DEFAULT_OPTIONS)  # untouched, it matches
+    tamper(folder, how)
+    with pytest.raises(kernel_folder.KernelFolderError) as e:
+        kernel_folder.load(folder).check(kernels, C.DEFAULT_OPTIONS)
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("how, argv, says", [
     (None, ["--family", "wgmma", "--kind", "b1"], "has no wgmma_b1_m64n16k256_s32_SS for sm_90a"),
     (None, [*B1, "--nvrtc", "13"], "leave out --nvrtc"),
     (None, [*B1, "--toolchain", "nvrtc"], "--toolchain nvrtc, but --kernels"),
     ("bytes", B1, "differ from the manifest's sha256"),
-    ("missing", B1, "the manifest names it and the folder lacks it"),
-    ("source", B1, "compiled from another source than this harness writes"),
-    ("options", B1, "compiled with options -G"),
-    ("format", B1, "is not a kernel folder's manifest"),
     ("version", B1, "this harness reads version 1"),
-    ("malformed", B1, "manifest.json is malformed"),
-    ("json", B1, "manifest.json is not readable JSON"),
-    ("no-manifest", B1, "has no manifest.json: not a kernel folder"),
 ])
-def test_a_folder_that_does_not_match_the_plan_is_refused_with_one_line(folder, tamper, argv, says, capsys,
-                                                                        tmp_path, monkeypatch):
+def test_sweep_refuses_a_folder_that_does_not_match_with_one_line(folder, how, argv, says, capsys, tmp_path,
+                                                                  monkeypatch):
     no_compiling(monkeypatch)
-    first = sorted(folder.glob("*.ptx"))[0]
-    if tamper == "bytes":
-        first.write_bytes(first.read_bytes() + b"\n// changed\n")
-    elif tamper == "missing":
-        first.unlink()
-    elif tamper == "source":
-        edit_manifest(folder, lambda m: m["kernels"][0].update(source_sha256="0" * 64))
-    elif tamper == "options":
-        edit_manifest(folder, lambda m: m.update(options=["-G"]))
-    elif tamper == "format":
-        edit_manifest(folder, lambda m: m.update(format="something-else"))
-    elif tamper == "version":
-        edit_manifest(folder, lambda m: m.update(version=2))
-    elif tamper == "malformed":
-        edit_manifest(folder, lambda m: m.pop("toolchain"))
-    elif tamper == "json":
-        (folder / "manifest.json").write_text("{not json")
-    elif tamper == "no-manifest":
-        (folder / "manifest.json").unlink()
+    tamper(folder, how)
     rc, _, err = run_cli(capsys, "sweep", "--kernels", folder, *argv, "--out", tmp_path / "r.jsonl")
-    assert rc == ExitCode.USAGE and len(err) == 1 and err[0].startswith("sweep: ") and says in err[0], err
+    assert rc == ExitCode.USAGE and len(err) == 1 and err[0].startswith("sweep: ") and str(folder) in err[0] \
+        and says in err[0], err
     assert not (tmp_path / "r.jsonl").exists()
 
 
@@ -325,18 +358,18 @@ def test_a_driver_jit_sweep_hands_the_gpu_ptx_and_a_jit_rejection_is_a_compile_e
     the real engine; a kernel the JIT rejects has every case recorded compile-error, without bisection."""
     p = plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8,)), {"wgmma": "sm_90a"})
     (k1, c1), (k2, c2) = p.work[0], p.work[1]
-    work = Plan([(k1, c1[:3]), (k2, c2[:3])])
+    work = Plan([(k1, c1[:2]), (k2, c2[:2])])
     simsweep.warm_wgmma_oracle(work)
     fake_gpus.install(monkeypatch, ["sm_90a"])
     monkeypatch.setenv("TC_SIM_JIT_REJECT", k2.name)
     logs = []
-    cfg = sweep.SweepConfig(out_path=tmp_path / "r.jsonl", workers=2, backend="tests.simulated.jit_device",
+    cfg = sweep.SweepConfig(out_path=tmp_path / "r.jsonl", workers=1, backend="tests.simulated.jit_device",
                             toolchain=T.resolve(ToolchainKind.DRIVER_JIT))
     summary = sweep.execute(work, cfg, log=logs.append)
     env, recs, _ = results.load(tmp_path / "r.jsonl")
     assert env["toolchain"] == "driver-jit"
-    assert [recs[c.id]["status"] for c in c1[:3]] == ["pass"] * 3
-    assert {recs[c.id]["status"] for c in c2[:3]} == {"compile-error"}
+    assert [recs[c.id]["status"] for c in c1[:2]] == ["pass"] * 2
+    assert {recs[c.id]["status"] for c in c2[:2]} == {"compile-error"}
     assert "CUDA_ERROR_INVALID_PTX" in recs[c2[0].id]["error"]
-    assert summary["compile-error"] == 3 and sweep.exit_code(summary) == ExitCode.FAILED
+    assert summary["compile-error"] == 2 and sweep.exit_code(summary) == ExitCode.FAILED
     assert not any("isolating" in m for m in logs)

@@ -1,7 +1,8 @@
 """A GPU worker process: launches run there, so a sticky CUDA error or a hang costs a worker, not the sweep.
 
-The parent sends (cubin path, kernel name, LaunchInput or the file it is saved in); the worker answers with the
-kernel's outputs and its timings, or the error text. After any error the parent replaces the worker: a CUDA context that saw an
+The parent sends (module path: a cubin, or PTX for the driver's JIT; kernel name; LaunchInput or the file it is
+saved in); the worker answers with the kernel's outputs and its timings, or the error text (a module the driver
+cannot load answers `load-error`, which the parent raises as LaunchFailed('compile-error')). After any error the parent replaces the worker: a CUDA context that saw an
 illegal instruction, a misaligned address or an out-of-range access is unusable. A launch that does not
 answer within the timeout is a hang: the worker is killed (which tears down its context and the kernel with
 it). One worker drives one GPU; `submit` and `collect` let the parent keep every GPU busy while it diffs.
