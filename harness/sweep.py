@@ -190,8 +190,7 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
     return compiled
 
 
-def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int | None = None,
-                      log=_log) -> dict:
+def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int | None = None) -> dict:
     """`python -m harness compile`: every kernel a sweep of `sel` compiles, by `tc`, into a kernel folder (for
     `sweep --kernels` on another machine). The plan is the one a machine without a GPU makes, which compiles the
     same kernels as one with any GPU (each family's archs, every one). SweepError before compiling anything for a
