@@ -139,7 +139,22 @@ def test_a_file_that_is_no_nvrtc_and_a_folder_without_one_are_refused(capsys, mo
     assert rc == 2 and len(err) == 1 and "cannot load" in err[0]
     (tmp_path / "empty").mkdir()
     rc, _, err = run_cli(capsys, "compile", *B1, "--nvrtc", tmp_path / "empty", "--out", tmp_path / "k")
-    assert rc == 2 and len(err) == 1 and "no libnvrtc.so under this folder" in err[0]
+    assert rc == 2 and len(err) == 1 and "no libnvrtc.so in this folder" in err[0]
+
+
+def test_nvrtc_is_found_by_folder_and_by_version(tmp_path, monkeypatch):
+    bound = Path(T.bound_library_path())
+    wheel = tmp_path / "root" / "13.x"  # as `pip install --target ROOT/13.x nvidia-cuda-nvrtc` lays it out
+    (wheel / "nvidia" / "cu13" / "lib").mkdir(parents=True)
+    (wheel / "nvidia" / "cu13" / "lib" / bound.name).symlink_to(bound)
+    assert T.find_library(str(wheel)).path == str(bound)
+    monkeypatch.setenv("TC_HARNESS_NVRTC_DIR", str(tmp_path / "root"))
+    version = T.bound_library().version
+    assert T.find_library(version).path == str(bound) == T.find_library(version.split(".")[0]).path
+    (wheel / "lib").mkdir()
+    (wheel / "lib" / "libnvrtc.so.12").write_bytes(b"another")
+    with pytest.raises(T.ToolchainError, match="2 NVRTC libraries in this folder"):
+        T.find_library(str(wheel))
 
 
 def test_an_arch_the_nvrtc_cannot_build_is_refused_before_compiling(capsys, monkeypatch, tmp_path):

@@ -172,10 +172,18 @@ def bound_library() -> NvrtcLibrary:
     return NvrtcLibrary(path, f"{major}.{minor}", _build_of(path))
 
 
+# where a folder holds its NVRTC: the library's own folder, a toolkit (/usr/local/cuda-12.8), a `pip install
+# --target` folder or a virtual environment; a fixed set of places, so that `--nvrtc /` is no walk of the disk
+_PLACES = ("", "lib", "lib64", "targets/*/lib", "nvidia/*/lib", "lib/python3*/site-packages/nvidia/*/lib")
+
+
 def libraries_under(folder) -> list[Path]:
-    """Every NVRTC library file under `folder` (symbolic links to one file counted once), sorted."""
-    found = {p.resolve() for p in Path(folder).rglob("libnvrtc.so*") if _LIBRARY_FILE.fullmatch(p.name)
-             and p.is_file()}
+    """The NVRTC library files a folder holds in one of `_PLACES` (symbolic links to one file counted once)."""
+    found = set()
+    for place in _PLACES:
+        for p in Path(folder).glob(f"{place}/libnvrtc.so*" if place else "libnvrtc.so*"):
+            if _LIBRARY_FILE.fullmatch(p.name) and p.is_file():
+                found.add(p.resolve())
     return sorted(found)
 
 
@@ -187,9 +195,11 @@ def installed_libraries() -> list[tuple[Path, str, str]]:
         paths.append(Path(bound_library_path()))
     except Exception:  # no cuda.bindings: only the roots
         pass
-    for root in library_roots():
+    for root in library_roots():  # ROOT/<version>/ is a `pip install --target` folder
         if root.is_dir():
-            paths += libraries_under(root)
+            for folder in sorted(root.iterdir()):
+                if folder.is_dir():
+                    paths += libraries_under(folder)
     out, seen = [], set()
     for p in paths:
         if p in seen:
@@ -214,7 +224,7 @@ def find_library(spec: str) -> NvrtcLibrary:
     text = spec.strip()
     hint = "give a libnvrtc.so file, a folder holding one, or a version such as 12.8"
     if not text:
-        raise ToolchainError(f"'': {hint}")
+        raise ToolchainError(hint)
     p = Path(text).expanduser()
     if _VERSION_SPEC.fullmatch(text) and not p.exists():
         want = _numbers(text)
@@ -232,12 +242,13 @@ def find_library(spec: str) -> NvrtcLibrary:
     if p.is_dir():
         libs = libraries_under(p)
         if not libs:
-            raise ToolchainError(f"{text}: no libnvrtc.so under this folder ({hint})")
+            raise ToolchainError(f"no libnvrtc.so in this folder, nor in its lib/, lib64/, targets/*/lib/ or "
+                                 f"nvidia/*/lib/ ({hint})")
         if len(libs) > 1:
-            raise ToolchainError(f"{text}: {len(libs)} NVRTC libraries under this folder ({libs[0]}, {libs[1]}"
+            raise ToolchainError(f"{len(libs)} NVRTC libraries in this folder ({libs[0]}, {libs[1]}"
                                  f"{', ...' if len(libs) > 2 else ''}); name one file")
         return library_at(libs[0])
-    raise ToolchainError(f"{text}: no such file or folder ({hint})")
+    raise ToolchainError(f"no such file or folder ({hint})")
 
 
 def _numbers_of_listing(text: str) -> tuple[int, ...]:
