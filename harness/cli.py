@@ -1,4 +1,4 @@
-"""python -m harness {sweep, compare, merge, junit, probe, desc, idesc, zmask, layout}
+"""python -m harness {sweep, compile, toolchains, compare, merge, junit, probe, desc, idesc, zmask, layout}
 
 Exit status (harness.enums.ExitCode): 0 all passed / nothing regressed; 1 a case failed, faulted, timed out or
 did not compile, compare found a regression, merge a disagreement, or a decoded descriptor breaks a rule;
@@ -292,15 +292,117 @@ def cmd_layout(a) -> int:
 
 # ---------------------------------------------------------------------------------------------------- sweep
 
-def cmd_sweep(a) -> int:
-    from harness import sweep
-    sel = sweep.Selection(
+def _toolchain(cmd: str, a):
+    """(Toolchain, KernelFolder or None) from --toolchain, --nvrtc and --kernels; UsageError, one line, for a
+    library that does not load or compile, a folder that is no kernel folder, or flags that contradict it."""
+    from harness.enums import ToolchainKind
+    from harness.run import kernel_folder, toolchain as toolchains
+    kernels = getattr(a, "kernels", None)
+    if kernels is not None:
+        if a.nvrtc is not None:
+            raise UsageError(f"{cmd}: --kernels {kernels} brings the toolchain that compiled it (its manifest "
+                             f"names it); leave out --nvrtc")
+        try:
+            folder = kernel_folder.load(kernels)
+        except kernel_folder.KernelFolderError as e:
+            raise UsageError(f"{cmd}: --kernels {kernels}: {e}") from None
+        if a.toolchain is not None and a.toolchain != folder.toolchain.kind:
+            raise UsageError(f"{cmd}: --toolchain {a.toolchain}, but --kernels {kernels} holds "
+                             f"{folder.toolchain.describe()} modules")
+        return folder.toolchain, folder
+    try:
+        return toolchains.resolve(ToolchainKind(a.toolchain or ToolchainKind.NVRTC), a.nvrtc), None
+    except toolchains.ToolchainError as e:
+        raise UsageError(f"{cmd}: --nvrtc {a.nvrtc}: {e}" if a.nvrtc is not None else f"{cmd}: {e}") from None
+
+
+def _selection(cmd: str, a):
+    """The selection the filter flags name (sweep and compile share them)."""
+    from harness.plan import Selection
+    if a.match is not None and not a.match.strip():
+        raise UsageError(f"{cmd}: --match '': give some text of the case ids to run")
+    return Selection(
         families=tuple(a.family) if a.family else None, kinds=tuple(a.kind) if a.kind else None,
         n_values=tuple(a.n) if a.n else None, dtypes=tuple(a.dtype) if a.dtype else None,
         a_srcs=tuple(a.a_src) if a.a_src else None, cta_groups=tuple(a.cta_group) if a.cta_group else None,
         data_modes=tuple(a.data) if a.data else None, controls=not a.no_controls, match=a.match)
-    if a.match is not None and not a.match.strip():
-        raise UsageError("sweep: --match '': give some text of the case ids to run")
+
+
+def _out_folder(cmd: str, flag: str, text: str) -> Path:
+    """A folder the command will fill: refuse '', a file, or a folder that holds anything but an earlier kernel
+    folder (whose modules are replaced), before any work."""
+    from harness.run import kernel_folder
+    if not text.strip():
+        raise UsageError(f"{cmd}: {flag} '': give a folder")
+    p = Path(text)
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"{cmd}: {flag} {text}: is a file; give a folder")
+    if p.is_dir() and any(p.iterdir()) and not (p / kernel_folder.MANIFEST).is_file():
+        raise UsageError(f"{cmd}: {flag} {text}: holds files and is no kernel folder; give a new or empty folder")
+    parent = p if p.exists() else p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{cmd}: {flag} {text}: cannot write in {parent}")
+    return p
+
+
+def cmd_compile(a) -> int:
+    from harness import sweep
+    sel = _selection("compile", a)
+    out = _out_folder("compile", "--out", a.out)
+    try:
+        sel.validate()
+    except sweep.SweepError as e:
+        raise UsageError(f"compile: {e}") from None
+    tc, _ = _toolchain("compile", a)
+    try:
+        summary = sweep.compile_to_folder(sel, tc, out, a.jobs)
+    except sweep.SweepError as e:
+        raise UsageError(f"compile: {e}") from None
+    code = ExitCode.FAILED if summary["rejected"] else ExitCode.OK
+    if a.json:
+        print(json.dumps({**summary, "exit": int(code)}, indent=2))
+        return code
+    archs = ", ".join(f"{n} for {arch}" for arch, n in sorted(summary["by_arch"].items()))
+    print(f"compiled {summary['kernels']} kernels ({archs}) with {summary['toolchain']} into {out}: "
+          f"{summary['files']} files, {summary['bytes'] / 2**20:.1f} MiB, in {summary['wall_s']}s")
+    for r in summary["rejected"]:
+        print(f"NVRTC rejected {r['kernel']} for {r['arch']}: {r['error']}")
+    print(f"launch them with: {PROG} sweep --kernels {out}" + (f" {summary['selection']}" if summary["selection"]
+                                                                else ""))
+    return code
+
+
+def cmd_toolchains(a) -> int:
+    """Every NVRTC library --nvrtc can name here, with what each builds."""
+    from harness.enums import Arch, ToolchainKind
+    from harness.run import toolchain as toolchains
+    rows = []
+    for path, release, build in toolchains.installed_libraries():
+        row = {"nvrtc": release, "nvrtc_build": build, "nvrtc_library": str(path)}
+        try:
+            tc = toolchains.resolve(ToolchainKind.NVRTC, str(path))
+            cannot = tc.cannot_build(Arch.values())
+            row.update(ptx_isa=tc.ptx_isa, builds=[x for x in Arch.values() if x not in cannot], cannot=cannot)
+        except toolchains.ToolchainError as e:
+            row["error"] = str(e)
+        rows.append(row)
+    if a.json:
+        print(json.dumps({"roots": [str(r) for r in toolchains.library_roots()], "libraries": rows}, indent=2))
+        return ExitCode.OK
+    print(f"NVRTC libraries (the one cuda.bindings binds, and those under "
+          f"{os.pathsep.join(map(str, toolchains.library_roots()))}):")
+    for r in rows:
+        what = (f"PTX ISA {r['ptx_isa']}, builds {', '.join(r['builds']) or 'none of the harness archs'}"
+                + (f"; not {', '.join(r['cannot'])}" if r["cannot"] else "")) if "error" not in r else r["error"]
+        print(f"  {r['nvrtc']:<5} V{r['nvrtc_build']:<10} {what}\n        {r['nvrtc_library']}")
+    return ExitCode.OK
+
+
+def cmd_sweep(a) -> int:
+    from harness import sweep
+    sel = _selection("sweep", a)
     if a.resume and a.out is None:
         raise UsageError("sweep: --resume needs the --out file to continue")
     out = _out_file("sweep", "--out", a.out) or DEFAULT_RESULTS_DIR / (
@@ -320,8 +422,9 @@ def cmd_sweep(a) -> int:
         sel.validate()
     except sweep.SweepError as e:
         raise UsageError(f"sweep: {e}") from None
+    tc, folder = _toolchain("sweep", a)
     cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
-                            shard=shard)
+                            shard=shard, toolchain=tc, kernels=folder)
     try:  # an empty or impossible selection is refused while planning, before anything is compiled
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:
@@ -523,6 +626,30 @@ def _kinds() -> list[str]:
     return list(dict.fromkeys(forms.KINDS + idesc.KINDS))
 
 
+def _selection_args(p) -> None:
+    p.add_argument("--family", action="append", choices=list(families.registry()),
+                   help="instruction family (repeatable)")
+    p.add_argument("--kind", action="append", choices=_kinds(), help="wgmma or tcgen05 kind (repeatable)")
+    p.add_argument("--n", action="append", type=int, help="only these N (repeatable)")
+    p.add_argument("--a-src", action="append", choices=OperandSource.values(), help="A operand source (repeatable)")
+    p.add_argument("--cta-group", action="append", type=int, choices=[1, 2], help="tcgen05 CTA group")
+    p.add_argument("--dtype", action="append", choices=["f16", "f32", "s32"], help="accumulator type")
+    p.add_argument("--data", action="append", choices=["exact", "normal"])
+    p.add_argument("--match", help="only cases whose id contains this text")
+    p.add_argument("--no-controls", action="store_true", help="skip the negative controls")
+
+
+def _toolchain_args(p) -> None:
+    from harness.enums import ToolchainKind
+    p.add_argument("--toolchain", choices=ToolchainKind.values(),
+                   help="nvrtc: NVRTC compiles cubins for the exact arch (default); driver-jit: NVRTC writes PTX "
+                        "and the driver's JIT compiles it as the GPU loads it")
+    p.add_argument("--nvrtc", metavar="PATH_OR_VERSION",
+                   help="the NVRTC to compile with: a libnvrtc.so, a folder holding one, or a version (13, 12.8, "
+                        "12.8.93) installed under $TC_HARNESS_NVRTC_DIR (default ~/.cache/tc-harness/nvrtc; "
+                        "python -m harness toolchains lists them); default: the one cuda.bindings binds")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"tensor-core-harness {__version__}")
@@ -530,16 +657,11 @@ def build_parser() -> argparse.ArgumentParser:
     scratch = f"{DEFAULT_RESULTS_DIR}/ under the current folder"
 
     s = sub.add_parser("sweep", help="run every case the node's GPUs support (the rest recorded as not run)")
-    s.add_argument("--family", action="append", choices=list(families.registry()),
-                   help="instruction family (repeatable)")
-    s.add_argument("--kind", action="append", choices=_kinds(), help="wgmma or tcgen05 kind (repeatable)")
-    s.add_argument("--n", action="append", type=int, help="only these N (repeatable)")
-    s.add_argument("--a-src", action="append", choices=OperandSource.values(), help="A operand source (repeatable)")
-    s.add_argument("--cta-group", action="append", type=int, choices=[1, 2], help="tcgen05 CTA group")
-    s.add_argument("--dtype", action="append", choices=["f16", "f32", "s32"], help="accumulator type")
-    s.add_argument("--data", action="append", choices=["exact", "normal"])
-    s.add_argument("--match", help="only cases whose id contains this text")
-    s.add_argument("--no-controls", action="store_true", help="skip the negative controls")
+    _selection_args(s)
+    _toolchain_args(s)
+    s.add_argument("--kernels", metavar="DIR", help="launch the modules of this kernel folder (python -m harness "
+                                                    "compile --out DIR) instead of compiling; refused unless its "
+                                                    "manifest matches this sweep's kernels")
     s.add_argument("--out", help=f"results file (JSON Lines); default {scratch}, sweep-<time>.jsonl")
     s.add_argument("--resume", action="store_true", help="continue --out without re-running its cases")
     s.add_argument("--jobs", type=_count, help="parallel compile processes, at least 1 (default: all cores)")
@@ -553,6 +675,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shard", metavar="I/N", help="run only kernel shard I of N (one per node of a fleet)")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.set_defaults(fn=cmd_sweep)
+
+    cp = sub.add_parser("compile", help="compile a selection's kernels into a folder, to launch elsewhere with "
+                                        "sweep --kernels")
+    _selection_args(cp)
+    _toolchain_args(cp)
+    cp.add_argument("--out", required=True, metavar="DIR", help="the kernel folder: one module per kernel and "
+                                                                "manifest.json (created; an earlier kernel folder "
+                                                                "there is replaced)")
+    cp.add_argument("--jobs", type=_count, help="parallel compile processes, at least 1 (default: all cores)")
+    cp.add_argument("--json", action="store_true", help="print the summary as JSON")
+    cp.set_defaults(fn=cmd_compile)
+
+    tl = sub.add_parser("toolchains", help="the NVRTC libraries --nvrtc can name here, and what each builds")
+    tl.add_argument("--json", action="store_true")
+    tl.set_defaults(fn=cmd_toolchains)
 
     m = sub.add_parser("merge", help="several results files (GPUs, nodes) as one; exit 1 on any disagreement")
     m.add_argument("inputs", nargs="+", help="results files, comma lists of them, or run folders (a folder: its "
@@ -695,7 +832,8 @@ def main(argv=None) -> int:
         if extra:
             raise UsageError(f"{cmd}: unrecognized arguments: {' '.join(extra)}")
         if not getattr(args, "fn", None):
-            raise UsageError("harness: give a command: sweep, compare, merge, junit, probe, desc, idesc, zmask or layout")
+            raise UsageError("harness: give a command: sweep, compile, toolchains, compare, merge, junit, probe, desc, "
+                             "idesc, zmask or layout")
         return int(args.fn(args))
     except UsageError as e:
         print(_one_line(str(e)), file=sys.stderr)

@@ -65,6 +65,16 @@ class Status(_Str):
         return self not in (Status.NOT_RUN, Status.ERROR, Status.COMPILE_ERROR)
 
 
+class ToolchainKind(_Str):
+    """How a kernel's source becomes the module the GPU loads (README, "Toolchain axis")."""
+    NVRTC = "nvrtc"  # NVRTC compiles to a cubin for the exact arch (NVRTC's own ptxas)
+    DRIVER_JIT = "driver-jit"  # NVRTC stops at PTX; the driver's JIT compiles it when the module loads
+
+    @property
+    def module_suffix(self) -> str:
+        return ".ptx" if self is ToolchainKind.DRIVER_JIT else ".cubin"
+
+
 class FamilyName(_Str):
     WGMMA = "wgmma"
     WGMMA_SEQ = "wgmma_seq"  # sequences of wgmma in one kernel (harness/families/wgmma_seq)

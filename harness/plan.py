@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import shlex
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -39,6 +40,17 @@ class Selection:
         given = {"kind": self.kinds, "n": self.n_values, "dtype": self.dtypes, "a_src": self.a_srcs,
                  "cta_group": self.cta_groups, "data": self.data_modes}
         return {k: tuple(v) for k, v in given.items() if v}
+
+    def flags(self) -> str:
+        """The selection as the sweep's command-line flags ('' for everything), e.g. '--family wgmma --kind f16'."""
+        given = [("family", self.families), ("kind", self.kinds), ("n", self.n_values), ("dtype", self.dtypes),
+                 ("a-src", self.a_srcs), ("cta-group", self.cta_groups), ("data", self.data_modes)]
+        words = [f"--{flag} {v}" for flag, values in given for v in values or ()]
+        if not self.controls:
+            words.append("--no-controls")
+        if self.match:
+            words.append(f"--match {shlex.quote(self.match)}")
+        return " ".join(words)
 
     def validate(self) -> "Selection":
         known = families.registry()

@@ -3,6 +3,7 @@ diagnosis of what failed. Nothing here knows an instruction family: each kernel'
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
@@ -13,7 +14,10 @@ from harness.enums import ExitCode, Status
 from harness.families.base import Kernel, case_record
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
-from harness.run import compile as nvrtc, gpu, sass
+from harness.enums import ToolchainKind
+from harness.run import compile as nvrtc, gpu, kernel_folder, sass, toolchain as toolchains
+from harness.run.kernel_folder import KernelFolder
+from harness.run.toolchain import Toolchain
 from harness.run.engine import DEFAULT_BACKEND, MAX_ISOLATION_FAILURES_TOTAL, Engine, IsolationBudget, Job
 from harness.run.worker import GpuWorker
 
@@ -44,6 +48,8 @@ class SweepConfig:
     diagnose: int = 16  # cases probed after the sweep, at most
     backend: str = DEFAULT_BACKEND  # the module that launches: the real device, or a simulated one
     isolation_total: int = MAX_ISOLATION_FAILURES_TOTAL  # failed bisection launches the whole sweep may spend
+    toolchain: Toolchain | None = None  # what compiles the kernels (None: NVRTC cubins, the NVRTC cuda.bindings binds)
+    kernels: KernelFolder | None = None  # launch the modules of this folder instead of compiling (its toolchain's)
 
 
 def devices(cfg: SweepConfig, archs) -> list[tuple[int, str]]:
@@ -93,11 +99,15 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
         devs = []
     elif devs is None:
         devs = devices(cfg, {k.arch for k, _ in p.work}) if gpu.device_count() else []
+    cfg = dataclasses.replace(cfg, toolchain=check_toolchain(p, cfg, devs))
+    prev = None
+    if cfg.resume and cfg.out_path and Path(cfg.out_path).exists():
+        prev_env, prev, _ = results.load(cfg.out_path)
+        check_resume_toolchain(prev_env, cfg)
     log(f"plan: {len(p.work)} kernels, {p.cases} cases" +
         (f" (+{len(p.compile_only)} kernels of other archs, compile only)" if p.compile_only else ""))
     done_ids: set[str] = set()
-    if cfg.resume and cfg.out_path and Path(cfg.out_path).exists():
-        _, prev, _ = results.load(cfg.out_path)
+    if prev is not None:
         done_ids = set(prev)
         log(f"resume: {len(done_ids)} cases already in {cfg.out_path}")
     work = [(k, [c for c in cs if c.id not in done_ids]) for k, cs in p.work]
@@ -116,18 +126,74 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
             own_engine.close()
 
 
+def plan_kernels(p: Plan) -> list[Kernel]:
+    """Every kernel a plan compiles: those it runs, then those of the families' other archs."""
+    return [k for k, _ in p.work] + p.compile_only
+
+
+def check_toolchain(p: Plan, cfg: SweepConfig, devs) -> Toolchain:
+    """The run's toolchain, checked against the plan before anything is compiled or launched; SweepError (exit 2)
+    for an arch its NVRTC cannot build, a kernel folder that does not match the plan, or a GPU whose driver's JIT
+    cannot load the PTX it writes."""
+    kernels = plan_kernels(p)
+    if cfg.kernels is not None:
+        tc = cfg.kernels.toolchain
+        try:
+            cfg.kernels.check([(k, families.get(k.family).source(k)) for k in kernels], nvrtc.DEFAULT_OPTIONS)
+        except kernel_folder.KernelFolderError as e:
+            raise SweepError(f"--kernels {cfg.kernels.path}: {e}") from None
+    else:
+        tc = cfg.toolchain or toolchains.default()
+        unbuildable = tc.cannot_build(sorted({str(k.arch) for k in kernels}))
+        if unbuildable:
+            arch, reason = next(iter(unbuildable.items()))
+            fams = sorted({str(k.family) for k in kernels if str(k.arch) == arch})
+            others = sorted({str(k.family) for k in kernels} - set(fams))
+            instead = f"--family {' --family '.join(others)}" if others else "another selection"
+            raise SweepError(f"NVRTC {tc.library.version} ({tc.library.path}) cannot build {arch}, which the "
+                             f"selection's {', '.join(fams)} kernels need (NVRTC: {reason}; it lists "
+                             f"{', '.join(map(str, tc.archs))}): give {instead} or another --nvrtc")
+    for d, _ in devs:
+        try:
+            toolchains.check_driver(tc, (gpu.device_info(d) or {}).get("driver") or 0)
+        except toolchains.ToolchainError as e:
+            raise SweepError(f"--toolchain driver-jit on GPU {d}: {e}") from None
+    return tc
+
+
+def check_resume_toolchain(prev_env: dict, cfg: SweepConfig) -> None:
+    """SweepError when --resume would append to results another toolchain wrote (files from before the toolchain
+    axis name none: they were NVRTC cubins)."""
+    tc = cfg.toolchain
+    was = (prev_env.get("toolchain", "nvrtc"), prev_env.get("nvrtc_build") or prev_env.get("nvrtc"))
+    now = (str(tc.kind), tc.library.build if prev_env.get("nvrtc_build") else tc.library.version)
+    if was != now:
+        raise SweepError(f"--resume {cfg.out_path}: its cases were compiled by {was[0]} (NVRTC {was[1]}), this run "
+                         f"by {now[0]} (NVRTC {now[1]}); give a new --out")
+
+
 def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel, nvrtc.Compiled]:
-    """Compile every kernel (cached, in parallel), then check each cubin's SASS against its family's
-    `sass_check` (cached beside the cubin): a kernel whose SASS lacks what it tests gets a SassMismatch as its
-    error, so its cases are recorded `compile-error` with the missing instruction named."""
+    """Compile every kernel (cached, in parallel) or take it from the --kernels folder, then check each cubin's
+    SASS against its family's `sass_check` (cached beside the cubin): a kernel whose SASS lacks what it tests gets
+    a SassMismatch as its error, so its cases are recorded `compile-error` with the missing instruction named."""
     t = time.time()
-    failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
-    jobs = [nvrtc.CompileJob(k.name, families.get(k.family).source(k), str(k.arch)) for k in kernels]
-    compiled = dict(zip(kernels, nvrtc.compile_many(jobs, cfg.workers, failed_dir, raise_on_error=False)))
-    fresh = sum(not c.cached and c.error is None for c in compiled.values())
     archs = ", ".join(sorted({str(k.arch) for k in kernels}))
-    log(f"compile: {len(kernels)} kernels for {archs} ({fresh} compiled, "
-        f"{sum(c.cached for c in compiled.values())} cached) in {time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
+    tc = cfg.kernels.toolchain if cfg.kernels is not None else (cfg.toolchain or toolchains.default())
+    if cfg.kernels is not None:
+        compiled = cfg.kernels.compiled(kernels)
+        log(f"kernels: {len(kernels)} for {archs} from {cfg.kernels.path} ({tc.describe()}, compiled on "
+            f"{cfg.kernels.host} at {cfg.kernels.date})")
+    else:
+        failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
+        jobs = [nvrtc.CompileJob(k.name, families.get(k.family).source(k), str(k.arch)) for k in kernels]
+        compiled = dict(zip(kernels, nvrtc.compile_many(jobs, cfg.workers, failed_dir, raise_on_error=False,
+                                                        toolchain=tc)))
+        fresh = sum(not c.cached and c.error is None for c in compiled.values())
+        log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} ({fresh} compiled, "
+            f"{sum(c.cached for c in compiled.values())} cached) in {time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
+    if tc.kind is ToolchainKind.DRIVER_JIT:  # PTX: the driver's JIT makes the SASS when the module loads
+        log("SASS: not checked (driver-jit: the driver compiles each module's PTX when it loads it)")
+        return compiled
     t = time.time()
     built = [k for k, c in compiled.items() if c.error is None]
     verdicts = sass.verify_many([(compiled[k].cubin_path, families.get(k.family).sass_check(k)) for k in built],
@@ -138,6 +204,31 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
     log(f"SASS: {len(built)} kernels checked, {sum(not v.ok for v in verdicts)} lack what they test, "
         f"in {time.time() - t:.1f}s")
     return compiled
+
+
+def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int | None = None) -> dict:
+    """`python -m harness compile`: every kernel a sweep of `sel` compiles, by `tc`, into a kernel folder (for
+    `sweep --kernels` on another machine). The plan is the one a machine without a GPU makes, which compiles the
+    same kernels as one with any GPU (each family's archs, every one). SweepError before compiling anything for a
+    selection or toolchain that cannot be; returns a summary."""
+    t = time.time()
+    p = planning.make(sel, {}, None)
+    cfg = SweepConfig(workers=workers, toolchain=tc)
+    check_toolchain(p, cfg, [])
+    kernels = plan_kernels(p)
+    sources = [(k, families.get(k.family).source(k)) for k in kernels]
+    jobs = [nvrtc.CompileJob(k.name, src, str(k.arch)) for k, src in sources]
+    compiled = dict(zip(kernels, nvrtc.compile_many(jobs, workers, Path(out_dir) / kernel_folder.ERRORS,
+                                                    raise_on_error=False, toolchain=tc)))
+    folder = kernel_folder.write(out_dir, tc, sources, compiled, nvrtc.DEFAULT_OPTIONS, sel.flags())
+    files = [Path(out_dir) / k.file for k in folder.kernels if k.file]
+    rejected = [{"kernel": k.name, "arch": k.arch, "error": k.error} for k in folder.kernels if k.error]
+    by_arch: dict[str, int] = {}
+    for k in kernels:
+        by_arch[str(k.arch)] = by_arch.get(str(k.arch), 0) + 1
+    return {"out": str(out_dir), "toolchain": tc.describe(), "kernels": len(kernels), "by_arch": by_arch,
+            "rejected": rejected, "files": len(files), "bytes": sum(f.stat().st_size for f in files),
+            "selection": sel.flags(), "wall_s": round(time.time() - t, 2)}
 
 
 def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, devs, t0, problem=None,
@@ -172,7 +263,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         summary["environment_error"] = problem
     writer = None
     if cfg.out_path:
-        env = results.environment([d for d, _ in devs])
+        env = results.environment([d for d, _ in devs], toolchain=cfg.toolchain, kernels=cfg.kernels)
         env["gpu_state"] = "unusable" if problem else ("usable" if devs else gpu.state().kind)
         env["gpus_requested"] = cfg.gpus
         if problem:

@@ -29,7 +29,7 @@ LIMIT_S = 10  # per call: a call that takes longer is a failure (an unbounded in
 _N = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "0"))
 SETTINGS = settings(max_examples=_N or 150, deadline=None, database=None, suppress_health_check=list(HealthCheck),
                     derandomize=not _N)
-COMMANDS = ("sweep", "compare", "merge", "probe", "desc", "idesc", "zmask", "layout")
+COMMANDS = ("sweep", "compile", "toolchains", "compare", "merge", "probe", "desc", "idesc", "zmask", "layout")
 
 TMP = Path(tempfile.mkdtemp(prefix="harness-fuzz-"))
 GOOD = TMP / "good.jsonl"
@@ -68,7 +68,7 @@ def call(argv):
     from harness.experiments import probe_runs, probes
     out, err = io.StringIO(), io.StringIO()
     patches = [mock.patch.object(sweep, "run", _reached), mock.patch.object(sweep, "execute", _reached),
-               mock.patch.object(probes, "work", _reached)]
+               mock.patch.object(sweep, "compile_to_folder", _reached), mock.patch.object(probes, "work", _reached)]
     patches += [mock.patch.object(probe_runs, n, _reached) for n in ("addresses", "field_overflow", "spec_examples")]
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(LIMIT_S)
@@ -105,7 +105,10 @@ def check_answered(argv, rc, out, err):
 
 FLAGS = {
     "sweep": ["--family", "--kind", "--n", "--a-src", "--cta-group", "--dtype", "--data", "--match", "--no-controls",
-              "--out", "--resume", "--jobs", "--timeout", "--gpus", "--shard", "--json"],
+              "--out", "--resume", "--jobs", "--timeout", "--gpus", "--shard", "--json", "--toolchain", "--nvrtc",
+              "--kernels"],
+    "compile": ["--family", "--kind", "--n", "--match", "--toolchain", "--nvrtc", "--out", "--jobs", "--json"],
+    "toolchains": ["--json"],
     "compare": ["--json"],
     "merge": ["--out", "--json"],
     "probe": ["--match", "--out", "--timeout", "--json"],
@@ -124,7 +127,8 @@ WORDS = ["sm_90a", "sm_100a", "sm_103a", "sm_80", "none", "32B", "64B", "128B", 
          "0,1", "0/2", "1/1", "3/2", "x/y", "nan", "inf", "-inf", "1e400", "", " ", "-", "--", "0x", "0x10", "0b101",
          "1_000", "1.5", "-0", "base-offset", "addresses", "spec-examples", "field-overflow", "start-alignment",
          "\u00e9\u00e8", "\x00", "%s", "a,b", ",", str(GOOD), str(RUN), str(TMP / "missing.jsonl"),
-         f"{GOOD},{GOOD}", str(OUTDIR / "o.jsonl"), str(OUTDIR), "/proc/nope/x"]
+         f"{GOOD},{GOOD}", str(OUTDIR / "o.jsonl"), str(OUTDIR), "/proc/nope/x", "nvrtc", "driver-jit", "12.7", "13",
+         "13.0.0"]
 INTS = st.one_of(st.integers(-300, 1100), st.sampled_from([1 << 64, -(1 << 64), 1180591620717411303424, 2 ** 31]))
 TOKEN = st.one_of(st.sampled_from(WORDS), INTS.map(str), INTS.map(hex), st.text(string.printable, max_size=6))
 
@@ -156,6 +160,7 @@ VALID = {
     "layout": ["layout", "--major", "K", "--swizzle", "128B", "--dtype", "bf16", "--rows", "8", "--cols", "64",
                "--lbo", "16", "--sbo", "1024"],
     "sweep": ["sweep", "--family", "tcgen05", "--out", str(OUTDIR / "s.jsonl")],
+    "compile": ["compile", "--family", "wgmma", "--kind", "b1", "--toolchain", "driver-jit", "--out", str(OUTDIR / "k")],
     "probe": ["probe", "base-offset", "--out", str(OUTDIR / "p.jsonl")],
     "compare": ["compare", str(GOOD), str(RUN)],
     "merge": ["merge", str(GOOD), str(RUN), "--out", str(OUTDIR / "m.jsonl")],
@@ -184,7 +189,7 @@ def invalid_argv(draw):
                                                .replace("json", "jsn")])]
     int_flags = {"desc": ["--start", "--lbo", "--sbo", "--base-offset"], "idesc": ["--m", "--n", "--max-shift"],
                  "zmask": ["--skip-span", "--use-span", "--shift"], "layout": ["--rows", "--cols", "--lbo", "--sbo"],
-                 "sweep": ["--jobs"]}.get(cmd, [])
+                 "sweep": ["--jobs"], "compile": ["--jobs"]}.get(cmd, [])
     if int_flags and "decode" not in base:
         faults.append(lambda: ("not an integer", _set(argv, draw(st.sampled_from(int_flags)), draw(BAD_INT))))
     if "decode" in base:
@@ -217,6 +222,14 @@ def invalid_argv(draw):
         faults.append(lambda: ("bad --shard", _set(argv, "--shard", draw(st.sampled_from(
             ["2/2", "-1/2", "0/0", "1", "a/b", "", "1/2/3"])))))
         faults.append(lambda: ("bad --gpus", _set(argv, "--gpus", draw(st.sampled_from(["x", "0,x", "-1", ""])))))
+    if cmd in ("sweep", "compile"):
+        faults.append(lambda: ("bad --nvrtc", _set(argv, "--nvrtc", draw(st.sampled_from(
+            ["", "12.7", "99", str(GOOD), str(EMPTY), str(TMP / "missing.so"), "x.y"])))))
+    if cmd == "sweep":
+        faults.append(lambda: ("bad --kernels", _set(argv, "--kernels", draw(st.sampled_from(
+            [str(EMPTY), str(GOOD), str(TMP / "missing"), str(RUN)])))))
+    if cmd == "compile":
+        faults.append(lambda: ("bad --out", _set(argv, "--out", draw(BAD_PATH))))
     if cmd == "probe":
         faults.append(lambda: ("--match on a probe without it", argv + ["--match", "x"]))
     if cmd == "merge":
@@ -326,8 +339,10 @@ def test_a_malformed_results_file_is_named_with_its_line(content):
         if bad_at is not None:
             assert rc == ExitCode.USAGE and f"{f}:{bad_at}: " in err, (argv, rc, err)
             assert not OUTDIR.exists() or not any(OUTDIR.iterdir())
-        else:
-            assert rc in (ExitCode.OK, ExitCode.FAILED), (argv, rc, err)
+        else:  # merge of cases none of which ran: nothing could run (exit 3), as documented
+            cases = results.load(f)[1]  # by id: a later record of an id replaces an earlier one
+            nothing_ran = argv[0] == "merge" and cases and all(r["status"] == "not-run" for r in cases.values())
+            assert rc in ((ExitCode.NOTHING_RAN,) if nothing_ran else (ExitCode.OK, ExitCode.FAILED)), (argv, rc, err)
     clean_out()
 
 

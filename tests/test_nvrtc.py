@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from harness.run import compile as C, sass
+from harness.run import compile as C, sass, toolchain
 from harness import kernels
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.families.wgmma import forms as wgmma
@@ -29,7 +29,8 @@ def test_cache_hit_and_key():
     first, second = C.compile_one(job), C.compile_one(job)
     assert not first.cached and second.cached and first.cubin_path == second.cubin_path
     other = C.CompileJob("smoke", kernels.smoke_source(), "sm_90a", C.DEFAULT_OPTIONS + ("-G",))
-    assert other.key(C.nvrtc_version()) != job.key(C.nvrtc_version())
+    tc = toolchain.default()
+    assert other.key(tc) != job.key(tc)
 
 
 @pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])

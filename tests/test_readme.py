@@ -2,7 +2,8 @@
 machine without a GPU.
 
 Lines run in this process (harness.cli.main), from the repository root, verbatim except for where they write:
-  - `--out FILE`, `--png FILE` and `--junit FILE` are redirected to the same file name in a temporary folder, and a `sweep` or
+  - `--out FILE`, `--png FILE`, `--junit FILE` and `--kernels DIR` are redirected to the same name in a temporary
+    folder (a `--kernels DIR` is first built there by the README's `compile ... --out DIR` line), and a `sweep` or
     `probe` line without `--out` gets `--out TMP/<command>.jsonl` (the README's default, results/scratch/ under the
     current folder, is checked by name only);
   - a `sweep` line with no selection filter gets `--family tcgen05 --kind f16 --cta-group 1` (three kernels), so
@@ -51,8 +52,22 @@ def split(line: str) -> tuple[list[str], str]:
     return words[3:], comment
 
 
+def kernel_folder_for(folder: str, tmp: Path) -> None:
+    """`sweep --kernels DIR`: run the README's `compile ... --out DIR` line first, into `tmp`, as a reader would."""
+    for line in LINES:
+        argv, _ = split(line)
+        if argv[0] == "compile" and argv[argv.index("--out") + 1] == folder:
+            assert cli.main(adapt(argv, tmp)) == ExitCode.OK, line
+            return
+    raise AssertionError(f"no README line compiles the kernel folder {folder}")
+
+
 def adapt(argv: list[str], tmp: Path) -> list[str]:
     out = list(argv)
+    if "--kernels" in out:
+        i = out.index("--kernels") + 1
+        kernel_folder_for(out[i], tmp)
+        out[i] = str(tmp / Path(out[i]).name)
     for flag in ("--out", "--png", "--junit"):
         if flag in out:
             i = out.index(flag) + 1
@@ -74,8 +89,8 @@ def expected(argv: list[str], comment: str) -> int:
 
 def test_the_commands_section_has_a_line_for_every_command():
     cmds = {split(line)[0][0] for line in LINES}
-    assert cmds >= {"sweep", "compare", "merge", "junit", "probe", "desc", "idesc", "zmask", "layout",
-                    "--version"}
+    assert cmds >= {"sweep", "compile", "toolchains", "compare", "merge", "junit", "probe", "desc", "idesc", "zmask",
+                    "layout", "--version"}
 
 
 @pytest.mark.parametrize("line", LINES)

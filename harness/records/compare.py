@@ -22,6 +22,33 @@ def _pattern(rec: dict):
             rec.get("error"))
 
 
+def toolchain_of(env: dict) -> str:
+    """The toolchain an environment record names, in words. Files from before the toolchain axis (schema 1 and 2)
+    name none: their kernels were NVRTC cubins."""
+    kind = env.get("toolchain", "nvrtc")
+    build = env.get("nvrtc_build")
+    parts = [f"NVRTC {env.get('nvrtc')}"] + ([f"V{build}" if not str(build).startswith("sha256:") else build]
+                                              if build else [])
+    if env.get("ptx_isa"):
+        parts.append(f"PTX ISA {env['ptx_isa']}")
+    if kind == "driver-jit" and env.get("driver"):
+        parts.append(f"JIT of driver {env['driver']}")
+    if env.get("kernels_dir"):
+        parts.append(f"compiled on {env.get('kernels_host')}")
+    return f"{kind} ({', '.join(parts)})"
+
+
+def toolchains_differ(a: dict, b: dict) -> bool:
+    """Whether two environment records name different compilers: kind, NVRTC version, its build where both name
+    one, and for the driver's JIT the driver."""
+    kind_a, kind_b = a.get("toolchain", "nvrtc"), b.get("toolchain", "nvrtc")
+    if kind_a != kind_b or a.get("nvrtc") != b.get("nvrtc"):
+        return True
+    if a.get("nvrtc_build") and b.get("nvrtc_build") and a["nvrtc_build"] != b["nvrtc_build"]:
+        return True
+    return kind_a == "driver-jit" and a.get("driver") != b.get("driver")
+
+
 def compare(old_path, new_path, accept_lost_coverage: bool = False) -> dict:
     """Each side is a results file, or several (a list, or a directory of them) taken together as one run.
 
@@ -39,7 +66,9 @@ def compare(old_path, new_path, accept_lost_coverage: bool = False) -> dict:
               # an illegal shape, say) loses nothing and is listed apart
               "missing_in_new": sorted(c for c in set(old) - set(new) if old[c].get("status") != "not-run"),
               "dropped_not_run": sorted(c for c in set(old) - set(new) if old[c].get("status") == "not-run"),
-              "new_cases": sorted(set(new) - set(old)), "environment": {}}
+              "new_cases": sorted(set(new) - set(old)), "environment": {},
+              "toolchains": {"old": toolchain_of(old_env), "new": toolchain_of(new_env),
+                             "differ": toolchains_differ(old_env, new_env)}}
     for key in sorted((set(old_env) | set(new_env)) - _VOLATILE):
         if old_env.get(key) != new_env.get(key):
             report["environment"][key] = [old_env.get(key), new_env.get(key)]
@@ -78,6 +107,10 @@ def compare(old_path, new_path, accept_lost_coverage: bool = False) -> dict:
 
 def render(report: dict, limit: int = 20) -> str:
     lines = [f"compare {report['old']} -> {report['new']}: {report['common']} cases in both"]
+    tcs = report.get("toolchains")
+    if tcs:
+        lines.append(f"toolchains differ: {tcs['old']} -> {tcs['new']}" if tcs["differ"]
+                     else f"toolchain: {tcs['new']} on both sides")
     env = report["environment"]
     if env:
         lines.append("environment:")

@@ -17,14 +17,18 @@ from pathlib import Path
 
 from harness.enums import Status
 
-SCHEMA = 2  # docs/results-schema.md; 2 added cuda_visible_devices and gpus_requested (environment), kernel_s (case)
-READABLE_SCHEMAS = (1, 2)  # committed baselines are schema 1: still read
+SCHEMA = 3  # docs/results-schema.md; 2 added cuda_visible_devices and gpus_requested (environment), kernel_s (case);
+# 3 the toolchain (toolchain, nvrtc_build, nvrtc_library, ptx_isa, kernels_dir/host/date)
+READABLE_SCHEMAS = (1, 2, 3)  # committed baselines are schema 1 and 2: still read
 
 
-def environment(devices: list[int] | None = None, seed_note: str = "per-case seeds: crc32 of the case id") -> dict:
-    """What a run ran on; `devices` are the GPU indices the run used (default: GPU 0)."""
+def environment(devices: list[int] | None = None, seed_note: str = "per-case seeds: crc32 of the case id",
+                toolchain=None, kernels=None) -> dict:
+    """What a run ran on; `devices` are the GPU indices the run used (default: GPU 0); `toolchain` what compiled
+    its kernels (default: NVRTC cubins from the NVRTC cuda.bindings binds), `kernels` the kernel folder they came
+    from, if any."""
     from harness import __version__
-    from harness.run import compile as nvrtc, gpu
+    from harness.run import gpu, toolchain as toolchains
     env = {"type": "environment", "schema": SCHEMA, "harness": __version__,
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "host": socket.gethostname(), "python": platform.python_version(), "seed": seed_note,
@@ -35,9 +39,11 @@ def environment(devices: list[int] | None = None, seed_note: str = "per-case see
         except Exception as e:  # record why rather than fail the run
             env[mod] = f"unavailable ({type(e).__name__})"
     try:
-        env["nvrtc"] = nvrtc.nvrtc_version()
-    except Exception as e:
-        env["nvrtc"] = f"unavailable ({type(e).__name__})"
+        env.update((toolchain or toolchains.default()).record())
+    except Exception as e:  # no NVRTC here: the run compiles nothing, and says so
+        env.update({"toolchain": "nvrtc", "nvrtc": f"unavailable ({type(e).__name__})"})
+    if kernels is not None:
+        env.update(kernels.record())
     env["ptxas"] = _ptxas_version()
     devices = devices or [0]
     info = gpu.device_info(devices[0])

@@ -1,11 +1,12 @@
-"""NVRTC compilation to cubins for an exact arch, a persistent cache, and SASS inspection.
+"""Compilation of kernels by a toolchain (harness/run/toolchain.py), a persistent cache, and SASS inspection.
 
-Cubin bytes come from cuda.bindings.nvrtc (nvrtcGetCUBINSize/nvrtcGetCUBIN): CuPy 14.2's low-level
-getCUBIN returns them one byte short, which cuobjdump rejects. We never ship PTX for the driver to JIT:
-the driver on a GPU machine may be older than the NVRTC that compiled it.
+The default toolchain compiles cubins for the exact arch with the NVRTC cuda.bindings binds (cubin bytes from
+nvrtcGetCUBINSize/nvrtcGetCUBIN: CuPy 14.2's low-level getCUBIN returns them one byte short, which cuobjdump
+rejects). `--toolchain driver-jit` stops at PTX for the driver to JIT, and `--nvrtc` picks another NVRTC
+library (README, "Toolchain axis").
 
-The cache key covers the source, the options, the NVRTC version and the arch; the cache directory is
-$TC_HARNESS_CACHE or ~/.cache/tc-harness.
+The cache key covers the source, the options, the arch and the toolchain (its kind, NVRTC version and build);
+the cache directory is $TC_HARNESS_CACHE or ~/.cache/tc-harness.
 """
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from harness.run import toolchain as toolchains
+from harness.run.toolchain import Toolchain
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 DEFAULT_OPTIONS = ("-std=c++17", "--device-as-default-execution-space", "-lineinfo")
@@ -38,38 +42,15 @@ def cache_dir() -> Path:
 
 
 def nvrtc_version() -> str:
+    """The version of the NVRTC cuda.bindings binds (the default toolchain's)."""
     from cuda.bindings import nvrtc
     _, major, minor = nvrtc.nvrtcVersion()
     return f"{major}.{minor}"
 
 
-def _check(result, what: str):
-    from cuda.bindings import nvrtc
-    err = result[0]
-    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        raise RuntimeError(f"{what}: {nvrtc.nvrtcGetErrorString(err)[1].decode()}")
-    return result[1:] if len(result) > 2 else (result[1] if len(result) == 2 else None)
-
-
 def nvrtc_compile(source: str, name: str, arch: str, options: tuple[str, ...]) -> tuple[bytes | None, str]:
-    """(cubin or None, log). Runs in worker processes too, so it takes and returns plain data."""
-    from cuda.bindings import nvrtc
-    prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []), "create")
-    try:
-        opts = [f"--gpu-architecture={arch}".encode()] + [o.encode() for o in options]
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
-        log = b" " * size
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        log_text = log.rstrip(b"\x00 ").decode(errors="replace")
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            return None, log_text
-        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "cubin size")
-        cubin = b" " * size
-        _check((nvrtc.nvrtcGetCUBIN(prog, cubin)[0], None), "cubin")
-        return cubin, log_text
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+    """(cubin or None, log) from the NVRTC cuda.bindings binds. Runs in worker processes too: plain data."""
+    return toolchains.bindings_compile(source, name, arch, options, toolchains.CUBIN)
 
 
 @dataclass(frozen=True)
@@ -79,9 +60,9 @@ class CompileJob:
     arch: str
     options: tuple[str, ...] = DEFAULT_OPTIONS
 
-    def key(self, nvrtc_ver: str) -> str:
+    def key(self, tc: Toolchain) -> str:
         h = hashlib.sha256()
-        for part in (self.source, self.arch, "\0".join(self.options), nvrtc_ver):
+        for part in (self.source, self.arch, "\0".join(self.options), *tc.cache_key()):
             h.update(part.encode())
             h.update(b"\1")
         return h.hexdigest()[:32]
@@ -91,7 +72,7 @@ class CompileJob:
 class Compiled:
     name: str
     arch: str
-    cubin_path: Path | None
+    cubin_path: Path | None  # the module the GPU loads: a cubin, or PTX for the driver's JIT
     cached: bool
     log: str = ""
     error: CompileError | None = None
@@ -106,26 +87,27 @@ def _failure_dir(job: CompileJob, log: str, failed_dir: Path | None = None) -> P
     return d
 
 
-def compile_one(job: CompileJob) -> Compiled:
-    return compile_many([job], workers=1)[0]
+def compile_one(job: CompileJob, tc: Toolchain | None = None) -> Compiled:
+    return compile_many([job], workers=1, toolchain=tc)[0]
 
 
 def _run_job(args):
-    job, = args
-    return nvrtc_compile(job.source, job.name, job.arch, job.options)
+    job, tc = args
+    return tc.compile(job.source, job.name, job.arch, job.options)
 
 
 def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir: Path | None = None,
-                 raise_on_error: bool = True) -> list[Compiled]:
-    """Compile what the cache lacks, in parallel processes. A rejected job's source and NVRTC log are saved
-    (under `failed_dir`, else the cache's failed/); then CompileError is raised, or, with
-    raise_on_error=False, returned in that job's Compiled.error."""
-    ver = nvrtc_version()
+                 raise_on_error: bool = True, toolchain: Toolchain | None = None) -> list[Compiled]:
+    """Compile what the cache lacks, in parallel processes, with `toolchain` (default: NVRTC cubins from the
+    NVRTC cuda.bindings binds). A rejected job's source and NVRTC log are saved (under `failed_dir`, else the
+    cache's failed/); then CompileError is raised, or, with raise_on_error=False, returned in that job's
+    Compiled.error."""
+    tc = toolchain or toolchains.default()
     root = cache_dir()
     results: list[Compiled | None] = [None] * len(jobs)
     todo = []
     for i, job in enumerate(jobs):
-        path = root / f"{job.name}-{job.arch}-{job.key(ver)}.cubin"
+        path = root / f"{job.name}-{job.arch}-{job.key(tc)}{tc.kind.module_suffix}"
         if path.exists():
             results[i] = Compiled(job.name, job.arch, path, True)
         else:
@@ -137,9 +119,9 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
             # must not inherit
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                outs = list(pool.map(_run_job, [(job,) for _, job, _ in todo]))
+                outs = list(pool.map(_run_job, [(job, tc) for _, job, _ in todo]))
         else:
-            outs = [_run_job((job,)) for _, job, _ in todo]
+            outs = [_run_job((job, tc)) for _, job, _ in todo]
         for (i, job, path), (cubin, log) in zip(todo, outs):
             if cubin is None:
                 d = _failure_dir(job, log, failed_dir)

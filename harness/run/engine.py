@@ -7,7 +7,9 @@
 
 The bulky data goes through files in a spool directory (/dev/shm where it has room), never through this
 process, which only dispatches and writes. A launch that faults or hangs is bisected in fresh workers on the
-same GPU down to the cases that do (`run_isolated`); every other case still gets its result. The engine never
+same GPU down to the cases that do (`run_isolated`); every other case still gets its result. A module the driver
+cannot load (PTX its JIT rejects, with `--toolchain driver-jit`) is no fault of a launch: its kernel's cases are
+recorded compile-error at once. The engine never
 asks which family it runs: it calls the family's prepare and readback by the kernel's family name.
 
 Bisection is bounded so that a sweep in which every launch faults (a broken driver, a planted bug in a
@@ -159,6 +161,8 @@ def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: 
             mine["ok"] += 1
             return family.readback(kernel, [expectations[j] for j in idx], outputs)
         except LaunchFailed as e:
+            if e.status == Status.COMPILE_ERROR:  # the driver cannot load the module: every launch would fail alike
+                return [case_record(expectations[j].case.id, kernel, Status.COMPILE_ERROR, error=str(e)) for j in idx]
             pending[0] = e
             if error is None:  # the first launch was the engine's, not isolation's
                 mine["failed"] += 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -115,17 +116,43 @@ def use_device(index: int) -> None:
     cp.cuda.Device(index).use()
 
 
+class ModuleLoadError(RuntimeError):
+    """The driver cannot load a module: PTX its JIT rejects, or a cubin it cannot run. The module, not a launch,
+    is at fault: the kernel's cases are recorded compile-error, without bisection."""
+
+
+# CUDA driver errors that say "this module does not load here" (the context stays sound)
+MODULE_LOAD_ERRORS = ("CUDA_ERROR_INVALID_PTX", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "CUDA_ERROR_NO_BINARY_FOR_GPU",
+                      "CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_JIT_COMPILER_NOT_FOUND",
+                      "CUDA_ERROR_JIT_COMPILATION_DISABLED", "CUDA_ERROR_INVALID_SOURCE")
+
+
 @lru_cache(maxsize=None)
 def module(cubin_path: str):
+    """The module at the path: a cubin, or PTX (`.ptx`), which the driver's JIT compiles as it loads
+    (cuModuleLoad, through CuPy's RawModule; CuPy loads on the first get_function)."""
     import cupy as cp
     return cp.RawModule(path=cubin_path)
+
+
+def function(cubin_path: str, kernel_name: str):
+    """The kernel in the module; ModuleLoadError when the driver cannot load the module."""
+    try:
+        return module(str(cubin_path)).get_function(kernel_name)
+    except Exception as e:
+        text = f"{type(e).__name__}: {e}"
+        if any(code in text for code in MODULE_LOAD_ERRORS):
+            what = ("the driver's JIT rejected the PTX" if str(cubin_path).endswith(".ptx")
+                    else "the driver cannot load the cubin")
+            raise ModuleLoadError(f"{what} {Path(cubin_path).name}: {text}") from None
+        raise
 
 
 def run(cubin_path: str, kernel_name: str, launch) -> dict[str, np.ndarray]:
     """Launch (a LaunchInput, or the file it was saved to); returns each output, [CTAs, *shape]."""
     import cupy as cp
     inp = LaunchInput.load(launch)
-    fn = module(str(cubin_path)).get_function(kernel_name)
+    fn = function(cubin_path, kernel_name)
     if inp.smem > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = inp.smem
     n = inp.ctas

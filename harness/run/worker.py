@@ -1,7 +1,8 @@
 """A GPU worker process: launches run there, so a sticky CUDA error or a hang costs a worker, not the sweep.
 
-The parent sends (cubin path, kernel name, LaunchInput or the file it is saved in); the worker answers with the
-kernel's outputs and its timings, or the error text. After any error the parent replaces the worker: a CUDA context that saw an
+The parent sends (module path: a cubin, or PTX for the driver's JIT; kernel name; LaunchInput or the file it is
+saved in); the worker answers with the kernel's outputs and its timings, or the error text (a module the driver
+cannot load answers `load-error`, which the parent raises as LaunchFailed('compile-error')). After any error the parent replaces the worker: a CUDA context that saw an
 illegal instruction, a misaligned address or an out-of-range access is unusable. A launch that does not
 answer within the timeout is a hang: the worker is killed (which tears down its context and the kernel with
 it). One worker drives one GPU; `submit` and `collect` let the parent keep every GPU busy while it diffs.
@@ -13,17 +14,19 @@ import multiprocessing.connection
 import time
 import traceback
 
+from harness.enums import Status
+
 
 class LaunchFailed(RuntimeError):
     def __init__(self, status: str, message: str):
-        self.status = status  # 'fault' or 'timeout'
+        self.status = status  # 'fault' or 'timeout', or 'compile-error' when the driver cannot load the module
         super().__init__(message)
 
 
 def _serve(conn, device: int, backend: str) -> None:
     import importlib
 
-    from harness.run.launch import save_outputs
+    from harness.run.launch import ModuleLoadError, save_outputs
 
     launch = importlib.import_module(backend)
     launch.use_device(device)
@@ -43,6 +46,9 @@ def _serve(conn, device: int, backend: str) -> None:
                 save_outputs(outputs, out_path)
                 outputs = None
             conn.send(("ok", outputs, time.perf_counter() - t))
+        except ModuleLoadError as e:  # the module, not the launch: no bisection (the worker is replaced all the same)
+            conn.send(("load-error", str(e), 0.0))
+            return
         except Exception as e:  # report, then exit: the context may be poisoned
             conn.send(("error", f"{type(e).__name__}: {e}".strip() or traceback.format_exc(limit=1), 0.0))
             return
@@ -138,6 +144,9 @@ class GpuWorker:
             raise LaunchFailed("fault", f"the GPU worker died (exit code {code})") from None
         (status, payload, seconds), self._answer, self._deadline = self._answer, None, None
         self.gpu_s += seconds
+        if status == "load-error":
+            self.kill()
+            raise LaunchFailed(str(Status.COMPILE_ERROR), payload)
         if status != "ok":
             self.kill()
             raise LaunchFailed("fault", payload)

@@ -21,7 +21,8 @@ def install(monkeypatch, archs) -> None:
     monkeypatch.setattr(gpu, "device_info", lambda index=0: infos.get(index))
 
     def compile_kernels(kernels, cfg, log):
-        return {k: Compiled(k.name, str(k.arch), Path(f"/nonexistent/simulated/{k.name}.cubin"), True)
+        suffix = cfg.toolchain.kind.module_suffix if cfg.toolchain is not None else ".cubin"  # .ptx: driver-jit
+        return {k: Compiled(k.name, str(k.arch), Path(f"/nonexistent/simulated/{k.name}{suffix}"), True)
                 for k in kernels}
 
     monkeypatch.setattr(sweep, "compile_kernels", compile_kernels)

@@ -1,0 +1,63 @@
+"""Other NVRTC libraries, loaded with ctypes (README, "Toolchain axis"): the 12.8 and 12.9 wheels compile every
+wgmma kernel of the sweep for sm_90a with the SASS each variant needs, and build the archs listed below.
+
+They are looked up as `--nvrtc 12.8` looks them up (harness.run.toolchain.library_roots: $TC_HARNESS_NVRTC_DIR,
+else ~/.cache/tc-harness/nvrtc); where one is absent its tests skip, saying how to install it:
+
+    pip install --target ~/.cache/tc-harness/nvrtc/12.8 'nvidia-cuda-nvrtc-cu12==12.8.*'
+    pip install --target ~/.cache/tc-harness/nvrtc/12.9 'nvidia-cuda-nvrtc-cu12==12.9.*'
+"""
+import pytest
+
+from harness.enums import Arch, ToolchainKind
+from harness.families.wgmma import forms as wgmma
+from harness.families.wgmma import kernel as wgmma_kernel
+from harness.run import compile as C, toolchain as T
+from tests.test_nvrtc import expected_sass, sass_gmma_ops
+
+# what each version builds of the harness's archs (a trivial kernel for the arch; NVRTC 12.8 does not know sm_103a:
+# "invalid value for --gpu-architecture")
+BUILDS = {"12.8": ("sm_90a", "sm_100a"), "12.9": ("sm_90a", "sm_100a", "sm_103a")}
+
+
+def toolchain_or_skip(version: str, kind=ToolchainKind.NVRTC) -> T.Toolchain:
+    try:
+        return T.resolve(kind, version)
+    except T.ToolchainError as e:
+        pytest.skip(f"NVRTC {version} is not installed here: {e}")
+
+
+@pytest.mark.parametrize("version", BUILDS)
+def test_each_version_builds_the_archs_it_should(version):
+    tc = toolchain_or_skip(version)
+    assert tc.library.version == version and tc.library.build.startswith(version + ".") and not tc.bindings
+    assert tc.ptx_isa == {"12.8": "8.7", "12.9": "8.8"}[version]  # the PTX ISA of CUDA 12.8 and 12.9
+    cannot = tc.cannot_build(Arch.values())
+    assert tuple(a for a in Arch.values() if a not in cannot) == BUILDS[version], cannot
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", BUILDS)
+def test_every_wgmma_kernel_compiles_for_sm_90a_with_its_sass(version):
+    tc = toolchain_or_skip(version)
+    keys = wgmma.all_kernel_keys()
+    jobs = [C.CompileJob(k.name, wgmma_kernel.source(k), "sm_90a") for k in keys]
+    for key, out in zip(keys, C.compile_many(jobs, toolchain=tc)):
+        assert out.error is None and out.cubin_path.suffix == ".cubin", key.name
+        ops = sass_gmma_ops(C.sass(out.cubin_path))
+        assert expected_sass(key) <= ops, f"NVRTC {version}: {key.name}: SASS lacks {expected_sass(key) - ops}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", BUILDS)
+def test_every_tcgen05_kernel_compiles_for_each_blackwell_arch_it_builds(version):
+    from harness import families
+    from tests.test_tcgen05 import MNEMONIC
+    tc = toolchain_or_skip(version)
+    fam = families.get("tcgen05")
+    for arch in (a for a in BUILDS[version] if a != "sm_90a"):
+        kernels = [k for k, _ in fam.kernels(arch)]
+        jobs = [C.CompileJob(k.name, fam.source(k), arch) for k in kernels]
+        for k, out in zip(kernels, C.compile_many(jobs, toolchain=tc, raise_on_error=False)):
+            assert out.error is None, f"NVRTC {version} {arch}: {out.error}"
+            assert MNEMONIC[k.form.kind] in C.sass(out.cubin_path), f"NVRTC {version} {arch}: {k.name}"
