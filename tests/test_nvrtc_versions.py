@@ -12,8 +12,7 @@ import pytest
 from harness.enums import Arch, ToolchainKind
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma import kernel as wgmma_kernel
-from harness.run import compile as C, toolchain as T
-from tests.test_nvrtc import expected_sass, sass_gmma_ops
+from harness.run import compile as C, sass, toolchain as T
 
 # what each version builds of the harness's archs (a trivial kernel for the arch; NVRTC 12.8 does not know sm_103a:
 # "invalid value for --gpu-architecture")
@@ -44,8 +43,8 @@ def test_every_wgmma_kernel_compiles_for_sm_90a_with_its_sass(version):
     jobs = [C.CompileJob(k.name, wgmma_kernel.source(k), "sm_90a") for k in keys]
     for key, out in zip(keys, C.compile_many(jobs, toolchain=tc)):
         assert out.error is None and out.cubin_path.suffix == ".cubin", key.name
-        ops = sass_gmma_ops(C.sass(out.cubin_path))
-        assert expected_sass(key) <= ops, f"NVRTC {version}: {key.name}: SASS lacks {expected_sass(key) - ops}"
+        verdict = sass.verify(out.cubin_path, wgmma_kernel.sass_check(key))
+        assert verdict.ok, f"NVRTC {version}: {key.name}: {verdict.broken}"
 
 
 @pytest.mark.slow
