@@ -277,9 +277,11 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
     suspects: list[tuple[Kernel, str]] = []
 
     def emit(recs):
-        # a control's fault or hang may be how it is caught: its family says (the engine knows no control)
+        # a control's fault or hang may be how it is caught: its family says (the engine knows no control); only a
+        # fault or hang of the control's own launch counts (one that was not isolated may be another case's)
         recs = [controls[r["id"]][0].settle_control(controls[r["id"]][1], r)
-                if r["id"] in controls and r["status"] in (Status.FAULT, Status.TIMEOUT) else r for r in recs]
+                if r["id"] in controls and r["status"] in (Status.FAULT, Status.TIMEOUT) and r.get("isolated") is not False
+                else r for r in recs]
         for r in recs:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
             group = by_kind["controls" if r["id"] in control_ids else "ordinary"]
@@ -334,11 +336,12 @@ BAD = ("fail", "fault", "timeout", "compile-error")
 
 
 def exit_code(summary: dict) -> ExitCode:
-    """4 when the GPU here is unusable; 1 when any case failed, faulted, timed out or did not compile; 3 when
+    """4 when the GPU here is unusable; 1 when any case failed, faulted, timed out or did not compile, or any
+    kernel (one compiled only, for another arch, too) did not compile or lacks its instruction in its SASS; 3 when
     nothing could run (every case not-run); else 0."""
     if summary.get("environment_error") or summary.get("error"):
         return ExitCode.ENVIRONMENT
-    if any(summary.get(k) for k in BAD):
+    if any(summary.get(k) for k in BAD) or summary.get("compile_errors"):
         return ExitCode.FAILED
     if not summary.get("ran") and summary.get("not-run"):
         return ExitCode.NOTHING_RAN

@@ -224,6 +224,9 @@ def test_negative_controls_are_caught_only_as_predicted(case):
         assert hung["status"] == "pass" and hung["caught_by"] == "hang"  # the bounded wait catches a hang
         faulted = RB.settle_failed_launch(case, {"id": case.id, "status": "fault", "error": "illegal instruction"})
         assert faulted["status"] == "pass" and faulted["caught_by"] == "fault" and faulted["models_bug"]
+        # a launch of several cases that faulted as a whole, never bisected down to this one: not its catch
+        shared = RB.settle_failed_launch(case, {"id": case.id, "status": "fault", "isolated": False, "error": "..."})
+        assert shared["status"] == "fault" and "caught_by" not in shared
 
 
 @pytest.mark.parametrize("case", [c for c in CONTROLS if c.control.partition("@")[0] in T.MODELS_BUG],

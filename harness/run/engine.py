@@ -161,8 +161,10 @@ def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: 
             mine["ok"] += 1
             return family.readback(kernel, [expectations[j] for j in idx], outputs)
         except LaunchFailed as e:
-            if e.status == Status.COMPILE_ERROR:  # the driver cannot load the module: every launch would fail alike
-                return [case_record(expectations[j].case.id, kernel, Status.COMPILE_ERROR, error=str(e)) for j in idx]
+            if e.status in (Status.COMPILE_ERROR, Status.ERROR):
+                # the driver cannot load the module, or the worker never took the launch up (its start-up failed):
+                # every launch would fail alike, and none of it is a case's doing
+                return [case_record(expectations[j].case.id, kernel, e.status, error=str(e)) for j in idx]
             pending[0] = e
             if error is None:  # the first launch was the engine's, not isolation's
                 mine["failed"] += 1

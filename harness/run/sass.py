@@ -21,6 +21,8 @@ from pathlib import Path
 
 from harness.run import compile as nvrtc
 
+CHECKER_SOURCE = Path(__file__).read_bytes()
+
 # one instruction of cuobjdump's listing: /*0090*/  @!P0 HGMMA.64x8x16.F32 R24, gdesc[UR4], RZ, !UPT, gsb0 ;
 INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)([^;]*);")
 
@@ -67,7 +69,8 @@ class SassCheck:
     rules: tuple[SassRule, ...]
 
     def digest(self) -> str:
-        h = hashlib.sha256(repr(self).encode())
+        """The rules and the checker's own code (a fixed listing parser must not leave old verdicts standing)."""
+        h = hashlib.sha256(repr(self).encode() + b"\0" + CHECKER_SOURCE)
         return h.hexdigest()[:16]
 
 
@@ -81,18 +84,29 @@ def tensor_core_opcodes(instrs) -> list[str]:
     return sorted({i.opcode for i in instrs if re.match(r"[HQIB]GMMA|UTC[A-Z]*MMA", i.opcode)})
 
 
+def content_digest(cubin_path: Path | str) -> str:
+    return hashlib.sha256(Path(cubin_path).read_bytes()).hexdigest()[:16]
+
+
+def listing(cubin_path: Path | str) -> tuple[str | None, tuple[Instruction, ...]]:
+    """(the arch the cubin is code for, its instructions): one disassembly per process for each cubin content."""
+    return listing_of(str(cubin_path), content_digest(cubin_path))
+
+
 @lru_cache(maxsize=64)
-def listing(cubin_path: str) -> tuple[str | None, tuple[Instruction, ...]]:
-    """(the arch the cubin is code for, its instructions); cubins in the compile cache never change (their names
-    carry their content's key), so one disassembly per process serves every check of the same cubin."""
+def listing_of(cubin_path: str, content: str) -> tuple[str | None, tuple[Instruction, ...]]:
     text = nvrtc.sass(cubin_path)
     m = re.search(r"code for (sm_\w+)", text)
     return (m.group(1) if m else None), tuple(instructions(text))
 
 
-@lru_cache(maxsize=64)
-def functions(cubin_path: str) -> dict[str, tuple[Instruction, ...]]:
+def functions(cubin_path: Path | str) -> dict[str, tuple[Instruction, ...]]:
     """Each function of a cubin -> its instructions (for checks of a module holding several kernels)."""
+    return functions_of(str(cubin_path), content_digest(cubin_path))
+
+
+@lru_cache(maxsize=64)
+def functions_of(cubin_path: str, content: str) -> dict[str, tuple[Instruction, ...]]:
     text = nvrtc.sass(cubin_path)
     return {chunk.split()[0]: tuple(instructions(chunk)) for chunk in text.split("Function : ")[1:]}
 
@@ -108,16 +122,18 @@ class Verdict:
 
 
 def verify(cubin_path: Path | str, check: SassCheck) -> Verdict:
-    """One cubin against its check, the verdict cached beside the cubin."""
+    """One cubin against its check, the verdict cached beside the cubin, keyed by the check and by the cubin's own
+    bytes (a kernel folder reuses names: a recompiled cubin must not inherit the old one's verdict)."""
     cubin_path = Path(cubin_path)
-    cached = cubin_path.with_name(f"{cubin_path.name}.sass-{check.digest()}.json")
+    content = content_digest(cubin_path)
+    cached = cubin_path.with_name(f"{cubin_path.name}.sass-{check.digest()}-{content}.json")
     if cached.exists():
         try:
             d = json.loads(cached.read_text())
             return Verdict(tuple(d["broken"]), tuple(d["tensor_core"]))
         except (ValueError, KeyError, TypeError, OSError):
             pass  # a damaged verdict is recomputed
-    arch, instrs = listing(str(cubin_path))
+    arch, instrs = listing(cubin_path)
     broken = [] if arch == check.arch else [f"the cubin is code for {arch}, not {check.arch}"]
     broken += [b for b in (r.broken(instrs) for r in check.rules) if b]
     verdict = Verdict(tuple(broken), tuple(tensor_core_opcodes(instrs)))

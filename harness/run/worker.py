@@ -19,7 +19,9 @@ from harness.enums import Status
 
 class LaunchFailed(RuntimeError):
     def __init__(self, status: str, message: str):
-        self.status = status  # 'fault' or 'timeout', or 'compile-error' when the driver cannot load the module
+        # 'fault' or 'timeout'; 'compile-error' when the driver cannot load the module; 'error' when the worker
+        # died or stalled before it took the launch up (its start-up: CUDA, the driver), not the case's doing
+        self.status = status
         super().__init__(message)
 
 
@@ -38,7 +40,7 @@ def _serve(conn, device: int, backend: str) -> None:
         if job is None:
             return
         cubin_path, name, inp, out_path = job
-        conn.send(("started", None, 0.0))  # the launch's own timeout runs from here, not from the worker's start-up
+        conn.send(("started", time.monotonic(), 0.0))  # the launch's own timeout runs from here (one clock system-wide)
         try:
             t = time.perf_counter()
             outputs = launch.run(cubin_path, name, inp)
@@ -70,6 +72,7 @@ class GpuWorker:
         self._conn = None
         self._deadline = None
         self._timeout = 0.0
+        self._started = False  # the worker said it took the current launch up
         self._answer = None  # an answer read by wait_any, for collect
         self.gpu_s = 0.0  # time the worker spent in launches (transfers, module loads, kernels)
         self.last_s = 0.0  # the last successful launch's time in the worker
@@ -118,13 +121,14 @@ class GpuWorker:
         self._timeout = timeout
         self._deadline = time.monotonic() + max(timeout, STARTUP_S)  # until the worker says it has started
         self._answer = None
+        self._started = False
 
     def take_message(self) -> bool:
         """Read one message of a busy worker (one is waiting): True when it is the answer (kept for collect);
         a 'started' note moves the deadline to the launch's own timeout from now."""
         msg = self._conn.recv()
         if msg[0] == "started":
-            self._deadline = time.monotonic() + self._timeout
+            self._deadline, self._started = msg[1] + self._timeout, True
             return False
         self._answer = msg
         return True
@@ -134,13 +138,21 @@ class GpuWorker:
         try:
             while self._answer is None:
                 if not self._conn.poll(max(0.0, self._deadline - time.monotonic())):
+                    started = self._started
                     self.kill()
+                    if not started:  # the worker never took the launch up: its start-up, not the case
+                        raise LaunchFailed("error", f"the GPU worker did not take the launch up within "
+                                                    f"{max(self._timeout, STARTUP_S):g} s (start-up: CUDA, the driver); "
+                                                    "worker killed")
                     raise LaunchFailed("timeout", f"no answer within {self._timeout:g} s: the launch hangs; "
                                                   "worker killed")
                 self.take_message()
-        except (EOFError, BrokenPipeError, ConnectionResetError):
-            code = self._proc.exitcode if self._proc else None
+        except (EOFError, OSError):
+            code, started = (self._proc.exitcode if self._proc else None), self._started
             self.kill()
+            if not started:
+                raise LaunchFailed("error", f"the GPU worker died before it took the launch up (exit code {code}): "
+                                            "its start-up (CUDA, the driver) failed, not the case") from None
             raise LaunchFailed("fault", f"the GPU worker died (exit code {code})") from None
         (status, payload, seconds), self._answer, self._deadline = self._answer, None, None
         self.gpu_s += seconds

@@ -69,10 +69,25 @@ def test_the_verdict_is_cached_beside_the_cubin(tmp_path, monkeypatch):
     p = small_plan()
     first = sweep.execute(p, sweep.SweepConfig(out_path=tmp_path / "a.jsonl", workers=1), log=lambda m: None)
     assert first["not-run"] == p.cases and not first.get("compile-error")
-    sass.listing.cache_clear()
+    sass.listing_of.cache_clear()
 
     def no_disassembly(path):
         raise AssertionError("a warm sweep disassembled a cubin")
     monkeypatch.setattr(sass.nvrtc, "sass", no_disassembly)
     second = sweep.execute(p, sweep.SweepConfig(out_path=tmp_path / "b.jsonl", workers=1), log=lambda m: None)
     assert second["not-run"] == p.cases and not second.get("compile-error")
+
+
+def test_a_cubin_replaced_under_the_same_name_is_checked_again(tmp_path, monkeypatch):
+    """A kernel folder reuses file names: the verdict of the old cubin must not stand for the new one."""
+    from harness.families.wgmma import forms
+    from harness.run import compile as C
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    n8, n16 = (forms.KernelKey("b1", n, "s32", "SS") for n in (8, 16))
+    built = C.compile_many([C.CompileJob(k.name, wgmma_kernel.source(k), "sm_90a") for k in (n8, n16)], workers=1)
+    folder_cubin = tmp_path / "kernels" / "k.cubin"
+    folder_cubin.parent.mkdir()
+    folder_cubin.write_bytes(built[0].cubin_path.read_bytes())
+    assert sass.verify(folder_cubin, wgmma_kernel.sass_check(n8)).ok
+    folder_cubin.write_bytes(built[1].cubin_path.read_bytes())  # recompiled: now N = 16's code
+    assert not sass.verify(folder_cubin, wgmma_kernel.sass_check(n8)).ok

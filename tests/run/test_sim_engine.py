@@ -8,6 +8,7 @@ from harness import plan
 from harness.plan import Plan
 from tests.run import simsweep
 from tests.simulated import fake_gpus
+from harness.records import results
 from tests.simulated.sim_common import read_log
 
 SMALL = plan.Selection(families=("wgmma",), kinds=("f16", "s8"), n_values=(32,), a_srcs=("SS",))
@@ -76,6 +77,22 @@ def test_a_workers_start_up_does_not_count_against_its_launchs_timeout():
         assert slow_start_device.SLOW_START_S > 1.0
     finally:
         w.close()
+
+
+def test_a_worker_that_cannot_start_records_errors_not_faults_and_exits_4(small_plan, monkeypatch, tmp_path):
+    """A GPU worker whose start-up fails never takes a launch up: every case is `error` (the environment, exit 4),
+    nothing is bisected, and no undefined-outcome control could be settled as caught by that 'fault'."""
+    from harness import sweep
+    from harness.enums import ExitCode
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    kernel, cases = _smallest(small_plan)
+    cfg = sweep.SweepConfig(out_path=tmp_path / "r.jsonl", workers=2, backend="tests.simulated.broken_start_device")
+    logs = []
+    summary = sweep.execute(Plan([(kernel, cases)]), cfg, log=logs.append)
+    _, recs, _ = results.load(tmp_path / "r.jsonl")
+    assert {r["status"] for r in recs.values()} == {"error"} and len(recs) == len(cases)
+    assert "before it took the launch up" in next(iter(recs.values()))["error"]
+    assert not any("isolating" in m for m in logs) and sweep.exit_code(summary) == ExitCode.ENVIRONMENT
 
 
 def test_resume_never_reruns_a_finished_case(small_plan, monkeypatch, tmp_path):

@@ -34,7 +34,8 @@ def settle_failed_launch(c: TcCase, rec: dict) -> dict:
     """A control whose encoding the ISA leaves undefined is caught when its launch faults or hangs: the engine's
     fault / timeout record becomes a pass that says so. Every other record is returned as it is."""
     name = c.control.partition("@")[0]
-    if rec["status"] not in ("fault", "timeout") or CONTROL_PREDICTION.get(name) != "undefined":
+    if rec["status"] not in ("fault", "timeout") or CONTROL_PREDICTION.get(name) != "undefined" \
+            or rec.get("isolated") is False:  # a launch of several cases that faulted as a whole: not the control's
         return {**rec, **control_fields(c)}
     return {**rec, **control_fields(c), "status": "pass", "caught": True, "prediction": "undefined",
             "caught_by": "fault" if rec["status"] == "fault" else "hang", "launch_status": rec["status"],

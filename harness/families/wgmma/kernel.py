@@ -117,16 +117,22 @@ def sass_opcode(key: forms.KernelKey, v: forms.Variant) -> str:
     return f"BGMMA.64x{key.n}x256.AND.POPC"
 
 
+def sass_a_operand(a_src: str) -> str:
+    """How a wgmma's operands read in SASS after D: A from a shared-memory descriptor (SS: `gdesc[..]`) or from
+    registers (RS: a register, negated for imm-scale-a -1, then B's `gdesc[..]`)."""
+    return r"^R\d+, gdesc\[" if a_src == "SS" else r"^R\d+, -?R\d+, gdesc\["
+
+
 def sass_check(key: forms.KernelKey) -> SassCheck:
     """What the kernel's SASS must show: each variant's tensor-core instruction, with A from a shared-memory
     descriptor (SS: `D, gdesc[..], C`) or from registers (RS: `D, Ra, gdesc[..], C`)."""
-    a_operand = r"^R\d+, gdesc\[" if key.a_src == "SS" else r"^R\d+, -?R\d+, gdesc\["
+    a_operand = sass_a_operand(key.a_src)
     by_opcode: dict[str, list[str]] = {}
     for v in forms.variants(key):  # variants differing only in transposes or signs share an opcode
         by_opcode.setdefault(sass_opcode(key, v), []).append(v.tag(key.dtype))
     src = "shared memory" if key.a_src == "SS" else "registers"
-    rules = tuple(SassRule(re.escape(op), f"{op} for {', '.join(dict.fromkeys(tags))} (A from {src})",
-                           operands=a_operand) for op, tags in by_opcode.items())
+    rules = tuple(SassRule(re.escape(op), f"{op} for {', '.join(tags)} (A from {src}), one per variant",
+                           count=len(tags), operands=a_operand) for op, tags in by_opcode.items())
     return SassCheck("sm_90a", rules)
 
 

@@ -49,12 +49,13 @@ def sass_check(key: forms.KernelKey) -> SassCheck:
     """What a sparse kernel's SASS must show: each variant's sparse opcode with A from a descriptor (SS) or
     registers (RS) and, for HGMMA.SP, the variant's selector as its last immediate (QGMMA.SP and IGMMA.SP print
     none: theirs is always 0)."""
-    a = r"^R\d+, gdesc\[" if key.a_src == "SS" else r"^R\d+, -?R\d+, gdesc\["
+    a = dense.sass_a_operand(key.a_src)
     rules: dict[tuple[str, int], list[str]] = {}
     for v in forms.variants(key):
         rules.setdefault((sass_opcode(key, v), v.selector), []).append(v.tag(key.dtype))
     out = []
     for (op, sel), tags in rules.items():
         operands = a + (rf".*, 0x{sel}(, gsb0)?$" if op.startswith("HGMMA") else "")
-        out.append(SassRule(re.escape(op), f"{op} (selector {sel}) for {', '.join(tags)}", operands=operands))
+        out.append(SassRule(re.escape(op), f"{op} (selector {sel}) for {', '.join(tags)}, one per variant",
+                            count=len(tags), operands=operands))
     return SassCheck("sm_90a", tuple(out))
