@@ -172,6 +172,12 @@ def check_resume_toolchain(prev_env: dict, cfg: SweepConfig) -> None:
                          f"by {now[0]} (NVRTC {now[1]}); give a new --out")
 
 
+def sass_checked(cfg: SweepConfig) -> bool:
+    """Whether the run's modules are cubins whose SASS the sweep checks (not PTX for the driver's JIT)."""
+    tc = cfg.kernels.toolchain if cfg.kernels is not None else (cfg.toolchain or toolchains.default())
+    return tc.kind is not ToolchainKind.DRIVER_JIT
+
+
 def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel, nvrtc.Compiled]:
     """Compile every kernel (cached, in parallel) or take it from the --kernels folder, then check each cubin's
     SASS against its family's `sass_check` (cached beside the cubin): a kernel whose SASS lacks what it tests gets
@@ -191,7 +197,7 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
         fresh = sum(not c.cached and c.error is None for c in compiled.values())
         log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} ({fresh} compiled, "
             f"{sum(c.cached for c in compiled.values())} cached) in {time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
-    if tc.kind is ToolchainKind.DRIVER_JIT:  # PTX: the driver's JIT makes the SASS when the module loads
+    if not sass_checked(cfg):  # PTX: the driver's JIT makes the SASS when the module loads
         log("SASS: not checked (driver-jit: the driver compiles each module's PTX when it loads it)")
         return compiled
     t = time.time()
@@ -251,7 +257,8 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
               if k in run_set}
     summary = {"kernels": len(p.work), "cases": p.cases, "compiled": sum(not c.cached and c.error is None
                                                                             for c in compiled.values()),
-               "compile_only_kernels": len(p.compile_only), "compile_s": compile_s, "notes": p.notes}
+               "compile_only_kernels": len(p.compile_only), "compile_s": compile_s, "notes": p.notes,
+               "sass_checked": bool(compiled) and sass_checked(cfg)}
     errors = [(k, c) for k, c in compiled.items() if c.error is not None]
     if errors:
         summary["compile_errors"] = [{"kernel": k.name, "arch": str(k.arch),
