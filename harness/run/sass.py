@@ -93,7 +93,7 @@ def listing(cubin_path: Path | str) -> tuple[str | None, tuple[Instruction, ...]
     return listing_of(str(cubin_path), content_digest(cubin_path))
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=128)  # every tcgen05 form of both archs, in one process
 def listing_of(cubin_path: str, content: str) -> tuple[str | None, tuple[Instruction, ...]]:
     text = nvrtc.sass(cubin_path)
     m = re.search(r"code for (sm_\w+)", text)
