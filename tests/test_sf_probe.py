@@ -93,7 +93,7 @@ def test_cases_the_probe_cannot_feed_are_not_probed_with_the_reason():
 def test_the_codes_name_64_digits_apart_from_one_exactly_in_f32():
     for scale_type, codes in sf_probe.CODES.items():
         assert len(set(codes.tolist())) == sf_probe.BASE and datapaths.SF_ONE[scale_type] not in codes
-        v = sf_probe._values(scale_type, codes)
+        v = sf_probe.scale_values(scale_type, codes)
         prod = np.outer(v, v).astype(np.float32)
         assert np.all(np.isfinite(prod)) and np.array_equal(prod.astype(np.float64), np.outer(v, v))
     assert sf_probe.BASE ** sf_probe.DIGITS >= 2 * 2 * datapaths.SF_TILE_BYTES  # every byte of a pair's tiles

@@ -201,7 +201,7 @@ def test_prepared_subbyte_operands_read_back_packed(case):
     for which, t, rows, major, sw, start, k in (
             ("a_stored", case.atype, case.m // cg, case.major_a, case.swizzle_a, 0, k_a),
             ("b", case.btype, case.n // cg, case.major_b, case.swizzle_b, b_start, case.k)):
-        lay = R._operand_layout(case.form, t, rows, k, major, sw, start)
+        lay = R.operand_layout(case.form, t, rows, k, major, sw, start)
         w = dtypes.get(t).bits
         vals = dtypes.get(t).to_bits(prep.operands[which][:rows])
         if w < 8:
@@ -238,7 +238,7 @@ def test_sw128_32b_atom_is_four_k_rows_and_the_cases_read_the_same_both_ways(nv)
                                 (c.swizzle_b, c.major_b, c.n // c.form.cta_group)):
             if sw != "128B_base32b":
                 continue
-            lay = R._operand_layout(c.form, c.atype, rows, c.k, major, sw, 0)
+            lay = R.operand_layout(c.form, c.atype, rows, c.k, major, sw, 0)
             mn, k = np.meshgrid(np.arange(rows), np.arange(c.k), indexing="ij")
             assert np.array_equal(layouts.smem_address(lay), DP.base32b_cutlass_bytes(mn, k, lay.lbo, lay.sbo)), c.id
     # and the one case that tells the readings apart writes B where CUTLASS's reading says, distinct, unsettled

@@ -221,9 +221,9 @@ def setup_of(c: TcCase, arch: str = "sm_100a") -> Setup:
     major_a, major_b = ("MN" if fi["transpose_a"] else "K"), ("MN" if fi["transpose_b"] else "K")
     sa, sb = storage_dtype(f, c.atype), storage_dtype(f, c.btype)
     skipped = []
-    a_int = R._operand_layout(f, c.atype, c.m, K, c.major_a, c.swizzle_a, 0)  # as prepare() places them
+    a_int = R.operand_layout(f, c.atype, c.m, K, c.major_a, c.swizzle_a, 0)  # as prepare() places them
     b_start = -(-layouts.footprint(a_int)[1] // 1024) * 1024
-    b_int = R._operand_layout(f, c.btype, c.n, K, c.major_b, c.swizzle_b, b_start)
+    b_int = R.operand_layout(f, c.btype, c.n, K, c.major_b, c.swizzle_b, b_start)
     spans = []
     a = b = None
     if f.a_src == "SS":

@@ -72,7 +72,7 @@ def _acc_bits(dtype: str, v):
     return dtypes.get(dtype).to_bits(v)
 
 
-def _operand_layout(form, t, rows, k, major, swizzle, start) -> SmemLayout:
+def operand_layout(form, t, rows, k, major, swizzle, start) -> SmemLayout:
     st = storage_dtype(form, t)
     if swizzle == "128B_base32b":
         lbo, sbo = base32b_strides(st, rows, k)
@@ -182,9 +182,9 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
             nib = nibbles[r * rows_a:(r + 1) * rows_a].astype(np.uint64)
             np.bitwise_or.at(tmem_in[r], (lane, meta_col + c.sp_selector + mcol),
                              (nib << bit.astype(np.uint64)).astype(np.uint32))
-        a_lay = _operand_layout(f, c.atype, rows_a, k_stored, c.major_a, c.swizzle_a, 0)
+        a_lay = operand_layout(f, c.atype, rows_a, k_stored, c.major_a, c.swizzle_a, 0)
         b_start = -(-layouts.footprint(a_lay)[1] // 1024) * 1024
-        b_lay = _operand_layout(f, c.btype, cols_b, K, c.major_b, c.swizzle_b, b_start)
+        b_lay = operand_layout(f, c.btype, cols_b, K, c.major_b, c.swizzle_b, b_start)
         end = layouts.footprint(b_lay)[1]
         if c.b_atoms == "cutlass_base32b":
             b_lbo, b_sbo = 512, 512 * -(-cols_b // 32)

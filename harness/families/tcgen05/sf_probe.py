@@ -217,7 +217,7 @@ def hypotheses(st: SfSetup) -> list[single_edit.Hypothesis]:
 
 # ---------------------------------------------------------------------------------------------------- prediction
 
-def _values(scale_type: str, codes) -> np.ndarray:
+def scale_values(scale_type: str, codes) -> np.ndarray:
     return datapaths.scale_codes_to_values("mxf4nvf4" if scale_type == "ue4m3" else "mxf8f6f4", codes)
 
 
@@ -230,7 +230,7 @@ def predict(st: SfSetup, job: SfJob, slots: tuple[np.ndarray, np.ndarray]) -> np
         digit = (s // BASE ** job.digit) % BASE
         codes = np.where(np.asarray(TILES)[tile] == job.which, CODES[st.scale_type][digit],
                          datapaths.SF_ONE[st.scale_type])
-        v = np.where(s >= 0, _values(st.scale_type, np.where(s >= 0, codes, 0)), np.nan)
+        v = np.where(s >= 0, scale_values(st.scale_type, np.where(s >= 0, codes, 0)), np.nan)
         out = v if out is None else out * v
     with np.errstate(over="ignore", invalid="ignore"):
         return out.astype(np.float32)
@@ -247,7 +247,7 @@ def decode_digits(st: SfSetup, d: np.ndarray) -> np.ndarray:
     """D values of one launch -> the digit of the one numbered factor in each product: 0..63, -2 for a product of
     exactly 1 (no numbered factor), -1 for anything else."""
     d = np.asarray(d, np.float64)
-    values = _values(st.scale_type, CODES[st.scale_type])
+    values = scale_values(st.scale_type, CODES[st.scale_type])
     out = np.full(d.shape, -1, np.int64)
     for digit, v in enumerate(values):
         out[d == v] = digit

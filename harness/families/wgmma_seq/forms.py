@@ -59,10 +59,6 @@ class SeqKey:
         return WARPGROUP * self.warpgroups
 
     @property
-    def k_total(self) -> int:
-        return self.inst.k * self.steps
-
-    @property
     def name(self) -> str:
         i = self.inst
         return (f"wgmmaseq_{i.kind}_m{self.m}n{i.n}k{i.k}x{self.steps}_{self.pattern}_{self.step_op}_"
