@@ -5,6 +5,7 @@ Under pytest-xdist (`pytest -n N`) each worker is pinned to one GPU of the node 
 within CUDA_VISIBLE_DEVICES if set) before anything touches CUDA, and the wgmma cases are grouped by kernel
 so each kernel is launched once, on one GPU.
 """
+import importlib.util
 import os
 import subprocess
 
@@ -35,19 +36,33 @@ from harness.run import gpu  # noqa: E402  (after the pin)
 
 
 def pytest_configure(config):
-    # a kernel's cases share one launch: keep each kernel's group on one worker
+    # Under pytest -n, tests of one group run on one worker: a module's tests (its module-scoped fixtures, kernels
+    # compiled, CuTe DSL evaluated, CUTLASS oracles run, are built once, not once per worker), and the cases of the
+    # GPU session sweep. The controller schedules by group ('loadgroup'); a worker only tags its items with their
+    # group when told so (xdist resets a worker's own --dist), which pytest_configure_node below does.
     if getattr(config.option, "dist", None) == "load":
         config.option.dist = "loadgroup"
+    if getattr(config, "workerinput", {}).get("tc_harness_loadgroup"):
+        config.option.loadgroup = True
 
 
+if importlib.util.find_spec("xdist") is not None:  # a hook of pytest-xdist's: unknown (an error) without it
+    def pytest_configure_node(node):  # on the controller, one call per worker
+        node.workerinput["tc_harness_loadgroup"] = node.config.getoption("dist") == "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist tags each item's node id with the groups of its markers
 def pytest_collection_modifyitems(config, items):
-    broken = gpu.unusable()  # a GPU is here but CUDA fails: GPU tests must fail, not skip (no false green)
-    grouped = getattr(getattr(config, "option", None), "dist", None) == "loadgroup"
+    grouped = bool(getattr(getattr(config, "option", None), "loadgroup", False))
     for item in items:
         if grouped and item.get_closest_marker("xdist_group") is None:
-            # a module's tests stay on one worker, so its module-scoped fixtures (kernels compiled, CuTe DSL
-            # evaluated, CUTLASS oracles run) are built once, not once per worker
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+    skip_or_fail_gpu_tests(items)
+
+
+def skip_or_fail_gpu_tests(items):
+    broken = gpu.unusable()  # a GPU is here but CUDA fails: GPU tests must fail, not skip (no false green)
+    for item in items:
         m = item.get_closest_marker("gpu")
         if m is not None and broken:
             continue  # pytest_runtest_setup fails it

@@ -1,0 +1,45 @@
+"""Under `pytest -n`, the root conftest keeps a module's tests on one worker (its module fixtures are built once)
+and an explicit xdist_group (the GPU session sweep's cases) on one worker: xdist resets a worker's own --dist, so
+without the conftest's pytest_configure_node the groups were silently ignored and every worker ran the whole
+session sweep. Checked by running pytest -n 2 on a few throwaway modules with the real conftest."""
+import os
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULE = '''import os, pytest
+@pytest.mark.parametrize("i", range(6))
+def test_x(i):
+    with open(os.environ["TC_GROUP_LOG"], "a") as f:
+        f.write("{name} " + os.environ.get("PYTEST_XDIST_WORKER", "-") + "\\n")
+@pytest.mark.parametrize("i", [pytest.param(i, marks=pytest.mark.xdist_group("sweep")) for i in range(3)])
+def test_grouped(i):
+    with open(os.environ["TC_GROUP_LOG"], "a") as f:
+        f.write("sweep " + os.environ.get("PYTEST_XDIST_WORKER", "-") + "\\n")
+'''
+
+
+def test_modules_and_named_groups_each_stay_on_one_worker(tmp_path):
+    pytest.importorskip("xdist")
+    shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n")
+    for name in "abcd":
+        (tmp_path / f"test_{name}.py").write_text(MODULE.replace("{name}", name))
+    log = tmp_path / "log.txt"
+    env = dict(os.environ, TC_GROUP_LOG=str(log), PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(tmp_path)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    workers = defaultdict(set)
+    for line in log.read_text().split("\n"):
+        if line:
+            group, worker = line.split()
+            workers[group].add(worker)
+    assert set(workers) == {"a", "b", "c", "d", "sweep"}
+    assert all(len(w) == 1 for w in workers.values()), dict(workers)
+    assert len(set().union(*workers.values())) == 2  # and the groups were spread over both workers
