@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from harness.records import results
+from harness.families.wgmma import kernel as wgmma_kernel
 from harness.run import compile as C, gpu, sass
 from harness.timing import forms as F, source as S, stats
 
@@ -97,17 +98,10 @@ BACKEND = "harness.timing.backend"
 
 
 def sass_opcode(f) -> str:
-    """The tensor-core SASS opcode (prefix) a timed form must issue."""
+    """The tensor-core SASS opcode (prefix) a timed form must issue: the sweep kernels' opcode for wgmma."""
     if f.family == "tcgen05":
         return "UTCHMMA.2CTA" if f.cta_group == 2 else "UTCHMMA"
-    if f.kind in ("f16", "tf32"):
-        t = {"f16": "", "bf16": ".BF16", "tf32": ".TF32"}[f.atype]
-        return f"HGMMA.64x{f.n}x{f.k}.{f.dtype.upper()}{t}"
-    if f.kind == "f8":
-        return f"QGMMA.64x{f.n}x32.{f.dtype.upper()}.{f.atype.upper()}.{f.btype.upper()}"
-    if f.kind == "s8":
-        return f"IGMMA.64x{f.n}x32.{f.atype.upper()}.{f.btype.upper()}"
-    return f"BGMMA.64x{f.n}x256.AND.POPC"
+    return wgmma_kernel.sass_opcode(f.key, f.variant)
 
 
 def sass_problems(f, compiled: C.Compiled) -> list[str]:
