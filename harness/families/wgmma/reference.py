@@ -142,6 +142,37 @@ def place(case: Case):
     return a_lay, a_desc, b_lay, b_desc, region_b, -(-size // 16) * 16
 
 
+def dirty_if_asked(case, rng, a_bits: np.ndarray, b_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A 'tf32dirty' case puts junk in the low 13 mantissa bits of A and B, which the tensor core must ignore."""
+    if case.extra == "tf32dirty":
+        a_bits = a_bits | rng.integers(0, 1 << 13, size=a_bits.shape).astype(np.uint64)
+        b_bits = b_bits | rng.integers(0, 1 << 13, size=b_bits.shape).astype(np.uint64)
+    return a_bits, b_bits
+
+
+def expected_results(case, a_read, b_read, a_logical, b_logical, c_vals):
+    """(expected D, the intended product, the tolerance of a 'normal' case or None, the expected registers) of a
+    case whose tensor core reads a_read / b_read (a control's misread) where a_logical / b_logical were meant."""
+    key, v = case.key, case.variant
+    with np.errstate(invalid="ignore", over="ignore"):
+        exact_expected = accumulate(case, a_read, b_read, c_vals)
+        intended = round_to_accumulator(case, accumulate(case, a_logical, b_logical, c_vals))
+        expected = round_to_accumulator(case, exact_expected)
+    tol = None
+    if case.data == "normal":
+        mag = np.abs(a_logical) @ np.abs(b_logical).T + (np.abs(c_vals) if case.scale_d else 0)
+        tol = NORMAL_REL_TOL[(v.atype, key.dtype)] * mag + 1e-30
+        expected = exact_expected  # compare with the float64 product itself
+    elif key.dtype != "s32":
+        # self-check: the exact inputs (and, for a negative control, the exact junk it misreads) must give
+        # a product the accumulator holds exactly
+        if not np.array_equal(expected, exact_expected):
+            raise AssertionError(f"{case.id}: reference is not exact in {key.dtype}; the value pools are wrong")
+    dfrag = fragments.wgmma_d_fragment(key.n, key.dtype)
+    expected_regs = None if tol is not None else fragments.gather_registers(dfrag, acc_bits(key.dtype, expected))
+    return expected, intended, tol, expected_regs
+
+
 def prepare(case: Case) -> Prepared:
     key, v = case.key, case.variant
     rng = np.random.default_rng(case.seed)
@@ -151,10 +182,7 @@ def prepare(case: Case) -> Prepared:
     a_vals = draw_values(rng, at, (M, K), case.data)
     b_vals = draw_values(rng, bt, (N, K), case.data)
     c_vals = c_values(rng, case, (M, N))
-    a_bits, b_bits = at.to_bits(a_vals), bt.to_bits(b_vals)
-    if case.extra == "tf32dirty":  # the tensor core must ignore the low 13 mantissa bits
-        a_bits = a_bits | rng.integers(0, 1 << 13, size=a_bits.shape).astype(np.uint64)
-        b_bits = b_bits | rng.integers(0, 1 << 13, size=b_bits.shape).astype(np.uint64)
+    a_bits, b_bits = dirty_if_asked(case, rng, at.to_bits(a_vals), bt.to_bits(b_vals))
 
     a_lay, a_desc, b_lay, b_desc, region_b, size = place(case)
     image = np.concatenate([junk_bytes(rng, at, region_b), junk_bytes(rng, bt, size - region_b)])
@@ -176,21 +204,7 @@ def prepare(case: Case) -> Prepared:
 
     a_logical = at.from_bits(a_bits)
     b_logical = bt.from_bits(b_bits)
-    with np.errstate(invalid="ignore", over="ignore"):
-        exact_expected = accumulate(case, a_read, b_read, c_vals)
-        intended = round_to_accumulator(case, accumulate(case, a_logical, b_logical, c_vals))
-        expected = round_to_accumulator(case, exact_expected)
-    tol = None
-    if case.data == "normal":
-        mag = np.abs(a_logical) @ np.abs(b_logical).T + (np.abs(c_vals) if case.scale_d else 0)
-        tol = NORMAL_REL_TOL[(v.atype, key.dtype)] * mag + 1e-30
-        expected = exact_expected  # compare with the float64 product itself
-    elif key.dtype != "s32":
-        # self-check: the exact inputs (and, for a negative control, the exact junk it misreads) must give
-        # a product the accumulator holds exactly
-        if not np.array_equal(expected, exact_expected):
-            raise AssertionError(f"{case.id}: reference is not exact in {key.dtype}; the value pools are wrong")
-    expected_regs = None if tol is not None else fragments.gather_registers(dfrag, acc_bits(key.dtype, expected))
+    expected, intended, tol, expected_regs = expected_results(case, a_read, b_read, a_logical, b_logical, c_vals)
     return Prepared(case, image, a_desc, b_desc, a_regs, c_regs, a_logical, b_logical, c_vals,
                     expected, intended, tol, expected_regs)
 

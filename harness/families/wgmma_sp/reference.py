@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.families.wgmma import reference as dense
-from harness.families.wgmma.reference import EXACT_POOL, NORMAL_REL_TOL, acc_bits, accumulate, round_to_accumulator
+from harness.families.wgmma.reference import EXACT_POOL, acc_bits
 from harness.families.wgmma_sp.cases import Case
 from harness.spec import dtypes, fragments, layouts, sparsity
 
@@ -121,10 +121,7 @@ def prepare(case: Case) -> Prepared:
     packed = draw_packed(rng, at, (M, KP), case.data)
     b_vals = dense.draw_values(rng, bt, (N, K), case.data)
     c_vals = dense.c_values(rng, case, (M, N))
-    a_bits, b_bits = at.to_bits(packed), bt.to_bits(b_vals)
-    if case.extra == "tf32dirty":  # the tensor core must ignore the low 13 mantissa bits
-        a_bits = a_bits | rng.integers(0, 1 << 13, size=a_bits.shape).astype(np.uint64)
-        b_bits = b_bits | rng.integers(0, 1 << 13, size=b_bits.shape).astype(np.uint64)
+    a_bits, b_bits = dense.dirty_if_asked(case, rng, at.to_bits(packed), bt.to_bits(b_vals))
     truth, e_regs, read_nibbles = metadata(case, fmt, rng)
 
     a_lay, a_desc, b_lay, b_desc, region_b, size = dense.place(case)  # A is the packed tile
@@ -146,22 +143,11 @@ def prepare(case: Case) -> Prepared:
 
     a_logical = sparsity.decompress(fmt, at.from_bits(a_bits), truth)
     b_logical = bt.from_bits(b_bits)
-    with np.errstate(invalid="ignore", over="ignore"):
-        exact_expected = accumulate(case, a_read, b_read, c_vals)
-        intended = round_to_accumulator(case, accumulate(case, a_logical, b_logical, c_vals))
-        expected = round_to_accumulator(case, exact_expected)
-    tol = None
-    if case.data == "normal":
-        mag = np.abs(a_logical) @ np.abs(b_logical).T + (np.abs(c_vals) if case.scale_d else 0)
-        tol = NORMAL_REL_TOL[(v.atype, key.dtype)] * mag + 1e-30
-        expected = exact_expected
-    elif key.dtype != "s32" and not np.array_equal(expected, exact_expected):
-        raise AssertionError(f"{case.id}: reference is not exact in {key.dtype}; the value pools are wrong")
+    expected, intended, tol, expected_regs = dense.expected_results(case, a_read, b_read, a_logical, b_logical, c_vals)
     if case.control and case.data == "exact":
         with np.errstate(invalid="ignore"):
             if np.array_equal(expected, intended):
                 raise AssertionError(f"{case.id}: the control reads exactly the intended product: it could not fail")
-    expected_regs = None if tol is not None else fragments.gather_registers(dfrag, acc_bits(key.dtype, expected))
     return Prepared(case, image, a_desc, b_desc, a_regs, c_regs, a_logical, b_logical, c_vals, expected, intended,
                     tol, expected_regs, None, e_regs, read_nibbles)
 
