@@ -35,6 +35,23 @@ class Operand:
         return f"{self.layout.major}/{self.layout.swizzle}{self.scenario}"
 
 
+def case_id(case, head: list[str], after_operands: tuple[str, ...] = ()) -> str:
+    """A wgmma-like case's id: `head` (shape, variant, A source), the operands' layouts, `after_operands`, then
+    accumulate, input twist, data mode, negative control and fault injection where present."""
+    parts = [*head, f"A:{case.a.tag}" if case.a else "A:regs", f"B:{case.b.tag}", *after_operands]
+    if case.scale_d:
+        parts.append("accum")
+    if case.extra:
+        parts.append(case.extra)
+    if case.data != "exact":
+        parts.append(case.data)
+    if case.control:
+        parts.append(f"neg:{case.control}")
+    if case.inject:
+        parts.append(f"inject:{case.inject}")
+    return "-".join(parts)
+
+
 @dataclass(frozen=True)
 class Case:
     key: wgmma.KernelKey
@@ -54,21 +71,7 @@ class Case:
     @property
     def id(self) -> str:
         k = self.key
-        v = self.variant
-        parts = [f"m64n{k.n}k{k.k}", v.tag(k.dtype), k.a_src]
-        parts.append(f"A:{self.a.tag}" if self.a else "A:regs")
-        parts.append(f"B:{self.b.tag}")
-        if self.scale_d:
-            parts.append("accum")
-        if self.extra:
-            parts.append(self.extra)
-        if self.data != "exact":
-            parts.append(self.data)
-        if self.control:
-            parts.append(f"neg:{self.control}")
-        if self.inject:
-            parts.append(f"inject:{self.inject}")
-        return "-".join(parts)
+        return case_id(self, [f"m64n{k.n}k{k.k}", self.variant.tag(k.dtype), k.a_src])
 
     @property
     def seed(self) -> int:

@@ -85,22 +85,9 @@ class Case:
 
     @property
     def id(self) -> str:
-        k, v = self.key, self.variant
-        parts = [f"m64n{k.n}k{k.k}", "sp", v.tag(k.dtype), k.a_src]
-        parts.append(f"A:{self.a.tag}" if self.a else "A:regs")
-        parts.append(f"B:{self.b.tag}")
-        parts.append(f"meta:{self.pattern}")
-        if self.scale_d:
-            parts.append("accum")
-        if self.extra:
-            parts.append(self.extra)
-        if self.data != "exact":
-            parts.append(self.data)
-        if self.control:
-            parts.append(f"neg:{self.control}")
-        if self.inject:
-            parts.append(f"inject:{self.inject}")
-        return "-".join(parts)
+        k = self.key
+        return dense.case_id(self, [f"m64n{k.n}k{k.k}", "sp", self.variant.tag(k.dtype), k.a_src],
+                             (f"meta:{self.pattern}",))
 
     @property
     def seed(self) -> int:
