@@ -1,17 +1,26 @@
 """wgmma.mma_async (sm_90a): forms, cases, reference, kernel, readback; `FAMILY` is what the engine runs."""
 from __future__ import annotations
 
+import importlib
+
 from harness.enums import Arch, FamilyName, Status
 from harness.families.base import Kernel, case_record
 
 
 class WgmmaFamily:
+    """The dense family; a family built on it (wgmma_sp) names its own subpackage, whose modules have the same
+    names and functions (forms.all_kernel_keys, cases.cases_for_key, reference.prepare, kernel.source / pack /
+    sass_check, readback.diff_launch)."""
     name = FamilyName.WGMMA
+    package = "harness.families.wgmma"
     archs = (Arch.SM_90A,)
     facets = frozenset({"kind", "n", "dtype", "a_src", "data"})
 
+    def module(self, name: str):
+        return importlib.import_module(f"{self.package}.{name}")
+
     def kernels(self, arch) -> list[tuple[Kernel, list]]:
-        from harness.families.wgmma import cases, forms
+        cases, forms = self.module("cases"), self.module("forms")
         if arch not in self.archs:
             return []
         return [(self.kernel_of(key), cases.cases_for_key(key, ("exact", "normal"), True))
@@ -28,23 +37,20 @@ class WgmmaFamily:
                 "control": bool(case.control)}
 
     def source(self, kernel: Kernel) -> str:
-        from harness.families.wgmma import kernel as wk
-        return wk.source(kernel.form)
+        return self.module("kernel").source(kernel.form)
 
     def sass_check(self, kernel: Kernel):
-        from harness.families.wgmma import kernel as wk
-        return wk.sass_check(kernel.form)
+        return self.module("kernel").sass_check(kernel.form)
 
     def prepare(self, kernel: Kernel, cases: list):
-        from harness.families.wgmma import kernel as wk, reference
+        reference = self.module("reference")
         preps = [reference.prepare(c) for c in cases]
-        return wk.pack(preps), [p.slim() for p in preps]
+        return self.module("kernel").pack(preps), [p.slim() for p in preps]
 
     def readback(self, kernel: Kernel, expectations: list, outputs: dict) -> list[dict]:
-        from harness.families.wgmma import readback
         return [case_record(r["id"], kernel, r["status"], **{k: v for k, v in r.items()
                                                               if k not in ("id", "status", "kernel")})
-                for r in readback.diff_launch(expectations, outputs["d_out"])]
+                for r in self.module("readback").diff_launch(expectations, outputs["d_out"])]
 
     @staticmethod
     def case_fields(case) -> dict:
