@@ -119,6 +119,9 @@ def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
         tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
         tmp.write_bytes(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
         tmp.replace(path)  # atomic: a concurrent sweep never reads half a plan
+        for stale in path.parent.glob(f"{fam.name}-{arch}-*.pkl"):  # plans of other sources are never read again
+            if stale != path:
+                stale.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only cache only costs the next sweep the time to build it
     return out

@@ -37,6 +37,8 @@ def test_a_changed_source_builds_the_plan_again(private_cache, monkeypatch):
     monkeypatch.setattr(plan, "source_digest", lambda: "a-model-was-edited")
     plan.make(sel, cache=True)
     assert calls, "a plan cached for other sources was used"
+    kept = sorted(p.name for p in (private_cache / "plans").glob("tcgen05-sm_100a-*.pkl"))
+    assert kept == ["tcgen05-sm_100a-a-model-was-edited.pkl"]  # the other sources' plan is gone
 
 
 def test_the_digest_covers_the_models_and_the_kernel_templates():
