@@ -166,10 +166,16 @@ def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
     modes = {i: INJECT_MODES[int(x)] for i, x in enumerate(inp.params["inject"]) if int(x) in INJECT_MODES}
     modes.update(planted(kernel_name, inp))
     fault(modes.values())
+    return each_cta(inp, lambda p, image, i, out: simulate_cta(key, p, image, inp.inputs["a_regs"][i],
+                                                               inp.inputs["c_regs"][i], out))
+
+
+def each_cta(inp: LaunchInput, simulate) -> dict[str, np.ndarray]:
+    """D of every CTA of a launch, poisoned where nothing writes: simulate(params, image, cta, out) fills out."""
     spec = inp.outputs["d_out"]
     out = np.full((inp.ctas, *spec.shape), spec.fill, dtype=spec.dtype)
     for i in range(inp.ctas):
         p = inp.params[i]
         off, size = int(p["image_offset"]), int(p["image_bytes"])
-        simulate_cta(key, p, inp.images[off:off + size], inp.inputs["a_regs"][i], inp.inputs["c_regs"][i], out[i])
+        simulate(p, inp.images[off:off + size], i, out[i])
     return {"d_out": out}

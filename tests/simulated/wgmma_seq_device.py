@@ -73,10 +73,5 @@ def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
     key = key_of(kernel_name)
     log_launch(kernel_name, inp)
     fault(planted(kernel_name, inp).values())
-    spec = inp.outputs["d_out"]
-    out = np.full((inp.ctas, *spec.shape), spec.fill, dtype=spec.dtype)
-    for i in range(inp.ctas):
-        p = inp.params[i]
-        off, size = int(p["image_offset"]), int(p["image_bytes"])
-        simulate_cta(key, p, inp.images[off:off + size], inp.inputs["a_regs"][i], inp.inputs["c_regs"][i], out[i])
-    return {"d_out": out}
+    return wgmma_device.each_cta(inp, lambda p, image, i, out: simulate_cta(
+        key, p, image, inp.inputs["a_regs"][i], inp.inputs["c_regs"][i], out))

@@ -196,8 +196,13 @@ def cases_for_key(key: wgmma.KernelKey, data_modes=("exact",), controls: bool = 
             out.extend(_full_cross(key, vs, a_scen, b_scen, mode))
     if controls:
         out.extend(negative_controls(key, a_scen, b_scen))
+    return unique_by_id(out)
+
+
+def unique_by_id(cases: list) -> list:
+    """The cases in order, each id once (scenario spreading may draw the same case twice)."""
     unique = {}
-    for c in out:
+    for c in cases:
         unique.setdefault(c.id, c)
     return list(unique.values())
 

@@ -166,10 +166,7 @@ def cases_for_key(key: forms.KernelKey, data_modes=("exact",), controls: bool = 
             out.extend(full_cross(key, vs, a_scen, b_scen, mode))
     if controls:
         out.extend(negative_controls(key, a_scen, b_scen))
-    unique = {}
-    for c in out:
-        unique.setdefault(c.id, c)
-    return list(unique.values())
+    return dense.unique_by_id(out)
 
 
 def full_cross(key, vs, a_scen, b_scen, mode) -> list[Case]:
