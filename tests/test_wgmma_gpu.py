@@ -3,7 +3,7 @@
 One kernel per kernel key is compiled (in parallel, cached) and launched once with all of its cases (one CTA
 per case) the first time any of its cases is asked for; each case is then its own test with a readable id.
 Without an sm_90a GPU every test here skips with the reason (see conftest.py). Under `pytest -n N` each
-worker holds one GPU and the cases of a kernel stay together (xdist groups).
+worker holds one GPU and runs the shards of kernels it was handed (tests/gpu_sweep.py).
 """
 import json
 import subprocess
@@ -11,24 +11,15 @@ import sys
 
 import pytest
 
-from harness import plan, sweep
+from harness import plan
 from harness.records import results
 from harness.run import gpu
+from tests.gpu_sweep import ShardedSweep
 
 ARCH = "sm_90a"
-PLAN = None if gpu.skip_reason(ARCH) else plan.make(plan.Selection(families=("wgmma",)), cache=True)
-CASES = [c for _, cs in PLAN.work for c in cs] if PLAN else []
+SWEEP = ShardedSweep("wgmma", None if gpu.skip_reason(ARCH) else
+                     plan.make(plan.Selection(families=("wgmma",)), cache=True))
 pytestmark = pytest.mark.gpu(ARCH)
-
-
-@pytest.fixture(scope="session")
-def wgmma_records(tmp_path_factory):
-    """The whole plan through the sweep's engine once (parallel cached compile, batched launches on this
-    worker's GPU); each case is then its own test, with its own record."""
-    out = tmp_path_factory.mktemp("wgmma") / "sweep.jsonl"
-    sweep.execute(PLAN, sweep.SweepConfig(out_path=out, diagnose=0), log=lambda m: None)
-    recs = results.load(out)[1]
-    return recs.__getitem__
 
 
 def _explain(rec: dict) -> str:
@@ -37,10 +28,9 @@ def _explain(rec: dict) -> str:
                       indent=1)
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group("wgmma")) for c in CASES]
-                         or [pytest.param(None, id="wgmma-cases")])
-def test_wgmma(case, wgmma_records):
-    rec = wgmma_records(case.id)
+@pytest.mark.parametrize("case", SWEEP.params())
+def test_wgmma(case, tmp_path_factory):
+    rec = SWEEP.record(case, tmp_path_factory)
     assert rec["status"] == "pass", _explain(rec)
     if case.control:
         assert rec["caught"], "a deliberately wrong descriptor must change the result"

@@ -10,27 +10,20 @@ import sys
 
 import pytest
 
-from harness import plan, sweep
+from harness import plan
 from harness.records import results
 from harness.run import gpu
+from tests.gpu_sweep import ShardedSweep
 
 ARCH = "sm_90a"
-PLAN = None if gpu.skip_reason(ARCH) else plan.make(plan.Selection(families=("wgmma_seq",)))
-CASES = [c for _, cs in PLAN.work for c in cs] if PLAN else []
+SWEEP = ShardedSweep("wgmma_seq", None if gpu.skip_reason(ARCH) else
+                     plan.make(plan.Selection(families=("wgmma_seq",)), cache=True))
 pytestmark = pytest.mark.gpu(ARCH)
 
 
-@pytest.fixture(scope="session")
-def seq_records(tmp_path_factory):
-    out = tmp_path_factory.mktemp("wgmma_seq") / "sweep.jsonl"
-    sweep.execute(PLAN, sweep.SweepConfig(out_path=out, diagnose=0), log=lambda m: None)
-    return results.load(out)[1].__getitem__
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group("wgmma_seq")) for c in CASES]
-                         or [pytest.param(None, id="wgmma_seq-cases")])
-def test_wgmma_seq(case, seq_records):
-    rec = seq_records(case.id)
+@pytest.mark.parametrize("case", SWEEP.params())
+def test_wgmma_seq(case, tmp_path_factory):
+    rec = SWEEP.record(case, tmp_path_factory)
     detail = json.dumps({k: rec[k] for k in rec if k in ("mismatches", "bad_rows", "bad_cols", "first_mismatches",
                                                          "unwritten_registers", "caught", "why", "error")}, indent=1)
     assert rec["status"] == "pass", detail

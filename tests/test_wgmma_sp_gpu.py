@@ -10,21 +10,14 @@ import json
 
 import pytest
 
-from harness import plan, sweep
-from harness.records import results
+from harness import plan
 from harness.run import gpu
+from tests.gpu_sweep import ShardedSweep
 
 ARCH = "sm_90a"
-PLAN = None if gpu.skip_reason(ARCH) else plan.make(plan.Selection(families=("wgmma_sp",)))
-CASES = [c for _, cs in PLAN.work for c in cs] if PLAN else []
+SWEEP = ShardedSweep("wgmma_sp", None if gpu.skip_reason(ARCH) else
+                     plan.make(plan.Selection(families=("wgmma_sp",)), cache=True))
 pytestmark = pytest.mark.gpu(ARCH)
-
-
-@pytest.fixture(scope="session")
-def sparse_records(tmp_path_factory):
-    out = tmp_path_factory.mktemp("wgmma_sp") / "sweep.jsonl"
-    sweep.execute(PLAN, sweep.SweepConfig(out_path=out, diagnose=0), log=lambda m: None)
-    return results.load(out)[1].__getitem__
 
 
 def _explain(rec: dict) -> str:
@@ -33,10 +26,9 @@ def _explain(rec: dict) -> str:
                                                        "error", "unsettled")}, indent=1)
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group("wgmma_sp")) for c in CASES]
-                         or [pytest.param(None, id="wgmma_sp-cases")])
-def test_wgmma_sp(case, sparse_records):
-    rec = sparse_records(case.id)
+@pytest.mark.parametrize("case", SWEEP.params())
+def test_wgmma_sp(case, tmp_path_factory):
+    rec = SWEEP.record(case, tmp_path_factory)
     assert rec["status"] == "pass", _explain(rec)
     if case.control:
         assert rec["caught"] and rec["matches_model_prediction"], _explain(rec)
