@@ -116,3 +116,30 @@ def test_a_case_gone_that_never_ran_is_listed_but_loses_no_coverage(tmp_path):
     assert r["dropped_not_run"] == ["t"] and r["missing_in_new"] == ["p"] and r["regressed"]
     r2 = compare.compare(old, write(tmp_path / "n2.jsonl", {}, [case("a"), case("p")]))
     assert r2["dropped_not_run"] == ["t"] and not r2["regressed"]
+
+
+def test_gzipped_runs_as_committed_compare_like_plain_ones(pair, tmp_path):
+    """Committed runs are .jsonl.gz (a 27,554-case sweep: 8 MB plain, 0.2 MB gzipped): a folder holding one is
+    that run, and it reads record for record as the plain file does."""
+    import gzip
+    old, new = pair
+    folder = tmp_path / "run-new"
+    folder.mkdir()
+    (folder / "sweep.jsonl.gz").write_bytes(gzip.compress(new.read_bytes()))
+    (folder / "probe-x.jsonl.gz").write_bytes(gzip.compress(new.read_bytes()))  # a probe is no sweep result
+    assert results.expand_run([folder]) == [folder / "sweep.jsonl.gz"]
+    assert results.load(folder / "sweep.jsonl.gz") == results.load(new)
+    plain, packed = compare.compare(old, new), compare.compare(old, folder)
+    assert [x["id"] for x in packed["newly_failing"]] == [x["id"] for x in plain["newly_failing"]] == ["b"]
+    out = run("compare", str(old), str(folder))
+    assert out.returncode == 1 and "newly failing: b" in out.stdout
+
+
+def test_a_damaged_gzip_file_is_one_line_naming_it(pair, tmp_path):
+    import gzip
+    bad = tmp_path / "cut.jsonl.gz"
+    bad.write_bytes(gzip.compress(pair[0].read_bytes())[:-12])  # cut short: no trailer
+    with pytest.raises(results.ResultsFileError, match="cut.jsonl.gz"):
+        results.load(bad)
+    out = run("compare", str(bad), str(pair[1]))
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "cut.jsonl.gz" in out.stderr

@@ -28,11 +28,11 @@ BAD = ("fail", "fault", "timeout", "compile-error")
 
 
 def expand(paths) -> list[Path]:
-    """Files, with each directory standing for the *.jsonl files in it (sorted)."""
+    """Files, with each directory standing for the *.jsonl (and *.jsonl.gz) files in it (sorted)."""
     out = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(p.glob("*.jsonl"))
+            found = results.results_files(p)
             if not found:
                 raise results.ResultsFileError(f"{p}: directory holds no *.jsonl results file")
             out += found

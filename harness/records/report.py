@@ -23,7 +23,8 @@ STATUSES = ("pass", "fail", "fault", "timeout", "compile-error", "error", "not-r
 
 def sweep_files(root) -> list[Path]:
     root = Path(root)
-    return sorted(p for p in root.glob("*/*.jsonl") if re.match(r"(sweep|merged)", p.name))
+    return sorted(p for d in root.iterdir() if d.is_dir() for p in results.results_files(d)
+                  if re.match(r"(sweep|merged)", p.name))
 
 
 def _row_key(rec: dict) -> tuple:

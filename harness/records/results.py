@@ -8,11 +8,13 @@ last {"type": "summary", ...}. A run killed part way keeps every case it finishe
 from __future__ import annotations
 
 import datetime as _dt
+import gzip
 import json
 import os
 import platform
 import socket
 import subprocess
+import zlib
 from pathlib import Path
 
 from harness.enums import Status
@@ -162,11 +164,11 @@ def load(path: Path) -> tuple[dict, dict[str, dict], dict | None]:
         raise ResultsFileError(f"{path}: no such results file")
     env, cases, summary = None, {}, None
     try:
-        fh = open(path, "rb")
+        fh = open_results(path)
     except OSError as e:
         raise ResultsFileError(f"{path}: cannot read: {e.strerror or e}") from None
     with fh:
-        for n, raw in enumerate(fh, 1):
+        for n, raw in enumerate(_lines(path, fh), 1):
             cut = not raw.endswith(b"\n")  # the last line, and no newline: a killed run may have cut it short
             try:
                 line = raw.decode("utf-8")
@@ -202,15 +204,36 @@ def load(path: Path) -> tuple[dict, dict[str, dict], dict | None]:
     return env, cases, summary
 
 
+SUFFIXES = (".jsonl", ".jsonl.gz")  # committed runs are gzip-compressed: a 27,554-case sweep is 8 MB, 0.2 MB gzipped
+
+
+def open_results(path: Path):
+    """A results file opened for reading bytes, gunzipped on the fly where its name ends in .gz."""
+    return gzip.open(path, "rb") if Path(path).name.endswith(".gz") else open(path, "rb")
+
+
+def _lines(path: Path, fh):
+    """fh's lines; a damaged gzip stream is a ResultsFileError naming the file (whole lines before it stand)."""
+    try:
+        yield from fh
+    except (OSError, EOFError, zlib.error) as e:
+        raise ResultsFileError(f"{path}: not a readable gzip file ({e})") from None
+
+
+def results_files(folder: Path) -> list[Path]:
+    """The results files (*.jsonl, *.jsonl.gz) directly in a folder, sorted."""
+    return sorted(f for f in Path(folder).iterdir() if f.is_file() and f.name.endswith(SUFFIXES))
+
+
 def is_sweep_file(p: Path) -> bool:
     """A folder's results files that make up its run: not a probe's (probe-*.jsonl), a timing bench's
     (bench-*.jsonl: `python -m harness bench compare` reads those) nor a merge's output."""
-    return p.suffix == ".jsonl" and not p.name.startswith(("probe-", "bench-", "merged"))
+    return p.name.endswith(SUFFIXES) and not p.name.startswith(("probe-", "bench-", "merged"))
 
 
 def expand_run(paths) -> list[Path]:
     """The results files that `paths` name, for merge and compare: a file stands for itself; a directory for one
-    run, its sweep results: every *.jsonl in it except probe-*.jsonl (probe runs, which are no sweep),
+    run, its sweep results: every *.jsonl (or *.jsonl.gz) in it except probe-*.jsonl (probe runs, which are no sweep),
     bench-*.jsonl (instruction timing) and merged*.jsonl (a merge's output, which repeats its inputs) - unless merged files are all it holds. Sorted;
     ResultsFileError when a name is not there or a directory holds no results file."""
     out: list[Path] = []
@@ -218,7 +241,7 @@ def expand_run(paths) -> list[Path]:
         if str(p) == "":
             raise ResultsFileError("an empty path is not a results file")
         if p.is_dir():
-            found = sorted(f for f in p.glob("*.jsonl") if f.is_file())
+            found = results_files(p)
             runs = [f for f in found if is_sweep_file(f)] or [f for f in found if f.name.startswith("merged")]
             if not runs:
                 raise ResultsFileError(f"{p}: directory holds no *.jsonl results file of a sweep"
