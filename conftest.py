@@ -1,5 +1,8 @@
 """Hardware requirements are markers: `@pytest.mark.gpu("sm_90a")` skips, with the reason, unless a GPU of
-that arch is present (`gpu("sm_100a", "sm_103a")`: one of those). CuTe DSL cross-checks carry `cute` and skip where the DSL is not installed.
+that arch is present (`gpu("sm_100a", "sm_103a")`: one of those). Tests that need CuTe DSL (its cross-checks, and
+the simulated GPUs, which read their layouts from it) carry `cute` and skip, with the reason, where the DSL is not
+installed (a GPU node without the test extra); under CI (the CI variable set) they fail instead: CI must run every
+independent oracle.
 
 Under pytest-xdist (`pytest -n N`) each worker is pinned to one GPU of the node (worker i -> GPU i mod count,
 within CUDA_VISIBLE_DEVICES if set) before anything touches CUDA, and the wgmma cases are grouped by kernel
@@ -58,6 +61,22 @@ def pytest_collection_modifyitems(config, items):
         if grouped and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
     skip_or_fail_gpu_tests(items)
+    skip_or_fail_cute_tests(items)
+
+
+CUTE_MISSING = "nvidia-cutlass-dsl is not installed (pip install -e '.[test]'): CuTe DSL is this test's oracle"
+
+
+def cute_dsl_missing() -> bool:
+    return importlib.util.find_spec("cutlass") is None
+
+
+def skip_or_fail_cute_tests(items):
+    if not cute_dsl_missing() or os.environ.get("CI"):
+        return  # under CI, pytest_runtest_setup fails them
+    for item in items:
+        if item.get_closest_marker("cute") is not None:
+            item.add_marker(pytest.mark.skip(reason=CUTE_MISSING))
 
 
 def skip_or_fail_gpu_tests(items):
@@ -76,3 +95,5 @@ def skip_or_fail_gpu_tests(items):
 def pytest_runtest_setup(item):
     if item.get_closest_marker("gpu") is not None and gpu.unusable():
         pytest.fail(f"the GPU here is unusable: {gpu.unusable()}", pytrace=False)
+    if item.get_closest_marker("cute") is not None and os.environ.get("CI") and cute_dsl_missing():
+        pytest.fail(f"under CI every oracle must run: {CUTE_MISSING}", pytrace=False)

@@ -33,8 +33,9 @@ def timed(args: list[str], cache: str) -> dict:
     counts = {m[1]: int(m[0]) for m in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)",
                                                    tail[-1] if tail else "")}
     slowest = [ln.strip() for ln in proc.stdout.splitlines() if re.match(r"\s*\d+\.\d+s (call|setup|teardown)", ln)]
+    not_passing = [ln for ln in proc.stdout.splitlines() if ln.startswith(("FAILED ", "ERROR "))]
     return {"args": args, "exit": proc.returncode, "wall_s": round(wall, 1), "counts": counts, "slowest": slowest,
-            "last_line": tail[-1] if tail else proc.stderr[-500:]}
+            "not_passing": not_passing, "last_line": tail[-1] if tail else proc.stderr[-500:]}
 
 
 def main():
@@ -47,13 +48,13 @@ def main():
     if unknown:
         sys.exit(f"bench_pytest: unknown run {unknown[0]!r}; one of {', '.join(RUNS)}")
     report = {"cpus": os.cpu_count(), "runs": {}}
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as cache:
         for name in names:
             report["runs"][name] = timed(RUNS[name], cache)
             r = report["runs"][name]
             print(f"{name:<12} {' '.join(r['args']):<22} {r['wall_s']:>7} s  exit {r['exit']}  {r['last_line']}")
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(report, indent=1) + "\n")
+            Path(a.out).write_text(json.dumps(report, indent=1) + "\n")  # after each run: a later one may be cut off
 
 
 if __name__ == "__main__":

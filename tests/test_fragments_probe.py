@@ -9,6 +9,8 @@ from harness.families.wgmma import cases as C, forms, readback
 from harness.spec import fragments
 from tests.simulated import wgmma_device
 
+pytestmark = pytest.mark.cute  # the simulated GPUs read their layouts from CuTe DSL
+
 SS = forms.KernelKey("f16", 64, "f32", "SS")
 RS = forms.KernelKey("f16", 64, "f16", "RS")
 RS8 = forms.KernelKey("s8", 32, "s32", "RS")

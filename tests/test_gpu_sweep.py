@@ -24,6 +24,7 @@ def test_shards_partition_the_plan_by_whole_kernels_and_balance_it():
         assert len({groups[c.id] for c in cs}) == 1
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_every_case_gets_its_record_and_each_shard_runs_once(tmp_path_factory, monkeypatch):
     fake_gpus.install(monkeypatch, ["sm_90a"])
     runs = []

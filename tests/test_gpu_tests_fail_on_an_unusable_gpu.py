@@ -32,5 +32,6 @@ def test_gpu_marked_tests_fail_and_are_not_skipped_when_the_gpu_is_unusable(monk
         conftest.pytest_runtest_setup(on_gpu)
     conftest.pytest_runtest_setup(on_cpu)  # CPU tests run as ever
     monkeypatch.setattr(gpu, "unusable", lambda: None)
+    monkeypatch.setattr(gpu, "skip_reason", lambda *archs: "needs a sm_90a GPU; none is visible")  # as on a CPU
     conftest.pytest_collection_modifyitems(None, [on_gpu])
     assert on_gpu.markers and on_gpu.markers[0].name == "skip"  # no GPU here: skipped with the reason, as before

@@ -60,3 +60,17 @@ def test_every_tcgen05_kernel_compiles_for_each_blackwell_arch_it_builds(version
         for k, out in zip(kernels, C.compile_many(jobs, toolchain=tc, raise_on_error=False)):
             assert out.error is None, f"NVRTC {version} {arch}: {out.error}"
             assert MNEMONIC[k.form.kind] in C.sass(out.cubin_path), f"NVRTC {version} {arch}: {k.name}"
+
+
+def test_the_timing_loop_of_nvrtc_13_0_passes_the_bench_sass_check():
+    """NVRTC 13.0 (the H100 node's) puts a NOP between the throughput loop's MMAs; the bench took that for
+    serialized MMAs and refused to time (results/2026-11-23-h100-bench/pytest-readme.txt). Install 13.0 with
+    pip install --target ~/.cache/tc-harness/nvrtc/13.0 'nvidia-cuda-nvrtc==13.0.*'."""
+    from harness.timing import bench, forms as F, source as S
+    tc = toolchain_or_skip("13.0")
+    f = F.WgmmaTiming("bf16", "bf16", "f32", 256, "SS")
+    ((name, arch), mf), = S.module_forms([f]).items()
+    (out,) = C.compile_many([C.CompileJob(name, S.source(mf), arch)], toolchain=tc)
+    listing = sass.functions(str(out.cubin_path))[f"{f.module_name}_tput"]
+    assert any(i.opcode == "NOP" for i in listing)  # what 13.0 does (13.5 does not): the case this test is for
+    assert bench.sass_problems(f, out) == []

@@ -65,6 +65,7 @@ def test_committed_sweep_files_use_only_documented_fields(path):
     assert undocumented(json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()) == set()
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_a_simulated_sweep_writes_only_documented_fields(monkeypatch, tmp_path):
     p = plan.make(plan.Selection(families=("wgmma",), kinds=("s8",), n_values=(8,), a_srcs=("SS",)),
                   {"wgmma": "sm_90a"})
@@ -83,6 +84,7 @@ def test_a_simulated_sweep_writes_only_documented_fields(monkeypatch, tmp_path):
     assert undocumented(raw) == set()
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_a_failing_case_and_its_diagnosis_write_only_documented_fields(monkeypatch, tmp_path):
     p = plan.make(plan.Selection(families=("wgmma",), kinds=("f16",), n_values=(32,), a_srcs=("RS",),
                                  dtypes=("f16",), match="B:K/128B"), {"wgmma": "sm_90a"})

@@ -64,6 +64,22 @@ def test_a_module_that_is_not_the_forms_is_refused_with_the_reason(compiled_subs
     assert "issues no HGMMA.64x128x16.F32.BF16" in problem and "HGMMA.64x256x16.F32.BF16" in problem
 
 
+def _listing(text: str) -> list:
+    return [sass.Instruction(*(line.strip().split(" ", 1) + [""])[:2]) for line in text.strip().splitlines()]
+
+
+def test_mmas_with_only_nops_between_them_count_as_back_to_back():
+    """NVRTC 13.0 (on the H100 node, results/2026-11-23-h100-bench/pytest-readme.txt) put a NOP between the
+    MMAs of the throughput loop; they still pipeline. A wait between MMAs serializes them and is refused."""
+    mma = "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR16], R24, UP0"
+    nvrtc_13_0 = f"WARPGROUP.ARRIVE\nNOP\n{mma}\nNOP\n{mma}\nNOP\n{mma}\nNOP\n{mma}\nWARPGROUP.DEPBAR.LE gsb0, 0x1"
+    nvrtc_13_5 = f"WARPGROUP.ARRIVE\n{mma}\n{mma}\n{mma}\n{mma}\nWARPGROUP.DEPBAR.LE gsb0, 0x1"
+    serialized = f"{mma}\nWARPGROUP.DEPBAR.LE gsb0, 0x0\n{mma}\nWARPGROUP.DEPBAR.LE gsb0, 0x0\n{mma}"
+    assert bench.longest_mma_run(_listing(nvrtc_13_0)) == 4 == bench.longest_mma_run(_listing(nvrtc_13_5))
+    assert bench.longest_mma_run(_listing(serialized)) == 1
+    assert bench.longest_mma_run(_listing(f"{mma}\nIADD3 R0, R0, 0x1, RZ\n{mma}")) == 1
+
+
 # ---------------------------------------------------------------------------------------------------- forms, jobs
 
 def test_default_set_covers_every_kind_n_source_and_the_bf16_swizzles():

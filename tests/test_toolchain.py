@@ -215,6 +215,7 @@ def test_compile_writes_modules_and_a_manifest_naming_the_toolchain(built, tmp_p
         assert kernel_folder.digest(data) == k["sha256"] and T.ptx_header(data) == (jit.ptx_isa, "sm_90a")
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_sweep_launches_a_matching_folder_and_names_it(folder, capsys, tmp_path, monkeypatch):
     no_compiling(monkeypatch)
     rc, _, err = run_cli(capsys, "sweep", "--kernels", folder, *B1, "--out", tmp_path / "r.jsonl")
@@ -323,7 +324,8 @@ def test_a_kernel_nvrtc_rejected_travels_in_the_folder_as_a_compile_error(tmp_pa
 
 # ---------------------------------------------------------------------------------------------------- records
 
-def test_the_environment_record_names_the_toolchain(tmp_path, capsys):
+def test_the_environment_record_names_the_toolchain(tmp_path, capsys, monkeypatch):
+    fake_gpus.hide_real_gpus(monkeypatch)
     rc, _, err = run_cli(capsys, "sweep", *B1, "--toolchain", "driver-jit", "--out", tmp_path / "r.jsonl")
     assert rc == ExitCode.NOTHING_RAN, err
     env = results.load(tmp_path / "r.jsonl")[0]
@@ -332,6 +334,7 @@ def test_the_environment_record_names_the_toolchain(tmp_path, capsys):
 
 
 def test_resume_refuses_results_of_another_toolchain(tmp_path, capsys, monkeypatch):
+    fake_gpus.hide_real_gpus(monkeypatch)
     out = tmp_path / "r.jsonl"
     assert run_cli(capsys, "sweep", *B1, "--out", out)[0] == ExitCode.NOTHING_RAN
     no_compiling(monkeypatch)
@@ -370,6 +373,7 @@ def test_compare_names_both_toolchains_and_still_reports_regressions(tmp_path, c
 
 # ---------------------------------------------------------------------------------------------------- the engine
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_a_driver_jit_sweep_hands_the_gpu_ptx_and_a_jit_rejection_is_a_compile_error(monkeypatch, tmp_path):
     """Simulated sm_90a GPUs whose driver takes only PTX (tests/simulated/jit_device.py): every case runs through
     the real engine; a kernel the JIT rejects has every case recorded compile-error, without bisection."""

@@ -195,6 +195,7 @@ def _sample(cases, every: int):
     return [c for i, c in enumerate(cases) if c.control is not None or i % every == 0]
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 @pytest.mark.parametrize("name", list(BY_NAME))
 def test_the_simulated_gpu_passes_the_cases_and_gives_each_control_its_predicted_misread(name):
     kernel, cases = BY_NAME[name]
@@ -206,12 +207,14 @@ def test_the_simulated_gpu_passes_the_cases_and_gives_each_control_its_predicted
             assert r["caught"] and r["matches_model_prediction"] and r["mismatches"] == 0, r
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_every_case_of_every_kernel_on_the_simulated_gpu():
     for kernel, cases in KERNELS:
         recs = _run_on_sim(kernel, cases)
         assert {r["status"] for r in recs.values()} == {"pass"}, kernel.name
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_a_sweep_on_a_simulated_gpu_records_the_family(monkeypatch, tmp_path):
     p = plan.make(plan.Selection(families=("wgmma_seq",), kinds=("tf32",)), {"wgmma_seq": "sm_90a"})
     fake_gpus.install(monkeypatch, ["sm_90a"])
@@ -265,6 +268,7 @@ def _plant_warpgroup_rows_swapped(monkeypatch):
     (_plant_advance_handed_twice, "wgmmaseq_f8_m64n128k32x4_rspipe_add_f32_RS", "step+16"),
     (_plant_warpgroup_rows_swapped, "wgmmaseq_f16_m128n64k16x2_twowg_add_f32_RS", ""),
 ], ids=["model-or-is-add", "kernel-handed-another-advance", "warpgroup-rows-swapped"])
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_a_planted_bug_fails_on_the_simulated_gpu(plant, kernel, which, monkeypatch, fresh_model):
     k, cases = BY_NAME[kernel]
     chosen = [c for c in cases if (which and str(c.control) == which) or (not which and c.control is None)][:6]

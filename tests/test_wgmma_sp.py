@@ -10,6 +10,7 @@ from harness import cli, families, plan
 from harness.enums import ExitCode, FamilyName
 from harness.families.wgmma_sp import FAMILY, cases, forms, kernel, reference
 from harness.spec import sparsity as S
+from tests.simulated import fake_gpus
 
 ALL_KEYS = forms.all_kernel_keys()
 
@@ -219,6 +220,7 @@ def test_the_family_is_registered_and_its_launch_carries_the_metadata():
 
 
 def test_sweep_on_a_machine_without_a_gpu_compiles_and_records_every_case_not_run(tmp_path, monkeypatch):
+    fake_gpus.hide_real_gpus(monkeypatch)
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "sp.jsonl"
     code = cli.main(["sweep", "--family", "wgmma_sp", "--kind", "s8", "--n", "8", "--out", str(out)])

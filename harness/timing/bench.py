@@ -104,6 +104,20 @@ def sass_opcode(f) -> str:
     return wgmma_kernel.sass_opcode(f.key, f.variant)
 
 
+def longest_mma_run(instructions) -> int:
+    """The most wgmma (GMMA) instructions issued back to back: with nothing between them but NOPs. NVRTC 13.0's
+    ptxas puts a NOP between the MMAs of one commit group, 13.5's does not; either way they pipeline. A wait
+    (WARPGROUP.DEPBAR), an arrive or any other instruction ends a run."""
+    run = best = 0
+    for ins in instructions:
+        if "GMMA" in ins.opcode:
+            run += 1
+        elif ins.opcode != "NOP":
+            run = 0
+        best = max(best, run)
+    return best
+
+
 def sass_problems(f, compiled: C.Compiled) -> list[str]:
     """Why a timing module's SASS cannot give the form's numbers ([] when it can): both kernels issue the form's
     instruction; a wgmma throughput loop issues its KSTEPS MMAs back to back (not serialized by ptxas), and the
@@ -117,10 +131,7 @@ def sass_problems(f, compiled: C.Compiled) -> list[str]:
             out.append(f"{entry} issues no {op} (tensor-core: {', '.join(sass.tensor_core_opcodes(fns[entry]))})")
     if out or f.family != "wgmma":
         return out
-    run = best = 0
-    for ins in fns[f"{f.module_name}_tput"]:
-        run = run + 1 if "GMMA" in ins.opcode else 0
-        best = max(best, run)
+    best = longest_mma_run(fns[f"{f.module_name}_tput"])
     if best < S.KSTEPS:
         out.append(f"{f.module_name}_tput: at most {best} wgmma in a row, not {S.KSTEPS} (serialized by ptxas?)")
     lat = fns[f"{f.module_name}_lat"]

@@ -64,6 +64,7 @@ def test_a_kernel_whose_sass_lacks_its_instruction_is_a_compile_error_naming_it(
     assert summary["compile-error"] == p.cases and sweep.exit_code(summary) == ExitCode.FAILED
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_the_verdict_is_cached_beside_the_cubin(tmp_path, monkeypatch):
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
     p = small_plan()

@@ -11,6 +11,8 @@ from tests.simulated import fake_gpus
 from harness.records import results
 from tests.simulated.sim_common import read_log
 
+pytestmark = pytest.mark.cute  # the simulated GPUs read their layouts from CuTe DSL
+
 SMALL = plan.Selection(families=("wgmma",), kinds=("f16", "s8"), n_values=(32,), a_srcs=("SS",))
 
 

@@ -11,6 +11,8 @@ from harness.plan import Plan
 from tests.run import simsweep
 from tests.simulated import fake_gpus, oracle_cache, tcgen05_device
 
+pytestmark = pytest.mark.cute  # the simulated GPUs read their layouts from CuTe DSL
+
 
 @pytest.fixture(scope="module")
 def split():

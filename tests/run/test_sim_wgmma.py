@@ -11,6 +11,8 @@ from harness.spec import fragments, layouts
 from tests.run import simsweep
 from tests.simulated import fake_gpus, wgmma_device
 
+pytestmark = pytest.mark.cute  # the simulated GPUs read their layouts from CuTe DSL
+
 SAMPLE = plan.Selection(families=("wgmma",), n_values=(32,))  # every kind, dtype, SS and RS; all swizzles
 
 

@@ -13,6 +13,8 @@ from harness.spec import sparsity
 from tests.run import simsweep
 from tests.simulated import fake_gpus, wgmma_sp_device
 
+pytestmark = pytest.mark.cute  # the simulated GPUs read their layouts from CuTe DSL
+
 SAMPLE = plan.Selection(families=("wgmma_sp",), n_values=(16,))  # every kind, accumulator, SS and RS
 
 

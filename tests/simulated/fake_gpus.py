@@ -10,6 +10,15 @@ BACKEND = "tests.simulated.sim_device"
 CC = {"sm_90a": "9.0", "sm_100a": "10.0", "sm_103a": "10.3"}
 
 
+def hide_real_gpus(monkeypatch) -> None:
+    """The harness sees no GPU, as on a CPU-only machine (the tests that check what happens there also run on GPU
+    nodes); compilation is left as it is."""
+    from harness.run import gpu
+    monkeypatch.setattr(gpu, "device_count", lambda: 0)
+    monkeypatch.setattr(gpu, "device_info", lambda index=0: None)
+    monkeypatch.setattr(gpu, "unusable", lambda: None)
+
+
 def install(monkeypatch, archs) -> None:
     """archs: the arch of each simulated GPU, by index."""
     from harness import sweep
