@@ -34,3 +34,11 @@ def test_a_changed_results_file_is_drift(tmp_path):
     lines[1]["status"] = "fail"
     f.write_text("".join(json.dumps(r) + "\n" for r in lines))
     assert cli.main(["report", str(tmp_path), "--check", str(readme)]) == 1
+
+
+def test_sparse_and_sequence_kernels_are_tabled_by_their_kind_accumulator_and_a_source():
+    def row(family, kernel):
+        return report.row_key({"family": family, "kernel": kernel, "id": "x"})
+    assert row("wgmma_sp", "wgmma_sp_tf32_m64n8k16_f32_RS") == ("wgmma_sp", "tf32", "f32", "RS")
+    assert row("wgmma_seq", "wgmmaseq_f8_m64n32k32x4_kloop_add_f32_SS") == ("wgmma_seq", "f8", "f32", "SS")
+    assert row("wgmma", "wgmma_s8_m64n8k32_s32_SS") == ("wgmma", "s8", "s32", "SS")

@@ -27,10 +27,12 @@ def sweep_files(root) -> list[Path]:
                   if re.match(r"(sweep|merged)", p.name))
 
 
-def _row_key(rec: dict) -> tuple:
+def row_key(rec: dict) -> tuple:
     """(family, kind, accumulator, A source) from the kernel name and the case id, for either family."""
     family = rec.get("family") or rec["kernel"].split("_")[0]
     parts = rec["kernel"].split("_")
+    if parts[:2] == ["wgmma", "sp"]:  # wgmma_sp_<kind>_<shape>_<acc>_<src>
+        parts = parts[1:]
     kind, src = parts[1], parts[-1]
     acc = rec["id"].split("-")[1].split(".")[1] if family == "tcgen05" else parts[-2]  # wgmma_<kind>_<shape>_<acc>_<src>
     return family, kind, acc, src
@@ -48,7 +50,7 @@ def table(path: Path, root: Path) -> list[str]:
     env, cases, summary = results.load(path)
     rows: dict[tuple, dict] = {}
     for rec in cases.values():
-        row = rows.setdefault(_row_key(rec), {"cases": 0, "controls": 0, "controls caught": 0,
+        row = rows.setdefault(row_key(rec), {"cases": 0, "controls": 0, "controls caught": 0,
                                                **{s: 0 for s in STATUSES}})
         row["cases"] += 1
         row[rec["status"]] = row.get(rec["status"], 0) + 1
