@@ -26,7 +26,8 @@ RUNS = {
 def timed(args: list[str], cache: str) -> dict:
     env = dict(os.environ, TC_HARNESS_CACHE=cache, PYTHONUNBUFFERED="1")
     t = time.time()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=15", *args],
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=15",
+                           "--tb=short", *args],
                           env=env, capture_output=True, text=True)
     wall = time.time() - t
     tail = proc.stdout.strip().splitlines()
@@ -34,8 +35,12 @@ def timed(args: list[str], cache: str) -> dict:
                                                    tail[-1] if tail else "")}
     slowest = [ln.strip() for ln in proc.stdout.splitlines() if re.match(r"\s*\d+\.\d+s (call|setup|teardown)", ln)]
     not_passing = [ln for ln in proc.stdout.splitlines() if ln.startswith(("FAILED ", "ERROR "))]
+    # why they failed: the report's FAILURES/ERRORS sections, cut short (a GPU node may be where only this survives)
+    sections = re.split(r"\n=+ (?:FAILURES|ERRORS) =+\n", proc.stdout, maxsplit=1)
+    why = re.split(r"\n=+ (?:slowest|warnings summary|short test summary)", sections[1])[0][:8000] \
+        if len(sections) > 1 else ""
     return {"args": args, "exit": proc.returncode, "wall_s": round(wall, 1), "counts": counts, "slowest": slowest,
-            "not_passing": not_passing, "last_line": tail[-1] if tail else proc.stderr[-500:]}
+            "not_passing": not_passing, "why": why, "last_line": tail[-1] if tail else proc.stderr[-500:]}
 
 
 def main():

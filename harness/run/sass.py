@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -93,9 +94,38 @@ def listing(cubin_path: Path | str) -> tuple[str | None, tuple[Instruction, ...]
     return listing_of(str(cubin_path), content_digest(cubin_path))
 
 
+@lru_cache(maxsize=1)
+def disassembler_id() -> str:
+    """Which cuobjdump makes the listings (its path, size and time): another one may print them otherwise."""
+    exe = Path(nvrtc.cuobjdump_path())
+    st = exe.stat()
+    return hashlib.sha256(f"{exe}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:12]
+
+
+def disassembly(cubin_path: str, content: str) -> str:
+    """cuobjdump's SASS listing of a cubin, kept in the compile cache keyed by the cubin's bytes and the
+    disassembler: the processes of a test run or of sweeps after it (xdist workers, CLI subprocesses) disassemble
+    each cubin once, not once each (131 of the 314 disassemblies of a CI run were repeats)."""
+    folder = nvrtc.cache_dir() / "sass"
+    cached = folder / f"{content}-{disassembler_id()}.sass"
+    try:
+        return cached.read_text()
+    except (OSError, UnicodeDecodeError):
+        pass
+    text = nvrtc.sass(cubin_path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
+        tmp.write_text(text)
+        tmp.replace(cached)  # atomic: a concurrent process reads the whole listing or none
+    except OSError:
+        pass  # a read-only cache: disassembled again next time
+    return text
+
+
 @lru_cache(maxsize=128)  # every tcgen05 form of both archs, in one process
 def listing_of(cubin_path: str, content: str) -> tuple[str | None, tuple[Instruction, ...]]:
-    text = nvrtc.sass(cubin_path)
+    text = disassembly(cubin_path, content)
     m = re.search(r"code for (sm_\w+)", text)
     return (m.group(1) if m else None), tuple(instructions(text))
 
@@ -107,7 +137,7 @@ def functions(cubin_path: Path | str) -> dict[str, tuple[Instruction, ...]]:
 
 @lru_cache(maxsize=64)
 def functions_of(cubin_path: str, content: str) -> dict[str, tuple[Instruction, ...]]:
-    text = nvrtc.sass(cubin_path)
+    text = disassembly(cubin_path, content)
     return {chunk.split()[0]: tuple(instructions(chunk)) for chunk in text.split("Function : ")[1:]}
 
 

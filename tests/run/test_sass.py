@@ -92,3 +92,24 @@ def test_a_cubin_replaced_under_the_same_name_is_checked_again(tmp_path, monkeyp
     assert sass.verify(folder_cubin, wgmma_kernel.sass_check(n8)).ok
     folder_cubin.write_bytes(built[1].cubin_path.read_bytes())  # recompiled: now N = 16's code
     assert not sass.verify(folder_cubin, wgmma_kernel.sass_check(n8)).ok
+
+
+def test_a_cubins_listing_is_disassembled_once_for_every_process(tmp_path, monkeypatch):
+    """The listing is kept in the compile cache by the cubin's bytes and the disassembler (xdist workers and CLI
+    subprocesses of one test run used to disassemble the same cubin again: 131 of 314 times)."""
+    from harness.families.wgmma import forms
+    from harness.run import compile as C
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    key = forms.KernelKey("b1", 8, "s32", "SS")
+    (built,) = C.compile_many([C.CompileJob(key.name, wgmma_kernel.source(key), "sm_90a")], workers=1)
+    calls, real = [], sass.nvrtc.sass
+    monkeypatch.setattr(sass.nvrtc, "sass", lambda path: calls.append(path) or real(path))
+    content = sass.content_digest(built.cubin_path)
+    text = sass.disassembly(str(built.cubin_path), content)
+    assert "Function : wgmma_b1_m64n8k256_s32_SS" in text and "GMMA" in text and len(calls) == 1
+    elsewhere = tmp_path / "folder" / "k.cubin"  # the same bytes under another name: a kernel folder's copy
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(built.cubin_path.read_bytes())
+    assert sass.disassembly(str(elsewhere), sass.content_digest(elsewhere)) == text and len(calls) == 1
+    monkeypatch.setattr(sass, "disassembler_id", lambda: "another-cuobjdump")
+    assert sass.disassembly(str(elsewhere), content) == text and len(calls) == 2
