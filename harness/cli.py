@@ -92,6 +92,16 @@ def _out_file(cmd: str, flag: str, text: str | None) -> Path | None:
     return p
 
 
+def _results_out(cmd: str, flag: str, text: str | None) -> Path | None:
+    """A results file the command writes (and `--resume` appends to): plain JSON Lines. A .gz name is refused,
+    since the writer would put plain text under it (and resume would cut compressed bytes); gzip a finished run."""
+    p = _out_file(cmd, flag, text)
+    if p is not None and p.name.endswith(".gz"):
+        raise UsageError(f"{cmd}: {flag} {text}: results are written as plain JSON Lines; "
+                         f"write {p.name[:-3]} and gzip it when the run is finished")
+    return p
+
+
 def _given(a, defaults: dict) -> list[str]:
     """The flags among `defaults` (dest -> default) given on the command line (their value is not None)."""
     return [f"--{k.replace('_', '-')}" for k in defaults if getattr(a, k) is not None]
@@ -405,7 +415,7 @@ def cmd_sweep(a) -> int:
     sel = _selection("sweep", a)
     if a.resume and a.out is None:
         raise UsageError("sweep: --resume needs the --out file to continue")
-    out = _out_file("sweep", "--out", a.out) or DEFAULT_RESULTS_DIR / (
+    out = _results_out("sweep", "--out", a.out) or DEFAULT_RESULTS_DIR / (
         f"sweep-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}.jsonl")
     if a.resume and out.exists():
         from harness.records import results
@@ -506,7 +516,7 @@ def _results_files(cmd: str, items) -> list[Path]:
 
 def cmd_merge(a) -> int:
     from harness.records import merge, results
-    out = _out_file("merge", "--out", a.out)
+    out = _results_out("merge", "--out", a.out)
     files = _results_files("merge", a.inputs)
     if any(f.resolve() == out.resolve() for f in files):
         raise UsageError(f"merge: --out {a.out} is one of the inputs; write the merged run elsewhere")
@@ -540,7 +550,7 @@ def cmd_probe(a) -> int:
         raise UsageError(f"probe: --match selects address probes only (probe addresses), not {a.name}")
     if a.match is not None and not a.match.strip():
         raise UsageError("probe: --match '': give some text of the case ids to probe")
-    out = _out_file("probe", "--out", a.out) or DEFAULT_RESULTS_DIR / f"probe-{a.name}.jsonl"
+    out = _results_out("probe", "--out", a.out) or DEFAULT_RESULTS_DIR / f"probe-{a.name}.jsonl"
     from harness.experiments import probes
     from harness import sweep
     if a.name in ("base-offset", "start-alignment"):

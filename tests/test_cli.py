@@ -81,6 +81,9 @@ def test_zmask():
     (["sweep", "--gpus", "0,x"], "use 'all', device indices such as 0 or 0,1, or count:N"),
     (["sweep", "--shard", "4/4"], "need 0 <= I < N"),
     (["sweep", "--shard", "half"], "write I/N"),
+    (["sweep", "--resume", "--out", "results/2026-11-23-h100-sp-seq/sweep-sp.jsonl.gz"],
+     "results are written as plain JSON Lines; write sweep-sp.jsonl and gzip it"),  # resume must not cut a .gz
+    (["merge", "a.jsonl", "--out", "m.jsonl.gz"], "results are written as plain JSON Lines"),
     (["nonsense"], "invalid choice"),
     ([], "give a command"),
 ])

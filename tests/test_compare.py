@@ -143,3 +143,13 @@ def test_a_damaged_gzip_file_is_one_line_naming_it(pair, tmp_path):
         results.load(bad)
     out = run("compare", str(bad), str(pair[1]))
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "cut.jsonl.gz" in out.stderr
+
+
+def test_a_run_folder_holding_a_file_and_its_gzip_is_refused(pair, tmp_path):
+    import gzip
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "sweep.jsonl").write_bytes(pair[0].read_bytes())
+    (folder / "sweep.jsonl.gz").write_bytes(gzip.compress(pair[0].read_bytes()))  # gzip -k
+    with pytest.raises(results.ResultsFileError, match="holds both sweep.jsonl and sweep.jsonl.gz"):
+        results.expand_run([folder])

@@ -41,3 +41,50 @@ def test_every_case_gets_its_record_and_each_shard_runs_once(tmp_path_factory, m
 def test_without_a_plan_there_is_one_placeholder_parameter():
     (p,) = ShardedSweep("wgmma", None).params()
     assert p.values == (None,) and p.id == "wgmma-cases"
+
+
+def _fake_execute(drop=(), compile_errors=(), calls=None):
+    """sweep.execute writing a pass record for each case of the plan but those in `drop`."""
+    from harness.records import results
+
+    def execute(p, cfg, **kw):
+        if calls is not None:
+            calls.append(p.cases)
+        w = results.ResultsWriter(cfg.out_path, {"type": "environment", "schema": results.SCHEMA, "date": "x"})
+        w.write_cases([{"id": c.id, "kernel": k.name, "status": "pass", "mismatches": 0}
+                       for k, cs in p.work for c in cs if c.id not in drop])
+        w.close({"cases": p.cases})
+        return {"compile_errors": list(compile_errors)}
+    return execute
+
+
+def test_a_case_the_sweep_wrote_no_record_for_fails(tmp_path_factory, monkeypatch):
+    (k, cs), = PLAN.work[:1]
+    monkeypatch.setattr(sweep, "execute", _fake_execute(drop={cs[1].id}))
+    s = ShardedSweep("wgmma", PLAN, shards=1)
+    assert s.record(cs[0], tmp_path_factory)["status"] == "pass"
+    with pytest.raises(AssertionError, match="wrote no record"):
+        s.record(cs[1], tmp_path_factory)
+
+
+def test_a_shard_whose_run_raised_is_not_run_again_for_each_case(tmp_path_factory, monkeypatch):
+    calls = []
+
+    def broken(p, cfg, **kw):
+        calls.append(p.cases)
+        raise RuntimeError("the GPU worker died")
+    monkeypatch.setattr(sweep, "execute", broken)
+    s = ShardedSweep("wgmma", PLAN, shards=1)
+    for c in [c for _, cs in PLAN.work for c in cs][:5]:
+        with pytest.raises(RuntimeError, match="worker died"):
+            s.record(c, tmp_path_factory)
+    assert len(calls) == 1
+
+
+def test_a_compile_only_kernel_that_did_not_build_fails_the_shards_cases(tmp_path_factory, monkeypatch):
+    """Kernels built for another arch only (tcgen05's other Blackwell) have no cases to fail: the shard does."""
+    err = {"kernel": "tcgen05_f16_cg1_SS", "arch": "sm_103a", "error": "NVRTC rejected it"}
+    monkeypatch.setattr(sweep, "execute", _fake_execute(compile_errors=[err]))
+    s = ShardedSweep("wgmma", PLAN, shards=1)
+    with pytest.raises(AssertionError, match="compile-only kernels of shard 0 did not build"):
+        s.record(PLAN.work[0][1][0], tmp_path_factory)

@@ -20,7 +20,8 @@ SERIALIZED = "wgmma.mma_async instructions are serialized"
 def check_module(f, compiled: C.Compiled, arch: str):
     assert compiled.error is None, compiled.error
     assert SERIALIZED not in compiled.log, f"{f.module_name}: ptxas serialized the wgmma pipeline:\n{compiled.log}"
-    assert sass.listing(str(compiled.cubin_path))[0] == arch
+    data = compiled.cubin_path.read_bytes()
+    assert sass.listing_of(sass.content_digest(data), data)[0] == arch
     assert bench.sass_problems(f, compiled) == []
 
 

@@ -213,16 +213,24 @@ def open_results(path: Path):
 
 
 def _lines(path: Path, fh):
-    """fh's lines; a damaged gzip stream is a ResultsFileError naming the file (whole lines before it stand)."""
+    """fh's lines; a file that cannot be read to its end (a damaged gzip stream, an I/O error) is a
+    ResultsFileError naming it: nothing of it is loaded."""
     try:
         yield from fh
     except (OSError, EOFError, zlib.error) as e:
-        raise ResultsFileError(f"{path}: not a readable gzip file ({e})") from None
+        what = "not a readable gzip file" if path.name.endswith(".gz") else "cannot be read"
+        raise ResultsFileError(f"{path}: {what} ({e})") from None
 
 
 def results_files(folder: Path) -> list[Path]:
-    """The results files (*.jsonl, *.jsonl.gz) directly in a folder, sorted."""
-    return sorted(f for f in Path(folder).iterdir() if f.is_file() and f.name.endswith(SUFFIXES))
+    """The results files (*.jsonl, *.jsonl.gz) directly in a folder, sorted; a folder holding both x.jsonl and
+    x.jsonl.gz (say after `gzip -k`) is refused: the run would count twice."""
+    found = sorted(f for f in Path(folder).iterdir() if f.is_file() and f.name.endswith(SUFFIXES))
+    names = {f.name for f in found}
+    both = [f.name for f in found if f.name.endswith(".gz") and f.name[:-3] in names]
+    if both:
+        raise ResultsFileError(f"{folder}: holds both {both[0][:-3]} and {both[0]}: keep one of them")
+    return found
 
 
 def is_sweep_file(p: Path) -> bool:

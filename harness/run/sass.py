@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -85,34 +86,38 @@ def tensor_core_opcodes(instrs) -> list[str]:
     return sorted({i.opcode for i in instrs if re.match(r"[HQIB]GMMA|UTC[A-Z]*MMA", i.opcode)})
 
 
-def content_digest(cubin_path: Path | str) -> str:
-    return hashlib.sha256(Path(cubin_path).read_bytes()).hexdigest()[:16]
-
-
-def listing(cubin_path: Path | str) -> tuple[str | None, tuple[Instruction, ...]]:
-    """(the arch the cubin is code for, its instructions): one disassembly per process for each cubin content."""
-    return listing_of(str(cubin_path), content_digest(cubin_path))
+def content_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 @lru_cache(maxsize=1)
 def disassembler_id() -> str:
-    """Which cuobjdump makes the listings (its path, size and time): another one may print them otherwise."""
+    """Which tools make the listings: cuobjdump and the nvdisasm it runs (each one's path, size and time), and
+    how it is asked (LISTING_FORMAT); another of either may print them otherwise."""
     exe = Path(nvrtc.cuobjdump_path())
-    st = exe.stat()
-    return hashlib.sha256(f"{exe}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:12]
+    nvdisasm = shutil.which("nvdisasm", path=str(exe.parent) + os.pathsep + os.environ.get("PATH", ""))
+    parts = [LISTING_FORMAT]
+    for tool in (exe, nvdisasm):
+        st = Path(tool).stat() if tool else None
+        parts.append(f"{tool}\0{st.st_size}\0{st.st_mtime_ns}" if st else "absent")
+    return hashlib.sha256("\1".join(parts).encode()).hexdigest()[:12]
 
 
-def disassembly(cubin_path: str, content: str) -> str:
-    """cuobjdump's SASS listing of a cubin, kept in the compile cache keyed by the cubin's bytes and the
+LISTING_FORMAT = "cuobjdump --dump-sass"  # what harness.run.compile.sass runs
+
+
+def disassembly(data: bytes) -> str:
+    """cuobjdump's SASS listing of these cubin bytes, kept in the compile cache keyed by the bytes and the
     disassembler: the processes of a test run or of sweeps after it (xdist workers, CLI subprocesses) disassemble
-    each cubin once, not once each (131 of the 314 disassemblies of a CI run were repeats)."""
+    each cubin once, not once each (131 of the 314 disassemblies of a CI run were repeats). The bytes hashed are
+    the bytes disassembled: a cubin rewritten meanwhile cannot file its listing under another's name."""
     folder = nvrtc.cache_dir() / "sass"
-    cached = folder / f"{content}-{disassembler_id()}.sass"
+    cached = folder / f"{content_digest(data)}-{disassembler_id()}.sass"
     try:
         return cached.read_text()
     except (OSError, UnicodeDecodeError):
         pass
-    text = nvrtc.sass(cubin_path)
+    text = nvrtc.sass_of_bytes(data)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
@@ -124,20 +129,22 @@ def disassembly(cubin_path: str, content: str) -> str:
 
 
 @lru_cache(maxsize=128)  # every tcgen05 form of both archs, in one process
-def listing_of(cubin_path: str, content: str) -> tuple[str | None, tuple[Instruction, ...]]:
-    text = disassembly(cubin_path, content)
+def listing_of(content: str, data: bytes) -> tuple[str | None, tuple[Instruction, ...]]:
+    """(the arch the cubin is code for, its instructions), for cubin bytes and their content digest."""
+    text = disassembly(data)
     m = re.search(r"code for (sm_\w+)", text)
     return (m.group(1) if m else None), tuple(instructions(text))
 
 
 def functions(cubin_path: Path | str) -> dict[str, tuple[Instruction, ...]]:
     """Each function of a cubin -> its instructions (for checks of a module holding several kernels)."""
-    return functions_of(str(cubin_path), content_digest(cubin_path))
+    data = Path(cubin_path).read_bytes()
+    return functions_of(content_digest(data), data)
 
 
 @lru_cache(maxsize=64)
-def functions_of(cubin_path: str, content: str) -> dict[str, tuple[Instruction, ...]]:
-    text = disassembly(cubin_path, content)
+def functions_of(content: str, data: bytes) -> dict[str, tuple[Instruction, ...]]:
+    text = disassembly(data)
     return {chunk.split()[0]: tuple(instructions(chunk)) for chunk in text.split("Function : ")[1:]}
 
 
@@ -155,15 +162,16 @@ def verify(cubin_path: Path | str, check: SassCheck) -> Verdict:
     """One cubin against its check, the verdict cached beside the cubin, keyed by the check and by the cubin's own
     bytes (a kernel folder reuses names: a recompiled cubin must not inherit the old one's verdict)."""
     cubin_path = Path(cubin_path)
-    content = content_digest(cubin_path)
-    cached = cubin_path.with_name(f"{cubin_path.name}.sass-{check.digest()}-{content}.json")
+    data = cubin_path.read_bytes()
+    content = content_digest(data)
+    cached = cubin_path.with_name(f"{cubin_path.name}.sass-{check.digest()}-{content}-{disassembler_id()}.json")
     if cached.exists():
         try:
             d = json.loads(cached.read_text())
             return Verdict(tuple(d["broken"]), tuple(d["tensor_core"]))
         except (ValueError, KeyError, TypeError, OSError):
             pass  # a damaged verdict is recomputed
-    arch, instrs = listing(cubin_path)
+    arch, instrs = listing_of(content, data)
     broken = [] if arch == check.arch else [f"the cubin is code for {arch}, not {check.arch}"]
     broken += [b for b in (r.broken(instrs) for r in check.rules) if b]
     verdict = Verdict(tuple(broken), tuple(tensor_core_opcodes(instrs)))

@@ -136,7 +136,7 @@ def sass_problems(f, compiled: C.Compiled) -> list[str]:
         out.append(f"{f.module_name}_tput: at most {best} wgmma in a row, not {S.KSTEPS} (serialized by ptxas?)")
     lat = fns[f"{f.module_name}_lat"]
     i = next(k for k, ins in enumerate(lat) if "GMMA" in ins.opcode)
-    after = [f"{x.opcode} {x.operands}".strip() for x in lat[i + 1:i + 3]]
+    after = [f"{x.opcode} {x.operands}".strip() for x in lat[i + 1:] if x.opcode != "NOP"][:2]  # NOPs: as above
     if len(after) < 2 or not after[0].startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0") or "CLOCK" not in after[1]:
         out.append(f"{f.module_name}_lat: the MMA is not followed by wait_group 0 and a clock read ({after})")
     return out

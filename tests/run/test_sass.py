@@ -72,9 +72,9 @@ def test_the_verdict_is_cached_beside_the_cubin(tmp_path, monkeypatch):
     assert first["not-run"] == p.cases and not first.get("compile-error")
     sass.listing_of.cache_clear()
 
-    def no_disassembly(path):
+    def no_disassembly(data):
         raise AssertionError("a warm sweep disassembled a cubin")
-    monkeypatch.setattr(sass.nvrtc, "sass", no_disassembly)
+    monkeypatch.setattr(sass.nvrtc, "sass_of_bytes", no_disassembly)
     second = sweep.execute(p, sweep.SweepConfig(out_path=tmp_path / "b.jsonl", workers=1), log=lambda m: None)
     assert second["not-run"] == p.cases and not second.get("compile-error")
 
@@ -102,14 +102,14 @@ def test_a_cubins_listing_is_disassembled_once_for_every_process(tmp_path, monke
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
     key = forms.KernelKey("b1", 8, "s32", "SS")
     (built,) = C.compile_many([C.CompileJob(key.name, wgmma_kernel.source(key), "sm_90a")], workers=1)
-    calls, real = [], sass.nvrtc.sass
-    monkeypatch.setattr(sass.nvrtc, "sass", lambda path: calls.append(path) or real(path))
-    content = sass.content_digest(built.cubin_path)
-    text = sass.disassembly(str(built.cubin_path), content)
+    calls, real = [], sass.nvrtc.sass_of_bytes
+    monkeypatch.setattr(sass.nvrtc, "sass_of_bytes", lambda data: calls.append(data) or real(data))
+    data = built.cubin_path.read_bytes()
+    text = sass.disassembly(data)
     assert "Function : wgmma_b1_m64n8k256_s32_SS" in text and "GMMA" in text and len(calls) == 1
-    elsewhere = tmp_path / "folder" / "k.cubin"  # the same bytes under another name: a kernel folder's copy
-    elsewhere.parent.mkdir()
-    elsewhere.write_bytes(built.cubin_path.read_bytes())
-    assert sass.disassembly(str(elsewhere), sass.content_digest(elsewhere)) == text and len(calls) == 1
-    monkeypatch.setattr(sass, "disassembler_id", lambda: "another-cuobjdump")
-    assert sass.disassembly(str(elsewhere), content) == text and len(calls) == 2
+    assert sass.disassembly(bytes(data)) == text and len(calls) == 1  # the same bytes, read again elsewhere
+    monkeypatch.setattr(sass, "disassembler_id", lambda: "another-cuobjdump-or-nvdisasm")
+    assert sass.disassembly(data) == text and len(calls) == 2
+    other = [j for j in [C.CompileJob("x", wgmma_kernel.source(forms.KernelKey("b1", 16, "s32", "SS")), "sm_90a")]]
+    (built16,) = C.compile_many(other, workers=1)
+    assert "m64n16k256" in sass.disassembly(built16.cubin_path.read_bytes()) and len(calls) == 3

@@ -14,6 +14,8 @@ def hide_real_gpus(monkeypatch) -> None:
     """The harness sees no GPU, as on a CPU-only machine (the tests that check what happens there also run on GPU
     nodes); compilation is left as it is."""
     from harness.run import gpu
+    none = gpu.GpuState("none", 0, (), "no CUDA device or driver")
+    monkeypatch.setattr(gpu, "state", lambda: none)
     monkeypatch.setattr(gpu, "device_count", lambda: 0)
     monkeypatch.setattr(gpu, "device_info", lambda index=0: None)
     monkeypatch.setattr(gpu, "unusable", lambda: None)
