@@ -11,6 +11,7 @@ so each kernel is launched once, on one GPU.
 import importlib.util
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -34,6 +35,7 @@ def _pin_xdist_worker_to_one_gpu() -> None:
 
 
 _pin_xdist_worker_to_one_gpu()
+ROOT = Path(__file__).resolve().parent
 
 from harness.run import gpu  # noqa: E402  (after the pin)
 
@@ -54,12 +56,32 @@ if importlib.util.find_spec("xdist") is not None:  # a hook of pytest-xdist's: u
         node.workerinput["tc_harness_loadgroup"] = node.config.getoption("dist") == "loadgroup"
 
 
+# Seconds each heavy module took in a CI-like run (2 cores, cold compile cache; 2026-11-23). Only the order in
+# which xdist hands out the groups depends on it: the heaviest go first, so no worker is left running a minute-long
+# module alone at the end. A stale or missing entry costs time, never correctness.
+MODULE_SECONDS = {
+    "tests/test_tcgen05.py": 67, "tests/run/test_sim_tcgen05.py": 53, "tests/run/test_sim_engine.py": 44,
+    "tests/test_readme.py": 42, "tests/test_wgmma_seq.py": 31, "tests/test_toolchain.py": 24,
+    "tests/test_tcgen05_probe.py": 22, "tests/test_tcgen05_vs_cutlass.py": 20, "tests/test_cute_oracle.py": 20,
+    "tests/test_nvrtc.py": 20, "tests/test_cli.py": 13, "tests/test_gpu_sweep.py": 11,
+    "tests/test_tcgen05_layouts_vs_cutlass.py": 11, "tests/test_fragments_probe.py": 10,
+}
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist tags each item's node id with the groups of its markers
 def pytest_collection_modifyitems(config, items):
     grouped = bool(getattr(getattr(config, "option", None), "loadgroup", False))
     for item in items:
         if grouped and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+    if grouped:  # the same order on every worker (xdist checks): a pure function of the collected items
+        group_of = [it.get_closest_marker("xdist_group").args[0] for it in items]
+        first, weight = {}, {}
+        for i, (it, g) in enumerate(zip(items, group_of)):
+            first.setdefault(g, i)
+            weight.setdefault(g, MODULE_SECONDS.get(os.path.relpath(str(it.path), ROOT).replace(os.sep, "/"), 0))
+        order = {id(it): (-weight[g], first[g], i) for i, (it, g) in enumerate(zip(items, group_of))}
+        items.sort(key=lambda it: order[id(it)])
     skip_or_fail_gpu_tests(items)
     skip_or_fail_cute_tests(items)
 
