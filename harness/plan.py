@@ -99,6 +99,9 @@ def source_digest() -> str:
     return h.hexdigest()[:24]
 
 
+LOADED_PLANS: dict[Path, list] = {}  # cached plans this process has read or built, by file
+
+
 def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
     """fam.kernels(arch); with `cache`, an in-tree family's answer is kept in the compile cache's plans/ folder,
     keyed by source_digest() (a warm sweep reads ~3 MB instead of building 27,554 cases and checking every
@@ -108,9 +111,13 @@ def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
         return fam.kernels(arch)
     from harness.run.compile import cache_dir
     path = cache_dir() / "plans" / f"{fam.name}-{arch}-{source_digest()}.pkl"
-    try:
+    if path in LOADED_PLANS:  # unpickling 27,554 cases takes ~0.5 s: once a process
+        return [(k, list(cs)) for k, cs in LOADED_PLANS[path]]  # the caller may edit its lists; kernels and
+    try:                                                         # cases are frozen
         with open(path, "rb") as fh:
-            return pickle.load(fh)
+            out = pickle.load(fh)
+        LOADED_PLANS[path] = out
+        return [(k, list(cs)) for k, cs in out]
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
         pass  # absent or unreadable: build it
     out = fam.kernels(arch)
@@ -124,7 +131,8 @@ def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
                 stale.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only cache only costs the next sweep the time to build it
-    return out
+    LOADED_PLANS[path] = out
+    return [(k, list(cs)) for k, cs in out]
 
 
 def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[int, int] | None = None,

@@ -28,7 +28,7 @@ def model_device(st, jobs):
     return np.stack(out)
 
 
-PLAN = {k.form: cs for k, cs in plan.make(plan.Selection(families=("wgmma",), n_values=(8, 64), data_modes=("exact",))).work}
+PLAN = {k.form: cs for k, cs in plan.make(plan.Selection(families=("wgmma",), n_values=(8, 64), data_modes=("exact",)), cache=True).work}
 FORMS = sorted({(k.kind, k.n, k.dtype, k.a_src): k for k in PLAN}.values(), key=lambda k: k.name)
 
 

@@ -15,7 +15,7 @@ from harness.spec import fragments
 from harness import plan
 from harness.families.wgmma.reference import acc_bits
 
-KEYS = {k.name: (k.form, cs) for k, cs in plan.make(plan.Selection(families=("wgmma",), n_values=(8, 24))).work}
+KEYS = {k.name: (k.form, cs) for k, cs in plan.make(plan.Selection(families=("wgmma",), n_values=(8, 24)), cache=True).work}
 
 
 def device_registers(key, preps):

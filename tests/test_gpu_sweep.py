@@ -7,7 +7,7 @@ from tests.gpu_sweep import ShardedSweep
 from tests.simulated import fake_gpus
 
 PLAN = plan.make(plan.Selection(families=("wgmma",), kinds=("f16",), n_values=(8, 16), a_srcs=("SS",),
-                                data_modes=("exact",)))
+                                data_modes=("exact",)), cache=True)
 
 
 def test_shards_partition_the_plan_by_whole_kernels_and_balance_it():

@@ -11,7 +11,7 @@ from harness.run.engine import Engine, IsolationBudget, Job
 
 BACKEND = "tests.simulated.faulting_device"
 WORK = plan.make(plan.Selection(families=("wgmma",), kinds=("f16", "s8", "tf32"), n_values=(8, 16),
-                                a_srcs=("SS",))).work
+                                a_srcs=("SS",)), cache=True).work
 
 
 def test_every_launch_faults_bounded_and_every_case_accounted_for(tmp_path, monkeypatch):

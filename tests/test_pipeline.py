@@ -7,7 +7,7 @@ import json
 from harness import plan
 from harness.run.engine import Engine, Job
 
-WORK = plan.make(plan.Selection(families=("wgmma",), kinds=("f16", "s8"), n_values=(8, 16), a_srcs=("SS",))).work
+WORK = plan.make(plan.Selection(families=("wgmma",), kinds=("f16", "s8"), n_values=(8, 16), a_srcs=("SS",)), cache=True).work
 BACKEND = "tests.simulated.passthrough_device"
 
 
