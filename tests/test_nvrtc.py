@@ -1,5 +1,6 @@
 """NVRTC on the CPU: cubins for sm_90a, sm_100a and sm_103a, the cache, and the SASS of every wgmma form, dense and
 sparse (each form at a few N here; the sweep checks every kernel it compiles)."""
+import dataclasses
 import re
 
 import pytest
@@ -94,7 +95,8 @@ def test_a_kernels_check_rejects_its_siblings_sass(small_cubins):
                       wgmma.KernelKey(key.kind, key.n, key.dtype, "RS" if key.a_src == "SS" else "SS"),
                       wgmma.KernelKey(key.kind, key.n, {"f16": "f32", "f32": "f16"}.get(key.dtype, ""), key.a_src)):
             if other.name in by_name:
-                v = sass.verify(small_cubins[by_name[other.name]].cubin_path, wgmma_kernel.sass_check(key))
+                check = dataclasses.replace(wgmma_kernel.sass_check(key), function=other.name)  # its rules there
+                v = sass.verify(small_cubins[by_name[other.name]].cubin_path, check)
                 assert not v.ok, f"{key.name}'s check passes {other.name}'s SASS"
 
 

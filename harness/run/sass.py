@@ -69,6 +69,7 @@ class SassRule:
 class SassCheck:
     arch: str
     rules: tuple[SassRule, ...]
+    function: str | None = None  # the kernel's entry: its instructions alone are checked (a module may hold several)
 
     def digest(self) -> str:
         """The rules and the checker's own code (a fixed listing parser must not leave old verdicts standing)."""
@@ -173,6 +174,11 @@ def verify(cubin_path: Path | str, check: SassCheck) -> Verdict:
             pass  # a damaged verdict is recomputed
     arch, instrs = listing_of(content, data)
     broken = [] if arch == check.arch else [f"the cubin is code for {arch}, not {check.arch}"]
+    if check.function is not None:
+        fns = functions_of(content, data)
+        if check.function not in fns:
+            broken.append(f"the module has no function {check.function} (it has {', '.join(sorted(fns))})")
+        instrs = fns.get(check.function, ())
     broken += [b for b in (r.broken(instrs) for r in check.rules) if b]
     verdict = Verdict(tuple(broken), tuple(tensor_core_opcodes(instrs)))
     try:

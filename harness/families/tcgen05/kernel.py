@@ -66,7 +66,7 @@ def sass_check(form: forms.Form, arch: str) -> SassCheck:
              SassRule(r"UTCBAR(\.\S+)?", "tcgen05.commit's barrier arrive")]
     if form.cta_group == 2:
         rules.append(SassRule(r"UTCBAR\.2CTA\.MULTICAST(\.\S+)?", "the pair's commit, multicast to both CTAs"))
-    return SassCheck(arch, tuple(rules))
+    return SassCheck(arch, tuple(rules), function=form.name)
 
 
 def pack(preps: list[TcPrepared]) -> LaunchInput:

@@ -133,7 +133,7 @@ def sass_check(key: forms.KernelKey) -> SassCheck:
     src = "shared memory" if key.a_src == "SS" else "registers"
     rules = tuple(SassRule(re.escape(op), f"{op} for {', '.join(tags)} (A from {src}), one per variant",
                            count=len(tags), operands=a_operand) for op, tags in by_opcode.items())
-    return SassCheck("sm_90a", rules)
+    return SassCheck("sm_90a", rules, function=key.name)
 
 
 def encode_desc(layout) -> int:

@@ -131,6 +131,6 @@ def sass_check(key: forms.SeqKey) -> SassCheck:
     for v in forms.variants(key):
         counts.setdefault(wgmma_kernel.sass_opcode(key.inst, v), []).append(v.tag(key.inst.dtype))
     a_operand = wgmma_kernel.sass_a_operand(key.inst.a_src)
-    return SassCheck("sm_90a", tuple(
+    return SassCheck("sm_90a", function=key.name, rules=tuple(
         SassRule(re.escape(op), f"{op} for {', '.join(tags)}, once per step ({key.steps} steps)",
                  count=len(tags) * key.steps, operands=a_operand) for op, tags in counts.items()))

@@ -58,4 +58,4 @@ def sass_check(key: forms.KernelKey) -> SassCheck:
         operands = a + (rf".*, 0x{sel}(, gsb0)?$" if op.startswith("HGMMA") else "")
         out.append(SassRule(re.escape(op), f"{op} (selector {sel}) for {', '.join(tags)}, one per variant",
                             count=len(tags), operands=operands))
-    return SassCheck("sm_90a", tuple(out))
+    return SassCheck("sm_90a", tuple(out), function=key.name)
