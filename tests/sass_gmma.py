@@ -15,6 +15,14 @@ from __future__ import annotations
 import re
 
 GMMA = re.compile(r"^[HQIB]GMMA\.64x(?P<n>\d+)x\d+(?P<rest>[.A-Z0-9]*)$")
+
+
+def function_text(listing: str, name: str) -> str:
+    """The part of a cuobjdump listing that is one function's code (a module may hold several kernels: a test that
+    read the whole listing could be satisfied by another kernel's instructions)."""
+    chunks = {c.split()[0]: c for c in listing.split("Function : ")[1:]}
+    assert name in chunks, f"no function {name} in the listing (it has {', '.join(sorted(chunks))})"
+    return chunks[name]
 REG = re.compile(r"\bR(\d+)(\.64)?\b")
 
 

@@ -10,6 +10,7 @@ from harness import kernels
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma_sp import forms as sparse_forms, kernel as sparse_kernel
+from tests.sass_gmma import function_text
 
 
 @pytest.fixture(autouse=True)
@@ -149,7 +150,7 @@ def _check_sparse(keys):
     """One batched (parallel, cached) compile of the kernels, then each one's SASS."""
     jobs = [C.CompileJob(k.name, sparse_kernel.source(k), "sm_90a") for k in keys]
     for key, out in zip(keys, C.compile_many(jobs)):
-        ops, want = sass_sparse_ops(C.sass(out.cubin_path)), expected_sparse_sass(key)
+        ops, want = sass_sparse_ops(function_text(C.sass(out.cubin_path), key.name)), expected_sparse_sass(key)
         assert ops == want, f"{key.name}: SASS lacks {sorted(want - ops)}, has extra {sorted(ops - want)}"
         verdict = sass.verify(out.cubin_path, sparse_kernel.sass_check(key))  # the check every sweep applies
         assert verdict.ok, verdict.broken

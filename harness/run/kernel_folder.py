@@ -166,14 +166,17 @@ def write(path, toolchain: Toolchain, kernels: list[tuple[Kernel, str]], compile
             pass
         old.unlink()
     entries = []
+    written: dict[str, str] = {}  # module digest -> its file: the kernels of one module share it (stored once)
     for kernel, source in kernels:
         c = compiled[kernel]
         if c.error is None:
             data = Path(c.cubin_path).read_bytes()
-            name = f"{kernel.name}-{kernel.arch}{toolchain.kind.module_suffix}"
-            (folder / name).write_bytes(data)
-            entries.append(FolderKernel(kernel.name, str(kernel.family), str(kernel.arch), digest(source), name,
-                                        digest(data)))
+            sha = digest(data)
+            if sha not in written:
+                written[sha] = f"{kernel.name}-{kernel.arch}{toolchain.kind.module_suffix}"
+                (folder / written[sha]).write_bytes(data)
+            entries.append(FolderKernel(kernel.name, str(kernel.family), str(kernel.arch), digest(source),
+                                        written[sha], sha))
         else:
             entries.append(FolderKernel(kernel.name, str(kernel.family), str(kernel.arch), digest(source), None, None,
                                         str(c.error)))

@@ -10,6 +10,7 @@ through a spool file between processes.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -127,10 +128,17 @@ MODULE_LOAD_ERRORS = ("CUDA_ERROR_INVALID_PTX", "CUDA_ERROR_UNSUPPORTED_PTX_VERS
                       "CUDA_ERROR_JIT_COMPILATION_DISABLED", "CUDA_ERROR_INVALID_SOURCE")
 
 
-@lru_cache(maxsize=None)
 def module(cubin_path: str):
     """The module at the path: a cubin, or PTX (`.ptx`), which the driver's JIT compiles as it loads
-    (cuModuleLoad, through CuPy's RawModule; CuPy loads on the first get_function)."""
+    (cuModuleLoad, through CuPy's RawModule; CuPy loads on the first get_function). Loaded once per file: the
+    compile cache links each kernel of a shared module to one file, which this process loads once, not once a
+    kernel."""
+    st = os.stat(cubin_path)
+    return module_of_file((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), str(cubin_path))
+
+
+@lru_cache(maxsize=None)
+def module_of_file(identity: tuple, cubin_path: str):
     import cupy as cp
     return cp.RawModule(path=cubin_path)
 

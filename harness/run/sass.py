@@ -113,7 +113,16 @@ def disassembly(data: bytes) -> str:
     each cubin once, not once each (131 of the 314 disassemblies of a CI run were repeats). The bytes hashed are
     the bytes disassembled: a cubin rewritten meanwhile cannot file its listing under another's name."""
     folder = nvrtc.cache_dir() / "sass"
-    cached = folder / f"{content_digest(data)}-{disassembler_id()}.sass"
+    content = content_digest(data)
+    cached = folder / f"{content}-{disassembler_id()}.sass"
+    with DISASSEMBLING.setdefault(content, threading.Lock()):  # verify_many's threads: the kernels of one module
+        return _cached_or_disassembled(cached, data, folder)   # wait for one disassembly of it
+
+
+DISASSEMBLING: dict[str, threading.Lock] = {}
+
+
+def _cached_or_disassembled(cached: Path, data: bytes, folder: Path) -> str:
     try:
         return cached.read_text()
     except (OSError, UnicodeDecodeError):

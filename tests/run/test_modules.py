@@ -1,0 +1,69 @@
+"""Several kernels per NVRTC program (harness/run/compile.py, KERNELS_PER_MODULE): each kernel's machine code is
+the code it gets compiled alone, a kernel NVRTC rejects is named alone, the SASS check reads each kernel's own
+function, and a kernel folder stores a shared module once."""
+import os
+
+import pytest
+
+from harness import families, plan
+from harness.families.wgmma import forms as wgmma, kernel as wgmma_kernel
+from harness.run import compile as C, kernel_folder, sass, toolchain
+
+
+def jobs_of(family: str, arch: str, names: int) -> list:
+    fam = families.get(family)
+    kernels = [k for k, _ in fam.kernels(arch)][:: max(1, len(fam.kernels(arch)) // names)][:names]
+    return [C.CompileJob(k.name, fam.source(k), arch) for k in kernels]
+
+
+@pytest.mark.parametrize("family, arch", [("wgmma", "sm_90a"), ("wgmma_sp", "sm_90a"), ("wgmma_seq", "sm_90a"),
+                                          ("tcgen05", "sm_100a")])
+def test_each_kernel_of_a_shared_module_has_the_code_it_has_alone(family, arch, tmp_path, monkeypatch):
+    jobs = jobs_of(family, arch, 4)
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "shared"))
+    shared = C.compile_many(jobs, workers=1)
+    assert len({os.stat(c.cubin_path).st_ino for c in shared}) == 1  # one module, linked from each cache entry
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "alone"))
+    for job, mod in zip(jobs, shared):
+        alone = C.compile_one(job)
+        assert sass.functions(mod.cubin_path)[job.name] == sass.functions(alone.cubin_path)[job.name], job.name
+
+
+def test_a_kernel_nvrtc_rejects_is_named_alone_and_its_module_mates_still_build(tmp_path, monkeypatch):
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    jobs = jobs_of("wgmma", "sm_90a", 4)
+    bad = C.CompileJob(jobs[1].name, jobs[1].source.replace("wgmma.fence.sync.aligned", "wgmma.bogus"), "sm_90a")
+    out = C.compile_many([jobs[0], bad, *jobs[2:]], workers=1, raise_on_error=False,
+                         failed_dir=tmp_path / "failed")
+    assert [c.error is None for c in out] == [True, False, True, True]
+    assert bad.name in str(out[1].error) and (tmp_path / "failed" / f"{bad.name}-sm_90a" / "nvrtc.log").exists()
+    for job, c in zip([jobs[0], *jobs[2:]], [out[0], *out[2:]]):
+        assert job.name in sass.functions(c.cubin_path)
+
+
+def test_the_sass_check_reads_the_kernels_own_function(tmp_path, monkeypatch):
+    """A module holding N = 8 and N = 16: each kernel's check passes on its own function and fails on the other's
+    (were it read over the whole module, N = 8's rules would see N = 16's wgmma too)."""
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    keys = [wgmma.KernelKey("b1", n, "s32", "SS") for n in (8, 16)]
+    out = C.compile_many([C.CompileJob(k.name, wgmma_kernel.source(k), "sm_90a") for k in keys], workers=1)
+    assert out[0].cubin_path.read_bytes() == out[1].cubin_path.read_bytes()
+    for k, c in zip(keys, out):
+        assert sass.verify(c.cubin_path, wgmma_kernel.sass_check(k)).ok
+    import dataclasses
+    wrong = dataclasses.replace(wgmma_kernel.sass_check(keys[0]), function=keys[1].name)
+    assert not sass.verify(out[0].cubin_path, wrong).ok
+
+
+def test_a_kernel_folder_stores_a_shared_module_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    p = plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8, 16, 24, 32)))
+    fam = families.get("wgmma")
+    kernels = [(k, fam.source(k)) for k, _ in p.work]
+    compiled = dict(zip([k for k, _ in kernels],
+                        C.compile_many([C.CompileJob(k.name, s, "sm_90a") for k, s in kernels], workers=1)))
+    folder = kernel_folder.write(tmp_path / "k", toolchain.default(), kernels, compiled, C.DEFAULT_OPTIONS, "b1")
+    files = [f for f in (tmp_path / "k").iterdir() if f.suffix == ".cubin"]
+    assert len(files) == 1 < len(kernels)  # 8 kernels, one module
+    folder.check(kernels, C.DEFAULT_OPTIONS)  # every entry's file and digest hold
+    assert {e.file for e in folder.kernels} == {files[0].name}
