@@ -166,7 +166,7 @@ def test_a_sparse_kernels_check_rejects_the_other_selectors_sass():
     key = sparse_forms.all_kernel_keys(n_values=(8,))[0]
     out = C.compile_one(C.CompileJob(key.name, sparse_kernel.source(key), "sm_90a"))
     check = sparse_kernel.sass_check(key)
-    flipped = sass.SassCheck(check.arch, tuple(
+    flipped = dataclasses.replace(check, rules=tuple(
         sass.SassRule(r.opcode, r.what, r.count, r.operands.replace("0x0", "0x9").replace("0x1", "0x0"))
         for r in check.rules))
     assert sass.verify(out.cubin_path, check).ok and not sass.verify(out.cubin_path, flipped).ok

@@ -248,7 +248,7 @@ def tamper(folder, how):
     elif how == "format":
         edit_manifest(folder, lambda m: m.update(format="something-else"))
     elif how == "version":
-        edit_manifest(folder, lambda m: m.update(version=2))
+        edit_manifest(folder, lambda m: m.update(version=1))  # a folder of before kernels shared modules
     elif how == "malformed":
         edit_manifest(folder, lambda m: m.pop("toolchain"))
     elif how == "json":
@@ -263,7 +263,7 @@ def tamper(folder, how):
     ("source", "compiled from another source than this harness writes"),
     ("options", "compiled with options -G"),
     ("format", "is not a kernel folder's manifest"),
-    ("version", "this harness reads version 1"),
+    ("version", "this harness reads version 2"),
     ("malformed", "manifest.json is malformed"),
     ("json", "manifest.json is not readable JSON"),
     ("no-manifest", "has no manifest.json: not a kernel folder"),
@@ -283,7 +283,7 @@ def test_a_manifest_that_does_not_match_is_refused_in_one_line(folder, how, says
     (None, [*B1, "--nvrtc", "13"], "leave out --nvrtc"),
     (None, [*B1, "--toolchain", "nvrtc"], "--toolchain nvrtc, but --kernels"),
     ("bytes", B1, "differ from the manifest's sha256"),
-    ("version", B1, "this harness reads version 1"),
+    ("version", B1, "this harness reads version 2"),
 ])
 def test_sweep_refuses_a_folder_that_does_not_match_with_one_line(folder, how, argv, says, capsys, tmp_path,
                                                                   monkeypatch):

@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,7 +176,10 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
         else:
             outs = [_run_job(a) for a in args]
         for m, (built, shared) in zip(modules, outs):
-            first = None  # a shared module is written once; its other kernels' cache entries are links to it
+            # a shared module is written once, to a file of this process's own, and each kernel's cache entry
+            # becomes a link to it (one copy on disk, one inode for the GPU worker to load); linking to another
+            # entry instead could pick up a module a concurrent run put there, without this kernel in it
+            own = _private_copy(root, built[0][0]) if shared else None
             for (i, job, path), (cubin, log) in zip(m, built):
                 if cubin is None:
                     d = _failure_dir(job, log, failed_dir)
@@ -184,22 +188,31 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
                         raise err
                     results[i] = Compiled(job.name, job.arch, None, False, log, err)
                     continue
-                _store(path, cubin, first if shared else None)
-                first = first or path
+                _store(path, cubin, own)
                 results[i] = Compiled(job.name, job.arch, path, False, log)
+            if own is not None:
+                own.unlink(missing_ok=True)
     return results  # type: ignore[return-value]
 
 
-def _store(path: Path, module: bytes, same_as: Path | None) -> None:
-    """Put a module at its cache path atomically (a concurrent run never sees half of one): a hard link to
-    `same_as` where it holds the same module (one copy on disk, one inode for the GPU worker to load), else the
-    bytes."""
+def _private_copy(root: Path, module: bytes) -> Path | None:
+    path = root / f"module-{os.getpid()}-{threading.get_ident()}-{hashlib.sha256(module).hexdigest()[:16]}.tmp"
+    try:
+        path.write_bytes(module)
+        return path
+    except OSError:
+        return None
+
+
+def _store(path: Path, module: bytes, own: Path | None) -> None:
+    """Put a module at its cache path atomically (a concurrent run never sees half of one): a hard link to this
+    process's own copy `own` where there is one, else the bytes."""
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     try:
-        if same_as is None:
+        if own is None:
             raise OSError
         tmp.unlink(missing_ok=True)
-        os.link(same_as, tmp)
+        os.link(own, tmp)
     except OSError:
         tmp.write_bytes(module)
     tmp.replace(path)

@@ -5,7 +5,7 @@ compiles here (`python -m harness compile --nvrtc 12.8 --out DIR`) and launches 
 --kernels DIR`). The folder holds one module per kernel (`<kernel>-<arch>.cubin`, or `.ptx` for the driver's JIT),
 `compile-errors/` (source and NVRTC log of each kernel NVRTC rejected) and `manifest.json`:
 
-    {"format": "tc-harness-kernels", "version": 1, "harness": "0.1.0", "host": ..., "date": ...,
+    {"format": "tc-harness-kernels", "version": 2, "harness": "0.1.0", "host": ..., "date": ...,
      "selection": "--family wgmma", "options": ["-std=c++17", ...],
      "toolchain": {"toolchain": "nvrtc", "nvrtc": "12.8", "nvrtc_build": "12.8.93", "nvrtc_library": ...,
                    "ptx_isa": "8.7", "archs": [...]},
@@ -31,7 +31,7 @@ from harness.run.compile import CompileError, Compiled
 from harness.run.toolchain import Toolchain
 
 FORMAT = "tc-harness-kernels"
-VERSION = 1
+VERSION = 2  # 2: kernels may share a module file (an older harness would check a whole module as one kernel)
 MANIFEST = "manifest.json"
 ERRORS = "compile-errors"
 

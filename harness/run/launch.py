@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -133,14 +132,15 @@ def module(cubin_path: str):
     (cuModuleLoad, through CuPy's RawModule; CuPy loads on the first get_function). Loaded once per file: the
     compile cache links each kernel of a shared module to one file, which this process loads once, not once a
     kernel."""
-    st = os.stat(cubin_path)
-    return module_of_file((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), str(cubin_path))
-
-
-@lru_cache(maxsize=None)
-def module_of_file(identity: tuple, cubin_path: str):
     import cupy as cp
-    return cp.RawModule(path=cubin_path)
+    st = os.stat(cubin_path)
+    identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)  # the same for every link to the file
+    if identity not in LOADED_MODULES:
+        LOADED_MODULES[identity] = cp.RawModule(path=str(cubin_path))
+    return LOADED_MODULES[identity]
+
+
+LOADED_MODULES: dict[tuple, object] = {}  # file identity -> the module loaded from it, in this process
 
 
 def function(cubin_path: str, kernel_name: str):

@@ -67,3 +67,27 @@ def test_a_kernel_folder_stores_a_shared_module_once(tmp_path, monkeypatch):
     assert len(files) == 1 < len(kernels)  # 8 kernels, one module
     folder.check(kernels, C.DEFAULT_OPTIONS)  # every entry's file and digest hold
     assert {e.file for e in folder.kernels} == {files[0].name}
+
+
+def test_no_private_copy_of_a_shared_module_is_left_in_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    out = C.compile_many(jobs_of("wgmma", "sm_90a", 3), workers=1)
+    assert len({os.stat(c.cubin_path).st_ino for c in out}) == 1
+    assert not list((tmp_path / "cache").glob("module-*.tmp"))
+
+
+def test_the_gpu_worker_loads_a_module_file_once_whatever_link_names_it(tmp_path, monkeypatch):
+    import sys
+    import types
+    from harness.run import launch
+    loads = []
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(RawModule=lambda path: loads.append(path) or path))
+    monkeypatch.setattr(launch, "LOADED_MODULES", {})
+    first, second = tmp_path / "a.cubin", tmp_path / "b.cubin"
+    first.write_bytes(b"\x7fELF module")
+    os.link(first, second)  # two kernels' cache entries of one module
+    assert launch.module(str(first)) == launch.module(str(second)) and len(loads) == 1
+    other = tmp_path / "c.cubin"
+    other.write_bytes(b"\x7fELF another module")
+    launch.module(str(other))
+    assert len(loads) == 2
