@@ -57,3 +57,13 @@ def test_f16x2_packs_low_half_first():
 def test_unknown_type_is_one_clear_error():
     with pytest.raises(ValueError, match="unknown element type 'f12'"):
         dtypes.get("f12")
+
+
+@pytest.mark.parametrize("lo, hi, k", [(-128, 128, 32), (0, 2, 256), (-(1 << 20), 1 << 20, 16), (-(1 << 26), 1 << 26, 8)])
+def test_exact_integer_matmul_is_the_int64_product(lo, hi, k):
+    """Through float64 BLAS only where every partial sum is an exact integer (the last row is beyond 2**53: int64)."""
+    rng = np.random.default_rng(k)
+    a, b = rng.integers(lo, hi, (64, k)), rng.integers(lo, hi, (40, k))
+    want = a.astype(np.int64) @ b.astype(np.int64).T
+    got = dtypes.exact_integer_matmul(a, b)
+    assert got.dtype == np.int64 and (got == want).all()

@@ -371,7 +371,7 @@ def predict(job: Job, d_frag, a_frag) -> np.ndarray:
         a = np.zeros((wgmma.M, key.k))
         a[a_frag[0], a_frag[1]] = job.a_slot_vals
     if key.dtype == "s32":
-        d = a.astype(np.int64) @ job.b_mat.astype(np.int64).T
+        d = dtypes.exact_integer_matmul(a, job.b_mat)
     else:
         d = (v.scale_a * a) @ (v.scale_b * job.b_mat).T
     bits = acc_bits(key.dtype, d)

@@ -108,7 +108,7 @@ def accumulate(case: Case, a_vals, b_vals_nk, c_vals) -> np.ndarray:
     v = case.variant
     dt = case.key.dtype
     if dt == "s32":
-        prod = a_vals.astype(np.int64) @ b_vals_nk.astype(np.int64).T
+        prod = dtypes.exact_integer_matmul(a_vals, b_vals_nk)
         d = prod + (c_vals if case.scale_d else 0)
         if v.satfinite:
             return np.clip(d, -(1 << 31), (1 << 31) - 1)

@@ -49,7 +49,7 @@ def _c_values(rng, dtype: str, shape) -> np.ndarray:
 
 def _matmul(dtype: str, a, b_nk) -> np.ndarray:
     if dtype == "s32":
-        return a.astype(np.int64) @ b_nk.astype(np.int64).T
+        return dtypes.exact_integer_matmul(a, b_nk)
     return a @ b_nk.T
 
 
