@@ -193,7 +193,7 @@ def cases_for_key(key: wgmma.KernelKey, data_modes=("exact",), controls: bool = 
             scale_d = 1 if (i % 2 == 1 or extra == "ovf") else 0
             out.append(Case(key, vi, plain_operand(*a) if a else None, plain_operand(*b), scale_d, mode, "", extra))
         if rich and key.a_src == "SS":
-            out.extend(_full_cross(key, vs, a_scen, b_scen, mode))
+            out.extend(Case(key, vi, a, b, n % 2, mode) for n, vi, a, b in crossed_operands(vs, a_scen, b_scen))
     if controls:
         out.extend(negative_controls(key, a_scen, b_scen))
     return unique_by_id(out)
@@ -207,9 +207,10 @@ def unique_by_id(cases: list) -> list:
     return list(unique.values())
 
 
-def _full_cross(key, vs, a_scen, b_scen, mode) -> list[Case]:
-    """Every (swizzle, major) of A against every (swizzle, major) of B, packed strides."""
-    out = []
+def crossed_operands(vs, a_scen, b_scen):
+    """Every (swizzle, major) of A against every (swizzle, major) of B, packed strides: (n, variant index, A, B)
+    with n = i + j of the pair, the variant cycling through the unscaled ones of the pair's transposes (dense and
+    sparse cases alike take scale-d, and the sparse ones the selector, from n % 2)."""
     a_base = [s for s in a_scen if not s[0]]
     b_base = [s for s in b_scen if not s[0]]
     for i, a in enumerate(a_base):
@@ -217,9 +218,7 @@ def _full_cross(key, vs, a_scen, b_scen, mode) -> list[Case]:
             ta, tb = int(a[1].major == "MN"), int(b[1].major == "MN")
             pool = [k for k, v in enumerate(vs)
                     if v.trans_a == ta and v.trans_b == tb and v.scale_a == v.scale_b == 1]
-            vi = pool[(i + j) % len(pool)]
-            out.append(Case(key, vi, plain_operand(*a), plain_operand(*b), (i + j) % 2, mode))
-    return out
+            yield i + j, pool[(i + j) % len(pool)], plain_operand(*a), plain_operand(*b)
 
 
 def matching(scen, major, i):

@@ -163,26 +163,12 @@ def cases_for_key(key: forms.KernelKey, data_modes=("exact",), controls: bool = 
             out.append(Case(key, vi, plain_operand(*a) if a else None, plain_operand(*b), pattern, scale_d, mode,
                             "", extra))
         if rich and key.a_src == "SS":
-            out.extend(full_cross(key, vs, a_scen, b_scen, mode))
+            out.extend(Case(key, vi, a, b, "cycle", n % 2, mode)  # selector 0 and 1 in turn
+                       for n, vi, a, b in dense.crossed_operands(vs, a_scen, b_scen))
     if controls:
         out.extend(negative_controls(key, a_scen, b_scen))
     return dense.unique_by_id(out)
 
-
-def full_cross(key, vs, a_scen, b_scen, mode) -> list[Case]:
-    """Every (swizzle, major) of A against every (swizzle, major) of B, packed strides, selector 0 and 1 in turn
-    where both are legal."""
-    out = []
-    a_base = [s for s in a_scen if not s[0]]
-    b_base = [s for s in b_scen if not s[0]]
-    for i, a in enumerate(a_base):
-        for j, b in enumerate(b_base):
-            ta, tb = int(a[1].major == "MN"), int(b[1].major == "MN")
-            pool = [k for k, v in enumerate(vs)
-                    if v.trans_a == ta and v.trans_b == tb and v.scale_a == v.scale_b == 1]
-            vi = pool[(i + j) % len(pool)]
-            out.append(Case(key, vi, plain_operand(*a), plain_operand(*b), "cycle", (i + j) % 2, mode))
-    return out
 
 
 def negative_controls(key, a_scen, b_scen) -> list[Case]:
