@@ -184,16 +184,7 @@ def prepare(case: Case) -> Prepared:
     c_vals = c_values(rng, case, (M, N))
     a_bits, b_bits = dirty_if_asked(case, rng, at.to_bits(a_vals), bt.to_bits(b_vals))
 
-    a_lay, a_desc, b_lay, b_desc, region_b, size = place(case)
-    image = np.concatenate([junk_bytes(rng, at, region_b), junk_bytes(rng, bt, size - region_b)])
-    if a_lay is not None:
-        layouts.write_image(a_lay, a_bits, image)
-    layouts.write_image(b_lay, b_bits, image)
-
-    # What the descriptors make the tensor core read (the model's prediction).
-    with np.errstate(invalid="ignore", over="ignore"):  # junk bytes may decode to NaN/Inf
-        a_read = at.from_bits(layouts.read_image(a_desc, image)) if a_desc is not None else at.from_bits(a_bits)
-        b_read = bt.from_bits(layouts.read_image(b_desc, image))
+    image, a_desc, b_desc, a_read, b_read = window(case, rng, at, bt, a_bits, b_bits)
 
     a_regs = None
     if case.a is None:
@@ -207,6 +198,21 @@ def prepare(case: Case) -> Prepared:
     expected, intended, tol, expected_regs = expected_results(case, a_read, b_read, a_logical, b_logical, c_vals)
     return Prepared(case, image, a_desc, b_desc, a_regs, c_regs, a_logical, b_logical, c_vals,
                     expected, intended, tol, expected_regs)
+
+
+def window(case: Case, rng, at, bt, a_bits, b_bits):
+    """The case's shared-memory window: junk bytes, A (SS) and B written where their layouts put them, and what
+    the descriptors make the tensor core read back, the model's prediction (A's own bits for RS):
+    (image, A descriptor, B descriptor, A read, B read)."""
+    a_lay, a_desc, b_lay, b_desc, region_b, size = place(case)
+    image = np.concatenate([junk_bytes(rng, at, region_b), junk_bytes(rng, bt, size - region_b)])
+    if a_lay is not None:
+        layouts.write_image(a_lay, a_bits, image)
+    layouts.write_image(b_lay, b_bits, image)
+    with np.errstate(invalid="ignore", over="ignore"):  # junk bytes may decode to NaN/Inf
+        a_read = at.from_bits(layouts.read_image(a_desc, image)) if a_desc is not None else at.from_bits(a_bits)
+        b_read = bt.from_bits(layouts.read_image(b_desc, image))
+    return image, a_desc, b_desc, a_read, b_read
 
 
 # Bounds for random-normal data, relative to sum |a||b| + |c| per element.

@@ -21,7 +21,7 @@ import numpy as np
 from harness.families.wgmma import reference as dense
 from harness.families.wgmma.reference import EXACT_POOL, acc_bits
 from harness.families.wgmma_sp.cases import Case
-from harness.spec import dtypes, fragments, layouts, sparsity
+from harness.spec import dtypes, fragments, sparsity
 
 
 @dataclass
@@ -124,15 +124,7 @@ def prepare(case: Case) -> Prepared:
     a_bits, b_bits = dense.dirty_if_asked(case, rng, at.to_bits(packed), bt.to_bits(b_vals))
     truth, e_regs, read_nibbles = metadata(case, fmt, rng)
 
-    a_lay, a_desc, b_lay, b_desc, region_b, size = dense.place(case)  # A is the packed tile
-    image = np.concatenate([dense.junk_bytes(rng, at, region_b), dense.junk_bytes(rng, bt, size - region_b)])
-    if a_lay is not None:
-        layouts.write_image(a_lay, a_bits, image)
-    layouts.write_image(b_lay, b_bits, image)
-
-    with np.errstate(invalid="ignore", over="ignore"):  # junk bytes may decode to NaN/Inf
-        packed_read = at.from_bits(layouts.read_image(a_desc, image)) if a_desc is not None else at.from_bits(a_bits)
-        b_read = bt.from_bits(layouts.read_image(b_desc, image))
+    image, a_desc, b_desc, packed_read, b_read = dense.window(case, rng, at, bt, a_bits, b_bits)  # A: the packed tile
     a_read = sparsity.decompress(fmt, packed_read, read_nibbles)
 
     a_regs = None
