@@ -1,9 +1,9 @@
-// wgmma.mma_async harness kernel (sm_90a). harness/kernel_source.py fills in the template parts:
-// the accumulator type and count, the A operand (descriptor or registers) and one asm statement per variant.
+// wgmma.mma_async harness kernel (sm_90a). harness/families/wgmma/kernel.py fills in the template parts:
+// the accumulator type and count, the A operand (descriptor or registers) and the asm statement of the variants.
 //
 // One CTA = one warpgroup = one case. The CTA copies its case's shared-memory image (built on the host from
 // the layout model) into a 1024-byte-aligned window, fences the async proxy, completes the descriptors with
-// the window's shared address, loads C into the accumulators, issues one wgmma, and writes every
+// the window's shared address, loads C into the accumulators, issues its variant's wgmma, and writes every
 // accumulator register of every thread out raw.
 
 {{SMEM_WINDOW}}
@@ -51,10 +51,10 @@ extern "C" __global__ void __launch_bounds__(128, 1)
     {{A_REGS}}
 
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    switch (p.variant) {
-{{VARIANT_CASES}}
-    default: break;
-    }
+    // One asm statement issues the case's variant (a uniform branch in PTX to one wgmma per compiled immediate
+    // combination; none for an unknown variant): a C++ switch of one asm statement per variant made NVRTC's
+    // optimizer merge every accumulator over every branch, several times the compile time of the kernel itself.
+{{MMA_DISPATCH}}
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 

@@ -95,8 +95,9 @@ def compile_one(job: CompileJob, tc: Toolchain | None = None) -> Compiled:
 
 # Kernels per NVRTC program (one cubin): NVRTC takes as long either way, but the SASS check disassembles a module
 # with one nvdisasm start, which costs about as much per module as the work (16 single-kernel cubins: 5.4 s,
-# one cubin of the same 16: 0.5 s, on this project's CPU machine).
-KERNELS_PER_MODULE = 8
+# one cubin of the same 16: 0.5 s, on this project's CPU machine; 64 sparse wgmma kernels: 3.6 s in modules of 8,
+# 1.3 s in modules of 32). Fewer modules also mean fewer module loads on the GPU.
+KERNELS_PER_MODULE = 32
 
 
 def module_source(jobs: list[CompileJob]) -> str:

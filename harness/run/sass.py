@@ -142,20 +142,34 @@ def _cached_or_disassembled(cached: Path, data: bytes, folder: Path) -> str:
 def listing_of(content: str, data: bytes) -> tuple[str | None, tuple[Instruction, ...]]:
     """(the arch the cubin is code for, its instructions), for cubin bytes and their content digest."""
     text = disassembly(data)
+    return listing_arch(text), tuple(instructions(text))
+
+
+def listing_arch(text: str) -> str | None:
     m = re.search(r"code for (sm_\w+)", text)
-    return (m.group(1) if m else None), tuple(instructions(text))
+    return m.group(1) if m else None
 
 
 def functions(cubin_path: Path | str) -> dict[str, tuple[Instruction, ...]]:
     """Each function of a cubin -> its instructions (for checks of a module holding several kernels)."""
     data = Path(cubin_path).read_bytes()
-    return functions_of(content_digest(data), data)
+    return functions_of(content_digest(data), data)[1]
+
+
+def functions_of(content: str, data: bytes) -> tuple[str | None, dict[str, tuple[Instruction, ...]]]:
+    """(the arch the cubin is code for, each of its functions -> its instructions), the listing parsed once per
+    module however many of its kernels verify_many's threads check at once."""
+    with PARSING.setdefault(content, threading.Lock()):
+        return parsed_functions(content, data)
+
+
+PARSING: dict[str, threading.Lock] = {}
 
 
 @lru_cache(maxsize=64)
-def functions_of(content: str, data: bytes) -> dict[str, tuple[Instruction, ...]]:
+def parsed_functions(content: str, data: bytes) -> tuple[str | None, dict[str, tuple[Instruction, ...]]]:
     text = disassembly(data)
-    return {chunk.split()[0]: tuple(instructions(chunk)) for chunk in text.split("Function : ")[1:]}
+    return listing_arch(text), {chunk.split()[0]: tuple(instructions(chunk)) for chunk in text.split("Function : ")[1:]}
 
 
 @dataclass(frozen=True)
@@ -181,13 +195,14 @@ def verify(cubin_path: Path | str, check: SassCheck) -> Verdict:
             return Verdict(tuple(d["broken"]), tuple(d["tensor_core"]))
         except (ValueError, KeyError, TypeError, OSError):
             pass  # a damaged verdict is recomputed
-    arch, instrs = listing_of(content, data)
-    broken = [] if arch == check.arch else [f"the cubin is code for {arch}, not {check.arch}"]
-    if check.function is not None:
-        fns = functions_of(content, data)
-        if check.function not in fns:
-            broken.append(f"the module has no function {check.function} (it has {', '.join(sorted(fns))})")
+    if check.function is not None:  # a module's listing is parsed once, by function
+        arch, fns = functions_of(content, data)
         instrs = fns.get(check.function, ())
+    else:
+        arch, instrs = listing_of(content, data)
+    broken = [] if arch == check.arch else [f"the cubin is code for {arch}, not {check.arch}"]
+    if check.function is not None and check.function not in fns:
+        broken.append(f"the module has no function {check.function} (it has {', '.join(sorted(fns))})")
     broken += [b for b in (r.broken(instrs) for r in check.rules) if b]
     verdict = Verdict(tuple(broken), tuple(tensor_core_opcodes(instrs)))
     try:

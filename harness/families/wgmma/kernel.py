@@ -44,6 +44,26 @@ class AsmOperands:
                 f"{instruction}\\n}}\\n\"\n"
                 f"{indent}    : {self.outputs}\n{indent}    : {self.inputs}{extra_inputs} : \"memory\");")
 
+    def dispatch(self, variants: list[tuple[str, str]], extra_inputs: tuple[str, ...] = (),
+                 selector: str = "p.variant", indent: str = "    ") -> str:
+        """One asm statement issuing the instruction of the variant `selector` names: `variants` are (comment,
+        PTX instruction) in index order, and a uniform branch in PTX picks one (none for an index out of range).
+        `extra_inputs` (constraint strings) follow scale-d, as the sparse form's metadata register; the selector
+        comes last."""
+        sel = f"%{self.next_operand + len(extra_inputs)}"
+        lines = [".reg .pred p;", ".reg .pred v;", f"setp.ne.b32 p, {self.scale_op}, 0;"]
+        for idx in range(len(variants)):
+            lines += [f"setp.eq.u32 v, {sel}, {idx};", f"@v bra.uni TC_VARIANT_{idx};"]
+        lines.append("bra.uni TC_DONE;")
+        body = [f'{indent}    "{line}\\n"' for line in lines]
+        for idx, (comment, instruction) in enumerate(variants):
+            body += [f'{indent}    "TC_VARIANT_{idx}:  // {comment}\\n"', f'{indent}    "{instruction}\\n"',
+                     f'{indent}    "bra.uni TC_DONE;\\n"']
+        body.append(f'{indent}    "TC_DONE:\\n"')
+        inputs = ", ".join([self.inputs, *extra_inputs, f'"r"({selector})'])
+        return (f'{indent}asm volatile("{{\\n"\n' + "\n".join(body) + f'\n{indent}    "}}\\n"\n'
+                f"{indent}    : {self.outputs}\n{indent}    : {inputs} : \"memory\");")
+
     @property
     def next_operand(self) -> int:
         """The number the next operand appended after scale-d gets (the sparse form's metadata)."""
@@ -71,19 +91,14 @@ def asm_operands(key: forms.KernelKey, desc_a: str = "desc_a", desc_b: str = "de
                        ", ".join(a_inputs + [f'"l"({desc_b})', f'"r"({scale_d})']))
 
 
-def switch_case(idx: int, comment: str, statement: str) -> str:
-    """One `case idx:` of the kernel's variant switch: the asm statement of one compiled immediate combination."""
-    return f"    case {idx}:  // {comment}\n{statement}\n        break;"
-
-
-def fill_template(name: str, key, a_regs: str, variant_cases: list[str], meta_param: str = "") -> str:
+def fill_template(name: str, key, a_regs: str, dispatch: str, meta_param: str = "") -> str:
     """kernels/wgmma.cu for a kernel named `name` with `key`'s accumulators (dtype, acc_regs); `meta_param` is
     the sparse form's extra kernel parameter (nothing for the dense form)."""
     is_f32 = key.dtype == "f32"
     return kernels.fill(kernels.template("wgmma.cu"), KERNEL_NAME=name,
                         ACC_TYPE="float" if is_f32 else "unsigned int", ACC_REGS=key.acc_regs,
                         FROM_BITS="__uint_as_float" if is_f32 else "", TO_BITS="__float_as_uint" if is_f32 else "",
-                        A_REGS=a_regs, VARIANT_CASES="\n".join(variant_cases), META_PARAM=meta_param)
+                        A_REGS=a_regs, MMA_DISPATCH=dispatch, META_PARAM=meta_param)
 
 
 def a_registers(key) -> str:
@@ -94,14 +109,13 @@ def a_registers(key) -> str:
     return "(void)a_regs;"
 
 
-def source(key: forms.KernelKey, only_variant: int | None = None) -> str:
-    """The kernel of one key, with every variant (or, for the naive baseline of the benchmark, one)."""
+def source(key: forms.KernelKey) -> str:
+    """The kernel of one key, with every variant."""
     forms.validate_key(key)
     ops = asm_operands(key)
-    cases = [switch_case(idx, f"{v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}",
-                         ops.statement(ops.instruction(v)))
-             for idx, v in enumerate(forms.variants(key)) if only_variant is None or idx == only_variant]
-    return fill_template(key.name, key, a_registers(key), cases)
+    variants = [(f"{v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}", ops.instruction(v))
+                for v in forms.variants(key)]
+    return fill_template(key.name, key, a_registers(key), ops.dispatch(variants))
 
 
 def sass_opcode(key: forms.KernelKey, v: forms.Variant) -> str:

@@ -1,5 +1,5 @@
 """The wgmma.mma_async.sp kernel: kernels/wgmma.cu (the dense family's template) with one more per-thread input,
-the metadata register, and one asm statement per sparse variant; and a launch of prepared cases (the dense
+the metadata register, and the asm statement of the sparse variants; and a launch of prepared cases (the dense
 launch plus the metadata registers)."""
 from __future__ import annotations
 
@@ -23,12 +23,11 @@ def source(key: forms.KernelKey) -> str:
     forms.validate_key(key)
     ops = dense.asm_operands(key.dense)
     meta_op = f"%{ops.next_operand}"
-    cases = []
-    for idx, v in enumerate(forms.variants(key)):
-        text = forms.instruction(key, v, ops.d_ops, ops.a_op, ops.b_op, meta_op, "p")
-        cases.append(dense.switch_case(idx, f"{v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}",
-                                       ops.statement(text, extra_inputs=', "r"(meta)')))
-    return dense.fill_template(key.name, key.dense, dense.a_registers(key.dense) + META_LOAD, cases, META_PARAM)
+    variants = [(f"{v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}",
+                 forms.instruction(key, v, ops.d_ops, ops.a_op, ops.b_op, meta_op, "p"))
+                for v in forms.variants(key)]
+    return dense.fill_template(key.name, key.dense, dense.a_registers(key.dense) + META_LOAD,
+                               ops.dispatch(variants, extra_inputs=('"r"(meta)',)), META_PARAM)
 
 
 def pack(preps: list[Prepared]) -> LaunchInput:
