@@ -5,8 +5,8 @@ installed (a GPU node without the test extra); under CI (the CI variable set) th
 independent oracle.
 
 Under pytest-xdist (`pytest -n N`) each worker is pinned to one GPU of the node (worker i -> GPU i mod count,
-within CUDA_VISIBLE_DEVICES if set) before anything touches CUDA, and the wgmma cases are grouped by kernel
-so each kernel is launched once, on one GPU.
+within CUDA_VISIBLE_DEVICES if set) before anything touches CUDA, and the GPU families' kernel tests are grouped
+in shards (tests/gpu_sweep.py), so each kernel is launched once, on one GPU.
 """
 import importlib.util
 import os
@@ -65,7 +65,12 @@ MODULE_SECONDS = {
     "tests/test_tcgen05_probe.py": 22, "tests/test_tcgen05_vs_cutlass.py": 20, "tests/test_cute_oracle.py": 20,
     "tests/test_nvrtc.py": 20, "tests/test_cli.py": 13, "tests/test_gpu_sweep.py": 11,
     "tests/test_tcgen05_layouts_vs_cutlass.py": 11, "tests/test_fragments_probe.py": 10,
+    # on an H100 node (16 cores, cold compile cache; 2026-11-23): the GPU modules with one long test
+    "tests/test_robustness_gpu.py": 56, "tests/test_addresses_gpu.py": 29, "tests/test_driver_jit_gpu.py": 14,
 }
+# A shard of the GPU families' kernel tests (tests/gpu_sweep.py: a worker's part of the compiling, preparing and
+# launching; about 1/16 of the plan on a 16-core node).
+GPU_SHARD_SECONDS = 30
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist tags each item's node id with the groups of its markers
@@ -79,7 +84,8 @@ def pytest_collection_modifyitems(config, items):
         first, weight = {}, {}
         for i, (it, g) in enumerate(zip(items, group_of)):
             first.setdefault(g, i)
-            weight.setdefault(g, MODULE_SECONDS.get(os.path.relpath(str(it.path), ROOT).replace(os.sep, "/"), 0))
+            weight.setdefault(g, GPU_SHARD_SECONDS if str(g).startswith("gpu-sweep-") else
+                              MODULE_SECONDS.get(os.path.relpath(str(it.path), ROOT).replace(os.sep, "/"), 0))
         order = {id(it): (-weight[g], first[g], i) for i, (it, g) in enumerate(zip(items, group_of))}
         items.sort(key=lambda it: order[id(it)])
     skip_or_fail_gpu_tests(items)

@@ -5,6 +5,7 @@ it) is a committed number, not a claim.
 
 Run by hand on the GPU machine (or anywhere), from the repo root:
     python3 benchmarks/bench_pytest.py --out results/<run>/bench-pytest.json [--runs readme,readme-warm,gpu]
+(each run's whole output beside it: bench-pytest-<run>.log)
 """
 import argparse
 import json
@@ -23,17 +24,20 @@ RUNS = {
 }
 
 
-def timed(args: list[str], cache: str) -> dict:
+def timed(args: list[str], cache: str, log: Path) -> dict:
+    """One pytest run; its whole output goes to `log` (where the time went, test by test: --durations=0)."""
     env = dict(os.environ, TC_HARNESS_CACHE=cache, PYTHONUNBUFFERED="1")
     t = time.time()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=15",
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=0",
                            "--tb=short", *args],
                           env=env, capture_output=True, text=True)
     wall = time.time() - t
+    log.write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
     tail = proc.stdout.strip().splitlines()
     counts = {m[1]: int(m[0]) for m in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)",
                                                    tail[-1] if tail else "")}
-    slowest = [ln.strip() for ln in proc.stdout.splitlines() if re.match(r"\s*\d+\.\d+s (call|setup|teardown)", ln)]
+    slowest = [ln.strip() for ln in proc.stdout.splitlines()
+               if re.match(r"\s*\d+\.\d+s (call|setup|teardown)", ln)][:30]
     not_passing = [ln for ln in proc.stdout.splitlines() if ln.startswith(("FAILED ", "ERROR "))]
     # why they failed: the report's FAILURES/ERRORS sections, cut short (a GPU node may be where only this survives)
     sections = re.split(r"\n=+ (?:FAILURES|ERRORS) =+\n", proc.stdout, maxsplit=1)
@@ -56,7 +60,7 @@ def main():
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as cache:
         for name in names:
-            report["runs"][name] = timed(RUNS[name], cache)
+            report["runs"][name] = timed(RUNS[name], cache, Path(a.out).with_name(f"{Path(a.out).stem}-{name}.log"))
             r = report["runs"][name]
             print(f"{name:<12} {' '.join(r['args']):<22} {r['wall_s']:>7} s  exit {r['exit']}  {r['last_line']}")
             Path(a.out).write_text(json.dumps(report, indent=1) + "\n")  # after each run: a later one may be cut off

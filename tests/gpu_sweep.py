@@ -1,20 +1,31 @@
-"""The GPU test modules' one way to run a family's plan: the sweep's engine (parallel cached compile, SASS check,
-batched launches), with each case then its own test, its own id and its own failure message.
+"""The GPU test modules' one way to run the GPU families: the sweep's engine (parallel cached compile, SASS check,
+batched launches) over one plan of every family with a GPU of its arch here, with each kernel then its own test.
+
+One test per kernel, not per case: a kernel's cases are one launch, and a kernel test fails with every failing case
+named by its id and explained (status, mismatches with their thread and register or lane and column, what a control
+read). Per-case test items cost the runner more than the GPU work itself (55,000 of them through pytest-xdist's
+controller took longer than the sweep; results/2026-11-23-h100-bench/check.txt), and a per-case record of every run
+is what `python -m harness sweep --junit FILE` writes for CI dashboards.
 
 The plan is split into shards of whole kernels, as many as pytest-xdist workers (one shard without xdist), balanced
-by case count. Each shard is an xdist group, so under `pytest -n N` the shards spread over the workers (about one
-each: the scheduler may hand a worker two) and a worker
-compiles and launches only the shards it was handed, the first time it is asked for one of their cases: on a
-16-core GPU node the launches, the read-back and the ~55,000 test items are shared 16 ways instead of each family
-landing on one worker.
+by case count. Each shard is an xdist group shared by the modules (tests/test_wgmma_gpu.py, ..._sp_gpu.py,
+..._seq_gpu.py, tests/test_tcgen05_gpu.py), so under `pytest -n N` a worker compiles and launches the kernels of
+about one shard, of every family at once, the first time one of its kernels' tests runs.
 """
 import dataclasses
+import json
 import os
+from functools import lru_cache
 
 import pytest
 
-from harness import sweep
+from harness import families, plan as planning, sweep
 from harness.records import results
+from harness.run import gpu
+
+# what a failure message leaves out of a case's record: the same for every case of a kernel, or bookkeeping
+UNEXPLAINING = ("type", "id", "kernel", "family", "arch", "gpu", "kernel_s", "status")
+MAX_EXPLAINED = 12  # failing cases a kernel's failure explains in full (it counts and names the rest)
 
 
 def worker_count() -> int:
@@ -22,11 +33,27 @@ def worker_count() -> int:
     return max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1))
 
 
-class ShardedSweep:
-    """One family's plan as test parameters and, per shard, the records of one run of the engine."""
+def case_problem(control: bool, rec: dict) -> str | None:
+    """Why a case's record is not what its test wants, or None: every case passes, and a negative control is also
+    caught, reading what the model predicts."""
+    if rec["status"] != "pass":
+        return rec["status"]
+    if control and not (rec.get("caught") and rec.get("matches_model_prediction")):
+        return "control not caught as predicted"
+    return None
 
-    def __init__(self, name: str, plan, shards: int | None = None, config: sweep.SweepConfig | None = None):
-        self.name = name
+
+def explain(case_id: str, problem: str, rec: dict) -> str:
+    detail = {k: v for k, v in rec.items() if k not in UNEXPLAINING}
+    unsettled = (" (this case rests on an unsettled reading of the spec: its failure settles it the other way, "
+                 "see results/FINDINGS.md)" if rec.get("unsettled") else "")
+    return f"{case_id}: {problem}{unsettled}\n{json.dumps(detail, indent=1, default=str)}"
+
+
+class ShardedSweep:
+    """A plan as one test parameter per kernel and, per shard, the records of one run of the engine."""
+
+    def __init__(self, plan, shards: int | None = None, config: sweep.SweepConfig | None = None):
         self.plan = plan
         self.shards = shards or worker_count()
         # the engine's settings for every shard (out_path and workers are set per shard); the real GPU by default
@@ -39,21 +66,24 @@ class ShardedSweep:
             s = min(range(self.shards), key=lambda i: (load[i], i))
             self.shard_of_kernel[kernel.name] = s
             load[s] += len(cases)
-        self.shard_of_case = {c.id: self.shard_of_kernel[k.name] for k, cs in work for c in cs}
+        self.cases_of = {k.name: cs for k, cs in work}
         self.records: dict[int, dict] = {}
-        self.failures: dict[int, BaseException] = {}  # a shard whose run raised: its cases re-raise, not re-run
+        self.failures: dict[int, BaseException] = {}  # a shard whose run raised: its kernels re-raise, not re-run
 
-    def params(self) -> list:
-        """One pytest.param per case, id = case id, grouped by shard; a single placeholder without a plan (the
-        tests then skip with the GPU marker's reason)."""
-        if not self.plan:
-            return [pytest.param(None, id=f"{self.name}-cases")]
-        return [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(f"{self.name}-{self.shard_of_kernel[k.name]}"))
-                for k, cs in self.plan.work for c in cs]
+    def params(self, family: str) -> list:
+        """One pytest.param per kernel of `family`, id = kernel name, grouped by shard; a single placeholder where
+        the plan has none (the tests then skip with the GPU marker's reason)."""
+        kernels = [k for k, _ in self.plan.work if str(k.family) == family] if self.plan else []
+        if not kernels:
+            return [pytest.param(None, id=f"{family}-kernels")]
+        return [pytest.param(k, id=k.name, marks=pytest.mark.xdist_group(f"gpu-sweep-{self.shard_of_kernel[k.name]}"))
+                for k in kernels]
 
-    def record(self, case, tmp_path_factory) -> dict:
-        """The case's result record, running its shard through the engine the first time the shard is asked for."""
-        s = self.shard_of_case[case.id]
+    def check_kernel(self, kernel, tmp_path_factory) -> int:
+        """Assert that every case of `kernel` does what its test wants, running its shard through the engine the
+        first time the shard is asked for; the failure names and explains each case that does not. Returns the
+        number of cases checked."""
+        s = self.shard_of_kernel[kernel.name]
         if s in self.failures:
             raise self.failures[s]
         if s not in self.records:
@@ -62,15 +92,26 @@ class ShardedSweep:
             except BaseException as e:
                 self.failures[s] = e
                 raise
-        recs = self.records[s]
-        assert case.id in recs, f"the sweep wrote no record for {case.id} (shard {s} of {self.shards})"
-        return recs[case.id]
+        recs, fam = self.records[s], families.get(kernel.family)
+        cases = self.cases_of[kernel.name]
+        missing = [c.id for c in cases if c.id not in recs]
+        assert not missing, (f"the sweep wrote no record for {len(missing)} of {kernel.name}'s {len(cases)} cases "
+                             f"(shard {s} of {self.shards}): {', '.join(missing[:5])}")
+        bad = [(c.id, problem, recs[c.id]) for c in cases
+               for problem in [case_problem(bool(fam.facets_of(c).get("control")), recs[c.id])] if problem]
+        if bad:
+            shown = "\n".join(explain(*b) for b in bad[:MAX_EXPLAINED])
+            rest = (f"\n... and {len(bad) - MAX_EXPLAINED} more: {', '.join(i for i, _, _ in bad[MAX_EXPLAINED:])}"
+                    if len(bad) > MAX_EXPLAINED else "")
+            pytest.fail(f"{len(bad)} of {kernel.name}'s {len(cases)} cases fail (each: python -m harness sweep "
+                        f"--match ID):\n{shown}{rest}", pytrace=False)
+        return len(cases)
 
     def _run_shard(self, s: int, tmp_path_factory) -> dict:
         sub = dataclasses.replace(
             self.plan, work=[(k, cs) for k, cs in self.plan.work if self.shard_of_kernel[k.name] == s],
             compile_only=self.plan.compile_only if s == 0 else [])
-        out = tmp_path_factory.mktemp(f"{self.name}-{s}") / "sweep.jsonl"
+        out = tmp_path_factory.mktemp(f"gpu-sweep-{s}") / "sweep.jsonl"
         workers = max(1, (os.cpu_count() or 1) // worker_count())  # the node's cores are shared by the workers
         summary = sweep.execute(sub, dataclasses.replace(self.config, out_path=out, workers=workers),
                                 log=lambda m: None)
@@ -79,3 +120,20 @@ class ShardedSweep:
         rejected = [e for e in summary.get("compile_errors", []) if e.get("kernel") not in with_cases]
         assert not rejected, f"compile-only kernels of shard {s} did not build: {rejected}"
         return results.load(out)[1]
+
+
+def gpu_plan():
+    """One plan of every family with a GPU of one of its archs here (cases planned for the first such arch), or
+    None without one."""
+    here = {}
+    for fam in families.all_families():
+        arch = next((a for a in map(str, fam.archs) if gpu.skip_reason(a) is None), None)
+        if arch:
+            here[str(fam.name)] = arch
+    return planning.make(planning.Selection(families=tuple(here)), here, cache=True) if here else None
+
+
+@lru_cache(maxsize=1)
+def session_sweep() -> ShardedSweep:
+    """The one sharded sweep the GPU test modules share (each imports it; one plan and one run per worker)."""
+    return ShardedSweep(gpu_plan())

@@ -1,5 +1,8 @@
 """tests/gpu_sweep.py, the GPU test modules' sharded run of a plan, on simulated GPUs: the shards partition the
-plan by whole kernels and are balanced, each shard runs through the engine once, and every case gets its record."""
+plan by whole kernels and are balanced, each shard runs through the engine once, every case gets its record, and a
+kernel's test fails naming each case that does not pass (or a control not caught as predicted)."""
+import re
+
 import pytest
 
 from harness import plan, sweep
@@ -11,17 +14,17 @@ PLAN = plan.make(plan.Selection(families=("wgmma",), kinds=("f16",), n_values=(8
 
 
 def test_shards_partition_the_plan_by_whole_kernels_and_balance_it():
-    s = ShardedSweep("wgmma", PLAN, shards=3)
+    s = ShardedSweep(PLAN, shards=3)
     per_shard = [sum(len(cs) for k, cs in PLAN.work if s.shard_of_kernel[k.name] == i) for i in range(3)]
     assert sum(per_shard) == PLAN.cases and min(per_shard) > 0
     assert max(per_shard) - min(per_shard) <= max(len(cs) for _, cs in PLAN.work)
     groups = {}
-    for p in s.params():
+    for p in s.params("wgmma"):
         (mark,) = [m for m in p.marks if m.name == "xdist_group"]
-        groups.setdefault(p.values[0].id, mark.args[0])
-    assert len(groups) == PLAN.cases and set(groups.values()) == {"wgmma-0", "wgmma-1", "wgmma-2"}
-    for k, cs in PLAN.work:  # a kernel's cases share a group: it is compiled and launched once
-        assert len({groups[c.id] for c in cs}) == 1
+        groups[p.values[0].name] = mark.args[0]
+        assert p.id == p.values[0].name
+    assert sorted(groups) == sorted(k.name for k, _ in PLAN.work)  # one test per kernel
+    assert set(groups.values()) == {"gpu-sweep-0", "gpu-sweep-1", "gpu-sweep-2"}
 
 
 @pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
@@ -30,41 +33,60 @@ def test_every_case_gets_its_record_and_each_shard_runs_once(tmp_path_factory, m
     runs = []
     real = sweep.execute
     monkeypatch.setattr(sweep, "execute", lambda p, cfg, **kw: runs.append(p.cases) or real(p, cfg, **kw))
-    s = ShardedSweep("wgmma", PLAN, shards=3, config=sweep.SweepConfig(diagnose=0, backend=fake_gpus.BACKEND))
-    for _, cs in PLAN.work:
-        for c in cs:
-            rec = s.record(c, tmp_path_factory)
-            assert rec["id"] == c.id and rec["status"] == "pass", rec
+    s = ShardedSweep(PLAN, shards=3, config=sweep.SweepConfig(diagnose=0, backend=fake_gpus.BACKEND))
+    assert sum(s.check_kernel(k, tmp_path_factory) for k, _ in PLAN.work) == PLAN.cases
     assert len(runs) == 3 and sum(runs) == PLAN.cases
 
 
 def test_without_a_plan_there_is_one_placeholder_parameter():
-    (p,) = ShardedSweep("wgmma", None).params()
-    assert p.values == (None,) and p.id == "wgmma-cases"
+    (p,) = ShardedSweep(None).params("wgmma")
+    assert p.values == (None,) and p.id == "wgmma-kernels"
 
 
-def _fake_execute(drop=(), compile_errors=(), calls=None):
-    """sweep.execute writing a pass record for each case of the plan but those in `drop`."""
+def _fake_execute(drop=(), compile_errors=(), calls=None, records=None):
+    """sweep.execute writing a pass record for each case of the plan but those in `drop` (and those `records`
+    gives: case id -> the record's other fields)."""
     from harness.records import results
 
     def execute(p, cfg, **kw):
         if calls is not None:
             calls.append(p.cases)
         w = results.ResultsWriter(cfg.out_path, {"type": "environment", "schema": results.SCHEMA, "date": "x"})
-        w.write_cases([{"id": c.id, "kernel": k.name, "status": "pass", "mismatches": 0}
-                       for k, cs in p.work for c in cs if c.id not in drop])
+        caught = {"caught": True, "matches_model_prediction": True}  # a control's pass: caught as predicted
+        w.write_cases([{"id": c.id, "kernel": k.name, "status": "pass", "mismatches": 0, **(caught if c.control else {}),
+                        **(records or {}).get(c.id, {})} for k, cs in p.work for c in cs if c.id not in drop])
         w.close({"cases": p.cases})
         return {"compile_errors": list(compile_errors)}
     return execute
 
 
-def test_a_case_the_sweep_wrote_no_record_for_fails(tmp_path_factory, monkeypatch):
-    (k, cs), = PLAN.work[:1]
+def test_a_case_the_sweep_wrote_no_record_for_fails_its_kernel(tmp_path_factory, monkeypatch):
+    (k, cs), (k2, _) = PLAN.work[:2]
     monkeypatch.setattr(sweep, "execute", _fake_execute(drop={cs[1].id}))
-    s = ShardedSweep("wgmma", PLAN, shards=1)
-    assert s.record(cs[0], tmp_path_factory)["status"] == "pass"
-    with pytest.raises(AssertionError, match="wrote no record"):
-        s.record(cs[1], tmp_path_factory)
+    s = ShardedSweep(PLAN, shards=1)
+    with pytest.raises(AssertionError, match=re.escape(f"wrote no record for 1 of {k.name}'s {len(cs)} cases (shard 0 of 1): {cs[1].id}")):
+        s.check_kernel(k, tmp_path_factory)
+    s.check_kernel(k2, tmp_path_factory)
+
+
+def test_a_kernel_fails_naming_and_explaining_each_failing_case(tmp_path_factory, monkeypatch):
+    (k, cs), (k2, _) = PLAN.work[:2]
+    control = next(c for c in cs if c.control)
+    ordinary = [c for c in cs if not c.control]
+    bad = {ordinary[0].id: {"status": "fail", "mismatches": 3, "first_mismatches": [{"thread": 5, "register": 2}]},
+           ordinary[1].id: {"status": "fault", "error": "illegal instruction"},
+           control.id: {"caught": True, "matches_model_prediction": False}}
+    monkeypatch.setattr(sweep, "execute", _fake_execute(records=bad))
+    s = ShardedSweep(PLAN, shards=1)
+    with pytest.raises(pytest.fail.Exception) as e:
+        s.check_kernel(k, tmp_path_factory)
+    msg = str(e.value)
+    assert msg.startswith(f"3 of {k.name}'s {len(cs)} cases fail")
+    assert f"{ordinary[0].id}: fail" in msg and '"thread": 5' in msg and '"register": 2' in msg
+    assert f"{ordinary[1].id}: fault" in msg and "illegal instruction" in msg
+    assert f"{control.id}: control not caught as predicted" in msg
+    assert not any(f"{c.id}:" in msg for c in cs if c.id not in bad)
+    s.check_kernel(k2, tmp_path_factory)  # the other kernel's cases all pass
 
 
 def test_a_shard_whose_run_raised_is_not_run_again_for_each_case(tmp_path_factory, monkeypatch):
@@ -74,17 +96,17 @@ def test_a_shard_whose_run_raised_is_not_run_again_for_each_case(tmp_path_factor
         calls.append(p.cases)
         raise RuntimeError("the GPU worker died")
     monkeypatch.setattr(sweep, "execute", broken)
-    s = ShardedSweep("wgmma", PLAN, shards=1)
-    for c in [c for _, cs in PLAN.work for c in cs][:5]:
+    s = ShardedSweep(PLAN, shards=1)
+    for k, _ in PLAN.work[:3]:
         with pytest.raises(RuntimeError, match="worker died"):
-            s.record(c, tmp_path_factory)
+            s.check_kernel(k, tmp_path_factory)
     assert len(calls) == 1
 
 
-def test_a_compile_only_kernel_that_did_not_build_fails_the_shards_cases(tmp_path_factory, monkeypatch):
+def test_a_compile_only_kernel_that_did_not_build_fails_the_shards_kernels(tmp_path_factory, monkeypatch):
     """Kernels built for another arch only (tcgen05's other Blackwell) have no cases to fail: the shard does."""
     err = {"kernel": "tcgen05_f16_cg1_SS", "arch": "sm_103a", "error": "NVRTC rejected it"}
     monkeypatch.setattr(sweep, "execute", _fake_execute(compile_errors=[err]))
-    s = ShardedSweep("wgmma", PLAN, shards=1)
+    s = ShardedSweep(PLAN, shards=1)
     with pytest.raises(AssertionError, match="compile-only kernels of shard 0 did not build"):
-        s.record(PLAN.work[0][1][0], tmp_path_factory)
+        s.check_kernel(PLAN.work[0][0], tmp_path_factory)

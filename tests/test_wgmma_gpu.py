@@ -1,39 +1,26 @@
 """wgmma on a real sm_90a GPU: every case of the sweep, diffed register by register.
 
 One kernel per kernel key is compiled (in parallel, cached) and launched once with all of its cases (one CTA
-per case) the first time any of its cases is asked for; each case is then its own test with a readable id.
-Without an sm_90a GPU every test here skips with the reason (see conftest.py). Under `pytest -n N` each
-worker holds one GPU and runs the shards of kernels it was handed (tests/gpu_sweep.py).
+per case); each kernel is a test, which names and explains every case of it that fails. Without an sm_90a GPU
+every test here skips with the reason (see conftest.py). Under `pytest -n N` each worker holds one GPU and runs
+the shards of kernels it was handed (tests/gpu_sweep.py).
 """
-import json
 import subprocess
 import sys
 
 import pytest
 
-from harness import plan
 from harness.records import results
-from harness.run import gpu
-from tests.gpu_sweep import ShardedSweep
+from tests.gpu_sweep import session_sweep
 
 ARCH = "sm_90a"
-SWEEP = ShardedSweep("wgmma", None if gpu.skip_reason(ARCH) else
-                     plan.make(plan.Selection(families=("wgmma",)), cache=True))
 pytestmark = pytest.mark.gpu(ARCH)
 
 
-def _explain(rec: dict) -> str:
-    return json.dumps({k: rec[k] for k in rec if k in ("mismatches", "bad_rows", "bad_cols", "first_mismatches",
-                                                       "unwritten_registers", "caught", "why", "error")},
-                      indent=1)
-
-
-@pytest.mark.parametrize("case", SWEEP.params())
-def test_wgmma(case, tmp_path_factory):
-    rec = SWEEP.record(case, tmp_path_factory)
-    assert rec["status"] == "pass", _explain(rec)
-    if case.control:
-        assert rec["caught"], "a deliberately wrong descriptor must change the result"
+@pytest.mark.parametrize("kernel", session_sweep().params("wgmma"))
+def test_wgmma(kernel, tmp_path_factory):
+    """Every case passes; every negative control (a deliberately wrong descriptor) is caught as predicted."""
+    session_sweep().check_kernel(kernel, tmp_path_factory)
 
 
 def test_sweep_command_writes_a_results_file(tmp_path):
