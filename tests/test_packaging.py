@@ -5,6 +5,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
@@ -40,6 +41,14 @@ def test_wheel_installs_and_every_command_runs_outside_the_checkout(tmp_path):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
     py = str(env_dir / "bin" / "python")
+    # the dependencies come from this interpreter's environment: system_site_packages reaches only the base
+    # Python's, and where this Python is itself a venv (a GPU node's /opt/.../.venv) numpy would be missing. A path
+    # in a .pth file is only appended to sys.path (its own .pth files, an editable install's among them, are not
+    # run), so `harness` still comes from the wheel.
+    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "tc_harness_test_dependencies.pth").write_text(
+        "\n".join(dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])) + "\n")
     subprocess.run([sys.executable, "-m", "pip", "--python", py, "install", "-q", "--no-deps", "--no-index",
                     str(wheel)], check=True, capture_output=True, timeout=600)
     work = tmp_path / "elsewhere"

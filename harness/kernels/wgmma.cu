@@ -50,13 +50,12 @@ extern "C" __global__ void __launch_bounds__(128, 1)
     for (int i = 0; i < {{ACC_REGS}}; ++i) d[i] = {{FROM_BITS}}(c[i]);
     {{A_REGS}}
 
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    // One asm statement issues the case's variant (a uniform branch in PTX to one wgmma per compiled immediate
-    // combination; none for an unknown variant): a C++ switch of one asm statement per variant made NVRTC's
-    // optimizer merge every accumulator over every branch, several times the compile time of the kernel itself.
+    // One asm statement issues the case's variant: a uniform branch in PTX to one block per compiled immediate
+    // combination (none for an unknown variant), each block fence, wgmma, commit, wait 0. A C++ switch of one asm
+    // statement per variant made NVRTC's optimizer merge every accumulator over every branch (several times the
+    // compile time of the kernel itself); and with the fence, commit or wait outside the branches ptxas 12.8 to
+    // 13.0 inject a warpgroup.arrive (info C7519) at the merge.
 {{MMA_DISPATCH}}
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 
     unsigned int* out = d_out + slot * {{ACC_REGS}}ull;
 #pragma unroll

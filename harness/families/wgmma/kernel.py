@@ -47,9 +47,10 @@ class AsmOperands:
     def dispatch(self, variants: list[tuple[str, str]], extra_inputs: tuple[str, ...] = (),
                  selector: str = "p.variant", indent: str = "    ") -> str:
         """One asm statement issuing the instruction of the variant `selector` names: `variants` are (comment,
-        PTX instruction) in index order, and a uniform branch in PTX picks one (none for an index out of range).
-        `extra_inputs` (constraint strings) follow scale-d, as the sparse form's metadata register; the selector
-        comes last."""
+        PTX instruction) in index order, and a uniform branch in PTX picks one (none for an index out of range),
+        which runs fenced, committed and waited for (wgmma.fence, the instruction, commit_group, wait_group 0) in its
+        own block. `extra_inputs` (constraint strings) follow scale-d, as the sparse form's metadata register; the
+        selector comes last."""
         sel = f"%{self.next_operand + len(extra_inputs)}"
         lines = [".reg .pred p;", ".reg .pred v;", f"setp.ne.b32 p, {self.scale_op}, 0;"]
         for idx in range(len(variants)):
@@ -57,8 +58,9 @@ class AsmOperands:
         lines.append("bra.uni TC_DONE;")
         body = [f'{indent}    "{line}\\n"' for line in lines]
         for idx, (comment, instruction) in enumerate(variants):
-            body += [f'{indent}    "TC_VARIANT_{idx}:  // {comment}\\n"', f'{indent}    "{instruction}\\n"',
-                     f'{indent}    "bra.uni TC_DONE;\\n"']
+            body += [f'{indent}    "TC_VARIANT_{idx}:  // {comment}\\n"', f'{indent}    "wgmma.fence.sync.aligned;\\n"',
+                     f'{indent}    "{instruction}\\n"', f'{indent}    "wgmma.commit_group.sync.aligned;\\n"',
+                     f'{indent}    "wgmma.wait_group.sync.aligned 0;\\n"', f'{indent}    "bra.uni TC_DONE;\\n"']
         body.append(f'{indent}    "TC_DONE:\\n"')
         inputs = ", ".join([self.inputs, *extra_inputs, f'"r"({selector})'])
         return (f'{indent}asm volatile("{{\\n"\n' + "\n".join(body) + f'\n{indent}    "}}\\n"\n'
