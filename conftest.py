@@ -34,7 +34,16 @@ def _pin_xdist_worker_to_one_gpu() -> None:
         os.environ["TC_HARNESS_PINNED"] = "1"
 
 
+def _share_the_cores_among_xdist_workers() -> None:
+    """Each of N xdist workers gets 1/N of the cores for the pools its sweeps start (harness/run/cores.py), it and
+    the CLI processes its tests start; a TC_HARNESS_WORKERS the user set stands."""
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if count and count.isdigit() and not os.environ.get("TC_HARNESS_WORKERS"):
+        os.environ["TC_HARNESS_WORKERS"] = str(max(1, (os.cpu_count() or 1) // max(1, int(count))))
+
+
 _pin_xdist_worker_to_one_gpu()
+_share_the_cores_among_xdist_workers()
 ROOT = Path(__file__).resolve().parent
 
 from harness.run import gpu  # noqa: E402  (after the pin)

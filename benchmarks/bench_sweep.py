@@ -22,7 +22,8 @@ def timed_sweep(cache: str, out: Path, extra) -> dict:
     proc = subprocess.run([sys.executable, "-m", "harness", "sweep", "--out", str(out), *extra], env=env,
                           capture_output=True, text=True)
     wall = time.time() - t
-    sys.stderr.write(proc.stderr[-3000:])
+    # the sweep's own account (plan, compile, SASS, GPUs, counts), without its line per kernel
+    sys.stderr.write("".join(ln for ln in proc.stderr.splitlines(keepends=True) if not ln.startswith("[")))
     summary = {}
     for line in (out.read_text().splitlines()[::-1] if out.exists() else []):
         rec = json.loads(line)

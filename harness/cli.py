@@ -19,6 +19,7 @@ from harness import __version__, families
 from harness.enums import Arch, ExitCode, Major, OperandSource, Swizzle
 from harness.spec import desc_tcgen05, desc_wgmma, descriptors, idesc, layouts as L, zero_mask
 from harness.spec.descriptors import DescriptorError
+from harness.run import cores
 
 PROG = "python -m harness"
 DEFAULT_RESULTS_DIR = Path("results") / "scratch"  # under the current folder
@@ -844,6 +845,7 @@ def main(argv=None) -> int:
         if not getattr(args, "fn", None):
             raise UsageError("harness: give a command: sweep, compile, toolchains, compare, merge, junit, probe, desc, "
                              "idesc, zmask or layout")
+        cores.default_workers()  # a malformed TC_HARNESS_WORKERS is refused before anything runs
         return int(args.fn(args))
     except UsageError as e:
         print(_one_line(str(e)), file=sys.stderr)

@@ -21,7 +21,7 @@ import pytest
 
 from harness import families, plan as planning, sweep
 from harness.records import results
-from harness.run import gpu
+from harness.run import cores, gpu
 
 # what a failure message leaves out of a case's record: the same for every case of a kernel, or bookkeeping
 UNEXPLAINING = ("type", "id", "kernel", "family", "arch", "gpu", "kernel_s", "status")
@@ -112,7 +112,7 @@ class ShardedSweep:
             self.plan, work=[(k, cs) for k, cs in self.plan.work if self.shard_of_kernel[k.name] == s],
             compile_only=self.plan.compile_only if s == 0 else [])
         out = tmp_path_factory.mktemp(f"gpu-sweep-{s}") / "sweep.jsonl"
-        workers = max(1, (os.cpu_count() or 1) // worker_count())  # the node's cores are shared by the workers
+        workers = cores.default_workers()  # this xdist worker's share of the node's cores (conftest.py)
         summary = sweep.execute(sub, dataclasses.replace(self.config, out_path=out, workers=workers),
                                 log=lambda m: None)
         # kernels compiled for another arch only have no cases: their rejection would otherwise fail no test

@@ -344,3 +344,19 @@ def test_a_run_folder_leaves_out_timing_bench_files(tmp_path):
     for name in ("sweep.jsonl", "bench-h100.jsonl", "probe-addresses.jsonl"):
         (run / name).write_text("")
     assert [p.name for p in results.expand_run([run])] == ["sweep.jsonl"]
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-3", "2.5"])
+def test_a_malformed_worker_count_in_the_environment_is_refused_before_a_sweep_starts(capsys, monkeypatch, value):
+    monkeypatch.setenv("TC_HARNESS_WORKERS", value)
+    rc, out, err = call(capsys, "sweep", "--family", "wgmma", "--kind", "b1")
+    assert rc == ExitCode.USAGE and out == ""
+    assert err.strip() == f"sweep: TC_HARNESS_WORKERS={value!r}: want a positive whole number of processes"
+
+
+def test_the_worker_count_in_the_environment_sizes_the_pools(monkeypatch):
+    from harness.run import cores
+    monkeypatch.setenv("TC_HARNESS_WORKERS", "3")
+    assert cores.default_workers() == 3
+    monkeypatch.delenv("TC_HARNESS_WORKERS")
+    assert cores.default_workers() == (os.cpu_count() or 1)

@@ -1,7 +1,8 @@
 """Under `pytest -n`, the root conftest keeps a module's tests on one worker (its module fixtures are built once)
 and an explicit xdist_group (the GPU session sweep's cases) on one worker: xdist resets a worker's own --dist, so
 without the conftest's pytest_configure_node the groups were silently ignored and every worker ran the whole
-session sweep. Checked by running pytest -n 2 on a few throwaway modules with the real conftest."""
+session sweep. And each worker's pools get its share of the cores (TC_HARNESS_WORKERS). Checked by running
+pytest -n 2 on a few throwaway modules with the real conftest."""
 import os
 import shutil
 import subprocess
@@ -17,6 +18,9 @@ MODULE = '''import os, pytest
 def test_x(i):
     with open(os.environ["TC_GROUP_LOG"], "a") as f:
         f.write("{name} " + os.environ.get("PYTEST_XDIST_WORKER", "-") + "\\n")
+def test_cores(tmp_path):
+    with open(os.environ["TC_GROUP_LOG"] + ".cores", "a") as f:
+        f.write(os.environ.get("TC_HARNESS_WORKERS", "unset") + "\\n")
 @pytest.mark.parametrize("i", [pytest.param(i, marks=pytest.mark.xdist_group("sweep")) for i in range(3)])
 def test_grouped(i):
     with open(os.environ["TC_GROUP_LOG"], "a") as f:
@@ -32,6 +36,7 @@ def test_modules_and_named_groups_each_stay_on_one_worker(tmp_path):
         (tmp_path / f"test_{name}.py").write_text(MODULE.replace("{name}", name))
     log = tmp_path / "log.txt"
     env = dict(os.environ, TC_GROUP_LOG=str(log), PYTHONPATH=str(ROOT))
+    env.pop("TC_HARNESS_WORKERS", None)  # this run's own share (this test may itself run under pytest -n)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(tmp_path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -43,3 +48,5 @@ def test_modules_and_named_groups_each_stay_on_one_worker(tmp_path):
     assert set(workers) == {"a", "b", "c", "d", "sweep"}
     assert all(len(w) == 1 for w in workers.values()), dict(workers)
     assert len(set().union(*workers.values())) == 2  # and the groups were spread over both workers
+    # each worker's sweeps start pools of its share of the cores, not of all of them (harness/run/cores.py)
+    assert set(Path(f"{log}.cores").read_text().split()) == {str(max(1, (os.cpu_count() or 1) // 2))}

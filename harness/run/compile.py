@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.run import toolchain as toolchains
+from harness.run import cores, toolchain as toolchains
 from harness.run.toolchain import Toolchain
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
@@ -165,7 +165,7 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
         else:
             todo.append((i, job, path))
     if todo:
-        workers = workers or min(len(todo), os.cpu_count() or 1)
+        workers = workers or min(len(todo), cores.default_workers())
         modules = _modules(todo, tc, workers)
         args = [([job for _, job, _ in m], tc) for m in modules]
         if workers > 1 and len(modules) > 1:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from harness import families
 from harness.enums import Status
 from harness.families.base import Kernel, case_record
+from harness.run import cores
 from harness.run.launch import LaunchInput, load_outputs
 from harness.run.worker import GpuWorker, LaunchFailed, wait_any
 
@@ -192,7 +193,7 @@ class Engine:
                  isolation: IsolationBudget | None = None):
         self.devices, self.backend = devices, backend
         self.isolation = isolation or IsolationBudget()
-        self.nworkers = max(1, workers or os.cpu_count() or 1)
+        self.nworkers = max(1, workers or cores.default_workers())
         self.gpu_workers = [GpuWorker(d, backend) for d, _ in devices]
         self.arch_of = {w: str(a) for w, (_, a) in zip(self.gpu_workers, devices)}
         for w in self.gpu_workers:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from harness.run import compile as nvrtc
+from harness.run import compile as nvrtc, cores
 
 CHECKER_SOURCE = Path(__file__).read_bytes()
 
@@ -218,7 +218,7 @@ def verify_many(items: list[tuple[Path | str, SassCheck]], workers: int | None =
     """verify() over many cubins in parallel (threads: the work is in cuobjdump processes)."""
     if not items:
         return []
-    workers = max(1, min(len(items), workers or os.cpu_count() or 1))
+    workers = max(1, min(len(items), workers or cores.default_workers()))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(lambda it: verify(*it), items))
 
