@@ -353,10 +353,3 @@ def test_a_malformed_worker_count_in_the_environment_is_refused_before_a_sweep_s
     assert rc == ExitCode.USAGE and out == ""
     assert err.strip() == f"sweep: TC_HARNESS_WORKERS={value!r}: want a positive whole number of processes"
 
-
-def test_the_worker_count_in_the_environment_sizes_the_pools(monkeypatch):
-    from harness.run import cores
-    monkeypatch.setenv("TC_HARNESS_WORKERS", "3")
-    assert cores.default_workers() == 3
-    monkeypatch.delenv("TC_HARNESS_WORKERS")
-    assert cores.default_workers() == (os.cpu_count() or 1)

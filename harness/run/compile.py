@@ -98,6 +98,7 @@ def compile_one(job: CompileJob, tc: Toolchain | None = None) -> Compiled:
 # one cubin of the same 16: 0.5 s, on this project's CPU machine; 64 sparse wgmma kernels: 3.6 s in modules of 8,
 # 1.3 s in modules of 32). Fewer modules also mean fewer module loads on the GPU.
 KERNELS_PER_MODULE = 32
+MODULES_PER_WORKER = 3
 
 
 def module_source(jobs: list[CompileJob]) -> str:
@@ -129,8 +130,9 @@ def _run_job(args):
 
 def _modules(todo: list, tc: Toolchain, workers: int) -> list[list]:
     """The jobs to compile, grouped into modules: cubins of one arch and options, at most KERNELS_PER_MODULE a
-    module and no fewer modules than workers (a small compile keeps every core busy); PTX one kernel a module
-    (the driver's JIT would compile the whole module for each kernel it loads)."""
+    module and, with several workers, no fewer modules than MODULES_PER_WORKER per worker (the compiling and the
+    SASS check's one disassembly per module keep every core busy to the end); PTX one kernel a module (the
+    driver's JIT would compile the whole module for each kernel it loads)."""
     if tc.kind.module_suffix != ".cubin":
         return [[t] for t in todo]
     groups: dict[tuple, list] = {}
@@ -142,8 +144,9 @@ def _modules(todo: list, tc: Toolchain, workers: int) -> list[list]:
         else:
             singles.append([t])
     out = []
+    spread = MODULES_PER_WORKER * workers if workers > 1 else 1  # one process: nothing to spread
     for group in groups.values():
-        size = max(1, min(KERNELS_PER_MODULE, -(-len(group) // max(1, workers))))
+        size = max(1, min(KERNELS_PER_MODULE, -(-len(group) // spread)))
         out += [group[i:i + size] for i in range(0, len(group), size)]
     return out + singles
 

@@ -6,6 +6,7 @@ CPU-heavy tests; results/2026-11-23-h100-bench2/)."""
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 ENV = "TC_HARNESS_WORKERS"
 
@@ -17,3 +18,23 @@ def default_workers() -> int:
     if not given.isdigit() or int(given) < 1:
         raise ValueError(f"{ENV}={given!r}: want a positive whole number of processes")
     return int(given)
+
+
+# numpy's BLAS (OpenBLAS in the wheels) starts a thread per core in every process and lets them spin between calls:
+# sixteen pool processes of sixteen threads each on a 16-core node slowed the sweep's preparation twofold (the
+# reference's small matrix products gain nothing from threads). Processes the harness starts get one thread each.
+BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+@contextmanager
+def one_blas_thread_per_process():
+    """Within this block, processes started (spawned: they take this environment) run BLAS on one thread, unless
+    the user set the thread counts; this process's own environment is as it was afterwards."""
+    added = [v for v in BLAS_THREADS if v not in os.environ]
+    for v in added:
+        os.environ[v] = "1"
+    try:
+        yield
+    finally:
+        for v in added:
+            os.environ.pop(v, None)

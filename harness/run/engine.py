@@ -202,8 +202,9 @@ class Engine:
         self.spool = self._spool.name
         # spawn: this process has (or will have) a CUDA context, which forked children must not inherit
         self.pool = ProcessPoolExecutor(max_workers=self.nworkers, mp_context=multiprocessing.get_context("spawn"))
-        for _ in range(self.nworkers):  # bring every process up now
-            self.pool.submit(int)
+        with cores.one_blas_thread_per_process():
+            for _ in range(self.nworkers):  # bring every process up now
+                self.pool.submit(int)
         self.jobs: list[Job] = []
         self.preparing: list = []
         self.slowest_launch_s: float | None = None  # of the launches that came back (sets isolation timeouts)

@@ -11,6 +11,7 @@ the verdict is cached beside the cubin, keyed by the rules: a warm sweep disasse
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -215,12 +216,27 @@ def verify(cubin_path: Path | str, check: SassCheck) -> Verdict:
 
 
 def verify_many(items: list[tuple[Path | str, SassCheck]], workers: int | None = None) -> list[Verdict]:
-    """verify() over many cubins in parallel (threads: the work is in cuobjdump processes)."""
+    """verify() over many cubins in parallel (threads: the work is in cuobjdump processes). The kernels of one
+    module wait for its one disassembly, so they are taken in turn with other modules' kernels: in plan order the
+    first threads all held one module's kernels and the modules were disassembled one after another (35 s of an
+    H100 node's cold sweep)."""
     if not items:
         return []
     workers = max(1, min(len(items), workers or cores.default_workers()))
+    by_module: dict[tuple, list[int]] = {}
+    for i, (path, _) in enumerate(items):
+        try:
+            st = os.stat(path)
+            module = (st.st_dev, st.st_ino)  # the kernels of a shared module are links to one file
+        except OSError:
+            module = (str(path),)  # verify() says what is wrong with it
+        by_module.setdefault(module, []).append(i)
+    order = [i for turn in itertools.zip_longest(*by_module.values()) for i in turn if i is not None]
+    verdicts: list[Verdict | None] = [None] * len(items)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda it: verify(*it), items))
+        for i, v in zip(order, pool.map(lambda i: verify(*items[i]), order)):
+            verdicts[i] = v
+    return verdicts  # type: ignore[return-value]
 
 
 class SassMismatch(RuntimeError):

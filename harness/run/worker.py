@@ -15,6 +15,7 @@ import time
 import traceback
 
 from harness.enums import Status
+from harness.run import cores
 
 
 class LaunchFailed(RuntimeError):
@@ -86,7 +87,8 @@ class GpuWorker:
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
         self._proc = ctx.Process(target=_serve, args=(child, self.device, self.backend), daemon=True)
-        self._proc.start()
+        with cores.one_blas_thread_per_process():
+            self._proc.start()
         child.close()
         self._conn = parent
 
