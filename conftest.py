@@ -40,6 +40,10 @@ def _share_the_cores_among_xdist_workers() -> None:
     count = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if count and count.isdigit() and not os.environ.get("TC_HARNESS_WORKERS"):
         os.environ["TC_HARNESS_WORKERS"] = str(max(1, (os.cpu_count() or 1) // max(1, int(count))))
+    if count:  # and numpy's BLAS one thread per worker (before numpy is imported), not a spinning one per core
+        from harness.run.cores import BLAS_THREADS  # imports no numpy
+        for v in BLAS_THREADS:
+            os.environ.setdefault(v, "1")
 
 
 _pin_xdist_worker_to_one_gpu()

@@ -36,7 +36,8 @@ def test_modules_and_named_groups_each_stay_on_one_worker(tmp_path):
         (tmp_path / f"test_{name}.py").write_text(MODULE.replace("{name}", name))
     log = tmp_path / "log.txt"
     env = dict(os.environ, TC_GROUP_LOG=str(log), PYTHONPATH=str(ROOT))
-    env.pop("TC_HARNESS_WORKERS", None)  # this run's own share (this test may itself run under pytest -n)
+    for v in [v for v in env if v.startswith("PYTEST_XDIST_") or v == "TC_HARNESS_WORKERS"]:
+        env.pop(v)  # this run's own share: this test may itself run on a worker of a pytest -n (whose count it is)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(tmp_path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
