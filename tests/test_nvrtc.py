@@ -170,3 +170,15 @@ def test_a_sparse_kernels_check_rejects_the_other_selectors_sass():
         sass.SassRule(r.opcode, r.what, r.count, r.operands.replace("0x0", "0x9").replace("0x1", "0x0"))
         for r in check.rules))
     assert sass.verify(out.cubin_path, check).ok and not sass.verify(out.cubin_path, flipped).ok
+
+
+def test_the_naive_baselines_one_variant_kernel_issues_only_that_variant(tmp_path):
+    """benchmarks/bench_naive.py compiles one kernel per case holding only its variant: its SASS has that variant's
+    opcode once and no other tensor-core instruction."""
+    key = next(k for k in wgmma.all_kernel_keys() if k.kind == "f16" and k.n == 64 and k.a_src == "SS"
+               and k.dtype == "f32")
+    idx = 5
+    v = wgmma.variants(key)[idx]
+    (out,) = C.compile_many([C.CompileJob(f"{key.name}", wgmma_kernel.source(key, idx), "sm_90a")], workers=1)
+    instrs = sass.functions(out.cubin_path)[key.name]
+    assert [i.opcode for i in instrs if "GMMA" in i.opcode] == [wgmma_kernel.sass_opcode(key, v)]

@@ -44,20 +44,21 @@ class AsmOperands:
                 f"{instruction}\\n}}\\n\"\n"
                 f"{indent}    : {self.outputs}\n{indent}    : {self.inputs}{extra_inputs} : \"memory\");")
 
-    def dispatch(self, variants: list[tuple[str, str]], extra_inputs: tuple[str, ...] = (),
+    def dispatch(self, variants: list[tuple[str, str] | None], extra_inputs: tuple[str, ...] = (),
                  selector: str = "p.variant", indent: str = "    ") -> str:
         """One asm statement issuing the instruction of the variant `selector` names: `variants` are (comment,
-        PTX instruction) in index order, and a uniform branch in PTX picks one (none for an index out of range),
-        which runs fenced, committed and waited for (wgmma.fence, the instruction, commit_group, wait_group 0) in its
-        own block. `extra_inputs` (constraint strings) follow scale-d, as the sparse form's metadata register; the
-        selector comes last."""
+        PTX instruction) in index order (None: that index issues nothing), and a uniform branch in PTX picks one
+        (none for an index out of range), which runs fenced, committed and waited for (wgmma.fence, the
+        instruction, commit_group, wait_group 0) in its own block. `extra_inputs` (constraint strings) follow
+        scale-d, as the sparse form's metadata register; the selector comes last."""
         sel = f"%{self.next_operand + len(extra_inputs)}"
         lines = [".reg .pred p;", ".reg .pred v;", f"setp.ne.b32 p, {self.scale_op}, 0;"]
-        for idx in range(len(variants)):
+        present = [(idx, v) for idx, v in enumerate(variants) if v is not None]
+        for idx, _ in present:
             lines += [f"setp.eq.u32 v, {sel}, {idx};", f"@v bra.uni TC_VARIANT_{idx};"]
         lines.append("bra.uni TC_DONE;")
         body = [f'{indent}    "{line}\\n"' for line in lines]
-        for idx, (comment, instruction) in enumerate(variants):
+        for idx, (comment, instruction) in present:
             body += [f'{indent}    "TC_VARIANT_{idx}:  // {comment}\\n"', f'{indent}    "wgmma.fence.sync.aligned;\\n"',
                      f'{indent}    "{instruction}\\n"', f'{indent}    "wgmma.commit_group.sync.aligned;\\n"',
                      f'{indent}    "wgmma.wait_group.sync.aligned 0;\\n"', f'{indent}    "bra.uni TC_DONE;\\n"']
@@ -111,12 +112,14 @@ def a_registers(key) -> str:
     return "(void)a_regs;"
 
 
-def source(key: forms.KernelKey) -> str:
-    """The kernel of one key, with every variant."""
+def source(key: forms.KernelKey, only_variant: int | None = None) -> str:
+    """The kernel of one key, with every variant (or, for the naive baseline of the benchmark, one: the others'
+    indices issue nothing)."""
     forms.validate_key(key)
     ops = asm_operands(key)
     variants = [(f"{v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}", ops.instruction(v))
-                for v in forms.variants(key)]
+                if only_variant is None or idx == only_variant else None
+                for idx, v in enumerate(forms.variants(key))]
     return fill_template(key.name, key, a_registers(key), ops.dispatch(variants))
 
 
