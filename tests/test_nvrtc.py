@@ -23,7 +23,7 @@ def test_smoke_kernel_compiles_to_a_cubin_for_each_arch(arch):
     out = C.compile_one(C.CompileJob("smoke", kernels.smoke_source(), arch))
     data = out.cubin_path.read_bytes()
     assert data[:4] == b"\x7fELF"
-    assert f"code for {arch}" in C.sass(out.cubin_path)
+    assert f"code for {arch}" in sass.disassembly(out.cubin_path.read_bytes())
 
 
 def test_cache_hit_and_key():
@@ -150,7 +150,7 @@ def _check_sparse(keys):
     """One batched (parallel, cached) compile of the kernels, then each one's SASS."""
     jobs = [C.CompileJob(k.name, sparse_kernel.source(k), "sm_90a") for k in keys]
     for key, out in zip(keys, C.compile_many(jobs)):
-        ops, want = sass_sparse_ops(function_text(C.sass(out.cubin_path), key.name)), expected_sparse_sass(key)
+        ops, want = sass_sparse_ops(function_text(sass.disassembly(out.cubin_path.read_bytes()), key.name)), expected_sparse_sass(key)
         assert ops == want, f"{key.name}: SASS lacks {sorted(want - ops)}, has extra {sorted(ops - want)}"
         verdict = sass.verify(out.cubin_path, sparse_kernel.sass_check(key))  # the check every sweep applies
         assert verdict.ok, verdict.broken

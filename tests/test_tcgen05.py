@@ -40,7 +40,7 @@ def test_sass_has_the_forms_tensor_core_instructions(form, cubins):
             assert verdict.ok, verdict.broken
     # tcgen05.mma.sp has no SASS opcode of its own: the MMA's 64-bit instruction-descriptor pair carries the
     # metadata's TMEM address in its low register (tmem[URx], idesc[URx+1]); a dense MMA zeroes that register
-    meta = metadata_register_source(function_text(C.sass(cubins[("sm_100a", form.name)].cubin_path), form.name))
+    meta = metadata_register_source(function_text(sass.disassembly(cubins[("sm_100a", form.name)].cubin_path.read_bytes()), form.name))
     assert (meta != "URZ") == form.sparse, (form.name, meta)
 
 
