@@ -60,6 +60,11 @@ def pytest_configure(config):
     # group when told so (xdist resets a worker's own --dist), which pytest_configure_node below does.
     if getattr(config.option, "dist", None) == "load":
         config.option.dist = "loadgroup"
+    if getattr(config.option, "dist", None) == "loadgroup" and hasattr(config.option, "loadscopereorder"):
+        # hand the groups out in the order pytest_collection_modifyitems gives (the heaviest first), not xdist's
+        # default (the groups with the most tests first), which left one-test modules of half a minute (the planted
+        # fault robustness test) to start last on an H100 node
+        config.option.loadscopereorder = False
     if getattr(config, "workerinput", {}).get("tc_harness_loadgroup"):
         config.option.loadgroup = True
 

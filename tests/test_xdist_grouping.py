@@ -51,3 +51,24 @@ def test_modules_and_named_groups_each_stay_on_one_worker(tmp_path):
     assert len(set().union(*workers.values())) == 2  # and the groups were spread over both workers
     # each worker's sweeps start pools of its share of the cores, not of all of them (harness/run/cores.py)
     assert set(Path(f"{log}.cores").read_text().split()) == {str(max(1, (os.cpu_count() or 1) // 2))}
+
+
+def test_the_heaviest_group_is_handed_out_first(tmp_path):
+    """xdist by itself hands out the groups with the most tests first; the conftest's order (MODULE_SECONDS, the
+    heaviest first) must be the one that counts."""
+    pytest.importorskip("xdist")
+    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text()
+                                          + '\nMODULE_SECONDS.update({"test_few.py": 999})\n')
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n")
+    test = ('import os, pytest\n@pytest.mark.parametrize("i", range({n}))\ndef test_x(i):\n'
+            '    with open(os.environ["TC_GROUP_LOG"], "a") as f:\n        f.write("{name}\\n")\n')
+    for name, n in (("many", 20), ("few", 1), ("mid", 10)):
+        (tmp_path / f"test_{name}.py").write_text(test.replace("{n}", str(n)).replace("{name}", name))
+    log = tmp_path / "log.txt"
+    env = dict(os.environ, TC_GROUP_LOG=str(log), PYTHONPATH=str(ROOT))
+    for v in [v for v in env if v.startswith("PYTEST_XDIST_") or v == "TC_HARNESS_WORKERS"]:
+        env.pop(v)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", str(tmp_path)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert log.read_text().split()[0] == "few"
