@@ -95,6 +95,9 @@ PLANTS = [  # (planted misreading, the case's B swizzle, what the diagnosis must
 ]
 
 
+# The two tests that draw a picture (matplotlib: seconds each) run apart from the module's other tests under
+# pytest -n, each with a simulated worker of its own: together they were a 37 s chain on one worker of an H100 node.
+@pytest.mark.xdist_group("test_tcgen05_probe-draws-smem")
 @pytest.mark.parametrize("plant,swz,words", PLANTS, ids=[p[0] for p in PLANTS])
 def test_planted_smem_misreadings_are_named(worker, plant, swz, words, tmp_path):
     c = case("f16", "SS", 128, 64, "64B", swz)
@@ -131,6 +134,7 @@ def test_ts_lane_and_column_map_is_recovered(worker):
         assert np.array_equal(part, ks % per)
 
 
+@pytest.mark.xdist_group("test_tcgen05_probe-draws-tmem")
 def test_ts_planted_column_offset_is_named(worker, tmp_path):
     c = case("f16", "TS", 128, 64)
     a = next(r for r in diagnose([c], worker, "tmem-a-col+4", tmp_path) if r["operand"] == "A")
