@@ -1,7 +1,7 @@
 """The engine: host preparation, GPU launches and read-backs overlapped, one GPU worker per GPU, for any family.
 
-    pool (all cores):  family.prepare(kernel, cases)   -> spool files   (launch .npz, expectations .pkl)
-    GPU worker / GPU:  launch the LaunchInput            -> spool file    (outputs .out.npz)
+    pool (all cores):  family.prepare(kernel, cases)   -> spool files   (launch .launch.pkl, expectations .exp.pkl)
+    GPU worker / GPU:  launch the LaunchInput            -> spool file    (outputs .out.pkl)
     pool (all cores):  family.readback(...)              -> case records
     this process:      hand out work, write records in completion order
 
@@ -39,7 +39,7 @@ from harness.run import cores
 from harness.run.launch import LaunchInput, load_outputs
 from harness.run.worker import GpuWorker, LaunchFailed, wait_any
 
-SPOOL_SUFFIXES = (".npz", ".exp.pkl", ".out.npz")
+SPOOL_SUFFIXES = (".launch.pkl", ".exp.pkl", ".out.pkl")
 MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded
 WIDESPREAD_SINGLES = 4  # per kernel: this many cases faulting alone, and no sub-launch coming back: stop
 MAX_ISOLATION_FAILURES_TOTAL = 96  # per sweep: failed isolation launches in all, over every kernel and GPU
@@ -74,7 +74,7 @@ def prepare(kernel: Kernel, cases) -> tuple[LaunchInput, list]:
 def prepare_job(kernel: Kernel, cases, spool: str) -> str:
     inp, expectations = prepare(kernel, cases)
     stem = os.path.join(spool, f"{kernel.name}-{cases[0].seed:08x}-{len(cases)}")
-    inp.save(stem + ".npz")
+    inp.save(stem + ".launch.pkl")
     with open(stem + ".exp.pkl", "wb") as fh:
         pickle.dump(expectations, fh, protocol=pickle.HIGHEST_PROTOCOL)
     return stem
@@ -86,7 +86,7 @@ def load_expectations(stem: str) -> list:
 
 
 def readback_job(kernel: Kernel, stem: str, device: int) -> list[dict]:
-    recs = families.get(kernel.family).readback(kernel, load_expectations(stem), load_outputs(stem + ".out.npz"))
+    recs = families.get(kernel.family).readback(kernel, load_expectations(stem), load_outputs(stem + ".out.pkl"))
     for r in recs:
         r["gpu"] = device
     remove(stem)
@@ -270,7 +270,7 @@ class Engine:
             iso_timeout = isolation_timeout(timeout, self.slowest_launch_s)
             timing["isolation_timeout_s"] = iso_timeout
             try:
-                recs = run_isolated(isolator, job.kernel, load_expectations(stem), LaunchInput.load(stem + ".npz"),
+                recs = run_isolated(isolator, job.kernel, load_expectations(stem), LaunchInput.load(stem + ".launch.pkl"),
                                     cubins[job.kernel.name], iso_timeout, log, first_error=error,
                                     budget=self.isolation)
             finally:
@@ -301,7 +301,7 @@ class Engine:
                 answered = harvest(wait_any(mine))
                 idle = [answered[1]]
             in_flight[idle[0]] = (job, stem, time.time())
-            idle[0].submit(cubins[job.kernel.name], job.kernel.name, stem + ".npz", timeout, out_path=stem + ".out.npz")
+            idle[0].submit(cubins[job.kernel.name], job.kernel.name, stem + ".launch.pkl", timeout, out_path=stem + ".out.pkl")
             if answered:
                 complete(*answered)
             drain()

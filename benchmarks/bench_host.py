@@ -1,0 +1,82 @@
+"""The host side of a sweep, on any machine (no GPU): per case, what preparing a launch costs one core (drawing the
+matrices, writing the shared-memory image, packing registers, the reference), and what moving a launch and its
+outputs through the engine's spool files costs (written by a preparing process, read by the GPU worker, which reads
+every launch in turn; outputs the other way). A warm sweep on a GPU node is bounded by these and the GPU worker.
+
+    python benchmarks/bench_host.py --out results/<run>/bench-host.json [--kernels 20] [--family wgmma ...]
+"""
+import argparse
+import json
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from harness import families, plan as planning
+from harness.run import engine
+from harness.run.launch import LaunchInput, load_outputs, save_outputs
+
+
+def measure(family: str, kernels: int, spool: str) -> dict:
+    fam = families.get(family)
+    arch = str(fam.archs[0])
+    work = planning.make(planning.Selection(families=(family,)), {family: arch}, None, cache=True).work
+    random.Random(1).shuffle(work)
+    prep_s = save_s = load_s = out_save_s = out_load_s = 0.0
+    cases = nbytes = out_bytes = 0
+    for kernel, cs in work[:kernels]:
+        t = time.perf_counter()
+        inp, _ = engine.prepare(kernel, cs)
+        prep_s += time.perf_counter() - t
+        cases += len(cs)
+        nbytes += inp.images.nbytes + inp.params.nbytes + sum(v.nbytes for v in inp.inputs.values())
+        path = os.path.join(spool, "launch.pkl")
+        t = time.perf_counter()
+        inp.save(path)
+        save_s += time.perf_counter() - t
+        t = time.perf_counter()
+        LaunchInput.load(path)
+        load_s += time.perf_counter() - t
+        outputs = {k: np.full((inp.ctas, *o.shape), o.fill, dtype=o.dtype) for k, o in inp.outputs.items()}
+        out_bytes += sum(v.nbytes for v in outputs.values())
+        t = time.perf_counter()
+        save_outputs(outputs, os.path.join(spool, "out.pkl"))
+        out_save_s += time.perf_counter() - t
+        t = time.perf_counter()
+        load_outputs(os.path.join(spool, "out.pkl"))
+        out_load_s += time.perf_counter() - t
+    per_case_ms = lambda s: round(1e3 * s / cases, 4)  # noqa: E731
+    return {"kernels": min(kernels, len(work)), "cases": cases, "prepare_ms_per_case": per_case_ms(prep_s),
+            "launch_kb_per_case": round(nbytes / cases / 1024, 1), "outputs_kb_per_case": round(out_bytes / cases / 1024, 1),
+            "spool_write_ms_per_case": per_case_ms(save_s), "spool_read_ms_per_case": per_case_ms(load_s),
+            "outputs_write_ms_per_case": per_case_ms(out_save_s), "outputs_read_ms_per_case": per_case_ms(out_load_s)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--kernels", type=int, default=20, help="kernels sampled per family (seeded)")
+    ap.add_argument("--family", action="append", help="default: wgmma and wgmma_sp")
+    a = ap.parse_args()
+    known = families.registry()
+    fams = a.family or ["wgmma", "wgmma_sp"]
+    bad = [f for f in fams if f not in known]
+    if bad or a.kernels < 1:
+        raise SystemExit(f"bench_host: {'unknown family ' + repr(bad[0]) if bad else '--kernels must be >= 1'}")
+    report = {"cpus": os.cpu_count(), "families": {}}
+    with tempfile.TemporaryDirectory(dir=engine.spool_dir()) as spool:
+        for f in fams:
+            report["families"][f] = r = measure(f, a.kernels, spool)
+            print(f"{f:<10} {r['cases']:>6} cases: prepare {r['prepare_ms_per_case']} ms, launch "
+                  f"{r['launch_kb_per_case']} KB (spool write {r['spool_write_ms_per_case']} ms, read "
+                  f"{r['spool_read_ms_per_case']} ms), outputs {r['outputs_kb_per_case']} KB (write "
+                  f"{r['outputs_write_ms_per_case']} ms, read {r['outputs_read_ms_per_case']} ms) per case")
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
