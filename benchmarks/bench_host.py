@@ -13,11 +13,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import sys
+
 import numpy as np
 
-from harness import families, plan as planning
-from harness.run import engine
-from harness.run.launch import LaunchInput, load_outputs, save_outputs
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's harness, run from anywhere
+
+from harness import families, plan as planning  # noqa: E402
+from harness.run import engine  # noqa: E402
+from harness.run.launch import LaunchInput, load_outputs, save_outputs  # noqa: E402
 
 
 def measure(family: str, kernels: int, spool: str) -> dict:

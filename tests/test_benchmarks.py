@@ -1,0 +1,23 @@
+"""The benchmarks that need no GPU run here, so that they do not rot between the GPU sessions that use them."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_bench_host_measures_the_host_side_of_a_sweep(tmp_path):
+    out = tmp_path / "bench-host.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_host.py"), "--out", str(out),
+                           "--kernels", "2", "--family", "wgmma"], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = json.loads(out.read_text())["families"]["wgmma"]
+    assert r["kernels"] == 2 and r["cases"] > 0 and r["prepare_ms_per_case"] > 0 and r["spool_read_ms_per_case"] > 0
+
+
+def test_bench_host_refuses_an_unknown_family(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_host.py"), "--out", str(tmp_path / "x"),
+                           "--family", "nope"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode != 0 and "unknown family 'nope'" in proc.stderr and not (tmp_path / "x").exists()
