@@ -176,6 +176,7 @@ def chunk_index(layout: SmemLayout) -> np.ndarray:
     return smem_address(layout) >> 4
 
 
+@lru_cache(maxsize=4096)  # a kernel's cases place the same few layouts over and over
 def footprint(layout: SmemLayout) -> tuple[int, int]:
     """[lo, hi) byte range of the 16-byte chunks the tile touches."""
     a = smem_address(layout)
