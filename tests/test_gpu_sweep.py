@@ -1,6 +1,7 @@
 """tests/gpu_sweep.py, the GPU test modules' sharded run of a plan, on simulated GPUs: the shards partition the
 plan by whole kernels and are balanced, each shard runs through the engine once, every case gets its record, and a
 kernel's test fails naming each case that does not pass (or a control not caught as predicted)."""
+import dataclasses
 import re
 
 import pytest
@@ -53,8 +54,9 @@ def _fake_execute(drop=(), compile_errors=(), calls=None, records=None):
             calls.append(p.cases)
         w = results.ResultsWriter(cfg.out_path, {"type": "environment", "schema": results.SCHEMA, "date": "x"})
         caught = {"caught": True, "matches_model_prediction": True}  # a control's pass: caught as predicted
-        w.write_cases([{"id": c.id, "kernel": k.name, "status": "pass", "mismatches": 0, **(caught if c.control else {}),
-                        **(records or {}).get(c.id, {})} for k, cs in p.work for c in cs if c.id not in drop])
+        w.write_cases([{"id": c.id, "kernel": k.name, "status": "pass", "mismatches": 0,
+                        **(caught if c.control else {}), **(records or {}).get(c.id, {})}
+                       for k, cs in p.work for c in cs if c.id not in drop])
         w.close({"cases": p.cases})
         return {"compile_errors": list(compile_errors)}
     return execute
@@ -64,7 +66,8 @@ def test_a_case_the_sweep_wrote_no_record_for_fails_its_kernel(tmp_path_factory,
     (k, cs), (k2, _) = PLAN.work[:2]
     monkeypatch.setattr(sweep, "execute", _fake_execute(drop={cs[1].id}))
     s = ShardedSweep(PLAN, shards=1)
-    with pytest.raises(AssertionError, match=re.escape(f"wrote no record for 1 of {k.name}'s {len(cs)} cases (shard 0 of 1): {cs[1].id}")):
+    want = f"wrote no record for 1 of {k.name}'s {len(cs)} cases (shard 0 of 1): {cs[1].id}"
+    with pytest.raises(AssertionError, match=re.escape(want)):
         s.check_kernel(k, tmp_path_factory)
     s.check_kernel(k2, tmp_path_factory)
 
@@ -110,3 +113,36 @@ def test_a_compile_only_kernel_that_did_not_build_fails_the_shards_kernels(tmp_p
     s = ShardedSweep(PLAN, shards=1)
     with pytest.raises(AssertionError, match="compile-only kernels of shard 0 did not build"):
         s.check_kernel(PLAN.work[0][0], tmp_path_factory)
+
+
+def test_a_control_whose_result_is_undefined_passes_when_caught_and_one_not_caught_fails(tmp_path_factory, monkeypatch):
+    """tcgen05 records a caught control whose result the PTX ISA leaves undefined with matches_model_prediction None:
+    caught is all it can be; a control that was not caught fails."""
+    (k, cs), (k2, cs2) = PLAN.work[:2]
+    undefined = next(c for c in cs if c.control)
+    missed = next(c for c in cs2 if c.control)
+    monkeypatch.setattr(sweep, "execute", _fake_execute(records={
+        undefined.id: {"caught": True, "matches_model_prediction": None},
+        missed.id: {"caught": False, "matches_model_prediction": None}}))
+    s = ShardedSweep(PLAN, shards=1)
+    s.check_kernel(k, tmp_path_factory)
+    with pytest.raises(pytest.fail.Exception, match=re.escape(f"{missed.id}: control not caught as predicted")):
+        s.check_kernel(k2, tmp_path_factory)
+
+
+def test_a_record_under_another_kernel_fails(tmp_path_factory, monkeypatch):
+    (k, cs), = PLAN.work[:1]
+    monkeypatch.setattr(sweep, "execute", _fake_execute(records={cs[0].id: {"kernel": "wgmma_other"}}))
+    with pytest.raises(pytest.fail.Exception, match=re.escape(f"{cs[0].id}: recorded under kernel 'wgmma_other'")):
+        ShardedSweep(PLAN, shards=1).check_kernel(k, tmp_path_factory)
+
+
+def test_only_the_families_whose_tests_were_collected_are_launched(tmp_path_factory, monkeypatch):
+    seq = plan.make(plan.Selection(families=("wgmma_seq",), match="rspipe"), cache=True)
+    both = dataclasses.replace(PLAN, work=PLAN.work + seq.work)
+    calls = []
+    monkeypatch.setattr(sweep, "execute", _fake_execute(calls=calls))
+    s = ShardedSweep(both, shards=1)
+    s.params("wgmma")  # the wgmma module was collected, the sequence module was not
+    s.check_kernel(PLAN.work[0][0], tmp_path_factory)
+    assert calls == [PLAN.cases]

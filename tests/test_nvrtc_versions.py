@@ -9,6 +9,7 @@ else ~/.cache/tc-harness/nvrtc); where one is absent its tests skip, saying how 
 """
 import pytest
 
+from harness import families, plan
 from harness.enums import Arch, ToolchainKind
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma import kernel as wgmma_kernel
@@ -48,26 +49,35 @@ def test_every_wgmma_kernel_compiles_for_sm_90a_with_its_sass(version):
         assert verdict.ok, f"NVRTC {version}: {key.name}: {verdict.broken}"
 
 
-@pytest.mark.parametrize("version", ["12.8", "12.9", "13.0"])
-def test_no_warpgroup_arrive_is_injected_into_the_sweep_kernels(version):
-    """The sweep kernels issue their variant from one asm statement, each variant's block fenced, committed and
-    waited for: with the fence, commit or wait outside the branches, ptxas 12.8 to 13.0 inject a warpgroup.arrive
-    at the merge ("info (C7519) warpgroup.arrive is injected ... to allow use of registers in GMMA"), which the
-    H100 node's NVRTC 13.0 printed for every kernel of the first version of that statement."""
-    from harness import families, plan
+def assert_no_warpgroup_arrive_injected(version: str, selection: plan.Selection, stride: int) -> None:
     tc = toolchain_or_skip(version)
-    p = plan.make(plan.Selection(families=("wgmma", "wgmma_sp"), n_values=(8, 256)), {}, cache=True)
-    kernels = [k for k, _ in p.work][::7]
-    for k in kernels:
+    p = plan.make(selection, {}, cache=True)
+    for k in [k for k, _ in p.work][::stride]:
         data, log = tc.compile(families.get(k.family).source(k), k.name, "sm_90a", C.DEFAULT_OPTIONS)
         assert data is not None and "C7519" not in log and "warpgroup.arrive is injected" not in log, \
             f"NVRTC {version}: {k.name}: {log[:500]}"
 
 
+@pytest.mark.parametrize("version", ["12.8", "12.9", "13.0"])
+def test_no_warpgroup_arrive_is_injected_into_the_sweep_kernels(version):
+    """The sweep kernels issue their variant from one asm statement, each variant's block fenced, committed and
+    waited for: with the fence, commit or wait outside the branches, ptxas 12.8 to 13.0 inject a warpgroup.arrive
+    at the merge ("info (C7519) warpgroup.arrive is injected ... to allow use of registers in GMMA"), which the
+    H100 node's NVRTC 13.0 printed for every kernel of the first version of that statement. A sample here (every
+    kind, both A sources, N = 8 and 256); every kernel under -m slow."""
+    assert_no_warpgroup_arrive_injected(
+        version, plan.Selection(families=("wgmma", "wgmma_sp"), n_values=(8, 256)), stride=3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["12.8", "12.9", "13.0"])
+def test_no_warpgroup_arrive_is_injected_into_any_sweep_kernel(version):
+    assert_no_warpgroup_arrive_injected(version, plan.Selection(families=("wgmma", "wgmma_sp")), stride=1)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("version", BUILDS)
 def test_every_tcgen05_kernel_compiles_for_each_blackwell_arch_it_builds(version):
-    from harness import families
     from tests.test_tcgen05 import MNEMONIC
     tc = toolchain_or_skip(version)
     fam = families.get("tcgen05")

@@ -11,7 +11,6 @@ the verdict is cached beside the cubin, keyed by the rules: a warm sweep disasse
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import os
 import re
@@ -216,13 +215,13 @@ def verify(cubin_path: Path | str, check: SassCheck) -> Verdict:
 
 
 def verify_many(items: list[tuple[Path | str, SassCheck]], workers: int | None = None) -> list[Verdict]:
-    """verify() over many cubins in parallel (threads: the work is in cuobjdump processes). The kernels of one
-    module wait for its one disassembly, so they are taken in turn with other modules' kernels: in plan order the
-    first threads all held one module's kernels and the modules were disassembled one after another (35 s of an
-    H100 node's cold sweep)."""
+    """verify() over many cubins in parallel (threads: the work is in cuobjdump processes), one module at a time
+    per thread: a module's kernels all need its one disassembly and one parse, so a thread takes all of them (in
+    plan order, threads holding one module's kernels each waited on its disassembly, and the modules went one after
+    another: 35 s of an H100 node's cold sweep), and a module is not parsed again after others pushed it out of the
+    parse cache."""
     if not items:
         return []
-    workers = max(1, min(len(items), workers or cores.default_workers()))
     by_module: dict[tuple, list[int]] = {}
     for i, (path, _) in enumerate(items):
         try:
@@ -231,11 +230,13 @@ def verify_many(items: list[tuple[Path | str, SassCheck]], workers: int | None =
         except OSError:
             module = (str(path),)  # verify() says what is wrong with it
         by_module.setdefault(module, []).append(i)
-    order = [i for turn in itertools.zip_longest(*by_module.values()) for i in turn if i is not None]
+    groups = list(by_module.values())
+    workers = max(1, min(len(groups), workers or cores.default_workers()))
     verdicts: list[Verdict | None] = [None] * len(items)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for i, v in zip(order, pool.map(lambda i: verify(*items[i]), order)):
-            verdicts[i] = v
+        for group, found in zip(groups, pool.map(lambda g: [verify(*items[i]) for i in g], groups)):
+            for i, v in zip(group, found):
+                verdicts[i] = v
     return verdicts  # type: ignore[return-value]
 
 

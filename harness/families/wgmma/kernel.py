@@ -37,12 +37,12 @@ class AsmOperands:
     def instruction(self, v: forms.Variant) -> str:
         return forms.instruction(self.key, v, self.d_ops, self.a_op, self.b_op, "p")
 
-    def statement(self, instruction: str, indent: str = "        ", extra_inputs: str = "") -> str:
+    def statement(self, instruction: str, indent: str = "        ") -> str:
         """The asm statement issuing one wgmma (its PTX text, e.g. instruction(v); scale-d turned into the
-        predicate it takes); `extra_inputs` follow scale-d (the sparse form's metadata register)."""
+        predicate it takes): the sequence kernels' steps (wgmma_seq)."""
         return (f"{indent}asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, {self.scale_op}, 0;\\n"
                 f"{instruction}\\n}}\\n\"\n"
-                f"{indent}    : {self.outputs}\n{indent}    : {self.inputs}{extra_inputs} : \"memory\");")
+                f"{indent}    : {self.outputs}\n{indent}    : {self.inputs} : \"memory\");")
 
     def dispatch(self, variants: list[tuple[str, str] | None], extra_inputs: tuple[str, ...] = (),
                  selector: str = "p.variant", indent: str = "    ") -> str:
@@ -51,6 +51,8 @@ class AsmOperands:
         (none for an index out of range), which runs fenced, committed and waited for (wgmma.fence, the
         instruction, commit_group, wait_group 0) in its own block. `extra_inputs` (constraint strings) follow
         scale-d, as the sparse form's metadata register; the selector comes last."""
+        if isinstance(extra_inputs, str):  # one constraint string would be counted character by character
+            raise TypeError("extra_inputs: a tuple of constraint strings, e.g. ('\"r\"(meta)',)")
         sel = f"%{self.next_operand + len(extra_inputs)}"
         lines = [".reg .pred p;", ".reg .pred v;", f"setp.ne.b32 p, {self.scale_op}, 0;"]
         present = [(idx, v) for idx, v in enumerate(variants) if v is not None]

@@ -19,7 +19,7 @@ META_LOAD = "\n    const unsigned int meta = e_regs[slot];"
 
 def source(key: forms.KernelKey) -> str:
     """The kernel of one sparse key, with every variant; operands as the dense kernel's (D, A, B, scale-d)
-    followed by the metadata register; the selector is an immediate of each variant's statement."""
+    followed by the metadata register; the sparsity selector is an immediate of each variant's instruction."""
     forms.validate_key(key)
     ops = dense.asm_operands(key.dense)
     meta_op = f"%{ops.next_operand}"
