@@ -21,3 +21,13 @@ def test_bench_host_refuses_an_unknown_family(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_host.py"), "--out", str(tmp_path / "x"),
                            "--family", "nope"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode != 0 and "unknown family 'nope'" in proc.stderr and not (tmp_path / "x").exists()
+
+
+def test_bench_nvrtc_times_a_kernel_with_all_its_variants_and_with_one(tmp_path):
+    out = tmp_path / "bench-nvrtc.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_nvrtc.py"), "--out", str(out),
+                           "--kernels", "1", "--family", "wgmma"], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = json.loads(out.read_text())["families"]["wgmma"]
+    assert r["kernels"] == 1 and r["s_per_kernel"] > 0 and r["one_variant_s_per_kernel"] > 0
