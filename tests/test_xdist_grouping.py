@@ -28,6 +28,15 @@ def test_grouped(i):
 '''
 
 
+def inner_pytest_env(log: Path) -> dict:
+    """The environment of an inner `pytest -n`: its own core share and worker count (this test may itself run on a
+    worker of an outer pytest -n, whose variables would otherwise leak in)."""
+    env = dict(os.environ, TC_GROUP_LOG=str(log), PYTHONPATH=str(ROOT))
+    for v in [v for v in env if v.startswith("PYTEST_XDIST_") or v == "TC_HARNESS_WORKERS"]:
+        env.pop(v)
+    return env
+
+
 def test_modules_and_named_groups_each_stay_on_one_worker(tmp_path):
     pytest.importorskip("xdist")
     shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
@@ -35,9 +44,7 @@ def test_modules_and_named_groups_each_stay_on_one_worker(tmp_path):
     for name in "abcd":
         (tmp_path / f"test_{name}.py").write_text(MODULE.replace("{name}", name))
     log = tmp_path / "log.txt"
-    env = dict(os.environ, TC_GROUP_LOG=str(log), PYTHONPATH=str(ROOT))
-    for v in [v for v in env if v.startswith("PYTEST_XDIST_") or v == "TC_HARNESS_WORKERS"]:
-        env.pop(v)  # this run's own share: this test may itself run on a worker of a pytest -n (whose count it is)
+    env = inner_pytest_env(log)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(tmp_path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -65,9 +72,7 @@ def test_the_heaviest_group_is_handed_out_first(tmp_path):
     for name, n in (("many", 20), ("few", 1), ("mid", 10)):
         (tmp_path / f"test_{name}.py").write_text(test.replace("{n}", str(n)).replace("{name}", name))
     log = tmp_path / "log.txt"
-    env = dict(os.environ, TC_GROUP_LOG=str(log), PYTHONPATH=str(ROOT))
-    for v in [v for v in env if v.startswith("PYTEST_XDIST_") or v == "TC_HARNESS_WORKERS"]:
-        env.pop(v)
+    env = inner_pytest_env(log)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", str(tmp_path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -270,9 +270,9 @@ class Engine:
             iso_timeout = isolation_timeout(timeout, self.slowest_launch_s)
             timing["isolation_timeout_s"] = iso_timeout
             try:
-                recs = run_isolated(isolator, job.kernel, load_expectations(stem), LaunchInput.load(stem + ".launch.pkl"),
-                                    cubins[job.kernel.name], iso_timeout, log, first_error=error,
-                                    budget=self.isolation)
+                recs = run_isolated(isolator, job.kernel, load_expectations(stem),
+                                    LaunchInput.load(stem + ".launch.pkl"), cubins[job.kernel.name], iso_timeout, log,
+                                    first_error=error, budget=self.isolation)
             finally:
                 isolator.close()
                 remove(stem)
@@ -301,7 +301,8 @@ class Engine:
                 answered = harvest(wait_any(mine))
                 idle = [answered[1]]
             in_flight[idle[0]] = (job, stem, time.time())
-            idle[0].submit(cubins[job.kernel.name], job.kernel.name, stem + ".launch.pkl", timeout, out_path=stem + ".out.pkl")
+            idle[0].submit(cubins[job.kernel.name], job.kernel.name, stem + ".launch.pkl", timeout,
+                           out_path=stem + ".out.pkl")
             if answered:
                 complete(*answered)
             drain()

@@ -156,18 +156,10 @@ def functions(cubin_path: Path | str) -> dict[str, tuple[Instruction, ...]]:
     return functions_of(content_digest(data), data)[1]
 
 
-def functions_of(content: str, data: bytes) -> tuple[str | None, dict[str, tuple[Instruction, ...]]]:
-    """(the arch the cubin is code for, each of its functions -> its instructions), the listing parsed once per
-    module however many of its kernels verify_many's threads check at once."""
-    with PARSING.setdefault(content, threading.Lock()):
-        return parsed_functions(content, data)
-
-
-PARSING: dict[str, threading.Lock] = {}
-
-
 @lru_cache(maxsize=64)
-def parsed_functions(content: str, data: bytes) -> tuple[str | None, dict[str, tuple[Instruction, ...]]]:
+def functions_of(content: str, data: bytes) -> tuple[str | None, dict[str, tuple[Instruction, ...]]]:
+    """(the arch the cubin is code for, each of its functions -> its instructions): a module's listing parsed once
+    for all its kernels (verify_many gives each module's kernels to one thread)."""
     text = disassembly(data)
     return listing_arch(text), {chunk.split()[0]: tuple(instructions(chunk)) for chunk in text.split("Function : ")[1:]}
 

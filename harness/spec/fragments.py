@@ -100,37 +100,17 @@ def wgmma_a_fragment(atype: str) -> Fragment:
 def gather_registers(frag: Fragment, matrix_bits: np.ndarray) -> np.ndarray:
     """Pack a matrix's raw element bits into per-thread registers: uint32 [128, regs_per_thread]."""
     vals = np.asarray(matrix_bits, dtype=np.uint64)[frag.row, frag.col] & np.uint64((1 << frag.bits) - 1)
-    shift, per_reg = _packing(frag)
-    if per_reg:
+    per_reg = frag.row.shape[1] // frag.regs_per_thread
+    if per_reg * frag.regs_per_thread == frag.row.shape[1] and np.array_equal(
+            frag.reg[0], np.arange(frag.row.shape[1]) // per_reg):
         # element e sits in register e // per_reg (true of every wgmma fragment): the fields never
         # overlap, so a sum over each register's elements is their bitwise OR
-        shifted = vals << shift
+        shifted = vals << frag.shift.astype(np.uint64)
         return shifted.reshape(frag.row.shape[0], frag.regs_per_thread, per_reg).sum(axis=2).astype(np.uint32)
     regs = np.zeros((frag.row.shape[0], frag.regs_per_thread), dtype=np.uint64)
     t = np.broadcast_to(np.arange(frag.row.shape[0])[:, None], frag.row.shape)
-    np.bitwise_or.at(regs, (t, frag.reg), vals << shift)
+    np.bitwise_or.at(regs, (t, frag.reg), vals << frag.shift.astype(np.uint64))
     return regs.astype(np.uint32)
-
-
-def _packing(frag: Fragment) -> tuple[np.ndarray, int]:
-    """(the shifts as uint64, elements per register if element e sits in register e // that in every thread, else
-    0), worked out once per fragment: fragments are built once (lru_cache) and gathered from for every case."""
-    known = PACKINGS.get(id(frag))
-    if known is not None and known[0] is frag:
-        return known[1], known[2]
-    per_reg = frag.row.shape[1] // frag.regs_per_thread
-    regular = per_reg * frag.regs_per_thread == frag.row.shape[1] and bool(
-        (frag.reg == np.arange(frag.row.shape[1])[None, :] // per_reg).all())
-    shift = frag.shift.astype(np.uint64)
-    shift.flags.writeable = False
-    if len(PACKINGS) >= MAX_PACKINGS:  # fragments built per call elsewhere must not pile up
-        PACKINGS.clear()
-    PACKINGS[id(frag)] = (frag, shift, per_reg if regular else 0)  # the fragment kept: its id is not reused
-    return shift, per_reg if regular else 0
-
-
-PACKINGS: dict[int, tuple] = {}
-MAX_PACKINGS = 256
 
 
 def scatter_registers(frag: Fragment, regs: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

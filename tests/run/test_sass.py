@@ -71,7 +71,7 @@ def test_the_verdict_is_cached_beside_the_cubin(tmp_path, monkeypatch):
     first = sweep.execute(p, sweep.SweepConfig(out_path=tmp_path / "a.jsonl", workers=1), log=lambda m: None)
     assert first["not-run"] == p.cases and not first.get("compile-error")
     sass.listing_of.cache_clear()
-    sass.parsed_functions.cache_clear()
+    sass.functions_of.cache_clear()
 
     def no_disassembly(data):
         raise AssertionError("a warm sweep disassembled a cubin")
