@@ -8,6 +8,7 @@ Run by hand on the GPU machine (or anywhere), from the repo root:
 (each run's whole output beside it: bench-pytest-<run>.log)
 """
 import argparse
+import gzip
 import json
 import os
 import re
@@ -17,6 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pytest_timeline  # noqa: E402  (this folder's plugin: which worker ran what, and when)
+
 RUNS = {
     "readme": ["-n", "auto"],  # the README's test command, on an empty compile cache
     "readme-warm": ["-n", "auto"],  # the same, with the cache the first run left
@@ -25,13 +29,22 @@ RUNS = {
 
 
 def timed(args: list[str], cache: str, log: Path) -> dict:
-    """One pytest run; its whole output goes to `log` (where the time went, test by test: --durations=0)."""
-    env = dict(os.environ, TC_HARNESS_CACHE=cache, PYTHONUNBUFFERED="1")
-    t = time.time()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=0",
-                           "--tb=short", *args],
-                          env=env, capture_output=True, text=True)
-    wall = time.time() - t
+    """One pytest run; its whole output goes to `log` (where the time went, test by test: --durations=0), and
+    which worker ran each test when to `<log>.timeline.jsonl.gz` (summarised in the record's `timeline`)."""
+    here = str(Path(__file__).resolve().parent)
+    with tempfile.TemporaryDirectory() as timeline:
+        env = dict(os.environ, TC_HARNESS_CACHE=cache, PYTHONUNBUFFERED="1",
+                   PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p),
+                   **{pytest_timeline.FOLDER: timeline})
+        t = time.time()
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_timeline",
+                               "--durations=0", "--tb=short", *args],
+                              env=env, capture_output=True, text=True)
+        wall = time.time() - t
+        where = pytest_timeline.summary(Path(timeline), t)
+        with gzip.open(log.with_suffix(".timeline.jsonl.gz"), "wt") as fh:
+            for f in sorted(Path(timeline).glob("*.jsonl")):
+                fh.write(f.read_text())
     log.write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
     tail = proc.stdout.strip().splitlines()
     counts = {m[1]: int(m[0]) for m in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)",
@@ -44,7 +57,7 @@ def timed(args: list[str], cache: str, log: Path) -> dict:
     why = re.split(r"\n=+ (?:slowest|warnings summary|short test summary)", sections[1])[0][:8000] \
         if len(sections) > 1 else ""
     return {"args": args, "exit": proc.returncode, "wall_s": round(wall, 1), "counts": counts, "slowest": slowest,
-            "not_passing": not_passing, "why": why, "last_line": tail[-1] if tail else proc.stderr[-500:]}
+            "not_passing": not_passing, "why": why, "last_line": tail[-1] if tail else proc.stderr[-500:], "timeline": where}
 
 
 def main():

@@ -1,7 +1,9 @@
 """The benchmarks that need no GPU run here, so that they do not rot between the GPU sessions that use them."""
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,3 +34,24 @@ def test_bench_host_refuses_an_unknown_family(tmp_path):
 def test_bench_nvrtc_times_a_kernel_with_all_its_variants_and_with_one(tmp_path):
     r = report_of("bench_nvrtc.py", tmp_path / "bench-nvrtc.json", "--kernels", 1)
     assert r["kernels"] == 1 and r["s_per_kernel"] > 0 and r["one_variant_s_per_kernel"] > 0
+
+
+def test_the_pytest_timeline_says_which_worker_ran_what_and_when(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import pytest_timeline
+    (tmp_path / "test_slow.py").write_text("import time\ndef test_a():\n    time.sleep(1.0)\n")
+    (tmp_path / "test_quick.py").write_text("def test_b():\n    pass\ndef test_c():\n    pass\n")
+    folder = tmp_path / "timeline"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "benchmarks"), **{pytest_timeline.FOLDER: str(folder)})
+    t = time.time()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_timeline",
+                           "-n", "2", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    where = pytest_timeline.summary(folder, t)
+    ran = [r for w in where["workers"].values() for r in w["ran"]]
+    assert {r.split(" ")[0] for r in ran} == {"test_quick.py", "test_slow.py"}, ran
+    slow = next(t for t in where["tail"] if t["id"].endswith("test_a"))
+    assert 1.0 <= slow["took_s"] < 30 and where["last_test_end_s"] >= slow["start_s"] + 1.0
+    assert sum(w["busy_s"] for w in where["workers"].values()) >= 1.0
+    assert all(w["first_test_s"] >= w["process_start_s"] >= -5 for w in where["workers"].values())

@@ -1,0 +1,83 @@
+"""A pytest plugin for benchmarks/bench_pytest.py: where each test ran, and when, so a run's wall time can be
+split into start-up, tests and idle workers (durations alone say how long each test took, not which worker sat
+idle waiting for the last group).
+
+With TC_HARNESS_TIMELINE=<folder> set, every process (the controller and each xdist worker) writes
+<folder>/<worker>.jsonl: a `start` line (the process's start, from /proc, and when its session began), then one
+line per test (its node id, and when its setup began and its teardown ended). Times are epoch seconds.
+`summary(folder)` reads them back. Loaded with `-p pytest_timeline` and this folder on PYTHONPATH.
+"""
+import json
+import os
+import time
+from pathlib import Path
+
+FOLDER = "TC_HARNESS_TIMELINE"
+
+
+def _process_start() -> float | None:
+    """This process's start time (epoch seconds), from /proc: what a worker spent importing and collecting."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(float(ln.split()[1]) for ln in Path("/proc/stat").read_text().splitlines()
+                    if ln.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, StopIteration, IndexError):
+        return None
+
+
+class Timeline:
+    def __init__(self, folder: str):
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+        self.fh = open(Path(folder) / f"{worker}.jsonl", "a", buffering=1)
+        self.began: dict[str, float] = {}
+        self.fh.write(json.dumps({"type": "start", "worker": worker, "process_start": _process_start(),
+                                  "session_start": time.time()}) + "\n")
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.began[nodeid] = time.time()
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        self.fh.write(json.dumps({"type": "test", "id": nodeid, "start": self.began.pop(nodeid, None),
+                                  "end": time.time()}) + "\n")
+
+
+def pytest_configure(config):
+    folder = os.environ.get(FOLDER)
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        config.pluginmanager.register(Timeline(folder), "tc_harness_timeline")
+
+
+def summary(folder: Path, run_start: float) -> dict:
+    """Per worker: seconds from the run's start to its first test, busy in tests, and idle after its last test
+    until the run's last test ended; and the last tests to end (the run's tail)."""
+    workers, tests = {}, []
+    for f in sorted(Path(folder).glob("gw*.jsonl")):
+        lines = [json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
+        mine = [t for t in lines if t["type"] == "test" and t["start"] is not None]
+        start = next((ln for ln in lines if ln["type"] == "start"), {})
+        tests += [dict(t, worker=f.stem) for t in mine]
+        if mine:
+            workers[f.stem] = {"process_start_s": round((start.get("process_start") or run_start) - run_start, 1),
+                               "first_test_s": round(min(t["start"] for t in mine) - run_start, 1),
+                               "busy_s": round(sum(t["end"] - t["start"] for t in mine), 1),
+                               "last_test_end_s": round(max(t["end"] for t in mine) - run_start, 1)}
+    if not tests:
+        return {}
+    end = max(t["end"] for t in tests)
+    for w in workers.values():
+        w["idle_at_end_s"] = round(end - run_start - w["last_test_end_s"], 1)
+    for name, w in workers.items():  # what each worker ran, in order: consecutive tests of one file as one entry
+        runs = []
+        for t in sorted((t for t in tests if t["worker"] == name), key=lambda t: t["start"]):
+            file = t["id"].split("::")[0]
+            if runs and runs[-1][0] == file:
+                runs[-1][1] += t["end"] - t["start"]
+            else:
+                runs.append([file, t["end"] - t["start"]])
+        w["ran"] = [f"{f} {s:.1f}s" for f, s in runs]
+    tail = sorted(tests, key=lambda t: -t["end"])[:10]
+    return {"last_test_end_s": round(end - run_start, 1), "workers": workers,
+            "tail": [{"id": t["id"], "worker": t["worker"], "start_s": round(t["start"] - run_start, 1),
+                      "took_s": round(t["end"] - t["start"], 1)} for t in tail]}
