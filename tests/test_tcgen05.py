@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from harness.run import compile as C, sass
+from harness.run import compile as C, cores, sass
 from tests.sass_gmma import function_text
 from harness.families.tcgen05 import (cases as T, datapaths as DP, forms as tcgen05, kernel as tcgen05_launch,
                                       readback as RB, reference as R)
@@ -17,12 +17,26 @@ from harness.spec import desc_tcgen05, idesc
 FORMS = tcgen05.all_forms()
 
 
+# The compiling and the SASS tests are an xdist group of their own, apart from this module's CPU-only tests, and
+# compile and disassemble with at least this many processes, more than an xdist worker's share of the cores: on a
+# cold cache they were the longest chain of the README's test command on an H100 node (62 s on one worker,
+# 23 s of it compiling on one core; benchmarks/pytest_timeline.py).
+COMPILING_PROCESSES = 4
+SASS_GROUP = pytest.mark.xdist_group("test_tcgen05-sass")
+
+
 @pytest.fixture(scope="module")
 def cubins():
     jobs = [C.CompileJob(f.name, tcgen05_launch.source(f), arch) for arch in tcgen05.ARCHS for f in FORMS]
-    return {(j.arch, j.name): c for j, c in zip(jobs, C.compile_many(jobs, raise_on_error=False))}
+    workers = max(cores.default_workers(), COMPILING_PROCESSES)
+    built = {(j.arch, j.name): c for j, c in zip(jobs, C.compile_many(jobs, workers=workers, raise_on_error=False))}
+    # each cubin disassembled once, in parallel, before the tests read the cached listings and verdicts
+    sass.verify_many([(c.cubin_path, tcgen05_launch.sass_check(f, arch)) for f in FORMS for arch in tcgen05.ARCHS
+                      if (c := built[(arch, f.name)]).error is None], workers=workers)
+    return built
 
 
+@SASS_GROUP
 def test_every_form_compiles_for_both_blackwell_arches_but_i8_on_sm_103a(cubins):
     for (arch, name), comp in cubins.items():
         if arch == "sm_103a" and "_i8_" in name:
@@ -32,6 +46,7 @@ def test_every_form_compiles_for_both_blackwell_arches_but_i8_on_sm_103a(cubins)
     assert [f.name for f in T.forms_for("sm_103a")] == [f.name for f in FORMS if f.kind != "i8"]
 
 
+@SASS_GROUP
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: f.name)
 def test_sass_has_the_forms_tensor_core_instructions(form, cubins):
     for arch in tcgen05.ARCHS:
@@ -44,6 +59,7 @@ def test_sass_has_the_forms_tensor_core_instructions(form, cubins):
     assert (meta != "URZ") == form.sparse, (form.name, meta)
 
 
+@SASS_GROUP
 def test_a_forms_check_rejects_the_sass_of_every_form_the_hardware_tells_apart(cubins):
     """The checks discriminate: a form's rules fail on the cubin of any form with another MMA mnemonic, CTA
     group, .ws, A source or scale-factor copy (forms equal in all of those, f16 and tf32, compile alike: their
