@@ -119,16 +119,25 @@ def shares_a_module(job: CompileJob) -> bool:
 
 def _run_job(args):
     """One module's jobs -> [(module bytes or None, log)] for each, and whether they share one module. A shared
-    module NVRTC rejects is compiled again kernel by kernel, so each error is the rejected kernel's own."""
-    jobs, tc = args
+    module NVRTC rejects is compiled again kernel by kernel, so each error is the rejected kernel's own. With
+    `disassemble`, each cubin built is disassembled here too, into the SASS listing cache (harness/run/sass.py),
+    while other processes still compile: the SASS check after the compile then only reads listings."""
+    jobs, tc, disassemble = args
+    built, shared = None, False
     if len(jobs) > 1:
         module, log = tc.compile(module_source(jobs), f"module_{jobs[0].name}", jobs[0].arch, jobs[0].options)
         if module is not None:
-            return [(module, log)] * len(jobs), True
-    return [tc.compile(job.source, job.name, job.arch, job.options) for job in jobs], False
+            built, shared = [(module, log)] * len(jobs), True
+    if built is None:
+        built = [tc.compile(job.source, job.name, job.arch, job.options) for job in jobs]
+    if disassemble and tc.kind.module_suffix == ".cubin":
+        from harness.run import sass  # here, not at the top: sass.py imports this module
+        for module in {id(m): m for m, _ in built if m is not None}.values():
+            sass.disassembly(module)
+    return built, shared
 
 
-def _modules(todo: list, tc: Toolchain, workers: int) -> list[list]:
+def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
     """The jobs to compile, grouped into modules: cubins of one arch and options, at most KERNELS_PER_MODULE a
     module and, with several workers, no fewer modules than MODULES_PER_WORKER per worker (the compiling and the
     SASS check's one disassembly per module keep every core busy to the end); PTX one kernel a module (the
@@ -147,16 +156,33 @@ def _modules(todo: list, tc: Toolchain, workers: int) -> list[list]:
     spread = MODULES_PER_WORKER * workers if workers > 1 else 1  # one process: nothing to spread
     for group in groups.values():
         size = max(1, min(KERNELS_PER_MODULE, -(-len(group) // spread)))
-        out += [group[i:i + size] for i in range(0, len(group), size)]
-    return out + singles
+        out += balanced(group, size)
+    return sorted(out, key=lambda m: -sum(len(t[1].source) for t in m)) + singles
+
+
+def balanced(group: list, size: int) -> list[list]:
+    """The group's jobs in as few modules of at most `size` as hold them, of about equal work: the longest source
+    first (a kernel's variants are its source's asm blocks, and NVRTC's time grows with them) onto the module with
+    the least source so far. In plan order, the sparse kernels' modules (three times a dense one's compile) came
+    last and ran alone at the end of a cold compile."""
+    count = -(-len(group) // size)
+    modules: list[list] = [[] for _ in range(count)]
+    load = [0] * count
+    for t in sorted(group, key=lambda t: (-len(t[1].source), t[1].name)):
+        m = min((i for i in range(count) if len(modules[i]) < size), key=lambda i: (load[i], i))
+        modules[m].append(t)
+        load[m] += len(t[1].source)
+    return modules
 
 
 def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir: Path | None = None,
-                 raise_on_error: bool = True, toolchain: Toolchain | None = None) -> list[Compiled]:
+                 raise_on_error: bool = True, toolchain: Toolchain | None = None,
+                 disassemble: bool = False) -> list[Compiled]:
     """Compile what the cache lacks, in parallel processes, with `toolchain` (default: NVRTC cubins from the
     NVRTC cuda.bindings binds). A rejected job's source and NVRTC log are saved (under `failed_dir`, else the
     cache's failed/); then CompileError is raised, or, with raise_on_error=False, returned in that job's
-    Compiled.error."""
+    Compiled.error. With `disassemble`, the processes that compile a cubin also disassemble it (for a SASS check
+    to follow)."""
     tc = toolchain or toolchains.default()
     root = cache_dir()
     results: list[Compiled | None] = [None] * len(jobs)
@@ -169,8 +195,8 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
             todo.append((i, job, path))
     if todo:
         workers = workers or min(len(todo), cores.default_workers())
-        modules = _modules(todo, tc, workers)
-        args = [([job for _, job, _ in m], tc) for m in modules]
+        modules = modules_to_compile(todo, tc, workers)
+        args = [([job for _, job, _ in m], tc, disassemble) for m in modules]
         if workers > 1 and len(modules) > 1:
             # spawn: callers (pytest, the sweep) may already hold a CUDA context, which forked children
             # must not inherit

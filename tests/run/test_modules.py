@@ -55,6 +55,29 @@ def test_the_sass_check_reads_the_kernels_own_function(tmp_path, monkeypatch):
     assert not sass.verify(out[0].cubin_path, wrong).ok
 
 
+def test_modules_are_balanced_by_source_and_handed_out_heaviest_first():
+    """Jobs of unequal source (a sparse kernel's is about three times a dense one's) in modules of at most
+    `size`, of about equal source each, every job in exactly one; modules_to_compile hands the heaviest module out first."""
+    jobs = [C.CompileJob(f"k{i}", "x" * n, "sm_90a") for i, n in enumerate([300] * 6 + [100] * 18)]
+    todo = [(i, j, None) for i, j in enumerate(jobs)]
+    modules = C.balanced(todo, 8)
+    assert len(modules) == 3 and all(len(m) <= 8 for m in modules)
+    assert sorted(t[0] for m in modules for t in m) == list(range(24))
+    assert {sum(len(t[1].source) for t in m) for m in modules} == {1200}  # in plan order: 2000, 800, 800
+    ordered = C.modules_to_compile(todo, toolchain.default(), workers=2)
+    loads = [sum(len(t[1].source) for t in m) for m in ordered]
+    assert loads == sorted(loads, reverse=True) and sum(map(len, ordered)) == 24
+
+
+def test_a_compile_that_disassembles_leaves_the_sass_check_nothing_to_disassemble(tmp_path, monkeypatch):
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    keys = [wgmma.KernelKey("b1", n, "s32", "SS") for n in (8, 16)]
+    out = C.compile_many([C.CompileJob(k.name, wgmma_kernel.source(k), "sm_90a") for k in keys], workers=1,
+                         disassemble=True)
+    monkeypatch.setattr(C, "sass_of_bytes", lambda data: pytest.fail("the SASS check disassembled a cubin again"))
+    assert all(v.ok for v in sass.verify_many([(c.cubin_path, wgmma_kernel.sass_check(k)) for k, c in zip(keys, out)]))
+
+
 def test_a_kernel_folder_stores_a_shared_module_once(tmp_path, monkeypatch):
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
     p = plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8, 16, 24, 32)))
