@@ -31,6 +31,7 @@ def test_every_case_comes_back_once_from_both_devices():
     assert any(r["status"] == "fail" and r["first_mismatches"] for r in recs)  # C alone is not A*B + C
     json.dumps(recs)
     assert set(timing) >= {"prepare_wait_s", "gpu_worker_s"} and len(logs) == len(jobs)
+    assert timing["prepare_s"] > 0 and timing["readback_s"] > 0 and timing["engine_cpu_s"] > 0
 
 
 def test_a_faulting_launch_is_bisected_to_its_case():

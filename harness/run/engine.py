@@ -71,13 +71,15 @@ def prepare(kernel: Kernel, cases) -> tuple[LaunchInput, list]:
     return families.get(kernel.family).prepare(kernel, list(cases))
 
 
-def prepare_job(kernel: Kernel, cases, spool: str) -> str:
+def prepare_job(kernel: Kernel, cases, spool: str) -> tuple[str, float]:
+    """(the spool stem of the prepared launch, the seconds its preparation took in this pool process)."""
+    t = time.perf_counter()
     inp, expectations = prepare(kernel, cases)
     stem = os.path.join(spool, f"{kernel.name}-{cases[0].seed:08x}-{len(cases)}")
     inp.save(stem + ".launch.pkl")
     with open(stem + ".exp.pkl", "wb") as fh:
         pickle.dump(expectations, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    return stem
+    return stem, time.perf_counter() - t
 
 
 def load_expectations(stem: str) -> list:
@@ -85,12 +87,14 @@ def load_expectations(stem: str) -> list:
         return pickle.load(fh)
 
 
-def readback_job(kernel: Kernel, stem: str, device: int) -> list[dict]:
+def readback_job(kernel: Kernel, stem: str, device: int) -> tuple[list[dict], float]:
+    """(the launch's case records, the seconds the read-back took in this pool process)."""
+    t = time.perf_counter()
     recs = families.get(kernel.family).readback(kernel, load_expectations(stem), load_outputs(stem + ".out.pkl"))
     for r in recs:
         r["gpu"] = device
     remove(stem)
-    return recs
+    return recs, time.perf_counter() - t
 
 
 def remove(stem: str) -> None:
@@ -228,7 +232,8 @@ class Engine:
         """Launch every job begun whose kernel compiled (cubins: kernel name -> cubin path, None if NVRTC
         rejected it: the caller records those); emit(records) gets each kernel's records. Returns timings."""
         jobs, pool, spool = self.jobs, self.pool, self.spool
-        timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0}
+        timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0, "prepare_s": 0.0, "readback_s": 0.0}
+        cpu = time.process_time()
         in_flight: dict[GpuWorker, tuple] = {}
         reads = []  # (future, job, device, t_submitted)
         done = [0]
@@ -248,7 +253,9 @@ class Engine:
             t = time.time()
             while reads and (block or reads[0][0].done()):
                 fut, job, device, tk = reads.pop(0)
-                finished(fut.result(), job, device, tk)
+                recs, took = fut.result()
+                timing["readback_s"] += took
+                finished(recs, job, device, tk)
             timing["diff_wait_s"] += time.time() - t if block else 0.0
 
         def harvest(w: GpuWorker):
@@ -283,8 +290,9 @@ class Engine:
 
         for i, job in enumerate(jobs):
             tp = time.time()
-            stem = self.preparing[i].result()
+            stem, took = self.preparing[i].result()
             self.preparing[i] = None
+            timing["prepare_s"] += took
             timing["prepare_wait_s"] += time.time() - tp
             if i + self.ahead < len(jobs):
                 nxt = jobs[i + self.ahead]
@@ -312,4 +320,5 @@ class Engine:
         timing = {k: round(v, 2) for k, v in timing.items()}
         timing["isolation_failed_launches"] = self.isolation.spent
         timing["gpu_worker_s"] = round(sum(w.gpu_s for w in self.gpu_workers), 2)
+        timing["engine_cpu_s"] = round(time.process_time() - cpu, 2)
         return timing
