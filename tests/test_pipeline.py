@@ -3,6 +3,7 @@ every case of every kernel comes back as one JSON-serialisable record, and a lau
 bisected to the faulting case while every other case still gets its result."""
 import dataclasses
 import json
+import threading
 
 from harness import plan
 from harness.run.engine import Engine, Job
@@ -43,3 +44,45 @@ def test_a_faulting_launch_is_bisected_to_its_case():
     assert by_id[planted.id]["status"] == "fault" and "unspecified launch failure" in by_id[planted.id]["error"]
     assert all(r["status"] != "fault" for cid, r in by_id.items() if cid != planted.id)
     assert len(by_id) == len(cases) and any("isolating" in m for m in logs)
+
+
+class HeldPool:
+    """A stand-in for the engine's process pool whose preparations finish when the test says."""
+
+    def __init__(self):
+        self.futures = []
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+        self.futures.append(Future())
+        return self.futures[-1]
+
+    def shutdown(self, cancel_futures=False):
+        pass
+
+
+def test_a_launch_whose_preparation_is_done_goes_before_an_earlier_one_still_preparing():
+    jobs = [Job(k, tuple(cs[:1])) for k, cs in WORK[:3]]
+    engine = Engine([], workers=1, backend=BACKEND)  # a look-ahead of 2 jobs
+    real_pool, engine.pool = engine.pool, HeldPool()
+    try:
+        engine.begin(jobs)
+        assert len(engine.pool.futures) == 2
+        engine.pool.futures[1].set_result(("second", 0.5))  # the first is still being prepared
+        # an engine that waits for the first job anyway fails here after 10 s, not hangs
+        first = engine.pool.futures[0]
+        watchdog = threading.Timer(10, lambda: first.done() or first.set_exception(
+            AssertionError("the engine waited for the first job's preparation though the second's was done")))
+        watchdog.start()
+        try:
+            assert engine.next_prepared() == (jobs[1], "second", 0.5)
+        finally:
+            watchdog.cancel()
+        assert len(engine.pool.futures) == 3  # the third took the freed place in the window
+        engine.pool.futures[0].set_result(("first", 0.25))
+        engine.pool.futures[2].set_result(("third", 0.75))
+        assert [engine.next_prepared()[0] for _ in range(2)] == [jobs[0], jobs[2]]  # launch order among the done
+        assert not engine.preparing and not engine.queued
+    finally:
+        engine.close()
+        real_pool.shutdown()

@@ -3,7 +3,7 @@
     pool (all cores):  family.prepare(kernel, cases)   -> spool files   (launch .launch.pkl, expectations .exp.pkl)
     GPU worker / GPU:  launch the LaunchInput            -> spool file    (outputs .out.pkl)
     pool (all cores):  family.readback(...)              -> case records
-    this process:      hand out work, write records in completion order
+    this process:      hand out work (a launch as soon as its preparation is done), write records in completion order
 
 The bulky data goes through files in a spool directory (/dev/shm where it has room), never through this
 process, which only dispatches and writes. A launch that faults or hangs is bisected in fresh workers on the
@@ -29,7 +29,8 @@ import pickle
 import shutil
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 
 from harness import families
@@ -209,8 +210,8 @@ class Engine:
         with cores.one_blas_thread_per_process():
             for _ in range(self.nworkers):  # bring every process up now
                 self.pool.submit(int)
-        self.jobs: list[Job] = []
-        self.preparing: list = []
+        self.preparing: dict[Future, Job] = {}  # submitted to the pool, in launch order
+        self.queued: deque[Job] = deque()  # not yet submitted
         self.slowest_launch_s: float | None = None  # of the launches that came back (sets isolation timeouts)
 
     @property
@@ -219,8 +220,29 @@ class Engine:
 
     def begin(self, jobs: list[Job]) -> None:
         """Jobs in launch order; their preparation starts now."""
-        self.jobs = jobs
-        self.preparing = [self.pool.submit(prepare_job, j.kernel, j.cases, self.spool) for j in jobs[:self.ahead]]
+        self.queued = deque(jobs)
+        self.preparing = {}
+        while self.queued and len(self.preparing) < self.ahead:
+            self.submit_next()
+
+    def submit_next(self) -> None:
+        job = self.queued.popleft()
+        self.preparing[self.pool.submit(prepare_job, job.kernel, job.cases, self.spool)] = job
+
+    def next_prepared(self) -> tuple[Job, str, float]:
+        """The first job in launch order whose preparation is done, waiting for one if none is: (job, spool stem,
+        seconds its preparation took). In strict launch order, one large launch held the window while the pool's
+        other processes, their jobs done, waited for the next submission (about 60% of an H100 node's 16 cores
+        busy in a warm sweep, vmstat)."""
+        ready = next((f for f in self.preparing if f.done()), None)
+        if ready is None:
+            wait(self.preparing, return_when=FIRST_COMPLETED)
+            ready = next(f for f in self.preparing if f.done())
+        job = self.preparing.pop(ready)
+        if self.queued:
+            self.submit_next()
+        stem, took = ready.result()
+        return job, stem, took
 
     def close(self) -> None:
         for w in self.gpu_workers:
@@ -231,13 +253,13 @@ class Engine:
     def run(self, cubins: dict[str, str | None], timeout: float, emit, log) -> dict:
         """Launch every job begun whose kernel compiled (cubins: kernel name -> cubin path, None if NVRTC
         rejected it: the caller records those); emit(records) gets each kernel's records. Returns timings."""
-        jobs, pool, spool = self.jobs, self.pool, self.spool
+        pool = self.pool
         timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0, "prepare_s": 0.0, "readback_s": 0.0}
         cpu = time.process_time()
         in_flight: dict[GpuWorker, tuple] = {}
         reads = []  # (future, job, device, t_submitted)
         done = [0]
-        launched = sum(cubins.get(j.kernel.name) is not None for j in jobs)
+        launched = sum(cubins.get(j.kernel.name) is not None for j in [*self.preparing.values(), *self.queued])
 
         def finished(recs, job, device, t):
             done[0] += 1
@@ -288,15 +310,11 @@ class Engine:
             timing["isolate_s"] += time.time() - ti
             finished(recs, job, w.device, tk)
 
-        for i, job in enumerate(jobs):
+        while self.preparing:
             tp = time.time()
-            stem, took = self.preparing[i].result()
-            self.preparing[i] = None
+            job, stem, took = self.next_prepared()
             timing["prepare_s"] += took
             timing["prepare_wait_s"] += time.time() - tp
-            if i + self.ahead < len(jobs):
-                nxt = jobs[i + self.ahead]
-                self.preparing.append(pool.submit(prepare_job, nxt.kernel, nxt.cases, spool))
             if cubins.get(job.kernel.name) is None:
                 remove(stem)
                 continue
