@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.bench_sweep import caches  # noqa: E402
 from harness import plan, sweep  # noqa: E402
 from harness.families.wgmma import kernel as wgmma_kernel, readback, reference  # noqa: E402
 from harness.run import compile as C, launch  # noqa: E402
@@ -45,7 +46,7 @@ def naive(work) -> dict:
 
 def batched(work, out: Path) -> dict:
     with tempfile.TemporaryDirectory() as cache:
-        os.environ["TC_HARNESS_CACHE"] = cache
+        os.environ.update(caches(cache))
         t0 = time.time()
         cold = sweep.execute(plan.Plan(work), sweep.SweepConfig(out_path=out), log=lambda m: None)
         cold_wall = time.time() - t0
@@ -67,7 +68,9 @@ def main():
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as d:
         b = batched(work, Path(d) / "batched.jsonl")
-    n = naive(work)
+    with tempfile.TemporaryDirectory() as cache:  # NVIDIA's compute cache empty for the naive way too
+        os.environ.update(caches(cache))
+        n = naive(work)
     report = {"subset": f"every wgmma case with N in {sorted(a.n or [64])}", "kernels": len(work),
               "cases": ncases, "naive": n, "batched": b, "cpus": os.cpu_count(),
               "ratio_cold": round(n["wall_s"] / b["cold_wall_s"], 1),

@@ -5,7 +5,9 @@ it) is a committed number, not a claim.
 
 Run by hand on the GPU machine (or anywhere), from the repo root:
     python3 benchmarks/bench_pytest.py --out results/<run>/bench-pytest.json [--runs readme,readme-warm,gpu]
-(each run's whole output beside it: bench-pytest-<run>.log)
+(each run's whole output beside it: bench-pytest-<run>.log, and which xdist worker ran each test when:
+bench-pytest-<run>.timeline.gz, from this folder's pytest_timeline plugin). A cold run starts with the harness's
+compile cache and NVIDIA's compute cache empty (bench_sweep.caches).
 """
 import argparse
 import gzip
@@ -19,6 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_sweep  # noqa: E402  (its caches(): a cold run starts with NVIDIA's compute cache empty too)
 import pytest_timeline  # noqa: E402  (this folder's plugin: which worker ran what, and when)
 
 RUNS = {
@@ -30,10 +33,11 @@ RUNS = {
 
 def timed(args: list[str], cache: str, log: Path) -> dict:
     """One pytest run; its whole output goes to `log` (where the time went, test by test: --durations=0), and
-    which worker ran each test when to `<log>.timeline.jsonl.gz` (summarised in the record's `timeline`)."""
+    which worker ran each test when to `<log>.timeline.gz` (gzipped JSON lines, summarised in the record's
+    `timeline`; not named .jsonl.gz, which in a results folder means a sweep's or a timing bench's records)."""
     here = str(Path(__file__).resolve().parent)
     with tempfile.TemporaryDirectory() as timeline:
-        env = dict(os.environ, TC_HARNESS_CACHE=cache, PYTHONUNBUFFERED="1",
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **bench_sweep.caches(cache),
                    PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p),
                    **{pytest_timeline.FOLDER: timeline})
         t = time.time()
@@ -42,7 +46,7 @@ def timed(args: list[str], cache: str, log: Path) -> dict:
                               env=env, capture_output=True, text=True)
         wall = time.time() - t
         where = pytest_timeline.summary(Path(timeline), t)
-        with gzip.open(log.with_suffix(".timeline.jsonl.gz"), "wt") as fh:
+        with gzip.open(log.with_suffix(".timeline.gz"), "wt") as fh:
             for f in sorted(Path(timeline).glob("*.jsonl")):
                 fh.write(f.read_text())
     log.write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)

@@ -16,8 +16,15 @@ import time
 from pathlib import Path
 
 
+# NVIDIA's compute cache: on the H100 node, NVRTC 13.0 compiled a module it had compiled before (in another process,
+# into another TC_HARNESS_CACHE) in a fraction of the time (results/2026-11-23-h100-bench3/check.txt), so a cold
+# run empties both caches: the harness's, and this one, in the same temporary folder
+def caches(folder: str) -> dict:
+    return {"TC_HARNESS_CACHE": folder, "CUDA_CACHE_PATH": os.path.join(folder, "nv-compute-cache")}
+
+
 def timed_sweep(cache: str, out: Path, extra) -> dict:
-    env = dict(os.environ, TC_HARNESS_CACHE=cache, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **caches(cache))
     t = time.time()
     proc = subprocess.run([sys.executable, "-m", "harness", "sweep", "--out", str(out), *extra], env=env,
                           capture_output=True, text=True)
