@@ -55,3 +55,17 @@ def test_the_pytest_timeline_says_which_worker_ran_what_and_when(tmp_path):
     assert 1.0 <= slow["took_s"] < 30 and where["last_test_end_s"] >= slow["start_s"] + 1.0
     assert sum(w["busy_s"] for w in where["workers"].values()) >= 1.0
     assert all(w["first_test_s"] >= w["process_start_s"] >= -5 for w in where["workers"].values())
+
+
+def test_bench_host_digests_the_same_preparation_alike_from_a_fresh_plan_and_a_cached_one(tmp_path):
+    """The digest vouches that a speed-up left the prepared bytes alone; it must not change when only the plan
+    cache does (a fresh plan's cases share sub-objects otherwise than a cached plan's)."""
+    digests = []
+    for run in ("fresh", "cached"):
+        out = tmp_path / f"{run}.json"
+        proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_host.py"), "--out", str(out),
+                               "--family", "wgmma_sp", "--kernels", "3", "--repeat", "1"], capture_output=True,
+                              text=True, timeout=300, cwd=ROOT, env=dict(os.environ, TC_HARNESS_CACHE=str(tmp_path)))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        digests.append(json.loads(out.read_text())["families"]["wgmma_sp"]["digest"])
+    assert digests[0] == digests[1]
