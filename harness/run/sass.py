@@ -190,9 +190,13 @@ class Verdict:
 def verify(cubin_path: Path | str, check: SassCheck) -> Verdict:
     """One cubin against its check, the verdict cached beside the cubin, keyed by the check and by the cubin's own
     bytes (a kernel folder reuses names: a recompiled cubin must not inherit the old one's verdict)."""
-    cubin_path = Path(cubin_path)
-    data = cubin_path.read_bytes()
-    content = content_digest(data)
+    data = Path(cubin_path).read_bytes()
+    return verify_bytes(Path(cubin_path), data, content_digest(data), check)
+
+
+def verify_bytes(cubin_path: Path, data: bytes, content: str, check: SassCheck) -> Verdict:
+    """verify() of a cubin whose bytes and content digest the caller has read (each link to a shared module is the
+    same bytes: verify_many reads and hashes a module once for all its kernels, not once each)."""
     cached = cubin_path.with_name(f"{cubin_path.name}.sass-{check.digest()}-{content}-{disassembler_id()}.json")
     if cached.exists():
         try:
@@ -238,8 +242,16 @@ def verify_many(items: list[tuple[Path | str, SassCheck]], workers: int | None =
     groups = list(by_module.values())
     workers = max(1, min(len(groups), workers or cores.default_workers()))
     verdicts: list[Verdict | None] = [None] * len(items)
+    def module_verdicts(group: list[int]) -> list[Verdict]:
+        try:
+            data = Path(items[group[0]][0]).read_bytes()
+        except OSError:
+            return [verify(*items[i]) for i in group]  # verify() says what is wrong with it
+        content = content_digest(data)
+        return [verify_bytes(Path(items[i][0]), data, content, items[i][1]) for i in group]
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for group, found in zip(groups, pool.map(lambda g: [verify(*items[i]) for i in g], groups)):
+        for group, found in zip(groups, pool.map(module_verdicts, groups)):
             for i, v in zip(group, found):
                 verdicts[i] = v
     return verdicts  # type: ignore[return-value]
