@@ -195,7 +195,7 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
         compiled = dict(zip(kernels, nvrtc.compile_many(jobs, cfg.workers, failed_dir, raise_on_error=False,
                                                         toolchain=tc, disassemble=sass_checked(cfg))))
         fresh = sum(not c.cached and c.error is None for c in compiled.values())
-        made = "compiled and disassembled" if sass_checked(cfg) and tc.kind.module_suffix == ".cubin" else "compiled"
+        made = "compiled and disassembled" if sass_checked(cfg) else "compiled"
         log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} ({fresh} {made}, "
             f"{sum(c.cached for c in compiled.values())} cached) in {time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
     if not sass_checked(cfg):  # PTX: the driver's JIT makes the SASS when the module loads

@@ -59,8 +59,9 @@ class SassRule:
 
     def count_in(self, instructions) -> int:
         """How many of the instructions the rule matches. Each distinct opcode meets the pattern once: a kernel
-        has hundreds of instructions and few opcodes, and a cold sweep checks 823 kernels in one process (4.5 s of
-        an H100 node's cold sweep, one regex call per instruction and rule)."""
+        has hundreds of instructions and few opcodes, and a cold sweep checks 823 kernels in one process (the SASS
+        check took 4.5 s of an H100 node's cold sweep, results/2026-11-23-h100-bench3/earlier/call2/cold.err; on
+        the CPU machine a regex call per instruction and rule was most of it)."""
         opcode = pattern(self.opcode)
         hit = {op for op in {i.opcode for i in instructions} if opcode.fullmatch(op)}
         operands = pattern(self.operands) if self.operands is not None else None
@@ -242,6 +243,7 @@ def verify_many(items: list[tuple[Path | str, SassCheck]], workers: int | None =
     groups = list(by_module.values())
     workers = max(1, min(len(groups), workers or cores.default_workers()))
     verdicts: list[Verdict | None] = [None] * len(items)
+
     def module_verdicts(group: list[int]) -> list[Verdict]:
         try:
             data = Path(items[group[0]][0]).read_bytes()
