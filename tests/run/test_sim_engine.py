@@ -62,7 +62,10 @@ def test_a_hang_is_bisected_with_a_timeout_scaled_to_the_launches_seen(small_pla
     monkeypatch.setattr(engine, "ISOLATION_TIMEOUT_FACTOR", 1.0)
     monkeypatch.setattr(engine, "ISOLATION_TIMEOUT_MIN_S", 1.5)
     fake_gpus.install(monkeypatch, ["sm_90a"])
-    summary, recs, _, _ = simsweep.sweep(Plan([(k0, c0[:4]), (k1, c1[:4])]), tmp_path / "r.jsonl", timeout=5.0)
+    # one preparing process: k0 is launched, and has come back, before k1 (with two, k1's preparation could finish
+    # first and hang before any launch was seen: CI, stop 24)
+    summary, recs, _, _ = simsweep.sweep(Plan([(k0, c0[:4]), (k1, c1[:4])]), tmp_path / "r.jsonl", timeout=5.0,
+                                         workers=1)
     iso = summary["timing"]["isolation_timeout_s"]
     assert 1.5 <= iso < 5.0
     assert recs[victim.id]["status"] == "timeout" and f"within {iso:g} s" in recs[victim.id]["error"]
