@@ -54,10 +54,11 @@ from harness.run import gpu  # noqa: E402  (after the pin)
 
 
 def pytest_configure(config):
-    # Under pytest -n, tests of one group run on one worker: a module's tests (its module-scoped fixtures, kernels
-    # compiled, CuTe DSL evaluated, CUTLASS oracles run, are built once, not once per worker), and the cases of the
-    # GPU session sweep. The controller schedules by group ('loadgroup'); a worker only tags its items with their
-    # group when told so (xdist resets a worker's own --dist), which pytest_configure_node below does.
+    # Under pytest -n, tests of one group run on one worker: a module's tests unless it is marked `spread` (its
+    # module-scoped fixtures, kernels compiled, CuTe DSL evaluated, CUTLASS oracles run, are built once, not once
+    # per worker), and the cases of the GPU session sweep. The controller schedules by group ('loadgroup'); a
+    # worker only tags its items with their group when told so (xdist resets a worker's own --dist), which
+    # pytest_configure_node below does.
     if getattr(config.option, "dist", None) == "load":
         config.option.dist = "loadgroup"
     if getattr(config.option, "dist", None) == "loadgroup" and hasattr(config.option, "loadscopereorder"):
@@ -81,7 +82,7 @@ MODULE_SECONDS = {
     "tests/test_tcgen05.py": 67, "tests/run/test_sim_tcgen05.py": 53, "tests/run/test_sim_engine.py": 44,
     "tests/test_readme.py": 42, "tests/test_wgmma_seq.py": 31, "tests/test_toolchain.py": 24,
     "tests/test_tcgen05_probe.py": 22, "tests/test_tcgen05_vs_cutlass.py": 20, "tests/test_cute_oracle.py": 20,
-    "tests/test_nvrtc.py": 20, "tests/test_cli.py": 13, "tests/test_gpu_sweep.py": 11,
+    "tests/test_nvrtc.py": 20, "tests/test_gpu_sweep.py": 11,
     "tests/test_tcgen05_layouts_vs_cutlass.py": 11, "tests/test_fragments_probe.py": 10,
     # on an H100 node (16 cores, cold compile cache; 2026-11-23): the GPU modules with one long test
     "tests/test_robustness_gpu.py": 56, "tests/test_addresses_gpu.py": 29, "tests/test_driver_jit_gpu.py": 14,
@@ -95,14 +96,17 @@ GPU_SHARD_SECONDS = 30
 def pytest_collection_modifyitems(config, items):
     grouped = bool(getattr(getattr(config, "option", None), "loadgroup", False))
     for item in items:
-        if grouped and item.get_closest_marker("xdist_group") is None:
+        if grouped and item.get_closest_marker("xdist_group") is None and item.get_closest_marker("spread") is None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
     if grouped:  # the same order on every worker (xdist checks): a pure function of the collected items
-        group_of = [it.get_closest_marker("xdist_group").args[0] for it in items]
+        # a `spread` test is a group of its own (xdist's scope of an item with no group is its node id); it weighs
+        # nothing, so the spread tests come after every heavy group and fill the workers' tails (a module of 40
+        # CLI tests, 35 s on one worker of an H100 node, ended the run 10-16 s after most workers were idle)
+        group_of = [m.args[0] if (m := it.get_closest_marker("xdist_group")) else it.nodeid for it in items]
         first, weight = {}, {}
         for i, (it, g) in enumerate(zip(items, group_of)):
             first.setdefault(g, i)
-            weight.setdefault(g, GPU_SHARD_SECONDS if str(g).startswith("gpu-sweep-") else
+            weight.setdefault(g, 0 if g == it.nodeid else GPU_SHARD_SECONDS if str(g).startswith("gpu-sweep-") else
                               MODULE_SECONDS.get(os.path.relpath(str(it.path), ROOT).replace(os.sep, "/"), 0))
         order = {id(it): (-weight[g], first[g], i) for i, (it, g) in enumerate(zip(items, group_of))}
         items.sort(key=lambda it: order[id(it)])

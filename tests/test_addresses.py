@@ -11,6 +11,8 @@ from harness import plan
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma.cases import negative_controls, operand_scenarios, majors
 
+pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
+
 
 def model_device(st, jobs):
     """D of each probe CTA as the layout model says the tensor core computes it."""

@@ -6,6 +6,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

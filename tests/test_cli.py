@@ -9,6 +9,8 @@ import pytest
 from harness import cli
 from harness.spec import layouts
 
+pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
+
 
 def run(*args):
     return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=120)

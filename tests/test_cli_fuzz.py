@@ -24,6 +24,8 @@ from harness import cli, sweep
 from harness.enums import ExitCode
 from harness.records import results
 
+pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
+
 LIMIT_S = 10  # per call: a call that takes longer is a failure (an unbounded input got through)
 # derandomized, so CI is repeatable; HARNESS_FUZZ_EXAMPLES=5000 for a longer, random search by hand
 _N = int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "0"))

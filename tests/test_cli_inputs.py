@@ -14,6 +14,8 @@ from harness.enums import ExitCode
 from harness.records import results
 from test_compare import FAIL, case, write
 
+pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
+
 
 COMMANDS = ("sweep", "compare", "merge", "junit", "probe", "desc", "idesc", "zmask", "layout")
 

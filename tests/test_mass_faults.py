@@ -6,8 +6,12 @@ the whole sweep (IsolationBudget.total): the launches are counted, the wall time
 exactly one record, `fault`, saying whether it was launched alone and if not why."""
 import time
 
+import pytest
+
 from harness import plan
 from harness.run.engine import Engine, IsolationBudget, Job
+
+pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
 
 BACKEND = "tests.simulated.faulting_device"
 WORK = plan.make(plan.Selection(families=("wgmma",), kinds=("f16", "s8", "tf32"), n_values=(8, 16),

@@ -77,3 +77,29 @@ def test_the_heaviest_group_is_handed_out_first(tmp_path):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert log.read_text().split()[0] == "few"
+
+
+def test_a_spread_modules_tests_go_to_whichever_worker_is_free(tmp_path):
+    """A module marked `spread` is no group: its tests are handed out one by one (they fill the workers' tails),
+    while an unmarked module beside it stays on one worker."""
+    pytest.importorskip("xdist")
+    shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n    spread: x\n")
+    test = ('import os, time, pytest\n{mark}\n@pytest.mark.parametrize("i", range(8))\ndef test_x(i):\n'
+            '    time.sleep(0.2)\n'
+            '    with open(os.environ["TC_GROUP_LOG"], "a") as f:\n'
+            '        f.write("{name} " + os.environ.get("PYTEST_XDIST_WORKER", "-") + "\\n")\n')
+    (tmp_path / "test_spread.py").write_text(test.format(mark="pytestmark = pytest.mark.spread", name="spread"))
+    (tmp_path / "test_whole.py").write_text(test.format(mark="", name="whole"))
+    log = tmp_path / "log.txt"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(tmp_path)],
+                          cwd=tmp_path, env=inner_pytest_env(log), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    workers = defaultdict(list)
+    for line in log.read_text().split("\n"):
+        if line:
+            name, worker = line.split()
+            workers[name].append(worker)
+    assert len(workers["spread"]) == len(workers["whole"]) == 8
+    assert len(set(workers["whole"])) == 1
+    assert len(set(workers["spread"])) == 2, workers

@@ -9,6 +9,8 @@ from harness import families, plan
 from harness.families.wgmma import forms as wgmma, kernel as wgmma_kernel
 from harness.run import compile as C, kernel_folder, sass, toolchain
 
+pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
+
 
 def jobs_of(family: str, arch: str, names: int) -> list:
     fam = families.get(family)
