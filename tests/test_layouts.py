@@ -64,6 +64,34 @@ def test_write_then_read_round_trips(major, sw, dtype, groups, pad_l, pad_s, sta
     assert np.array_equal(layouts.read_image(lay, img), vals)
 
 
+@settings(max_examples=150, deadline=None)
+@given(major=st.sampled_from(["K", "MN"]), sw=st.sampled_from(SW), dtype=st.sampled_from(list(DTYPES)),
+       groups=st.integers(1, 3), pad_s=st.integers(0, 6), start=st.integers(0, 64), seed=st.integers(0, 2 ** 31))
+def test_whole_tile_writes_and_reads_agree_with_element_by_element_ones(major, sw, dtype, groups, pad_s, start,
+                                                                        seed):
+    """write_image / read_image take shortcuts (whole words; sub-byte bytes merged by sums): over an image of junk
+    they must change and read exactly the bytes the element-by-element write (write_bits, ufunc.at) and a
+    little-endian read of each element's own bytes do."""
+    rows, cols = tile_shape(major, sw, dtype, groups)
+    lay = packed(major, sw, dtype, rows, cols, start * 16)
+    lay = lay.moved(sbo=lay.sbo + 128 * pad_s)
+    if not layouts.is_distinct(lay):
+        return
+    rng = np.random.default_rng(seed)
+    bits = DTYPES[dtype]
+    vals = rng.integers(0, 1 << bits, size=(rows, cols)).astype(np.uint64)
+    junk = rng.integers(0, 256, size=layouts.footprint(lay)[1] + 64, dtype=np.uint8)
+    fast, slow = junk.copy(), junk.copy()
+    layouts.write_image(lay, vals, fast)
+    addr = layouts.element_bit_addresses(lay)
+    layouts.write_bits(slow, addr, vals, bits)  # disjoint=False: one element at a time
+    assert np.array_equal(fast, slow)
+    byte = (addr >> 3)[..., None] + np.arange(max(1, bits // 8))  # each element's own bytes, low first
+    word = (junk[byte].astype(np.uint64) << (8 * np.arange(byte.shape[-1], dtype=np.uint64))).sum(axis=-1)
+    expected = (word >> (addr & 7).astype(np.uint64)) & np.uint64((1 << bits) - 1)
+    assert np.array_equal(layouts.read_image(lay, junk), expected)
+
+
 @pytest.mark.parametrize("sw", ["32B", "64B", "128B"])
 @pytest.mark.parametrize("major", ["K", "MN"])
 def test_base_offset_anchors_the_pattern_at_the_start(major, sw):

@@ -99,12 +99,17 @@ def wgmma_a_fragment(atype: str) -> Fragment:
 
 def gather_registers(frag: Fragment, matrix_bits: np.ndarray) -> np.ndarray:
     """Pack a matrix's raw element bits into per-thread registers: uint32 [128, regs_per_thread]."""
-    vals = np.asarray(matrix_bits, dtype=np.uint64)[frag.row, frag.col] & np.uint64((1 << frag.bits) - 1)
+    matrix = np.asarray(matrix_bits, dtype=np.uint64)
+    # one flat index, not the (row, col) pair: numpy's two-array indexing took 6x as long (a case packs two or
+    # three fragments)
+    vals = matrix.ravel().take(frag.row * matrix.shape[1] + frag.col) & np.uint64((1 << frag.bits) - 1)
     per_reg = frag.row.shape[1] // frag.regs_per_thread
     if per_reg * frag.regs_per_thread == frag.row.shape[1] and np.array_equal(
             frag.reg[0], np.arange(frag.row.shape[1]) // per_reg):
         # element e sits in register e // per_reg (true of every wgmma fragment): the fields never
         # overlap, so a sum over each register's elements is their bitwise OR
+        if per_reg == 1 and not frag.shift.any():
+            return vals.astype(np.uint32)
         shifted = vals << frag.shift.astype(np.uint64)
         return shifted.reshape(frag.row.shape[0], frag.regs_per_thread, per_reg).sum(axis=2).astype(np.uint32)
     regs = np.zeros((frag.row.shape[0], frag.regs_per_thread), dtype=np.uint64)
