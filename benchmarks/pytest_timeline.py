@@ -3,8 +3,9 @@ split into start-up, tests and idle workers (durations alone say how long each t
 idle waiting for the last group).
 
 With TC_HARNESS_TIMELINE=<folder> set, every process (the controller and each xdist worker) writes
-<folder>/<worker>.jsonl: a `start` line (the process's start, from /proc, and when its session began), then one
-line per test (its node id, and when its setup began and its teardown ended). Times are epoch seconds.
+<folder>/<worker>.jsonl: a `start` line (the process's start, from /proc, and when its session began), a
+`collected` line (when its collection ended), then one line per test (its node id, and when its setup began and
+its teardown ended). Times are epoch seconds.
 `summary(folder)` reads them back. Loaded with `-p pytest_timeline` and this folder on PYTHONPATH.
 """
 import json
@@ -34,6 +35,12 @@ class Timeline:
         self.fh.write(json.dumps({"type": "start", "worker": worker, "process_start": _process_start(),
                                   "session_start": time.time()}) + "\n")
 
+    def pytest_collection_finish(self, session):
+        # a worker's start-up is: process start -> session start (Python, pytest, plugins, the root conftest) ->
+        # collected (importing every test module, assertion rewriting, parametrizing) -> first test (the controller
+        # hands tests out once every worker has collected)
+        self.fh.write(json.dumps({"type": "collected", "time": time.time(), "items": len(session.items)}) + "\n")
+
     def pytest_runtest_logstart(self, nodeid, location):
         self.began[nodeid] = time.time()
 
@@ -57,9 +64,12 @@ def summary(folder: Path, run_start: float) -> dict:
         lines = [json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
         mine = [t for t in lines if t["type"] == "test" and t["start"] is not None]
         start = next((ln for ln in lines if ln["type"] == "start"), {})
+        collected = next((ln for ln in lines if ln["type"] == "collected"), None)
         tests += [dict(t, worker=f.stem) for t in mine]
         if mine:
             workers[f.stem] = {"process_start_s": round((start.get("process_start") or run_start) - run_start, 1),
+                               "session_start_s": round(start.get("session_start", run_start) - run_start, 1),
+                               "collected_s": round(collected["time"] - run_start, 1) if collected else None,
                                "first_test_s": round(min(t["start"] for t in mine) - run_start, 1),
                                "busy_s": round(sum(t["end"] - t["start"] for t in mine), 1),
                                "last_test_end_s": round(max(t["end"] for t in mine) - run_start, 1)}

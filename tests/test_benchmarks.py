@@ -58,7 +58,8 @@ def test_the_pytest_timeline_says_which_worker_ran_what_and_when(tmp_path):
     slow = next(t for t in where["tail"] if t["id"].endswith("test_a"))
     assert 1.0 <= slow["took_s"] < 30 and where["last_test_end_s"] >= slow["start_s"] + 1.0
     assert sum(w["busy_s"] for w in where["workers"].values()) >= 1.0
-    assert all(w["first_test_s"] >= w["process_start_s"] >= -5 for w in where["workers"].values())
+    assert all(w["first_test_s"] >= w["collected_s"] >= w["session_start_s"] >= w["process_start_s"] >= -5
+               for w in where["workers"].values())
 
 
 def test_bench_host_digests_the_same_preparation_alike_from_a_fresh_plan_and_a_cached_one(tmp_path):
