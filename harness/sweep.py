@@ -191,11 +191,14 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
             f"{cfg.kernels.host} at {cfg.kernels.date})")
     else:
         failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
-        jobs = [nvrtc.CompileJob(k.name, families.get(k.family).source(k), str(k.arch)) for k in kernels]
+        checked = sass_checked(cfg)
+        jobs = [nvrtc.CompileJob(k.name, families.get(k.family).source(k), str(k.arch),
+                                 sass_check=families.get(k.family).sass_check(k) if checked else None)
+                for k in kernels]
         compiled = dict(zip(kernels, nvrtc.compile_many(jobs, cfg.workers, failed_dir, raise_on_error=False,
-                                                        toolchain=tc, disassemble=sass_checked(cfg))))
+                                                        toolchain=tc)))
         fresh = sum(not c.cached and c.error is None for c in compiled.values())
-        made = "compiled and disassembled" if sass_checked(cfg) else "compiled"
+        made = "compiled and SASS-checked" if checked else "compiled"
         log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} ({fresh} {made}, "
             f"{sum(c.cached for c in compiled.values())} cached) in {time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
     if not sass_checked(cfg):  # PTX: the driver's JIT makes the SASS when the module loads

@@ -18,7 +18,7 @@ FORMS = tcgen05.all_forms()
 
 
 # The compiling and the SASS tests are an xdist group of their own, apart from this module's CPU-only tests, and
-# compile and disassemble with at least this many processes, more than an xdist worker's share of the cores: on a
+# compile and SASS-check with at least this many processes, more than an xdist worker's share of the cores: on a
 # cold cache they were the longest chain of the README's test command on an H100 node (62 s on one worker,
 # 23 s of it compiling on one core; benchmarks/pytest_timeline.py).
 COMPILING_PROCESSES = 4
@@ -27,12 +27,14 @@ SASS_GROUP = pytest.mark.xdist_group("test_tcgen05-sass")
 
 @pytest.fixture(scope="module")
 def cubins():
-    jobs = [C.CompileJob(f.name, tcgen05_launch.source(f), arch) for arch in tcgen05.ARCHS for f in FORMS]
+    # the compiling processes judge each cubin's SASS (the tests read the cached verdicts; a cached cubin is
+    # judged by the verify_many below)
+    jobs = [C.CompileJob(f.name, tcgen05_launch.source(f), arch, sass_check=tcgen05_launch.sass_check(f, arch))
+            for arch in tcgen05.ARCHS for f in FORMS]
     workers = max(cores.default_workers(), COMPILING_PROCESSES)
     built = {(j.arch, j.name): c for j, c in zip(jobs, C.compile_many(jobs, workers=workers, raise_on_error=False))}
-    # each cubin disassembled once, in parallel, before the tests read the cached listings and verdicts
-    sass.verify_many([(c.cubin_path, tcgen05_launch.sass_check(f, arch)) for f in FORMS for arch in tcgen05.ARCHS
-                      if (c := built[(arch, f.name)]).error is None], workers=workers)
+    sass.verify_many([(c.cubin_path, j.sass_check) for j in jobs if (c := built[(j.arch, j.name)]).error is None],
+                     workers=workers)
     return built
 
 

@@ -21,9 +21,13 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.run import cores, toolchain as toolchains
 from harness.run.toolchain import Toolchain
+
+if TYPE_CHECKING:  # sass.py imports this module
+    from harness.run.sass import SassCheck, Verdict
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 DEFAULT_OPTIONS = ("-std=c++17", "--device-as-default-execution-space", "-lineinfo")
@@ -61,6 +65,10 @@ class CompileJob:
     source: str
     arch: str
     options: tuple[str, ...] = DEFAULT_OPTIONS
+    # what the cubin's SASS must show: the process that builds it checks it too (disassembly, parse, rules), and
+    # its verdict is cached beside the cubin, where the sweep's SASS check (sass.verify_many) finds it. Not part of
+    # the cache key: a cached cubin is checked by verify_many.
+    sass_check: SassCheck | None = None
 
     def key(self, tc: Toolchain) -> str:
         h = hashlib.sha256()
@@ -118,11 +126,12 @@ def shares_a_module(job: CompileJob) -> bool:
 
 
 def _run_job(args):
-    """One module's jobs -> [(module bytes or None, log)] for each, and whether they share one module. A shared
-    module NVRTC rejects is compiled again kernel by kernel, so each error is the rejected kernel's own. With
-    `disassemble`, each cubin built is disassembled here too, into the SASS listing cache (harness/run/sass.py),
-    while other processes still compile: the SASS check after the compile then only reads listings."""
-    jobs, tc, disassemble = args
+    """One module's jobs -> ([(module bytes or None, log)] for each, whether they share one module, [the verdict of
+    each job's sass_check or None]). A shared module NVRTC rejects is compiled again kernel by kernel, so each error
+    is the rejected kernel's own. A cubin is SASS-checked here, while other processes still compile: the check after
+    the compile parsed every listing in one process (GIL-bound threads: 3-5 s of an H100 node's cold sweep with
+    one core busy, results/2026-11-23-h100-bench3/vmstat.txt.gz)."""
+    jobs, tc = args
     built, shared = None, False
     if len(jobs) > 1:
         module, log = tc.compile(module_source(jobs), f"module_{jobs[0].name}", jobs[0].arch, jobs[0].options)
@@ -130,11 +139,13 @@ def _run_job(args):
             built, shared = [(module, log)] * len(jobs), True
     if built is None:
         built = [tc.compile(job.source, job.name, job.arch, job.options) for job in jobs]
-    if disassemble and tc.kind.module_suffix == ".cubin":
+    verdicts: list[Verdict | None] = [None] * len(jobs)
+    if tc.kind.module_suffix == ".cubin" and any(job.sass_check is not None for job in jobs):
         from harness.run import sass  # here, not at the top: sass.py imports this module
-        for module in {id(m): m for m, _ in built if m is not None}.values():
-            sass.disassembly(module)
-    return built, shared
+        for i, (job, (module, _)) in enumerate(zip(jobs, built)):
+            if module is not None and job.sass_check is not None:
+                verdicts[i] = sass.judge(module, sass.content_digest(module), job.sass_check)
+    return built, shared, verdicts
 
 
 def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
@@ -176,13 +187,12 @@ def balanced(group: list, size: int) -> list[list]:
 
 
 def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir: Path | None = None,
-                 raise_on_error: bool = True, toolchain: Toolchain | None = None,
-                 disassemble: bool = False) -> list[Compiled]:
+                 raise_on_error: bool = True, toolchain: Toolchain | None = None) -> list[Compiled]:
     """Compile what the cache lacks, in parallel processes, with `toolchain` (default: NVRTC cubins from the
     NVRTC cuda.bindings binds). A rejected job's source and NVRTC log are saved (under `failed_dir`, else the
     cache's failed/); then CompileError is raised, or, with raise_on_error=False, returned in that job's
-    Compiled.error. With `disassemble`, the processes that compile a cubin also disassemble it (for a SASS check
-    to follow)."""
+    Compiled.error. A job's sass_check is judged by the process that builds its cubin, the verdict cached beside
+    the cubin (for the SASS check that follows)."""
     tc = toolchain or toolchains.default()
     root = cache_dir()
     results: list[Compiled | None] = [None] * len(jobs)
@@ -196,7 +206,7 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
     if todo:
         workers = workers or min(len(todo), cores.default_workers())
         modules = modules_to_compile(todo, tc, workers)
-        args = [([job for _, job, _ in m], tc, disassemble) for m in modules]
+        args = [([job for _, job, _ in m], tc) for m in modules]
         if workers > 1 and len(modules) > 1:
             # spawn: callers (pytest, the sweep) may already hold a CUDA context, which forked children
             # must not inherit
@@ -205,12 +215,13 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
                 outs = list(pool.map(_run_job, args))
         else:
             outs = [_run_job(a) for a in args]
-        for m, (built, shared) in zip(modules, outs):
+        digests: dict[int, str] = {}
+        for m, (built, shared, verdicts) in zip(modules, outs):
             # a shared module is written once, to a file of this process's own, and each kernel's cache entry
             # becomes a link to it (one copy on disk, one inode for the GPU worker to load); linking to another
             # entry instead could pick up a module a concurrent run put there, without this kernel in it
             own = _private_copy(root, built[0][0]) if shared else None
-            for (i, job, path), (cubin, log) in zip(m, built):
+            for (i, job, path), (cubin, log), verdict in zip(m, built, verdicts):
                 if cubin is None:
                     d = _failure_dir(job, log, failed_dir)
                     err = CompileError(job.name, job.arch, log, d / f"{job.name}.cu")
@@ -219,6 +230,12 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
                     results[i] = Compiled(job.name, job.arch, None, False, log, err)
                     continue
                 _store(path, cubin, own)
+                if verdict is not None:
+                    from harness.run import sass  # here, not at the top: sass.py imports this module
+                    if id(cubin) not in digests:  # a shared module's kernels: one digest
+                        digests[id(cubin)] = sass.content_digest(cubin)
+                    content = digests[id(cubin)]
+                    sass.save_verdict(sass.verdict_path(path, content, job.sass_check), verdict)
                 results[i] = Compiled(job.name, job.arch, path, False, log)
             if own is not None:
                 own.unlink(missing_ok=True)

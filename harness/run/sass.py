@@ -198,13 +198,21 @@ def verify(cubin_path: Path | str, check: SassCheck) -> Verdict:
 def verify_bytes(cubin_path: Path, data: bytes, content: str, check: SassCheck) -> Verdict:
     """verify() of a cubin whose bytes and content digest the caller has read (each link to a shared module is the
     same bytes: verify_many reads and hashes a module once for all its kernels, not once each)."""
-    cached = cubin_path.with_name(f"{cubin_path.name}.sass-{check.digest()}-{content}-{disassembler_id()}.json")
+    cached = verdict_path(cubin_path, content, check)
     if cached.exists():
         try:
             d = json.loads(cached.read_text())
             return Verdict(tuple(d["broken"]), tuple(d["tensor_core"]))
         except (ValueError, KeyError, TypeError, OSError):
             pass  # a damaged verdict is recomputed
+    verdict = judge(data, content, check)
+    save_verdict(cached, verdict)
+    return verdict
+
+
+def judge(data: bytes, content: str, check: SassCheck) -> Verdict:
+    """A cubin's bytes against a check, nothing cached but the listing and its parse (the compiling processes judge
+    the cubins they build; verify_bytes what it finds no verdict for)."""
     if check.function is not None:  # a module's listing is parsed once, by function
         arch, fns = functions_of(content, data)
         instrs = fns.get(check.function, ())
@@ -214,14 +222,21 @@ def verify_bytes(cubin_path: Path, data: bytes, content: str, check: SassCheck) 
     if check.function is not None and check.function not in fns:
         broken.append(f"the module has no function {check.function} (it has {', '.join(sorted(fns))})")
     broken += [b for b in (r.broken(instrs) for r in check.rules) if b]
-    verdict = Verdict(tuple(broken), tuple(tensor_core_opcodes(instrs)))
+    return Verdict(tuple(broken), tuple(tensor_core_opcodes(instrs)))
+
+
+def verdict_path(cubin_path: Path, content: str, check: SassCheck) -> Path:
+    """Where a cubin's verdict is cached: beside it, keyed by the check, the cubin's bytes and the disassembler."""
+    return cubin_path.with_name(f"{cubin_path.name}.sass-{check.digest()}-{content}-{disassembler_id()}.json")
+
+
+def save_verdict(path: Path, verdict: Verdict) -> None:
     try:
-        tmp = cached.with_suffix(f".tmp{os.getpid()}")
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(json.dumps({"broken": verdict.broken, "tensor_core": verdict.tensor_core}))
-        tmp.replace(cached)  # atomic: a concurrent sweep never reads half a verdict
+        tmp.replace(path)  # atomic: a concurrent sweep never reads half a verdict
     except OSError:
         pass  # a cubin in a read-only folder is checked again next time
-    return verdict
 
 
 def verify_many(items: list[tuple[Path | str, SassCheck]], workers: int | None = None) -> list[Verdict]:

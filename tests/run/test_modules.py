@@ -71,13 +71,34 @@ def test_modules_are_balanced_by_source_and_handed_out_heaviest_first():
     assert loads == sorted(loads, reverse=True) and sum(map(len, ordered)) == 24
 
 
-def test_a_compile_that_disassembles_leaves_the_sass_check_nothing_to_disassemble(tmp_path, monkeypatch):
+def test_a_compile_that_checks_leaves_the_sass_check_nothing_to_judge(tmp_path, monkeypatch):
+    """The processes that build the cubins judge their SASS: the check after the compile only reads verdicts (no
+    disassembly, no parse); a cubin whose check was not given to the compile is judged then."""
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
-    keys = [wgmma.KernelKey("b1", n, "s32", "SS") for n in (8, 16)]
-    out = C.compile_many([C.CompileJob(k.name, wgmma_kernel.source(k), "sm_90a") for k in keys], workers=1,
-                         disassemble=True)
-    monkeypatch.setattr(C, "sass_of_bytes", lambda data: pytest.fail("the SASS check disassembled a cubin again"))
-    assert all(v.ok for v in sass.verify_many([(c.cubin_path, wgmma_kernel.sass_check(k)) for k, c in zip(keys, out)]))
+    keys = [wgmma.KernelKey("b1", n, "s32", "SS") for n in (8, 16, 24)]
+    checks = [wgmma_kernel.sass_check(k) for k in keys]
+    jobs = [C.CompileJob(k.name, wgmma_kernel.source(k), "sm_90a", sass_check=c if k.n != 24 else None)
+            for k, c in zip(keys, checks)]
+    out = C.compile_many(jobs, workers=1)
+    judged = []
+    monkeypatch.setattr(sass, "judge", lambda data, content, check: judged.append(check.function) or sass.Verdict((), ()))
+    assert all(v.ok for v in sass.verify_many([(c.cubin_path, check) for c, check in zip(out, checks)]))
+    assert judged == [keys[2].name]  # the one compiled without its check
+
+
+def test_a_compile_time_verdict_is_the_one_the_check_would_reach(tmp_path, monkeypatch):
+    """A verdict judged while compiling is the SASS check's own: a rule the SASS breaks is reported the same way
+    (here a wrong arch and an opcode that is not there)."""
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    key = wgmma.KernelKey("b1", 8, "s32", "SS")
+    wrong = sass.SassCheck("sm_100a", (sass.SassRule("NOSUCH", "an opcode no kernel has"),), function=key.name)
+    (built,) = C.compile_many([C.CompileJob(key.name, wgmma_kernel.source(key), "sm_90a", sass_check=wrong)],
+                              workers=1)
+    (at_compile,) = sass.verify_many([(built.cubin_path, wrong)])
+    for f in built.cubin_path.parent.glob(f"{built.cubin_path.name}.sass-*.json"):
+        f.unlink()
+    (afresh,) = sass.verify_many([(built.cubin_path, wrong)])
+    assert at_compile == afresh and len(afresh.broken) == 2 and "sm_90a, not sm_100a" in afresh.broken[0]
 
 
 def test_a_kernel_folder_stores_a_shared_module_once(tmp_path, monkeypatch):
