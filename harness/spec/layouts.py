@@ -220,17 +220,26 @@ def write_image(layout: SmemLayout, element_bits: np.ndarray, image: np.ndarray)
 WORDS = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
 
 
-@lru_cache(maxsize=4096)
+# layout -> (the element_bit_addresses array the entry was derived from, its word index): kept only while that
+# array is the one element_bit_addresses gives, so a model patched under test (its caches cleared) is never
+# answered from indices of the model before the patch
+WORD_INDEX_CACHE: dict[SmemLayout, tuple[np.ndarray, np.ndarray | None]] = {}
+
+
 def word_index(layout: SmemLayout) -> np.ndarray | None:
     """(rows, cols) index of each element in the image seen as words of its width; None for a sub-byte width
     (read-only)."""
-    if layout.bits not in WORDS:
-        return None
     addr = element_bit_addresses(layout)
-    if (addr % layout.bits).any():  # never so for a valid layout; then byte by byte
-        return None
-    out = addr // layout.bits
-    out.flags.writeable = False
+    hit = WORD_INDEX_CACHE.get(layout)
+    if hit is not None and hit[0] is addr:
+        return hit[1]
+    out = None
+    if layout.bits in WORDS and not (addr % layout.bits).any():  # never misaligned for a valid layout
+        out = addr // layout.bits
+        out.flags.writeable = False
+    if len(WORD_INDEX_CACHE) >= 4096:  # as many layouts as element_bit_addresses keeps
+        WORD_INDEX_CACHE.clear()
+    WORD_INDEX_CACHE[layout] = (addr, out)
     return out
 
 

@@ -155,7 +155,8 @@ def decompress(fmt: SparseFormat, packed: np.ndarray, nibbles: np.ndarray) -> np
 
 @lru_cache(maxsize=None)
 def position_table(fmt: SparseFormat) -> np.ndarray:
-    """[16, stored]: `positions` of each 4-bit metadata value, -1 where the value is not valid (read-only)."""
+    """[16, stored]: `positions` of each 4-bit metadata value, -1 where the value is not valid (read-only; a test
+    that plants a bug in `positions` must clear this cache too)."""
     table = np.full((16, fmt.stored), -1, np.int64)
     for v in range(16):
         try:
