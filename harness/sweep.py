@@ -185,15 +185,16 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
     t = time.time()
     archs = ", ".join(sorted({str(k.arch) for k in kernels}))
     tc = cfg.kernels.toolchain if cfg.kernels is not None else (cfg.toolchain or toolchains.default())
+    checked = sass_checked(cfg)
+    # each kernel's check made once (its rules compile their regexes), for the compile and the check after it
+    checks = {k: families.get(k.family).sass_check(k) for k in kernels} if checked else {}
     if cfg.kernels is not None:
         compiled = cfg.kernels.compiled(kernels)
         log(f"kernels: {len(kernels)} for {archs} from {cfg.kernels.path} ({tc.describe()}, compiled on "
             f"{cfg.kernels.host} at {cfg.kernels.date})")
     else:
         failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
-        checked = sass_checked(cfg)
-        jobs = [nvrtc.CompileJob(k.name, families.get(k.family).source(k), str(k.arch),
-                                 sass_check=families.get(k.family).sass_check(k) if checked else None)
+        jobs = [nvrtc.CompileJob(k.name, families.get(k.family).source(k), str(k.arch), sass_check=checks.get(k))
                 for k in kernels]
         compiled = dict(zip(kernels, nvrtc.compile_many(jobs, cfg.workers, failed_dir, raise_on_error=False,
                                                         toolchain=tc)))
@@ -201,13 +202,12 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
         made = "compiled and SASS-checked" if checked else "compiled"
         log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} ({fresh} {made}, "
             f"{sum(c.cached for c in compiled.values())} cached) in {time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
-    if not sass_checked(cfg):  # PTX: the driver's JIT makes the SASS when the module loads
+    if not checked:  # PTX: the driver's JIT makes the SASS when the module loads
         log("SASS: not checked (driver-jit: the driver compiles each module's PTX when it loads it)")
         return compiled
     t = time.time()
     built = [k for k, c in compiled.items() if c.error is None]
-    verdicts = sass.verify_many([(compiled[k].cubin_path, families.get(k.family).sass_check(k)) for k in built],
-                                cfg.workers)
+    verdicts = sass.verify_many([(compiled[k].cubin_path, checks[k]) for k in built], cfg.workers)
     for k, v in zip(built, verdicts):
         if not v.ok:
             compiled[k].error = sass.SassMismatch(k.name, str(k.arch), v, compiled[k].cubin_path)
