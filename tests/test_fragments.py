@@ -101,3 +101,13 @@ def test_tmem_ld_shapes_cover_their_lanes_and_columns_once(shape, num, lanes, co
         assert set(np.unique(col)) == set(range(2 * num))
     else:
         assert cover[:lanes, :cols].all() and cover.sum() == lanes * cols
+
+
+def test_gathering_from_a_matrix_smaller_than_the_fragment_is_an_error_not_a_wrapped_read():
+    """gather_registers indexes the matrix flat (row * cols + col); a fragment that reaches past the matrix must
+    still be refused as numpy's (row, col) indexing refuses it, not read the next row's elements."""
+    frag = fragments.wgmma_d_fragment(16, "f32")
+    with pytest.raises(IndexError):
+        fragments.gather_registers(frag, np.zeros((80, 12), np.uint64))  # in range flat, not by (row, col)
+    with pytest.raises(IndexError):
+        fragments.gather_registers(frag, np.zeros((32, 16), np.uint64))

@@ -49,6 +49,15 @@ def test_decompress_places_each_stored_element_where_its_index_says():
     assert out[5].tolist() == [1, 0, 0, 2, 3, 0, 0, 4, 5, 0, 0, 6, 7, 0, 0, 8]
 
 
+def test_metadata_of_the_wrong_shape_is_refused_not_read_across_rows():
+    """metadata_registers reads the nibbles flat (row * chunks + chunk): nibbles of another shape must be refused,
+    not read from the wrong rows."""
+    with pytest.raises(S.SparsityError, match="64x8"):
+        S.metadata_registers("f16", np.zeros((64, 4), np.int64), 0)
+    with pytest.raises(S.SparsityError, match="64x16"):
+        S.metadata_registers("e4m3", np.zeros((64, 8), np.int64), 0)
+
+
 def test_thread_38_worked_by_hand_from_the_spec():
     """Thread 38 is lane 6 of warp 1: g = 1, q = 2. Warp 1 describes rows 16-31 (9.7.15.6.2's table).
     f16, selector 1 (threads T2, T3): q = 2 is the pair's first thread, so its nibbles 0-3 are chunks 0-3

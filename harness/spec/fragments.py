@@ -11,7 +11,7 @@ Every map is a pair of int arrays (row, col) indexed [thread, element], vectoris
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -30,6 +30,11 @@ class Fragment:
     shift: np.ndarray
     bits: int  # width of one element in the register
     regs_per_thread: int
+
+    @cached_property
+    def extent(self) -> tuple[int, int, int, int]:
+        """(least row, greatest row, least col, greatest col) of the elements it names."""
+        return int(self.row.min()), int(self.row.max()), int(self.col.min()), int(self.col.max())
 
 
 def _threads():
@@ -100,9 +105,14 @@ def wgmma_a_fragment(atype: str) -> Fragment:
 def gather_registers(frag: Fragment, matrix_bits: np.ndarray) -> np.ndarray:
     """Pack a matrix's raw element bits into per-thread registers: uint32 [128, regs_per_thread]."""
     matrix = np.asarray(matrix_bits, dtype=np.uint64)
-    # one flat index, not the (row, col) pair: numpy's two-array indexing took 6x as long (a case packs two or
-    # three fragments)
-    vals = matrix.ravel().take(frag.row * matrix.shape[1] + frag.col) & np.uint64((1 << frag.bits) - 1)
+    r0, r1, c0, c1 = frag.extent
+    if matrix.ndim == 2 and r0 >= 0 and c0 >= 0 and r1 < matrix.shape[0] and c1 < matrix.shape[1]:
+        # one flat index, not the (row, col) pair: numpy's two-array indexing took 6x as long (a case packs two
+        # or three fragments)
+        vals = matrix.ravel().take(frag.row * matrix.shape[1] + frag.col)
+    else:  # numpy's own indexing: its error for an element outside the matrix, its meaning of a negative index
+        vals = matrix[frag.row, frag.col]
+    vals = vals & np.uint64((1 << frag.bits) - 1)
     per_reg = frag.row.shape[1] // frag.regs_per_thread
     if per_reg * frag.regs_per_thread == frag.row.shape[1] and np.array_equal(
             frag.reg[0], np.arange(frag.row.shape[1]) // per_reg):

@@ -201,6 +201,8 @@ def metadata_registers(atype: str, nibbles: np.ndarray, selector: int, others: n
     registers of threads the selector does not read are `others` (uint32 [128]) or 0."""
     row, chunk = metadata_map(atype, selector)
     nib = np.asarray(nibbles, dtype=np.uint64)
+    if nib.shape != (M, format_of(atype).chunks):
+        raise SparsityError(f"{atype}: metadata must be {M}x{format_of(atype).chunks} nibbles, not {nib.shape}")
     read = row[:, 0] >= 0
     vals = np.where(row >= 0, nib.ravel().take(np.maximum(row, 0) * nib.shape[1] + np.maximum(chunk, 0)), 0)
     regs = (vals << (4 * np.arange(8, dtype=np.uint64))[None, :]).sum(axis=1).astype(np.uint32)
