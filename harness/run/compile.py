@@ -126,8 +126,8 @@ def shares_a_module(job: CompileJob) -> bool:
 
 
 def _run_job(args):
-    """One module's jobs -> ([(module bytes or None, log)] for each, whether they share one module, [the verdict of
-    each job's sass_check or None]). A shared module NVRTC rejects is compiled again kernel by kernel, so each error
+    """One module's jobs -> ([(module bytes or None, log)] for each, whether they share one module, [(the module's
+    content digest, the verdict of the job's sass_check), or None, for each]). A shared module NVRTC rejects is compiled again kernel by kernel, so each error
     is the rejected kernel's own. A cubin is SASS-checked here, while other processes still compile: the check after
     the compile parsed every listing in one process (GIL-bound threads: 3-5 s of an H100 node's cold sweep with
     one core busy, results/2026-11-23-h100-bench3/vmstat.txt.gz)."""
@@ -139,12 +139,13 @@ def _run_job(args):
             built, shared = [(module, log)] * len(jobs), True
     if built is None:
         built = [tc.compile(job.source, job.name, job.arch, job.options) for job in jobs]
-    verdicts: list[Verdict | None] = [None] * len(jobs)
+    verdicts: list[tuple[str, Verdict] | None] = [None] * len(jobs)
     if tc.kind.module_suffix == ".cubin" and any(job.sass_check is not None for job in jobs):
         from harness.run import sass  # here, not at the top: sass.py imports this module
+        contents = {id(m): sass.content_digest(m) for m, _ in built if m is not None}  # a shared module: once
         for i, (job, (module, _)) in enumerate(zip(jobs, built)):
             if module is not None and job.sass_check is not None:
-                verdicts[i] = sass.judge(module, sass.content_digest(module), job.sass_check)
+                verdicts[i] = contents[id(module)], sass.judge(module, contents[id(module)], job.sass_check)
     return built, shared, verdicts
 
 
@@ -215,13 +216,12 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
                 outs = list(pool.map(_run_job, args))
         else:
             outs = [_run_job(a) for a in args]
-        digests: dict[int, str] = {}
         for m, (built, shared, verdicts) in zip(modules, outs):
             # a shared module is written once, to a file of this process's own, and each kernel's cache entry
             # becomes a link to it (one copy on disk, one inode for the GPU worker to load); linking to another
             # entry instead could pick up a module a concurrent run put there, without this kernel in it
             own = _private_copy(root, built[0][0]) if shared else None
-            for (i, job, path), (cubin, log), verdict in zip(m, built, verdicts):
+            for (i, job, path), (cubin, log), judged in zip(m, built, verdicts):
                 if cubin is None:
                     d = _failure_dir(job, log, failed_dir)
                     err = CompileError(job.name, job.arch, log, d / f"{job.name}.cu")
@@ -230,11 +230,9 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
                     results[i] = Compiled(job.name, job.arch, None, False, log, err)
                     continue
                 _store(path, cubin, own)
-                if verdict is not None:
+                if judged is not None:
                     from harness.run import sass  # here, not at the top: sass.py imports this module
-                    if id(cubin) not in digests:  # a shared module's kernels: one digest
-                        digests[id(cubin)] = sass.content_digest(cubin)
-                    content = digests[id(cubin)]
+                    content, verdict = judged
                     sass.save_verdict(sass.verdict_path(path, content, job.sass_check), verdict)
                 results[i] = Compiled(job.name, job.arch, path, False, log)
             if own is not None:
