@@ -28,8 +28,7 @@ def _process_start() -> float | None:
 
 
 class Timeline:
-    def __init__(self, folder: str):
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    def __init__(self, folder: str, worker: str):
         self.fh = open(Path(folder) / f"{worker}.jsonl", "a", buffering=1)
         self.began: dict[str, float] = {}
         self.fh.write(json.dumps({"type": "start", "worker": worker, "process_start": _process_start(),
@@ -53,7 +52,10 @@ def pytest_configure(config):
     folder = os.environ.get(FOLDER)
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        config.pluginmanager.register(Timeline(folder), "tc_harness_timeline")
+        # the worker's name from xdist's own config, not from PYTEST_XDIST_WORKER: a pytest started inside an xdist
+        # worker (a test that runs pytest) inherits that variable, and its controller would take the worker's name
+        worker = getattr(config, "workerinput", {}).get("workerid", "controller")
+        config.pluginmanager.register(Timeline(folder, worker), "tc_harness_timeline")
 
 
 def summary(folder: Path, run_start: float) -> dict:

@@ -46,7 +46,11 @@ def test_the_pytest_timeline_says_which_worker_ran_what_and_when(tmp_path):
     (tmp_path / "test_slow.py").write_text("import time\ndef test_a():\n    time.sleep(1.0)\n")
     (tmp_path / "test_quick.py").write_text("def test_b():\n    pass\ndef test_c():\n    pass\n")
     folder = tmp_path / "timeline"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "benchmarks"), **{pytest_timeline.FOLDER: str(folder)})
+    # PYTEST_XDIST_WORKER as a pytest started inside an xdist worker inherits it (gw7: no worker of this run's
+    # own): the inner controller must not take that name (on a 16-core node it did, and wrote a worker file
+    # with no collection in it)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "benchmarks"), PYTEST_XDIST_WORKER="gw7",
+               **{pytest_timeline.FOLDER: str(folder)})
     t = time.time()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_timeline",
                            "-n", "2", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
