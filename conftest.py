@@ -87,9 +87,27 @@ MODULE_SECONDS = {
     # on an H100 node (16 cores, cold compile cache; 2026-11-23): the GPU modules with one long test
     "tests/test_robustness_gpu.py": 56, "tests/test_addresses_gpu.py": 29, "tests/test_driver_jit_gpu.py": 14,
 }
+# Where the GPU tests run (a gpu-sweep shard is collected), the groups go out by the seconds each took on an H100
+# node instead (16 cores, 16 workers, cold compile cache; results/2026-11-26-h100-bench4/, bench_pytest's timeline).
+# Ranked by the table above, measured on 2 cores, CPU modules that take a third of that on a node went ahead of the
+# GPU shards, and the worker whose shard started 14 s late ended the README run there (62 s).
+NODE_GROUP_SECONDS = {
+    "test_robustness_gpu-faults": 22, "test_wgmma_seq": 21, "test_robustness_gpu-hang": 20,
+    "test_tcgen05_probe-draws-tmem": 16, "test_tcgen05-sass": 15, "test_readme": 14, "test_driver_jit_gpu": 14,
+    "test_toolchain": 13, "test_xdist_grouping": 13, "test_tcgen05": 13, "test_tcgen05_probe-draws-smem": 11,
+    "test_addresses_gpu": 11, "test_timing": 9, "test_nvrtc": 9, "test_packaging": 8, "test_robustness_gpu": 7,
+    "test_sweep_on_other_gpus": 6, "test_report": 6, "test_sf_probe": 6, "test_nvrtc_versions": 5, "test_sass": 5,
+}
 # A shard of the GPU families' kernel tests (tests/gpu_sweep.py: a worker's part of the compiling, preparing and
-# launching; about 1/16 of the plan on a 16-core node).
-GPU_SHARD_SECONDS = 30
+# launching; about 1/16 of the plan on a 16-core node: 15-23 s there, cold).
+GPU_SHARD_SECONDS = 20
+
+
+def group_seconds(group: str, path: str, gpu_run: bool) -> int:
+    """The weight that orders an xdist group: its seconds in the table of the machine kind this run is on."""
+    if str(group).startswith("gpu-sweep-"):
+        return GPU_SHARD_SECONDS
+    return NODE_GROUP_SECONDS.get(str(group), 0) if gpu_run else MODULE_SECONDS.get(path, 0)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist tags each item's node id with the groups of its markers
@@ -104,10 +122,11 @@ def pytest_collection_modifyitems(config, items):
         # CLI tests, 35 s on one worker of an H100 node, ended the run 10-16 s after most workers were idle)
         group_of = [m.args[0] if (m := it.get_closest_marker("xdist_group")) else it.nodeid for it in items]
         first, weight = {}, {}
+        gpu_run = any(str(g).startswith("gpu-sweep-") for g in group_of)
         for i, (it, g) in enumerate(zip(items, group_of)):
             first.setdefault(g, i)
-            weight.setdefault(g, 0 if g == it.nodeid else GPU_SHARD_SECONDS if str(g).startswith("gpu-sweep-") else
-                              MODULE_SECONDS.get(os.path.relpath(str(it.path), ROOT).replace(os.sep, "/"), 0))
+            weight.setdefault(g, 0 if g == it.nodeid else
+                              group_seconds(g, os.path.relpath(str(it.path), ROOT).replace(os.sep, "/"), gpu_run))
         order = {id(it): (-weight[g], first[g], i) for i, (it, g) in enumerate(zip(items, group_of))}
         items.sort(key=lambda it: order[id(it)])
     skip_or_fail_gpu_tests(items)

@@ -79,6 +79,28 @@ def test_the_heaviest_group_is_handed_out_first(tmp_path):
     assert log.read_text().split()[0] == "few"
 
 
+def test_where_gpu_shards_are_collected_the_node_table_orders_the_groups(tmp_path):
+    """A run with GPU shards (a GPU node) ranks the groups by the seconds they took on a node, not by the 2-core CI
+    table: here the CI table puts `many` first and the node table `few`; a gpu-sweep shard is collected."""
+    pytest.importorskip("xdist")
+    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text()
+                                          + '\nMODULE_SECONDS.update({"test_many.py": 999})'
+                                          + '\nNODE_GROUP_SECONDS.update({"test_few": 500})\n')
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n")
+    test = ('import os, pytest\n{mark}\n@pytest.mark.parametrize("i", range({n}))\ndef test_x(i):\n'
+            '    with open(os.environ["TC_GROUP_LOG"], "a") as f:\n        f.write("{name}\\n")\n')
+    for name, n, mark in (("many", 20, ""), ("few", 1, ""),
+                          ("shard", 3, 'pytestmark = pytest.mark.xdist_group("gpu-sweep-0")')):
+        (tmp_path / f"test_{name}.py").write_text(test.replace("{n}", str(n)).replace("{name}", name)
+                                                  .replace("{mark}", mark))
+    log = tmp_path / "log.txt"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", str(tmp_path)],
+                          cwd=tmp_path, env=inner_pytest_env(log), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    order = list(dict.fromkeys(log.read_text().split()))
+    assert order == ["few", "shard", "many"], order
+
+
 def test_a_spread_modules_tests_go_to_whichever_worker_is_free(tmp_path):
     """A module marked `spread` is no group: its tests are handed out one by one (they fill the workers' tails),
     while an unmarked module beside it stays on one worker."""
