@@ -111,3 +111,18 @@ def test_gathering_from_a_matrix_smaller_than_the_fragment_is_an_error_not_a_wra
         fragments.gather_registers(frag, np.zeros((80, 12), np.uint64))  # in range flat, not by (row, col)
     with pytest.raises(IndexError):
         fragments.gather_registers(frag, np.zeros((32, 16), np.uint64))
+
+
+def test_a_fragment_holds_read_only_copies_of_its_arrays():
+    """A fragment's extent is computed once: the arrays it was built from, changed afterwards, must not change it
+    (a column moved past the matrix would then be read flat from the next row instead of refused)."""
+    d = fragments.wgmma_d_fragment(16, "f32")
+    col = d.col.copy()
+    frag = fragments.Fragment(d.row.copy(), col, d.reg.copy(), d.shift.copy(), d.bits, d.regs_per_thread)
+    m = np.arange(64 * 16, dtype=np.uint64).reshape(64, 16)
+    before = fragments.gather_registers(frag, m)
+    col[0, 0] = 17  # the caller's array, after the gather computed the extent
+    assert np.array_equal(fragments.gather_registers(frag, m), before)
+    for a in (frag.row, frag.col, frag.reg, frag.shift):
+        with pytest.raises(ValueError):
+            a[0, 0] = 0

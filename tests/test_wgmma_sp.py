@@ -270,3 +270,13 @@ def test_one_accumulator_element_worked_by_hand():
     assert [float(x) for x in stored] == [nz[0], nz[1], nz[8], nz[9]]
     d = sum(a_row[k] * prep.b_vals[5, k] for k in range(32)) + (prep.c_vals[17, 5] if case.scale_d else 0)
     assert d == prep.expected[17, 5]
+
+
+def test_a_positions_planted_after_a_decompress_is_the_one_read(monkeypatch):
+    """decompress reads a table of `positions` cached per format; one planted in its place must be read (a plant
+    answered from the unplanted table would be a false green of the mutation checks)."""
+    f16 = S.format_of("f16")
+    packed, nib = np.arange(1, 17).reshape(1, 16).repeat(64, 0), np.full((64, 8), 0b0100)
+    assert S.decompress(f16, packed, nib)[0, :4].tolist() == [1, 2, 0, 0]
+    monkeypatch.setattr(S, "positions", lambda fmt, v: (2, 3))
+    assert S.decompress(f16, packed, nib)[0, :4].tolist() == [0, 0, 1, 2]

@@ -232,7 +232,8 @@ def verdict_path(cubin_path: Path, content: str, check: SassCheck) -> Path:
 
 def save_verdict(path: Path, verdict: Verdict) -> None:
     try:
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        # the process and the thread: verify_many's threads and compile_many's parent both save verdicts
+        tmp = path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
         tmp.write_text(json.dumps({"broken": verdict.broken, "tensor_core": verdict.tensor_core}))
         tmp.replace(path)  # atomic: a concurrent sweep never reads half a verdict
     except OSError:

@@ -31,6 +31,14 @@ class Fragment:
     bits: int  # width of one element in the register
     regs_per_thread: int
 
+    def __post_init__(self):
+        # its own read-only copies: `extent` is computed once, and an array changed in place afterwards (the
+        # caller's, or this one's) would send gather_registers down its flat path with a stale extent
+        for name in ("row", "col", "reg", "shift"):
+            a = np.array(getattr(self, name))
+            a.flags.writeable = False
+            object.__setattr__(self, name, a)
+
     @cached_property
     def extent(self) -> tuple[int, int, int, int]:
         """(least row, greatest row, least col, greatest col) of the elements it names."""
@@ -40,12 +48,6 @@ class Fragment:
 def _threads():
     t = np.arange(WARPGROUP)[:, None]
     return t // 32, t % 32
-
-
-def _frozen(f: Fragment) -> Fragment:
-    for a in (f.row, f.col, f.reg, f.shift):
-        a.flags.writeable = False
-    return f
 
 
 @lru_cache(maxsize=None)
@@ -64,8 +66,7 @@ def wgmma_d_fragment(n: int, dtype: str) -> Fragment:
         reg, shift, bits, nregs = i // 2 + 0 * row, 16 * (i % 2) + 0 * row, 16, n // 4
     else:
         raise ValueError(f"wgmma accumulators are f32, s32 or f16, not {dtype!r}")
-    return _frozen(Fragment(row.copy(), col.copy(), np.broadcast_to(reg, row.shape).copy(),
-                            np.broadcast_to(shift, row.shape).copy(), bits, nregs))
+    return Fragment(row, col, np.broadcast_to(reg, row.shape), np.broadcast_to(shift, row.shape), bits, nregs)
 
 
 @lru_cache(maxsize=None)
@@ -98,8 +99,7 @@ def wgmma_a_fragment(atype: str) -> Fragment:
     per_reg = 32 // bits
     row, col = np.broadcast_arrays(row, col)
     jj = np.broadcast_to(j, row.shape)
-    return _frozen(Fragment(row.copy(), col.copy(), (jj // per_reg).copy(), ((jj % per_reg) * bits).copy(),
-                            bits, 4))
+    return Fragment(row, col, jj // per_reg, (jj % per_reg) * bits, bits, 4)
 
 
 def gather_registers(frag: Fragment, matrix_bits: np.ndarray) -> np.ndarray:

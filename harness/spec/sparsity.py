@@ -153,14 +153,18 @@ def decompress(fmt: SparseFormat, packed: np.ndarray, nibbles: np.ndarray) -> np
     return out
 
 
-@lru_cache(maxsize=None)
 def position_table(fmt: SparseFormat) -> np.ndarray:
-    """[16, stored]: `positions` of each 4-bit metadata value, -1 where the value is not valid (read-only; a test
-    that plants a bug in `positions` must clear this cache too)."""
+    """[16, stored]: `positions` of each 4-bit metadata value, -1 where the value is not valid (read-only). Cached
+    under the `positions` this module holds now, so that one planted in its place is read, not the cached table."""
+    return positions_table_of(fmt, positions)
+
+
+@lru_cache(maxsize=None)
+def positions_table_of(fmt: SparseFormat, positions_of) -> np.ndarray:
     table = np.full((16, fmt.stored), -1, np.int64)
     for v in range(16):
         try:
-            table[v] = positions(fmt, v)
+            table[v] = positions_of(fmt, v)
         except SparsityError:
             pass
     table.flags.writeable = False
