@@ -141,3 +141,28 @@ def test_variant_index_is_the_switch_position():
     key = wgmma.KernelKey("f16", 64, "f32", "SS")
     for i, v in enumerate(wgmma.variants(key)):
         assert wgmma.variant_index(key, v) == i
+
+
+@pytest.mark.parametrize("shape", [(64, 16), (7,), (3, 5)])
+def test_pick_draws_what_rng_choice_draws_and_leaves_the_stream_where_it_does(shape):
+    """The reference draws its exact values with `pick`; its docstring says it draws what rng.choice draws (the
+    values of every committed run were drawn with rng.choice)."""
+    pool = reference.EXACT_POOL["e4m3"]
+    for seed in range(20):
+        mine, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+        assert np.array_equal(reference.pick(mine, pool, shape), theirs.choice(pool, size=shape))
+        assert mine.integers(0, 1 << 30) == theirs.integers(0, 1 << 30)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "s32"])
+def test_the_rounded_bits_are_the_encoding_of_the_rounded_values(dtype):
+    """expected_results packs the registers from the bits a product was rounded through, not from encoding the
+    rounded values again: the two must be the same bits (a -0.0 included)."""
+    case = next(c for c in cases.cases_for_key(wgmma.KernelKey("s8" if dtype == "s32" else "f16", 16, dtype, "SS"),
+                                              ("exact",)) if not c.control)
+    d = np.random.default_rng(1).integers(-2000, 2000, size=(64, 16)).astype(np.float64)
+    d[0, 0] = -0.0
+    if dtype == "s32":
+        d = d.astype(np.int64)
+    values, bits = reference.rounded(case, d)
+    assert bits.dtype == np.uint64 and np.array_equal(bits, reference.acc_bits(dtype, values))

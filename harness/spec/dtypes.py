@@ -52,6 +52,8 @@ class ElementType:
         enc = np.asarray(v, dtype=np.float64).astype(self.np_dtype)
         raw = enc.view(np.uint8 if enc.dtype.itemsize == 1 else
                        {2: np.uint16, 4: np.uint32}[enc.dtype.itemsize])
+        if self.bits == 8 * enc.dtype.itemsize:  # the container's every bit is the encoding's: nothing to mask
+            return raw.astype(np.uint64)
         return raw.astype(np.uint64) & np.uint64((1 << self.bits) - 1)
 
     def from_bits(self, bits) -> np.ndarray:

@@ -40,6 +40,24 @@ class Fragment:
             object.__setattr__(self, name, a)
 
     @cached_property
+    def in_register_order(self) -> bool:
+        """Element e of every thread sits in register e // (elements per register), in order (every wgmma
+        fragment): its fields never overlap, so a register is the sum of its elements' shifted bits."""
+        per_reg = self.row.shape[1] // self.regs_per_thread
+        return per_reg * self.regs_per_thread == self.row.shape[1] and bool(
+            np.array_equal(self.reg[0], np.arange(self.row.shape[1]) // per_reg))
+
+    @cached_property
+    def shifted(self) -> bool:
+        """Whether any element sits above bit 0 of its register."""
+        return bool(self.shift.any())
+
+    @cached_property
+    def flat_indices(self) -> dict[int, np.ndarray]:
+        """matrix width -> each element's index in a row-major matrix of that width (filled by gather_registers)."""
+        return {}
+
+    @cached_property
     def extent(self) -> tuple[int, int, int, int]:
         """(least row, greatest row, least col, greatest col) of the elements it names."""
         return int(self.row.min()), int(self.row.max()), int(self.col.min()), int(self.col.max())
@@ -109,16 +127,17 @@ def gather_registers(frag: Fragment, matrix_bits: np.ndarray) -> np.ndarray:
     if matrix.ndim == 2 and r0 >= 0 and c0 >= 0 and r1 < matrix.shape[0] and c1 < matrix.shape[1]:
         # one flat index, not the (row, col) pair: numpy's two-array indexing took 6x as long (a case packs two
         # or three fragments)
-        vals = matrix.ravel().take(frag.row * matrix.shape[1] + frag.col)
+        width = matrix.shape[1]
+        index = frag.flat_indices.get(width)
+        if index is None:
+            index = frag.flat_indices[width] = frag.row * width + frag.col
+        vals = matrix.ravel().take(index)
     else:  # numpy's own indexing: its error for an element outside the matrix, its meaning of a negative index
         vals = matrix[frag.row, frag.col]
     vals = vals & np.uint64((1 << frag.bits) - 1)
     per_reg = frag.row.shape[1] // frag.regs_per_thread
-    if per_reg * frag.regs_per_thread == frag.row.shape[1] and np.array_equal(
-            frag.reg[0], np.arange(frag.row.shape[1]) // per_reg):
-        # element e sits in register e // per_reg (true of every wgmma fragment): the fields never
-        # overlap, so a sum over each register's elements is their bitwise OR
-        if per_reg == 1 and not frag.shift.any():
+    if frag.in_register_order:  # a sum over each register's elements is their bitwise OR
+        if per_reg == 1 and not frag.shifted:
             return vals.astype(np.uint32)
         shifted = vals << frag.shift.astype(np.uint64)
         return shifted.reshape(frag.row.shape[0], frag.regs_per_thread, per_reg).sum(axis=2).astype(np.uint32)

@@ -43,7 +43,7 @@ def draw_packed(rng, t: dtypes.ElementType, shape, mode: str) -> np.ndarray:
     if mode == "normal":
         return dense.draw_values(rng, t, shape, mode)
     pool = EXACT_POOL[t.name]
-    return rng.choice(pool[pool != 0], size=shape)
+    return dense.pick(rng, pool[pool != 0], shape)
 
 
 def pattern_nibbles(fmt: sparsity.SparseFormat, pattern: str, rng) -> np.ndarray:
@@ -124,8 +124,14 @@ def prepare(case: Case) -> Prepared:
     a_bits, b_bits = dense.dirty_if_asked(case, rng, at.to_bits(packed), bt.to_bits(b_vals))
     truth, e_regs, read_nibbles = metadata(case, fmt, rng)
 
-    image, a_desc, b_desc, packed_read, b_read = dense.window(case, rng, at, bt, a_bits, b_bits)  # A: the packed tile
-    a_read = sparsity.decompress(fmt, packed_read, read_nibbles)
+    packed_written = at.from_bits(a_bits)
+    b_logical = bt.from_bits(b_bits)
+    image, a_desc, b_desc, packed_read, b_read = dense.window(case, rng, at, bt, a_bits, b_bits,  # A: the packed
+                                                              packed_written, b_logical)        # tile
+    a_logical = sparsity.decompress(fmt, packed_written, truth)
+    # read as written, under the metadata as meant: the logical A itself (decompressed once)
+    a_read = a_logical if packed_read is packed_written and np.array_equal(read_nibbles, truth) else \
+        sparsity.decompress(fmt, packed_read, read_nibbles)
 
     a_regs = None
     if case.a is None:  # the packed A in the dense fragment of its type
@@ -133,8 +139,6 @@ def prepare(case: Case) -> Prepared:
     dfrag = fragments.wgmma_d_fragment(N, key.dtype)
     c_regs = fragments.gather_registers(dfrag, acc_bits(key.dtype, c_vals))
 
-    a_logical = sparsity.decompress(fmt, at.from_bits(a_bits), truth)
-    b_logical = bt.from_bits(b_bits)
     expected, intended, tol, expected_regs = dense.expected_results(case, a_read, b_read, a_logical, b_logical, c_vals)
     if case.control and case.data == "exact":
         with np.errstate(invalid="ignore"):
