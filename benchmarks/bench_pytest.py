@@ -7,7 +7,8 @@ Run by hand on the GPU machine (or anywhere), from the repo root:
     python3 benchmarks/bench_pytest.py --out results/<run>/bench-pytest.json [--runs readme,readme-warm,gpu]
 (each run's whole output beside it: bench-pytest-<run>.log, and which xdist worker ran each test when:
 bench-pytest-<run>.timeline.gz, from this folder's pytest_timeline plugin). A cold run starts with the harness's
-compile cache and NVIDIA's compute cache empty (bench_sweep.caches).
+compile cache and NVIDIA's compute cache empty (bench_sweep.caches); `bytecode_cached` says whether the checkout's
+modules had been compiled by an earlier run.
 """
 import argparse
 import gzip
@@ -31,6 +32,14 @@ RUNS = {
 }
 
 
+def bytecode_cached() -> bool:
+    """Whether the checkout's modules were compiled by an earlier run (the test session writes __pycache__ even
+    under PYTHONDONTWRITEBYTECODE, conftest.py): a cold run's compile caches are empty either way, but its
+    collection takes seconds longer on a node without them."""
+    root = Path(__file__).resolve().parent.parent
+    return any((root / d / "__pycache__").is_dir() for d in ("tests", "harness"))
+
+
 def timed(args: list[str], cache: str, log: Path) -> dict:
     """One pytest run; its whole output goes to `log` (where the time went, test by test: --durations=0), and
     which worker ran each test when to `<log>.timeline.gz` (gzipped JSON lines, summarised in the record's
@@ -40,6 +49,7 @@ def timed(args: list[str], cache: str, log: Path) -> dict:
         env = dict(os.environ, PYTHONUNBUFFERED="1", **bench_sweep.caches(cache),
                    PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p),
                    **{pytest_timeline.FOLDER: timeline})
+        bytecode = bytecode_cached()
         t = time.time()
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_timeline",
                                "--durations=0", "--tb=short", *args],
@@ -60,7 +70,8 @@ def timed(args: list[str], cache: str, log: Path) -> dict:
     sections = re.split(r"\n=+ (?:FAILURES|ERRORS) =+\n", proc.stdout, maxsplit=1)
     why = re.split(r"\n=+ (?:slowest|warnings summary|short test summary)", sections[1])[0][:8000] \
         if len(sections) > 1 else ""
-    return {"args": args, "exit": proc.returncode, "wall_s": round(wall, 1), "counts": counts, "slowest": slowest,
+    return {"args": args, "exit": proc.returncode, "wall_s": round(wall, 1), "bytecode_cached": bytecode,
+            "counts": counts, "slowest": slowest,
             "not_passing": not_passing, "why": why, "last_line": tail[-1] if tail else proc.stderr[-500:], "timeline": where}
 
 
