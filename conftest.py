@@ -52,8 +52,9 @@ def _write_bytecode_in_the_test_session() -> None:
     and assert-rewrote every module again: `pytest --collect-only` took 5.4-6.0 s there, 2.8 s with bytecode kept
     (results/2026-11-26-h100-bench7/collect.txt). The test session writes it (into __pycache__ beside the sources,
     which .gitignore leaves out; processes the tests start still write none, and read it);
-    TC_HARNESS_TEST_BYTECODE=0 leaves Python as it was set up."""
-    if sys.dont_write_bytecode and os.environ.get("TC_HARNESS_TEST_BYTECODE") != "0":
+    TC_HARNESS_TEST_BYTECODE=0, or `python -B` itself, leaves Python as it was set up."""
+    if sys.dont_write_bytecode and os.environ.get("PYTHONDONTWRITEBYTECODE") \
+            and os.environ.get("TC_HARNESS_TEST_BYTECODE") != "0" and "-B" not in getattr(sys, "orig_argv", ()):
         sys.dont_write_bytecode = False
 
 

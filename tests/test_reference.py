@@ -166,3 +166,26 @@ def test_the_rounded_bits_are_the_encoding_of_the_rounded_values(dtype):
         d = d.astype(np.int64)
     values, bits = reference.rounded(case, d)
     assert bits.dtype == np.uint64 and np.array_equal(bits, reference.acc_bits(dtype, values))
+
+
+def test_a_positive_case_reads_back_from_its_image_what_was_written():
+    """The reference takes a positive case's operands as written, not read back through the descriptor's layout
+    (the same layout): its image must hold them there, read through the layout model, in a sample of every kind of
+    kernel (a write and a read that disagree, say one byte order against the other, are caught here too)."""
+    from harness import plan as planning
+    from harness.spec import dtypes, layouts
+    work = planning.make(planning.Selection(families=("wgmma",)), {"wgmma": "sm_90a"}, None, cache=True).work
+    checked = 0
+    for kernel, cs in work[::9]:
+        for case in [c for c in cs if not c.control][:6]:
+            prep = reference.prepare(case)
+            v = case.variant
+            reads = [(prep.b_layout, dtypes.get(v.btype), prep.b_vals)]
+            if case.a is not None:
+                reads.append((prep.a_layout, dtypes.get(v.atype), prep.a_vals))
+            for lay, t, written in reads:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    got = t.from_bits(layouts.read_image(lay, prep.image))
+                assert reference.same_bits(got, written), (case.id, lay)
+                checked += 1
+    assert checked > 100

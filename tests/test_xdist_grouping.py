@@ -128,16 +128,19 @@ def test_a_spread_modules_tests_go_to_whichever_worker_is_free(tmp_path):
     assert len(set(workers["spread"])) == 2, workers
 
 
-@pytest.mark.parametrize("opt_out", [False, True], ids=["default", "TC_HARNESS_TEST_BYTECODE=0"])
+@pytest.mark.parametrize("opt_out", [None, "env", "-B"], ids=["default", "TC_HARNESS_TEST_BYTECODE=0", "python -B"])
 def test_the_test_session_keeps_bytecode_under_pythondontwritebytecode(tmp_path, opt_out):
     """With PYTHONDONTWRITEBYTECODE set (the H100 nodes' images), each run recompiled and assert-rewrote every test
-    module: the session writes the bytecode (the rewritten test module's too), unless told not to."""
+    module: the session writes the bytecode (the rewritten test module's too), unless told not to, by the variable
+    or by `python -B`."""
     shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n")
     (tmp_path / "test_one.py").write_text("def test_one():\n    assert 1 + 1 == 2\n")
     env = inner_pytest_env(tmp_path / "log.txt")
-    env.update(PYTHONDONTWRITEBYTECODE="1", **({"TC_HARNESS_TEST_BYTECODE": "0"} if opt_out else {}))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", str(tmp_path)],
+    env.update(PYTHONDONTWRITEBYTECODE="1", **({"TC_HARNESS_TEST_BYTECODE": "0"} if opt_out == "env" else {}))
+    flags = ["-B"] if opt_out == "-B" else []
+    proc = subprocess.run([sys.executable, *flags, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+                           str(tmp_path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     written = sorted(p.name for p in (tmp_path / "__pycache__").glob("test_one*.pyc"))

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import planting  # noqa: E402  (this folder's: a plant that leaves no bytecode behind)
 
 # (name, what the bug is, old text, new text): the old text must occur exactly once in exactly one file of harness/
 MUTATIONS = [
@@ -149,15 +151,11 @@ def locate(old: str) -> Path:
 
 def run_one(name: str, old: str, new: str) -> tuple[str, str, float]:
     f = locate(old)
-    src = f.read_text()
-    f.write_text(src.replace(old, new))
     t = time.time()
-    try:
+    with planting.planted(f, old, new):
         r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "--tb=no", "-p", "no:cacheprovider",
                             "-m", "not slow", "-k", DESELECT, *SUBSET], cwd=ROOT, capture_output=True, text=True,
-                           timeout=1200)
-    finally:
-        f.write_text(src)
+                           timeout=1200, env=planting.ENV)
     failed = [ln.split(" ", 1)[1].split(" - ")[0] for ln in r.stdout.splitlines() if ln.startswith("FAILED ")]
     errors = [ln.split(" ", 1)[1] for ln in r.stdout.splitlines() if ln.startswith("ERROR ")]
     return str(f.relative_to(ROOT)), (failed or errors or ["NOTHING"])[0], time.time() - t

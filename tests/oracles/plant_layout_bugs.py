@@ -3,6 +3,9 @@
 python tests/oracles/plant_layout_bugs.py [name ...]   (run from the repository root; each plant is undone in `finally`)
 """
 import subprocess, sys, re
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "mutations"))
+import planting  # noqa: E402  (a plant that leaves no bytecode behind)
 P = {
  "ws64_rows_folded": ("harness/families/tcgen05/datapaths.py", "    elif ws and m == 64:  # E\n        lane, col = r + 64 * (c // (n // 2)), c % (n // 2)",
                       "    elif ws and m == 64:  # E\n        lane, col = 32 * (r // 16) + r % 16, c"),
@@ -27,14 +30,10 @@ for name in names:
     _, a, b = P[name]
     import glob  # the code may have moved between the family's modules: plant it where it is now
     (f,) = [g for g in sorted(glob.glob("harness/families/tcgen05/*.py")) if a in open(g).read()] or [None]
-    src = open(f).read()
-    assert src.count(a) == 1, name
-    open(f, "w").write(src.replace(a, b))
-    try:
+    with planting.planted(f, a, b):
         r = subprocess.run([sys.executable, "-m", "pytest", "-q", "--tb=no", "-p", "no:cacheprovider", "tests/test_tcgen05.py",
-                            "tests/test_tcgen05_layouts_vs_cutlass.py"], capture_output=True, text=True, timeout=900)
-        failed = sorted({re.sub(r"\[.*", "", l.split("::", 1)[1].split(" ")[0]) for l in r.stdout.splitlines() if l.startswith("FAILED")})
-        tail = r.stdout.strip().splitlines()[-1]
-        print(f"{name}: {tail}\n    caught by: {', '.join(failed) or 'NOTHING'}", flush=True)
-    finally:
-        open(f, "w").write(src)
+                            "tests/test_tcgen05_layouts_vs_cutlass.py"], capture_output=True, text=True, timeout=900,
+                           env=planting.ENV)
+    failed = sorted({re.sub(r"\[.*", "", l.split("::", 1)[1].split(" ")[0]) for l in r.stdout.splitlines() if l.startswith("FAILED")})
+    tail = r.stdout.strip().splitlines()[-1]
+    print(f"{name}: {tail}\n    caught by: {', '.join(failed) or 'NOTHING'}", flush=True)
