@@ -189,3 +189,8 @@ def test_a_positive_case_reads_back_from_its_image_what_was_written():
                 assert reference.same_bits(got, written), (case.id, lay)
                 checked += 1
     assert checked > 100
+
+
+def test_pick_refuses_a_pool_rng_choice_would_draw_rows_from():
+    with pytest.raises(ValueError, match="1-D"):
+        reference.pick(np.random.default_rng(0), np.zeros((3, 2)), (4,))

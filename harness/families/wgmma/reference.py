@@ -73,8 +73,10 @@ def draw_values(rng, t: dtypes.ElementType, shape, mode: str) -> np.ndarray:
 
 
 def pick(rng, pool: np.ndarray, shape) -> np.ndarray:
-    """Elements of `pool` drawn uniformly with replacement: what rng.choice(pool, size=shape) draws, the same
+    """Elements of a 1-D `pool` drawn uniformly with replacement: what rng.choice(pool, size=shape) draws, the same
     values from the same stream (its index draw, without its argument checks, a fifth of a small draw's time)."""
+    if pool.ndim != 1:  # rng.choice would draw rows of it; this, elements of it flattened
+        raise ValueError(f"pick draws from a 1-D pool, not one of shape {pool.shape}")
     return pool.take(rng.integers(0, len(pool), size=shape))
 
 
