@@ -131,6 +131,7 @@ def gather_registers(frag: Fragment, matrix_bits: np.ndarray) -> np.ndarray:
         index = frag.flat_indices.get(width)
         if index is None:
             index = frag.flat_indices[width] = frag.row * width + frag.col
+            index.flags.writeable = False  # kept for every later gather, like the fragment's own arrays
         vals = matrix.ravel().take(index)
     else:  # numpy's own indexing: its error for an element outside the matrix, its meaning of a negative index
         vals = matrix[frag.row, frag.col]
