@@ -15,6 +15,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 from cutlass.cute.nvgpu import warpgroup as wg  # noqa: E402
+import cute_eval  # noqa: E402  (this folder is on the path)
 
 try:  # newer DSLs moved the enum; keep the old spelling as a fallback
     from cutlass.cute.nvgpu import OperandMajorMode as _Major
@@ -71,7 +72,7 @@ def smem_tiles(requests) -> list[dict]:
             tile = cute.tile_to_shape(atom, (rows, cols), (0, 1))
             sw, outer = tile.inner, tile.outer
             out[i] = {"swizzle": (int(sw.num_bits), int(sw.num_base), int(sw.num_shift)), "atom": str(atom),
-                      "offsets": [[int(outer((r, c))) for c in range(cols)] for r in range(rows)]}
+                      "offsets": cute_eval.offsets(outer, rows, cols)}
 
     traced = _trace(body)
     answers = []
@@ -108,8 +109,7 @@ def mma_tv_layouts(requests) -> list[dict]:
             C, A = tm_rs.tv_layout_C, tm_rs.tv_layout_A
             nv_c, nv_a = cute.size(C, mode=[1]), cute.size(A, mode=[1])
             acc_t = {"f32": cutlass.Float32, "f16": cutlass.Float16, "s32": cutlass.Int32}[acc]
-            out[i] = {"C": [[int(C((t, v))) for v in range(nv_c)] for t in range(128)],
-                      "A": [[int(A((t, v))) for v in range(nv_a)] for t in range(128)],
+            out[i] = {"C": cute_eval.offsets(C, 128, nv_c), "A": cute_eval.offsets(A, 128, nv_a),
                       "K": int(tm_rs.shape_mnk[2]), "C_bits": int(acc_t.width),
                       "A_bits": int(CUTE_TYPES[dtype].width)}
 

@@ -6,6 +6,10 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+
+import cute_eval  # this folder is on the path: the script's own, or the tests'
+
 SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")
 
 
@@ -70,14 +74,9 @@ def _mma_main(requests):
         else:
             frag, bits = tm.make_fragment_A(tm.partition_shape_A((m, nk))), 16
         lay = cute.get(frag.layout, mode=[0])
-        cells = []
-        for i in range(cute.size(lay, mode=[0])):
-            row = []
-            for j in range(cute.size(lay, mode=[1])):
-                off = int(lay((i, j))) * bits  # in bits: lane << 21 | column << 5 | bit
-                row.append([off >> 21, (off >> 5) & 0xFFFF, off & 31])
-            cells.append(row)
-        result.append(cells)
+        off = cute_eval.offsets(lay, cute.size(lay, mode=[0]), cute.size(lay, mode=[1])) * bits
+        # in bits: lane << 21 | column << 5 | bit
+        result.append(np.stack([off >> 21, (off >> 5) & 0xFFFF, off & 31], axis=-1).tolist())
 
     _trace_each(collect, requests)
     print(json.dumps(result))
@@ -98,7 +97,7 @@ def _main(requests):
         atom = cute.make_copy_atom(ops[shape](reps[num]), cutlass.Float32)
         dst = atom.layout_dst_tv
         nthr, nval = cute.size(dst, mode=[0]), cute.size(dst, mode=[1])
-        result.append([[int(dst((t, v))) for v in range(nval)] for t in range(nthr)])
+        result.append(cute_eval.offsets(dst, nthr, nval).tolist())
 
     _trace_each(collect, requests)
     print(json.dumps(result))
