@@ -126,3 +126,33 @@ def test_a_fragment_holds_read_only_copies_of_its_arrays():
     for a in (frag.row, frag.col, frag.reg, frag.shift):
         with pytest.raises(ValueError):
             a[0, 0] = 0
+
+
+def _packed_by_or(frag, m: np.ndarray) -> np.ndarray:
+    """The registers by the fragment's definition alone: each element's bits OR-ed in at its register and shift."""
+    vals = m[frag.row, frag.col].astype(np.uint64) & np.uint64((1 << frag.bits) - 1)
+    regs = np.zeros((frag.row.shape[0], frag.regs_per_thread), np.uint64)
+    t = np.broadcast_to(np.arange(frag.row.shape[0])[:, None], frag.row.shape)
+    np.bitwise_or.at(regs, (t, frag.reg), vals << frag.shift.astype(np.uint64))
+    return regs.astype(np.uint32)
+
+
+FRAGMENTS = [("D", n, dt) for n in (8, 24, 256) for dt in ("f32", "f16", "s32")] + \
+    [("A", 0, t) for t in ("f16", "bf16", "tf32", "e4m3", "s8", "b1")]
+
+
+@pytest.mark.parametrize("which,n,dtype", FRAGMENTS, ids=lambda x: str(x))
+def test_gathering_a_stack_gives_each_matrix_as_alone_and_as_the_fragment_defines(which, n, dtype):
+    """gather_registers of a stack [cases, rows, cols] (a launch's packing in one call), and its shortcut for fields
+    of whole bytes (the registers' little-endian words), give each matrix's registers as the fragment's rows,
+    columns, registers and shifts define them; elements wider than their field keep only its bits."""
+    frag = fragments.wgmma_d_fragment(n, dtype) if which == "D" else fragments.wgmma_a_fragment(dtype)
+    rows, cols = int(frag.row.max()) + 1, int(frag.col.max()) + 1
+    stack = np.random.default_rng(n).integers(0, 1 << 40, size=(3, rows, cols)).astype(np.uint64)
+    together = fragments.gather_registers(frag, stack)
+    assert together.dtype == np.uint32 and together.shape == (3, 128, frag.regs_per_thread)
+    for m, regs in zip(stack, together):
+        assert np.array_equal(regs, _packed_by_or(frag, m))
+        assert np.array_equal(fragments.gather_registers(frag, m), regs)
+    assert fragments.gather_registers(frag, stack[:0]).shape == (0, 128, frag.regs_per_thread)
+    assert frag.byte_packed == (frag.bits in (8, 16, 32))  # every wgmma fragment of those widths takes the shortcut

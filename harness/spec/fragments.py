@@ -48,19 +48,41 @@ class Fragment:
             np.array_equal(self.reg[0], np.arange(self.row.shape[1]) // per_reg))
 
     @cached_property
+    def byte_packed(self) -> bool:
+        """Elements of 8, 16 or 32 bits in register order, element e at bit (e % per register) * bits: a register
+        is its elements' bits laid out as little-endian words (the wgmma fragments of those widths)."""
+        per_reg = self.row.shape[1] // self.regs_per_thread
+        return self.bits in (8, 16, 32) and self.in_register_order and bool(
+            np.array_equal(self.shift, np.broadcast_to(np.arange(self.row.shape[1]) % per_reg * self.bits,
+                                                       self.shift.shape)))
+
+    @cached_property
     def shifted(self) -> bool:
         """Whether any element sits above bit 0 of its register."""
         return bool(self.shift.any())
 
     @cached_property
     def flat_indices(self) -> dict[int, np.ndarray]:
-        """matrix width -> each element's index in a row-major matrix of that width (filled by gather_registers)."""
+        """matrix width -> each element's index in a row-major matrix of that width (filled by flat_index)."""
         return {}
 
     @cached_property
     def extent(self) -> tuple[int, int, int, int]:
         """(least row, greatest row, least col, greatest col) of the elements it names."""
         return int(self.row.min()), int(self.row.max()), int(self.col.min()), int(self.col.max())
+
+    def inside(self, shape) -> bool:
+        """Whether every element it names lies in a matrix of `shape` (rows, cols), no index negative."""
+        r0, r1, c0, c1 = self.extent
+        return r0 >= 0 and c0 >= 0 and r1 < shape[0] and c1 < shape[1]
+
+    def flat_index(self, width: int) -> np.ndarray:
+        """Each element's index in a row-major matrix `width` wide (kept per width, read-only)."""
+        index = self.flat_indices.get(width)
+        if index is None:
+            index = self.flat_indices[width] = self.row * width + self.col
+            index.flags.writeable = False  # kept for every later gather, like the fragment's own arrays
+        return index
 
 
 def _threads():
@@ -121,27 +143,35 @@ def wgmma_a_fragment(atype: str) -> Fragment:
 
 
 def gather_registers(frag: Fragment, matrix_bits: np.ndarray) -> np.ndarray:
-    """Pack a matrix's raw element bits into per-thread registers: uint32 [128, regs_per_thread]."""
+    """Pack a matrix's raw element bits into per-thread registers: uint32 [128, regs_per_thread]; a stack of
+    matrices [cases, rows, cols] into [cases, 128, regs_per_thread], each as it would be alone."""
     matrix = np.asarray(matrix_bits, dtype=np.uint64)
-    r0, r1, c0, c1 = frag.extent
-    if matrix.ndim == 2 and r0 >= 0 and c0 >= 0 and r1 < matrix.shape[0] and c1 < matrix.shape[1]:
+    if matrix.ndim == 3:
+        if not matrix.shape[0]:
+            return np.zeros((0, frag.row.shape[0], frag.regs_per_thread), np.uint32)
+        lead = matrix.shape[0]
+        if not frag.inside(matrix.shape[1:]) or not frag.in_register_order:
+            return np.stack([gather_registers(frag, m) for m in matrix])
+        vals = matrix.reshape(lead, -1).take(frag.flat_index(matrix.shape[2]), axis=1)
+    elif matrix.ndim == 2 and frag.inside(matrix.shape):
         # one flat index, not the (row, col) pair: numpy's two-array indexing took 6x as long (a case packs two
         # or three fragments)
-        width = matrix.shape[1]
-        index = frag.flat_indices.get(width)
-        if index is None:
-            index = frag.flat_indices[width] = frag.row * width + frag.col
-            index.flags.writeable = False  # kept for every later gather, like the fragment's own arrays
-        vals = matrix.ravel().take(index)
+        lead = None
+        vals = matrix.ravel().take(frag.flat_index(matrix.shape[1]))
     else:  # numpy's own indexing: its error for an element outside the matrix, its meaning of a negative index
+        lead = None
         vals = matrix[frag.row, frag.col]
-    vals = vals & np.uint64((1 << frag.bits) - 1)
     per_reg = frag.row.shape[1] // frag.regs_per_thread
+    if frag.byte_packed:  # whole bytes in order, low first: the register is its elements' little-endian bytes
+        little = vals.astype(f"<u{frag.bits // 8}").view("<u4")
+        return little.reshape((*vals.shape[:-1], frag.regs_per_thread)).astype(np.uint32)
+    vals = vals & np.uint64((1 << frag.bits) - 1)
     if frag.in_register_order:  # a sum over each register's elements is their bitwise OR
         if per_reg == 1 and not frag.shifted:
             return vals.astype(np.uint32)
         shifted = vals << frag.shift.astype(np.uint64)
-        return shifted.reshape(frag.row.shape[0], frag.regs_per_thread, per_reg).sum(axis=2).astype(np.uint32)
+        shape = (frag.row.shape[0], frag.regs_per_thread, per_reg)
+        return shifted.reshape(shape if lead is None else (lead, *shape)).sum(axis=-1).astype(np.uint32)
     regs = np.zeros((frag.row.shape[0], frag.regs_per_thread), dtype=np.uint64)
     t = np.broadcast_to(np.arange(frag.row.shape[0])[:, None], frag.row.shape)
     np.bitwise_or.at(regs, (t, frag.reg), vals << frag.shift.astype(np.uint64))

@@ -133,8 +133,9 @@ def validate(layout: SmemLayout) -> SmemLayout:
 def canonical_bit_offsets(layout: SmemLayout, mn=None, k=None) -> np.ndarray:
     """Bit offset from the start address of element (mn, k), before swizzling (the CuTe layout)."""
     L = validate(layout)
-    if mn is None:
-        mn, k = np.meshgrid(np.arange(L.rows), np.arange(L.cols), indexing="ij")
+    if mn is None:  # the whole tile: a column of MN indices against a row of K indices (broadcast at the end,
+        # so the index arithmetic runs on rows + cols values, not rows x cols)
+        mn, k = np.arange(L.rows)[:, None], np.arange(L.cols)[None, :]
     mn = np.asarray(mn, dtype=np.int64)
     k = np.asarray(k, dtype=np.int64)
     T, bits, W = L.T, L.bits, L.row_bytes
@@ -153,7 +154,7 @@ def canonical_bit_offsets(layout: SmemLayout, mn=None, k=None) -> np.ndarray:
         else:
             per_row = W // 16
             byte = (chunk % per_row) * 16 + (chunk // per_row) * L.lbo + krow * W + kgroup * L.sbo
-    return byte * 8 + elem * bits
+    return byte * 8 + elem * bits  # every term of `byte` but one depends on MN, one on K: the whole tile
 
 
 @lru_cache(maxsize=4096)

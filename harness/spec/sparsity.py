@@ -115,6 +115,7 @@ def positions(fmt: SparseFormat, value: int) -> tuple[int, ...]:
     return (p0, p1)
 
 
+@lru_cache(maxsize=None)  # each sparse case asks it several times
 def legal_nibbles(fmt: SparseFormat, ordered_only: bool = False) -> tuple[int, ...]:
     """Every metadata value the text allows for one chunk (2:4: 12, the 6 increasing pairs with
     ordered_only; 1:2: 2)."""

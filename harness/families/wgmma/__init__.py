@@ -9,7 +9,7 @@ from harness.families.base import Kernel, case_record
 
 class WgmmaFamily:
     """The dense family; a family built on it (wgmma_sp) names its own subpackage, whose modules have the same
-    names and functions (forms.all_kernel_keys, cases.cases_for_key, reference.prepare, kernel.source / pack /
+    names and functions (forms.all_kernel_keys, cases.cases_for_key, reference.prepare_all, kernel.source / pack /
     sass_check, readback.diff_launch)."""
     name = FamilyName.WGMMA
     package = "harness.families.wgmma"
@@ -44,7 +44,7 @@ class WgmmaFamily:
 
     def prepare(self, kernel: Kernel, cases: list):
         reference = self.module("reference")
-        preps = [reference.prepare(c) for c in cases]
+        preps = reference.prepare_all(cases)
         return self.module("kernel").pack(preps), [p.slim() for p in preps]
 
     def readback(self, kernel: Kernel, expectations: list, outputs: dict) -> list[dict]:

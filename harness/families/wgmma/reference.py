@@ -2,7 +2,9 @@
 
 `prepare(case)` draws the case's matrices (deterministically from its id), writes the shared-memory image with
 the layout model, packs A (for RS) and C into per-thread registers with the fragment model, and computes the
-expected accumulator. The expected result is what the instruction must produce if the hardware reads the
+expected accumulator. `prepare_all(cases)`, what a launch prepares, does the same for many cases: each case's own
+draws and window one by one (each has its own stream and layouts), the rounding and register packing of all of
+them at once (one numpy call for the launch, not one per case; the same values and bits). The expected result is what the instruction must produce if the hardware reads the
 operands through the *descriptor's* layout: for a positive case that is the logical matrix; for a negative
 control it is the model's prediction of the misread (and the case must differ from the intended product).
 """
@@ -70,6 +72,33 @@ def draw_values(rng, t: dtypes.ElementType, shape, mode: str) -> np.ndarray:
     if mode == "normal":
         return t.from_bits(t.to_bits(rng.standard_normal(shape)))
     return pick(rng, EXACT_POOL[t.name], shape)
+
+
+def draw_operand(rng, t: dtypes.ElementType, shape, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """(raw bits, the values they decode to) of an operand drawn as `draw_values` draws it, from the same stream:
+    exact values come with their encodings from a table of the pool's (no encode and decode of each matrix), integer
+    and b1 values are their own bits' two's complement."""
+    if mode != "normal" and t.name in EXACT_POOL:
+        bits, values = pool_encodings(t.name)
+        index = rng.integers(0, len(bits), size=shape)  # pick's draw
+        return bits.take(index), values.take(index)
+    if mode == "normal":  # draw_values' encoding of the normal draw: its bits, and the values they decode to
+        bits = t.to_bits(rng.standard_normal(shape))
+        return bits, t.from_bits(bits)
+    values = draw_values(rng, t, shape, mode)  # integer and b1: in range by construction, to_bits' check is moot
+    return (values & ((1 << t.bits) - 1)).astype(np.uint64), values
+
+
+@lru_cache(maxsize=None)
+def pool_encodings(name: str, nonzero: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(each value of the exact pool of a float type encoded, as uint64; what each encoding decodes to), read-only;
+    `nonzero`: of the pool's non-zero values only, in the pool's order."""
+    t = dtypes.get(name)
+    pool = EXACT_POOL[name]
+    bits = t.to_bits(pool[pool != 0] if nonzero else pool)
+    values = t.from_bits(bits)
+    bits.flags.writeable = values.flags.writeable = False
+    return bits, values
 
 
 def pick(rng, pool: np.ndarray, shape) -> np.ndarray:
@@ -151,15 +180,21 @@ def place(case: Case):
     """Where a case's operands sit in the window: A's region at 0, B's on the next 1024-byte boundary after
     everything A's layout or descriptor touches. Returns (A layout, A descriptor layout, B layout, B
     descriptor layout, B region start, image bytes); the A entries are None when A is in registers."""
+    return placement(case.a.layout if case.a else None, case.a.desc_layout if case.a else None,
+                     case.b.layout, case.b.desc_layout)
+
+
+@lru_cache(maxsize=4096)  # a kernel's cases place the same few operand layouts over and over
+def placement(a_layout, a_desc_layout, b_layout, b_desc_layout):
     a_lay = a_desc = None
     end = 0
-    if case.a is not None:
-        a_lay = absolute(case.a.layout, 0)
-        a_desc = absolute(case.a.desc_layout, 0)
+    if a_layout is not None:
+        a_lay = absolute(a_layout, 0)
+        a_desc = absolute(a_desc_layout, 0)
         end = max(layouts.footprint(a_lay)[1], layouts.footprint(a_desc)[1])
     region_b = -(-end // REGION_ALIGN) * REGION_ALIGN
-    b_lay = absolute(case.b.layout, region_b)
-    b_desc = absolute(case.b.desc_layout, region_b)
+    b_lay = absolute(b_layout, region_b)
+    b_desc = absolute(b_desc_layout, region_b)
     size = max(end, layouts.footprint(b_lay)[1], layouts.footprint(b_desc)[1])
     return a_lay, a_desc, b_lay, b_desc, region_b, -(-size // 16) * 16
 
@@ -172,32 +207,102 @@ def dirty_if_asked(case, rng, a_bits: np.ndarray, b_bits: np.ndarray) -> tuple[n
     return a_bits, b_bits
 
 
+@dataclass
+class Inputs:
+    """One case's half of its preparation, the part drawn from its own stream and placed by its own layouts: the
+    operands as written (A's bits are what A's registers hold for RS), the window, and what the descriptors make
+    the tensor core read. `a_logical` / `a_read` are the A that is multiplied (a sparse family's: decompressed)."""
+    image: np.ndarray
+    a_desc: layouts.SmemLayout | None
+    b_desc: layouts.SmemLayout
+    a_bits: np.ndarray
+    a_logical: np.ndarray
+    b_logical: np.ndarray
+    c_vals: np.ndarray
+    a_read: np.ndarray
+    b_read: np.ndarray
+
+
+def draw_inputs(case: Case) -> Inputs:
+    v = case.variant
+    rng = np.random.default_rng(case.seed)
+    at, bt = dtypes.get(v.atype), dtypes.get(v.btype)
+    M, N, K = 64, case.key.n, case.key.k
+    a_bits, a_logical = draw_operand(rng, at, (M, K), case.data)
+    b_bits, b_logical = draw_operand(rng, bt, (N, K), case.data)
+    c_vals = c_values(rng, case, (M, N))
+    if case.extra == "tf32dirty":  # junk in bits the tensor core ignores: decoded again, as it reads them
+        a_bits, b_bits = dirty_if_asked(case, rng, a_bits, b_bits)
+        a_logical, b_logical = at.from_bits(a_bits), bt.from_bits(b_bits)
+    image, a_desc, b_desc, a_read, b_read = window(case, rng, at, bt, a_bits, b_bits, a_logical, b_logical)
+    return Inputs(image, a_desc, b_desc, a_bits, a_logical, b_logical, c_vals, a_read, b_read)
+
+
+@dataclass
+class Expectations:
+    """What a launch's cases must give, each field a list with one entry per case (see Prepared)."""
+    expected: list
+    intended: list
+    tolerance: list
+    expected_regs: list
+    c_regs: list
+
+
+def expectations(cases: list[Case], inputs: list[Inputs]) -> Expectations:
+    """Of cases of one kernel key (one accumulator type and N): for each, the expected D, the intended product,
+    the tolerance of a 'normal' case (else None), the expected registers of an exact case (else None) and C's
+    registers. Each product is its own matmul; its rounding and the packing of registers are one call each for
+    the launch (elementwise and gathers: the values and bits of doing it case by case)."""
+    key = cases[0].key
+    if any(c.key != key for c in cases):
+        raise ValueError("expectations are of the cases of one kernel key")
+    n = len(cases)
+    dfrag = fragments.wgmma_d_fragment(key.n, key.dtype)
+    c_regs = fragments.gather_registers(dfrag, acc_bits(key.dtype, np.stack([i.c_vals for i in inputs])))
+    with np.errstate(invalid="ignore", over="ignore"):
+        exact = np.stack([accumulate(c, i.a_read, i.b_read, i.c_vals) for c, i in zip(cases, inputs)])
+        values, bits = rounded(cases[0], exact)
+        # read as meant: the same product (a copy: `intended` is not `expected`); a control's misread: the product
+        # of what was meant
+        intended = [values[j].copy() if same_bits(i.a_read, i.a_logical) and same_bits(i.b_read, i.b_logical)
+                    else None for j, i in enumerate(inputs)]
+        misread = [j for j in range(n) if intended[j] is None]
+        if misread:
+            meant = rounded(cases[0], np.stack([accumulate(cases[j], inputs[j].a_logical, inputs[j].b_logical,
+                                                           inputs[j].c_vals) for j in misread]))[0]
+            for j, d in zip(misread, meant):
+                intended[j] = d
+    normal = [c.data == "normal" for c in cases]
+    expected = [exact[j] if normal[j] else values[j] for j in range(n)]  # a normal case: the float64 product
+    tol = [None] * n
+    for j in (j for j in range(n) if normal[j]):
+        c, i = cases[j], inputs[j]
+        mag = np.abs(i.a_logical) @ np.abs(i.b_logical).T + (np.abs(i.c_vals) if c.scale_d else 0)
+        tol[j] = NORMAL_REL_TOL[(c.variant.atype, key.dtype)] * mag + 1e-30
+    if key.dtype != "s32":
+        # self-check: the exact inputs (and, for a negative control, the exact junk it misreads) must give
+        # a product the accumulator holds exactly
+        inexact = ~(values == exact).reshape(n, -1).all(axis=1)
+        for j in np.flatnonzero(inexact):
+            if not normal[j]:
+                raise AssertionError(f"{cases[j].id}: reference is not exact in {key.dtype}; the value pools are "
+                                     "wrong")
+    # the bits `expected` was decoded from: the same as encoding it again, since an exact product (checked above)
+    # is no NaN, the one value whose bits a decode and encode may change
+    exact_cases = [j for j in range(n) if not normal[j]]
+    expected_regs = [None] * n
+    if exact_cases:
+        for j, regs in zip(exact_cases, fragments.gather_registers(dfrag, bits[exact_cases])):
+            expected_regs[j] = regs
+    return Expectations(expected, intended, tol, expected_regs, list(c_regs))
+
+
 def expected_results(case, a_read, b_read, a_logical, b_logical, c_vals):
     """(expected D, the intended product, the tolerance of a 'normal' case or None, the expected registers) of a
     case whose tensor core reads a_read / b_read (a control's misread) where a_logical / b_logical were meant."""
-    key, v = case.key, case.variant
-    with np.errstate(invalid="ignore", over="ignore"):
-        exact_expected = accumulate(case, a_read, b_read, c_vals)
-        expected, expected_bits = rounded(case, exact_expected)
-        if same_bits(a_read, a_logical) and same_bits(b_read, b_logical):  # read as meant: the same product
-            intended = expected.copy()
-        else:
-            intended = round_to_accumulator(case, accumulate(case, a_logical, b_logical, c_vals))
-    tol = None
-    if case.data == "normal":
-        mag = np.abs(a_logical) @ np.abs(b_logical).T + (np.abs(c_vals) if case.scale_d else 0)
-        tol = NORMAL_REL_TOL[(v.atype, key.dtype)] * mag + 1e-30
-        expected = exact_expected  # compare with the float64 product itself
-    elif key.dtype != "s32":
-        # self-check: the exact inputs (and, for a negative control, the exact junk it misreads) must give
-        # a product the accumulator holds exactly
-        if not np.array_equal(expected, exact_expected):
-            raise AssertionError(f"{case.id}: reference is not exact in {key.dtype}; the value pools are wrong")
-    # the bits `expected` was decoded from: the same as encoding it again, since an exact product (checked above)
-    # is no NaN, the one value whose bits a decode and encode may change
-    dfrag = fragments.wgmma_d_fragment(key.n, key.dtype)
-    expected_regs = None if tol is not None else fragments.gather_registers(dfrag, expected_bits)
-    return expected, intended, tol, expected_regs
+    inp = Inputs(None, None, None, None, a_logical, b_logical, c_vals, a_read, b_read)
+    e = expectations([case], [inp])
+    return e.expected[0], e.intended[0], e.tolerance[0], e.expected_regs[0]
 
 
 def same_bits(x: np.ndarray, y: np.ndarray) -> bool:
@@ -206,30 +311,24 @@ def same_bits(x: np.ndarray, y: np.ndarray) -> bool:
 
 
 def prepare(case: Case) -> Prepared:
-    key, v = case.key, case.variant
-    rng = np.random.default_rng(case.seed)
-    at, bt = dtypes.get(v.atype), dtypes.get(v.btype)
-    M, N, K = 64, key.n, key.k
+    return prepare_all([case])[0]
 
-    a_vals = draw_values(rng, at, (M, K), case.data)
-    b_vals = draw_values(rng, bt, (N, K), case.data)
-    c_vals = c_values(rng, case, (M, N))
-    a_bits, b_bits = dirty_if_asked(case, rng, at.to_bits(a_vals), bt.to_bits(b_vals))
-    a_logical = at.from_bits(a_bits)
-    b_logical = bt.from_bits(b_bits)
 
-    image, a_desc, b_desc, a_read, b_read = window(case, rng, at, bt, a_bits, b_bits, a_logical, b_logical)
+def prepare_all(cases: list[Case]) -> list[Prepared]:
+    """Every case prepared (cases of one kernel key, as a launch has)."""
+    inputs = [draw_inputs(c) for c in cases]
+    e = expectations(cases, inputs)
+    return [Prepared(case, i.image, i.a_desc, i.b_desc, a_registers(case, i), e.c_regs[j], i.a_logical,
+                     i.b_logical, i.c_vals, e.expected[j], e.intended[j], e.tolerance[j], e.expected_regs[j])
+            for j, (case, i) in enumerate(zip(cases, inputs))]
 
-    a_regs = None
-    if case.a is None:
-        a_regs = fragments.gather_registers(fragments.wgmma_a_fragment(v.atype), a_bits)
-    dfrag = fragments.wgmma_d_fragment(N, key.dtype)
-    c_bits = acc_bits(key.dtype, c_vals)
-    c_regs = fragments.gather_registers(dfrag, c_bits)
 
-    expected, intended, tol, expected_regs = expected_results(case, a_read, b_read, a_logical, b_logical, c_vals)
-    return Prepared(case, image, a_desc, b_desc, a_regs, c_regs, a_logical, b_logical, c_vals,
-                    expected, intended, tol, expected_regs)
+def a_registers(case, inputs: Inputs) -> np.ndarray | None:
+    """A's registers of an RS case, its bits as drawn (a sparse family's: the packed A) in the A fragment of its
+    type; None when A is in shared memory."""
+    if case.a is not None:
+        return None
+    return fragments.gather_registers(fragments.wgmma_a_fragment(case.variant.atype), inputs.a_bits)
 
 
 def window(case: Case, rng, at, bt, a_bits, b_bits, a_written, b_written):

@@ -15,13 +15,14 @@ selector); `expected` is then the model's prediction of the misread and must dif
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from harness.families.wgmma import reference as dense
-from harness.families.wgmma.reference import EXACT_POOL, acc_bits
+from harness.families.wgmma.reference import EXACT_POOL
 from harness.families.wgmma_sp.cases import Case
-from harness.spec import dtypes, fragments, sparsity
+from harness.spec import dtypes, sparsity
 
 
 @dataclass
@@ -71,10 +72,23 @@ def pattern_nibbles(fmt: sparsity.SparseFormat, pattern: str, rng) -> np.ndarray
 def other_pattern(fmt: sparsity.SparseFormat, nibbles: np.ndarray) -> np.ndarray:
     """Valid metadata that differs from `nibbles` in every chunk: each chunk's value moved on by one in the list
     of legal increasing pairs (the decoy of the unread threads, and the wrong-metadata control)."""
+    nib = np.asarray(nibbles, dtype=np.int64)
+    moved = successors(fmt).take(nib & 0xF)
+    if ((nib < 0) | (nib > 0xF) | (moved < 0)).any():
+        bad = nib[(nib < 0) | (nib > 0xF) | (moved < 0)].flat[0]
+        raise KeyError(f"{fmt.atype} metadata {bad} is not a legal chunk value")
+    return moved
+
+
+@lru_cache(maxsize=None)
+def successors(fmt: sparsity.SparseFormat) -> np.ndarray:
+    """[16]: what other_pattern moves each metadata value to (-1: not a legal value), read-only."""
     ordered = list(sparsity.legal_nibbles(fmt, ordered_only=True))
-    nxt = {v: ordered[(ordered.index(v) + 1) % len(ordered)] if v in ordered else ordered[0]
-           for v in sparsity.legal_nibbles(fmt)}
-    return np.vectorize(nxt.__getitem__, otypes=[np.int64])(nibbles)
+    table = np.full(16, -1, np.int64)
+    for v in sparsity.legal_nibbles(fmt):
+        table[v] = ordered[(ordered.index(v) + 1) % len(ordered)] if v in ordered else ordered[0]
+    table.flags.writeable = False
+    return table
 
 
 def swap_nibbles_01(regs: np.ndarray) -> np.ndarray:
@@ -111,39 +125,70 @@ def metadata(case: Case, fmt: sparsity.SparseFormat, rng) -> tuple[np.ndarray, n
     return truth, regs, sparsity.metadata_read(atype, regs, case.variant.selector)
 
 
-def prepare(case: Case) -> Prepared:
+def draw_packed_operand(rng, t: dtypes.ElementType, shape, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """(raw bits, values) of the stored elements of A drawn as `draw_packed` draws them, from the same stream."""
+    if mode != "normal" and t.name in EXACT_POOL:
+        bits, values = dense.pool_encodings(t.name, nonzero=True)
+        index = rng.integers(0, len(bits), size=shape)  # pick's draw
+        return bits.take(index), values.take(index)
+    values = draw_packed(rng, t, shape, mode)
+    if mode != "normal" and t.kind in ("int", "uint"):  # in range by construction: to_bits' check is moot
+        return (values & ((1 << t.bits) - 1)).astype(np.uint64), values
+    bits = t.to_bits(values)
+    return bits, t.from_bits(bits)
+
+
+@dataclass
+class SparseInputs:
+    """A case's own half of its preparation (the dense family's Inputs, A decompressed) and its metadata."""
+    dense: dense.Inputs
+    e_regs: np.ndarray  # each thread's metadata register
+    read_nibbles: np.ndarray  # the metadata the tensor core reads from them
+
+
+def draw_inputs(case: Case) -> SparseInputs:
     key, v = case.key, case.variant
     fmt = sparsity.format_of(v.atype)
     rng = np.random.default_rng(case.seed)
     at, bt = dtypes.get(v.atype), dtypes.get(v.btype)
     M, N, K, KP = sparsity.M, key.n, key.k, key.packed_k
 
-    packed = draw_packed(rng, at, (M, KP), case.data)
-    b_vals = dense.draw_values(rng, bt, (N, K), case.data)
+    a_bits, packed_written = draw_packed_operand(rng, at, (M, KP), case.data)
+    b_bits, b_logical = dense.draw_operand(rng, bt, (N, K), case.data)
     c_vals = dense.c_values(rng, case, (M, N))
-    a_bits, b_bits = dense.dirty_if_asked(case, rng, at.to_bits(packed), bt.to_bits(b_vals))
+    if case.extra == "tf32dirty":  # junk in bits the tensor core ignores: decoded again, as it reads them
+        a_bits, b_bits = dense.dirty_if_asked(case, rng, a_bits, b_bits)
+        packed_written, b_logical = at.from_bits(a_bits), bt.from_bits(b_bits)
     truth, e_regs, read_nibbles = metadata(case, fmt, rng)
 
-    packed_written = at.from_bits(a_bits)
-    b_logical = bt.from_bits(b_bits)
     image, a_desc, b_desc, packed_read, b_read = dense.window(case, rng, at, bt, a_bits, b_bits,  # A: the packed
                                                               packed_written, b_logical)        # tile
     a_logical = sparsity.decompress(fmt, packed_written, truth)
     # read as written, under the metadata as meant: the logical A itself (decompressed once)
     a_read = a_logical if packed_read is packed_written and np.array_equal(read_nibbles, truth) else \
         sparsity.decompress(fmt, packed_read, read_nibbles)
+    return SparseInputs(dense.Inputs(image, a_desc, b_desc, a_bits, a_logical, b_logical, c_vals, a_read, b_read),
+                        e_regs, read_nibbles)
 
-    a_regs = None
-    if case.a is None:  # the packed A in the dense fragment of its type
-        a_regs = fragments.gather_registers(fragments.wgmma_a_fragment(v.atype), a_bits)
-    dfrag = fragments.wgmma_d_fragment(N, key.dtype)
-    c_regs = fragments.gather_registers(dfrag, acc_bits(key.dtype, c_vals))
 
-    expected, intended, tol, expected_regs = dense.expected_results(case, a_read, b_read, a_logical, b_logical, c_vals)
-    if case.control and case.data == "exact":
-        with np.errstate(invalid="ignore"):
-            if np.array_equal(expected, intended):
-                raise AssertionError(f"{case.id}: the control reads exactly the intended product: it could not fail")
-    return Prepared(case, image, a_desc, b_desc, a_regs, c_regs, a_logical, b_logical, c_vals, expected, intended,
-                    tol, expected_regs, None, e_regs, read_nibbles)
+def prepare(case: Case) -> Prepared:
+    return prepare_all([case])[0]
 
+
+def prepare_all(cases: list[Case]) -> list[Prepared]:
+    """Every case prepared (cases of one kernel key, as a launch has): the dense family's expectations of the
+    decompressed A, then each control checked able to fail."""
+    drawn = [draw_inputs(c) for c in cases]
+    e = dense.expectations(cases, [d.dense for d in drawn])
+    out = []
+    for j, (case, d) in enumerate(zip(cases, drawn)):
+        i = d.dense
+        if case.control and case.data == "exact":
+            with np.errstate(invalid="ignore"):
+                if np.array_equal(e.expected[j], e.intended[j]):
+                    raise AssertionError(f"{case.id}: the control reads exactly the intended product: it could not "
+                                         "fail")
+        out.append(Prepared(case, i.image, i.a_desc, i.b_desc, dense.a_registers(case, i), e.c_regs[j], i.a_logical,
+                            i.b_logical, i.c_vals, e.expected[j], e.intended[j], e.tolerance[j], e.expected_regs[j],
+                            None, d.e_regs, d.read_nibbles))
+    return out

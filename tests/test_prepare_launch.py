@@ -1,0 +1,84 @@
+"""What a launch prepares (`prepare_all`) is, case by case, what each case prepared alone is, and the shortcuts it
+takes (exact values and their encodings from a table of the pool's, a successor table for the sparse decoy) draw
+and give what the plain functions do, from the same stream."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from harness.families.wgmma import cases as dense_cases, forms as dense_forms, reference as dense
+from harness.families.wgmma_sp import cases as sp_cases, forms as sp_forms, reference as sp
+from harness.spec import dtypes, sparsity
+
+
+def same(x, y) -> bool:
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and dense.same_bits(x, y)
+    return x == y
+
+
+DENSE_KEYS = [dense_forms.KernelKey("f16", 24, "f16", "RS"), dense_forms.KernelKey("tf32", 64, "f32", "SS"),
+              dense_forms.KernelKey("f8", 16, "f32", "SS"), dense_forms.KernelKey("s8", 8, "s32", "RS"),
+              dense_forms.KernelKey("b1", 16, "s32", "SS")]
+
+
+def sparse_keys():
+    keys = sp_forms.all_kernel_keys()
+    return [next(k for k in keys if k.kind == kind) for kind in ("f16", "tf32", "f8", "s8")]
+
+
+@pytest.mark.parametrize("module,key", [(dense, k) for k in DENSE_KEYS] + [(sp, k) for k in sparse_keys()],
+                         ids=lambda x: getattr(x, "name", getattr(x, "__name__", str(x))).split(".")[-1])
+def test_a_launchs_preparation_is_each_cases_alone(module, key):
+    """Every field of every case (exact and normal data, controls, RS registers, sparse metadata) to the bit."""
+    cs = (dense_cases if module is dense else sp_cases).cases_for_key(key, ("exact", "normal"), True)
+    assert any(c.control for c in cs) and (key.kind in ("s8", "b1") or any(c.data == "normal" for c in cs))
+    together = module.prepare_all(cs)
+    for case, prep in zip(cs, together):
+        alone = module.prepare(case)
+        for f in dataclasses.fields(alone):
+            assert same(getattr(prep, f.name), getattr(alone, f.name)), (case.id, f.name)
+
+
+@pytest.mark.parametrize("name", ["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8", "b1"])
+@pytest.mark.parametrize("mode", ["exact", "normal"])
+def test_an_operand_drawn_with_its_bits_is_draw_values_encoded(name, mode):
+    t = dtypes.get(name)
+    if mode == "normal" and not t.is_float:
+        pytest.skip("integer operands have exact data only")
+    for seed in range(4):
+        mine, plain = np.random.default_rng(seed), np.random.default_rng(seed)
+        bits, values = dense.draw_operand(mine, t, (64, 16), mode)
+        drawn = dense.draw_values(plain, t, (64, 16), mode)
+        assert dense.same_bits(bits, t.to_bits(drawn)) and dense.same_bits(values, t.from_bits(t.to_bits(drawn)))
+        assert mine.integers(0, 1 << 30) == plain.integers(0, 1 << 30)  # the stream left where it was
+
+
+@pytest.mark.parametrize("name", ["f16", "tf32", "e4m3", "s8", "u8"])
+@pytest.mark.parametrize("mode", ["exact", "normal"])
+def test_a_packed_a_drawn_with_its_bits_is_draw_packed_encoded(name, mode):
+    t = dtypes.get(name)
+    if mode == "normal" and not t.is_float:
+        pytest.skip("integer operands have exact data only")
+    for seed in range(4):
+        mine, plain = np.random.default_rng(seed), np.random.default_rng(seed)
+        bits, values = sp.draw_packed_operand(mine, t, (64, 8), mode)
+        drawn = sp.draw_packed(plain, t, (64, 8), mode)
+        assert dense.same_bits(bits, t.to_bits(drawn)) and dense.same_bits(values, t.from_bits(t.to_bits(drawn)))
+        assert mine.integers(0, 1 << 30) == plain.integers(0, 1 << 30)
+
+
+@pytest.mark.parametrize("atype", sorted(sparsity.FORMATS))
+def test_the_decoy_metadata_moves_each_legal_value_to_the_next_increasing_pair(atype):
+    """other_pattern: each legal value to the next of the increasing pairs (a decreasing pair to the first), as
+    the text of its docstring says, worked here from the list of legal values; an illegal value is refused."""
+    fmt = sparsity.format_of(atype)
+    ordered = list(sparsity.legal_nibbles(fmt, ordered_only=True))
+    legal = list(sparsity.legal_nibbles(fmt))
+    want = [ordered[(ordered.index(v) + 1) % len(ordered)] if v in ordered else ordered[0] for v in legal]
+    got = sp.other_pattern(fmt, np.array(legal * 2).reshape(2, -1))
+    assert got.dtype == np.int64 and got.tolist() == [want, want]
+    assert all(g != v for g, v in zip(want, legal))
+    illegal = next(v for v in range(16) if v not in legal)
+    with pytest.raises(KeyError):
+        sp.other_pattern(fmt, np.array([[legal[0], illegal]]))
