@@ -110,7 +110,7 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
     if prev is not None:
         done_ids = set(prev)
         log(f"resume: {len(done_ids)} cases already in {cfg.out_path}")
-    work = [(k, [c for c in cs if c.id not in done_ids]) for k, cs in p.work]
+    work = [(k, [c for c in cs if c.id not in done_ids]) for k, cs in p.work] if done_ids else p.work
     work = [(k, cs) for k, cs in work if cs]
     archs_here = {a for _, a in devs}
     runnable = [(k, cs) for k, cs in work if str(k.arch) in archs_here]
@@ -281,8 +281,8 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             env["gpu_error"] = problem
         writer = results.ResultsWriter(cfg.out_path, env, resume=cfg.resume)
     counts = {str(s): 0 for s in Status}
-    controls = {c.id: (families.get(k.family), c) for k, cs in work for c in cs
-                if families.get(k.family).facets_of(c).get("control")}
+    controls = {c.id: (fam, c) for k, cs in work for fam in [families.get(k.family)] for c in cs
+                if fam.facets_of(c).get("control")}
     control_ids = set(controls)
     by_kind = {"ordinary": {str(s): 0 for s in Status}, "controls": {str(s): 0 for s in Status}}
     suspects: list[tuple[Kernel, str]] = []

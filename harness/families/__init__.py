@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from functools import lru_cache
 
 from harness.enums import FamilyName
 
@@ -16,8 +17,14 @@ EXTRA = "TC_HARNESS_FAMILIES"
 
 
 def registry() -> dict[str, str]:
+    return dict(registry_of(os.environ.get(EXTRA, "")))
+
+
+@lru_cache(maxsize=None)  # the engine asks for a family per case: read the variable's value once
+def registry_of(extra: str) -> dict[str, str]:
+    """The registry with the families `extra` (the value of TC_HARNESS_FAMILIES) adds; do not change it."""
     out = dict(REGISTRY)
-    for item in filter(None, (x.strip() for x in os.environ.get(EXTRA, "").split(","))):
+    for item in filter(None, (x.strip() for x in extra.split(","))):
         name, _, module = item.partition("=")
         if not name or not module:
             raise ValueError(f"{EXTRA}: {item!r} is not name=module")
@@ -26,7 +33,7 @@ def registry() -> dict[str, str]:
 
 
 def get(name):
-    reg = registry()
+    reg = registry_of(os.environ.get(EXTRA, ""))
     try:
         module = reg[str(name)]
     except KeyError:

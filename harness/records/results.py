@@ -14,6 +14,7 @@ import os
 import platform
 import socket
 import subprocess
+import time
 import zlib
 from pathlib import Path
 
@@ -83,8 +84,15 @@ def _nvidia_smi_driver() -> str | None:
 
 
 class ResultsWriter:
+    """The results file, written as records come. Each batch is flushed at once (the file has it whatever then
+    happens to this process: a kill, a fault); it reaches the disk (fsync) at most SYNC_INTERVAL_S after it was
+    written and at close, so that a GPU wedging the machine loses at most that last second. An fsync per batch
+    (per kernel: 796 a sweep) took 0.3 s on a RAM disk and more on a real one."""
+    SYNC_INTERVAL_S = 1.0
+
     def __init__(self, path: Path, env: dict | None = None, resume: bool = False):
         self.path = Path(path)
+        self.synced = time.monotonic()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume and self.path.exists():
             _drop_partial_last_line(self.path)
@@ -100,11 +108,18 @@ class ResultsWriter:
         for r in records:
             self.write({"type": "case", **r})
         self._fh.flush()
+        if time.monotonic() - self.synced >= self.SYNC_INTERVAL_S:
+            self.sync()
+
+    def sync(self) -> None:
+        self._fh.flush()
         os.fsync(self._fh.fileno())
+        self.synced = time.monotonic()
 
     def close(self, summary: dict | None = None) -> None:
         if summary is not None:
             self.write({"type": "summary", **summary})
+        self.sync()
         self._fh.close()
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -128,7 +129,7 @@ class TcCase:
     def k(self) -> int:
         return idesc.mma_k(self.form.kind, self.form.sparse)
 
-    @property
+    @cached_property  # asked for every case in the plan, the engine and every record: worked out once
     def id(self) -> str:
         f = self.form
         parts = [f"m{self.m}n{self.n}k{self.k}", f"{f.kind}.{self.dtype}.{self.atype}.{self.btype}",

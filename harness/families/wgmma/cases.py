@@ -9,7 +9,7 @@ controls whose descriptor deliberately disagrees with the image.
 from __future__ import annotations
 
 import zlib
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 from dataclasses import dataclass
@@ -68,7 +68,7 @@ class Case:
     def variant(self) -> wgmma.Variant:
         return wgmma.variants(self.key)[self.variant_index]
 
-    @property
+    @cached_property  # asked for every case in the plan, the engine and every record: worked out once
     def id(self) -> str:
         k = self.key
         return case_id(self, [f"m64n{k.n}k{k.k}", self.variant.tag(k.dtype), k.a_src])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from enum import Enum
 
 from harness.enums import DescStep, SeqPattern
@@ -139,7 +139,7 @@ class SeqCase:
     def data(self) -> str:
         return "exact"  # integer-valued inputs: a result is right bit for bit or wrong
 
-    @property
+    @cached_property  # asked for every case in the plan, the engine and every record: worked out once
     def id(self) -> str:
         k, i = self.key, self.key.inst
         parts = [f"{k.pattern}-{k.step_op}", f"m{k.m}n{i.n}k{i.k}x{k.steps}", self.variant.tag(i.dtype), i.a_src,

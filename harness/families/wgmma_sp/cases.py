@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from functools import cached_property
 
 from harness.families.wgmma import cases as dense
 from harness.families.wgmma.cases import Operand, operand_scenarios, plain_operand
@@ -83,7 +84,7 @@ class Case:
         sel = self.variant.selector
         return 1 - sel if self.control == SELECTOR_CONTROL else sel
 
-    @property
+    @cached_property  # asked for every case in the plan, the engine and every record: worked out once
     def id(self) -> str:
         k = self.key
         return dense.case_id(self, [f"m64n{k.n}k{k.k}", "sp", self.variant.tag(k.dtype), k.a_src],
