@@ -45,11 +45,11 @@ def test_a_hang_gives_timeout_within_the_configured_timeout(small_plan, monkeypa
     victim = cases[2]
     monkeypatch.setenv("TC_SIM_FAULTS", f"{kernel.name}:#{simsweep.case_fingerprint(kernel, victim)}:hang")
     fake_gpus.install(monkeypatch, ["sm_90a"])
-    summary, recs, _, _ = simsweep.sweep(Plan([(kernel, cases)]), tmp_path / "r.jsonl", timeout=3.0)
-    assert recs[victim.id]["status"] == "timeout" and "3 s" in recs[victim.id]["error"]
+    summary, recs, _, _ = simsweep.sweep(Plan([(kernel, cases)]), tmp_path / "r.jsonl", timeout=2.0)
+    assert recs[victim.id]["status"] == "timeout" and "2 s" in recs[victim.id]["error"]
     assert all(r["status"] == "pass" for i, r in recs.items() if i != victim.id)
     # one hang per bisection level (3 -> 2 -> 1 cases), the timeout each, then it stops
-    assert summary["timeout"] == 1 and summary["wall_s"] < 3 * 3.0 + 20
+    assert summary["timeout"] == 1 and summary["wall_s"] < 3 * 2.0 + 20
 
 
 def test_a_hang_is_bisected_with_a_timeout_scaled_to_the_launches_seen(small_plan, monkeypatch, tmp_path):
@@ -64,13 +64,13 @@ def test_a_hang_is_bisected_with_a_timeout_scaled_to_the_launches_seen(small_pla
     fake_gpus.install(monkeypatch, ["sm_90a"])
     # one preparing process: k0 is launched, and has come back, before k1 (with two, k1's preparation could finish
     # first and hang before any launch was seen: CI, stop 24)
-    summary, recs, _, _ = simsweep.sweep(Plan([(k0, c0[:4]), (k1, c1[:4])]), tmp_path / "r.jsonl", timeout=5.0,
+    summary, recs, _, _ = simsweep.sweep(Plan([(k0, c0[:4]), (k1, c1[:4])]), tmp_path / "r.jsonl", timeout=3.0,
                                          workers=1)
     iso = summary["timing"]["isolation_timeout_s"]
-    assert 1.5 <= iso < 5.0
+    assert 1.5 <= iso < 3.0
     assert recs[victim.id]["status"] == "timeout" and f"within {iso:g} s" in recs[victim.id]["error"]
     assert [r["status"] for i, r in recs.items() if i != victim.id] == ["pass"] * 7
-    assert summary["wall_s"] < 5.0 + 3 * iso + 20  # the first launch's 5 s, then one short timeout per level
+    assert summary["wall_s"] < 3.0 + 3 * iso + 20  # the first launch's 3 s, then one short timeout per level
 
 
 def test_a_workers_start_up_does_not_count_against_its_launchs_timeout():
@@ -78,7 +78,7 @@ def test_a_workers_start_up_does_not_count_against_its_launchs_timeout():
     from tests.simulated import slow_start_device
     w = GpuWorker(0, "tests.simulated.slow_start_device")
     try:
-        assert w.run("none.cubin", "k", None, timeout=1.0) == {"echo": "k"}  # start-up 3 s, timeout 1 s
+        assert w.run("none.cubin", "k", None, timeout=1.0) == {"echo": "k"}  # start-up 2 s, timeout 1 s
         assert slow_start_device.SLOW_START_S > 1.0
     finally:
         w.close()

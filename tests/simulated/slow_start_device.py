@@ -2,7 +2,7 @@
 context on a busy node may), then answers every launch at once: a launch's timeout must not count the start-up."""
 import time
 
-SLOW_START_S = 3.0
+SLOW_START_S = 2.0
 
 
 def use_device(index: int) -> None:
