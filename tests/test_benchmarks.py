@@ -78,3 +78,27 @@ def test_bench_host_digests_the_same_preparation_alike_from_a_fresh_plan_and_a_c
         assert proc.returncode == 0, proc.stderr[-2000:]
         digests.append(json.loads(out.read_text())["families"]["wgmma_sp"]["digest"])
     assert digests[0] == digests[1]
+
+
+def test_the_ab_script_runs_each_tree_in_turn_from_its_own_folder_and_tabulates(tmp_path):
+    """benchmarks/ab_sweep.sh with two stand-in trees whose bench_sweep.py records which tree ran when: OLD NEW OLD
+    NEW, each from its own folder (so each imports its own harness), a table line per run; bad arguments refused."""
+    log = tmp_path / "order.txt"
+    for side in ("old", "new"):
+        (tmp_path / side / "benchmarks").mkdir(parents=True)
+        (tmp_path / side / "benchmarks" / "bench_sweep.py").write_text(
+            "import json, os, sys\n"
+            f"open({str(log)!r}, 'a').write(os.path.basename(os.getcwd()) + '\\n')\n"
+            "out = sys.argv[sys.argv.index('--out-dir') + 1]\nos.makedirs(out, exist_ok=True)\n"
+            "run = {'wall_s': 1.5, 'summary': {'wall_s': 1.0, 'compile_s': 0.5, 'timing': {'plan_s': 0.1}}}\n"
+            "json.dump({'cold': run, 'warm': run}, open(os.path.join(out, 'bench.json'), 'w'))\n")
+    script = str(ROOT / "benchmarks" / "ab_sweep.sh")
+    env = dict(os.environ, OUT=str(tmp_path / "out"))
+    r = subprocess.run([script, str(tmp_path / "old"), str(tmp_path / "new"), "2"], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert log.read_text().split() == ["old", "new", "old", "new"]
+    table = (tmp_path / "out" / "ab" / "table.txt").read_text().splitlines()
+    assert [ln.split()[0] for ln in table[::2]] == ["old1", "new1", "old2", "new2"] and "1.50 s" in table[0]
+    bad = subprocess.run([script, str(tmp_path / "old"), str(tmp_path), "1"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "has no benchmarks/bench_sweep.py" in bad.stderr
