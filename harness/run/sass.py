@@ -50,10 +50,10 @@ class SassRule:
     count: int | None = None
     operands: str | None = None
 
-    def __post_init__(self):
-        re.compile(self.opcode)
+    def __post_init__(self):  # a pattern that does not compile is refused here; the compiled one kept (`pattern`)
+        pattern(self.opcode)
         if self.operands is not None:
-            re.compile(self.operands)
+            pattern(self.operands)
         if self.count is not None and self.count < 0:
             raise ValueError(f"SassRule count must be >= 0, got {self.count}")
 
