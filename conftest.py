@@ -88,15 +88,16 @@ if importlib.util.find_spec("xdist") is not None:  # a hook of pytest-xdist's: u
         node.workerinput["tc_harness_loadgroup"] = node.config.getoption("dist") == "loadgroup"
 
 
-# Seconds each heavy module took in a CI-like run (2 cores, cold compile cache; 2026-11-23). Only the order in
-# which xdist hands out the groups depends on it: the heaviest go first, so no worker is left running a minute-long
-# module alone at the end. A stale or missing entry costs time, never correctness.
+# Seconds each heavy module took in a CI-like run (2 cores, cold compile cache; 2026-11-26, after the CuTe oracles
+# were evaluated from their layouts' shapes and strides). Only the order in which xdist hands out the groups depends
+# on it: the heaviest go first, so no worker is left running a minute-long module alone at the end. A stale or
+# missing entry costs time, never correctness.
 MODULE_SECONDS = {
-    "tests/test_tcgen05.py": 67, "tests/run/test_sim_tcgen05.py": 53, "tests/run/test_sim_engine.py": 44,
-    "tests/test_readme.py": 42, "tests/test_wgmma_seq.py": 31, "tests/test_toolchain.py": 24,
-    "tests/test_tcgen05_probe.py": 22, "tests/test_tcgen05_vs_cutlass.py": 20, "tests/test_cute_oracle.py": 20,
-    "tests/test_nvrtc.py": 20, "tests/test_gpu_sweep.py": 11,
-    "tests/test_tcgen05_layouts_vs_cutlass.py": 11, "tests/test_fragments_probe.py": 10,
+    "tests/test_tcgen05.py": 45, "tests/run/test_sim_engine.py": 34, "tests/test_tcgen05_vs_cutlass.py": 26,
+    "tests/run/test_sim_tcgen05.py": 22, "tests/test_readme.py": 21, "tests/test_tcgen05_probe.py": 19,
+    "tests/test_wgmma_seq.py": 17, "tests/test_toolchain.py": 13, "tests/test_xdist_grouping.py": 11,
+    "tests/test_fragments_probe.py": 7, "tests/test_gpu_sweep.py": 7, "tests/test_nvrtc.py": 7,
+    "tests/test_cute_oracle.py": 5,
     # on an H100 node (16 cores, cold compile cache; 2026-11-23): the GPU modules with one long test
     "tests/test_robustness_gpu.py": 56, "tests/test_addresses_gpu.py": 29, "tests/test_driver_jit_gpu.py": 14,
 }
