@@ -141,3 +141,20 @@ def test_comparison_png(tmp_path):
     pictures.comparison_png(layouts.element_bit_addresses(lay),
                             layouts.element_bit_addresses(lay.moved(swizzle="64B")), out, "wrong swizzle")
     assert out.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("rows,cols,cell_in,labelled", [(64, 16, 0.3, True), (128, 16, 0.08, False),
+                                                        (8, 8, 0.05, False)])
+def test_cells_are_labelled_only_where_the_label_fits_legibly(rows, cols, cell_in, labelled):
+    """A picture's cells carry their numbers where a label fits its cell at 4 points or more; smaller ones would
+    overlap (and each label is an artist: a Tensor Memory picture's 21,000 took 9 s to draw)."""
+    from harness.diagnosis import pictures
+    plt = pictures.pyplot()
+    fig, ax = plt.subplots()
+    try:
+        chunk = np.arange(rows * cols).reshape(rows, cols) % 300
+        pictures.draw_chunks(ax, chunk, 0, "t", cell_in=cell_in)
+        assert len(ax.texts) == (rows * cols if labelled else 0)
+        assert all(t.get_fontsize() >= pictures.MIN_LABEL_PT for t in ax.texts)
+    finally:
+        plt.close(fig)

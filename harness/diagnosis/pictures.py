@@ -22,10 +22,13 @@ CELL_IN = 0.3  # inches a side per element when labelled: 3-digit labels at >= 1
 LABEL_MAX = 128  # rows or cols beyond which elements are coloured only (the labels would not be legible)
 
 
+MIN_LABEL_PT = 4.0  # a label that must be smaller to fit its cell is not drawn (colours only)
+
+
 def _label_size(rows: int, cols: int, lo: int, hi: int, cell_in: float) -> float:
-    """Font size (points) that fits the widest label into a cell `cell_in` inches wide."""
+    """Font size (points) that fits the widest label into a cell `cell_in` inches wide (at most 10)."""
     digits = max(len(str(lo)), len(str(hi)), 1)
-    return max(4.0, min(10.0, cell_in * 72 / (0.62 * digits + 0.4)))
+    return min(10.0, cell_in * 72 / (0.62 * digits + 0.4))
 
 
 def _legend(ax) -> None:
@@ -45,8 +48,10 @@ def draw_chunks(ax, chunk: np.ndarray, lo: int, title: str, wrong: np.ndarray | 
     # colour = address bits 4-6 (which 16-byte slot of a 128-byte row): swizzles show as permuted colours
     colours = pyplot().get_cmap("Set2")((chunk % 8) / 8.0)
     ax.imshow(colours, interpolation="nearest", aspect="auto")
-    if rows <= LABEL_MAX and cols <= LABEL_MAX:
-        size = _label_size(rows, cols, int(rel.min()), int(rel.max()), cell_in)
+    size = _label_size(rows, cols, int(rel.min()), int(rel.max()), cell_in)
+    # labels that would overlap are not drawn: illegible, and each is an artist (a Tensor Memory picture's 21,000
+    # took 9 s to render)
+    if rows <= LABEL_MAX and cols <= LABEL_MAX and size >= MIN_LABEL_PT:
         for r in range(rows):
             for c in range(cols):
                 ax.text(c, r, str(int(rel[r, c])), ha="center", va="center", fontsize=size)
