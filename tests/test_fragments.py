@@ -156,3 +156,18 @@ def test_gathering_a_stack_gives_each_matrix_as_alone_and_as_the_fragment_define
         assert np.array_equal(fragments.gather_registers(frag, m), regs)
     assert fragments.gather_registers(frag, stack[:0]).shape == (0, 128, frag.regs_per_thread)
     assert frag.byte_packed == (frag.bits in (8, 16, 32))  # every wgmma fragment of those widths takes the shortcut
+
+
+def test_fields_of_whole_bytes_that_do_not_fill_their_register_are_packed_by_the_definition():
+    """A 16-bit element alone in its register, or two 8-bit ones per register: not the little-endian-word shortcut
+    (which needs the register filled), but the registers as the fragment defines them."""
+    t = np.arange(128)[:, None]
+    for bits, per_reg in ((16, 1), (8, 2)):
+        e = np.arange(4 * per_reg)[None, :]
+        frag = fragments.Fragment(np.broadcast_to(t % 64, (128, e.size)), np.broadcast_to(e + 0 * t, (128, e.size)),
+                                  np.broadcast_to(e // per_reg, (128, e.size)),
+                                  np.broadcast_to(e % per_reg * bits, (128, e.size)), bits, 4)
+        assert not frag.byte_packed
+        m = np.random.default_rng(bits).integers(0, 1 << 20, size=(2, 64, e.size)).astype(np.uint64)
+        for one, regs in zip(m, fragments.gather_registers(frag, m)):
+            assert np.array_equal(regs, _packed_by_or(frag, one))

@@ -156,7 +156,7 @@ def test_pick_draws_what_rng_choice_draws_and_leaves_the_stream_where_it_does(sh
 
 @pytest.mark.parametrize("dtype", ["f32", "f16", "s32"])
 def test_the_rounded_bits_are_the_encoding_of_the_rounded_values(dtype):
-    """expected_results packs the registers from the bits a product was rounded through, not from encoding the
+    """expectations packs the registers from the bits a product was rounded through, not from encoding the
     rounded values again: the two must be the same bits (a -0.0 included)."""
     case = next(c for c in cases.cases_for_key(wgmma.KernelKey("s8" if dtype == "s32" else "f16", 16, dtype, "SS"),
                                               ("exact",)) if not c.control)

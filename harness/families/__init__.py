@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Mapping
 from functools import lru_cache
+from types import MappingProxyType
 
 from harness.enums import FamilyName
 
@@ -21,15 +23,15 @@ def registry() -> dict[str, str]:
 
 
 @lru_cache(maxsize=None)  # the engine asks for a family per case: read the variable's value once
-def registry_of(extra: str) -> dict[str, str]:
-    """The registry with the families `extra` (the value of TC_HARNESS_FAMILIES) adds; do not change it."""
+def registry_of(extra: str) -> Mapping[str, str]:
+    """The registry with the families `extra` (the value of TC_HARNESS_FAMILIES) adds (read-only: it is kept)."""
     out = dict(REGISTRY)
     for item in filter(None, (x.strip() for x in extra.split(","))):
         name, _, module = item.partition("=")
         if not name or not module:
             raise ValueError(f"{EXTRA}: {item!r} is not name=module")
         out[name.strip()] = module.strip()
-    return out
+    return MappingProxyType(out)
 
 
 def get(name):

@@ -85,9 +85,10 @@ def _nvidia_smi_driver() -> str | None:
 
 class ResultsWriter:
     """The results file, written as records come. Each batch is flushed at once (the file has it whatever then
-    happens to this process: a kill, a fault); it reaches the disk (fsync) at most SYNC_INTERVAL_S after it was
-    written and at close, so that a GPU wedging the machine loses at most that last second. An fsync per batch
-    (per kernel: 796 a sweep) took 0.3 s on a RAM disk and more on a real one."""
+    happens to this process: a kill, a fault); the file is synced to the disk (fsync) with the first batch written
+    SYNC_INTERVAL_S or more after the last sync, and at close. A machine that stops (a GPU wedging it) therefore
+    loses the batches written since the last sync: those of the last second, and any written just before a launch
+    that then hung. An fsync per batch (per kernel: 796 a sweep) took 0.3 s on a RAM disk and more on a real one."""
     SYNC_INTERVAL_S = 1.0
 
     def __init__(self, path: Path, env: dict | None = None, resume: bool = False):

@@ -49,10 +49,11 @@ class Fragment:
 
     @cached_property
     def byte_packed(self) -> bool:
-        """Elements of 8, 16 or 32 bits in register order, element e at bit (e % per register) * bits: a register
-        is its elements' bits laid out as little-endian words (the wgmma fragments of those widths)."""
+        """Elements of 8, 16 or 32 bits in register order filling their registers, element e at bit
+        (e % per register) * bits: a register is its elements' bits laid out as little-endian words (the wgmma
+        fragments of those widths)."""
         per_reg = self.row.shape[1] // self.regs_per_thread
-        return self.bits in (8, 16, 32) and self.in_register_order and bool(
+        return self.bits in (8, 16, 32) and per_reg * self.bits == 32 and self.in_register_order and bool(
             np.array_equal(self.shift, np.broadcast_to(np.arange(self.row.shape[1]) % per_reg * self.bits,
                                                        self.shift.shape)))
 

@@ -2,11 +2,12 @@
 
 `prepare(case)` draws the case's matrices (deterministically from its id), writes the shared-memory image with
 the layout model, packs A (for RS) and C into per-thread registers with the fragment model, and computes the
-expected accumulator. `prepare_all(cases)`, what a launch prepares, does the same for many cases: each case's own
-draws and window one by one (each has its own stream and layouts), the rounding and register packing of all of
-them at once (one numpy call for the launch, not one per case; the same values and bits). The expected result is what the instruction must produce if the hardware reads the
-operands through the *descriptor's* layout: for a positive case that is the logical matrix; for a negative
-control it is the model's prediction of the misread (and the case must differ from the intended product).
+expected accumulator. `prepare_all(cases)`, what a launch prepares, does the same for the cases of one kernel:
+each case's draws and window alone (each has its own stream and layouts), the rounding of the launch's products and
+the packing of its C and D registers in one numpy call each (the same values and bits as case by case). The
+expected result is what the instruction must produce if the hardware reads the operands through the
+*descriptor's* layout: for a positive case that is the logical matrix; for a negative control it is the model's
+prediction of the misread (and the case must differ from the intended product).
 """
 from __future__ import annotations
 
@@ -76,17 +77,23 @@ def draw_values(rng, t: dtypes.ElementType, shape, mode: str) -> np.ndarray:
 
 def draw_operand(rng, t: dtypes.ElementType, shape, mode: str) -> tuple[np.ndarray, np.ndarray]:
     """(raw bits, the values they decode to) of an operand drawn as `draw_values` draws it, from the same stream:
-    exact values come with their encodings from a table of the pool's (no encode and decode of each matrix), integer
-    and b1 values are their own bits' two's complement."""
-    if mode != "normal" and t.name in EXACT_POOL:
-        bits, values = pool_encodings(t.name)
-        index = rng.integers(0, len(bits), size=shape)  # pick's draw
-        return bits.take(index), values.take(index)
+    integer and b1 values (whatever the mode, as draw_values) are their own bits' two's complement; exact float
+    values come with their encodings from a table of the pool's (no encode and decode of each matrix)."""
+    if t.name == "b1" or t.kind in ("int", "uint"):  # in range by construction: to_bits' range check is moot
+        values = draw_values(rng, t, shape, mode)
+        return (values & ((1 << t.bits) - 1)).astype(np.uint64), values
     if mode == "normal":  # draw_values' encoding of the normal draw: its bits, and the values they decode to
         bits = t.to_bits(rng.standard_normal(shape))
         return bits, t.from_bits(bits)
-    values = draw_values(rng, t, shape, mode)  # integer and b1: in range by construction, to_bits' check is moot
-    return (values & ((1 << t.bits) - 1)).astype(np.uint64), values
+    return draw_from_pool(rng, t.name, shape)
+
+
+def draw_from_pool(rng, name: str, shape, nonzero: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(bits, values) of elements drawn uniformly from the exact pool of a float type (its non-zero values only
+    with `nonzero`): pick's draw from the same stream, the encodings taken from the pool's table."""
+    bits, values = pool_encodings(name, nonzero)
+    index = rng.integers(0, len(bits), size=shape)
+    return bits.take(index), values.take(index)
 
 
 @lru_cache(maxsize=None)
@@ -121,9 +128,8 @@ def junk_bytes(rng, t: dtypes.ElementType, nbytes: int) -> np.ndarray:
 @lru_cache(maxsize=None)
 def nonzero_pool_encodings(name: str) -> np.ndarray:
     """The encodings of the exact pool's non-zero values of a float type, in its own width (read-only)."""
-    t = dtypes.get(name)
-    pool = EXACT_POOL[name]
-    enc = t.to_bits(pool[pool != 0]).astype({1: np.uint8, 2: np.uint16, 4: np.uint32}[t.bits // 8])
+    width = dtypes.get(name).bits // 8
+    enc = pool_encodings(name, nonzero=True)[0].astype({1: np.uint8, 2: np.uint16, 4: np.uint32}[width])
     enc.flags.writeable = False
     return enc
 
@@ -199,12 +205,16 @@ def placement(a_layout, a_desc_layout, b_layout, b_desc_layout):
     return a_lay, a_desc, b_lay, b_desc, region_b, -(-size // 16) * 16
 
 
-def dirty_if_asked(case, rng, a_bits: np.ndarray, b_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A 'tf32dirty' case puts junk in the low 13 mantissa bits of A and B, which the tensor core must ignore."""
-    if case.extra == "tf32dirty":
-        a_bits = a_bits | rng.integers(0, 1 << 13, size=a_bits.shape).astype(np.uint64)
-        b_bits = b_bits | rng.integers(0, 1 << 13, size=b_bits.shape).astype(np.uint64)
-    return a_bits, b_bits
+def dirty_if_asked(case, rng, at, bt, a_bits: np.ndarray, b_bits: np.ndarray, a_values: np.ndarray,
+                   b_values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A 'tf32dirty' case puts junk in the low 13 mantissa bits of A and B, which the tensor core must ignore:
+    (A's bits, B's bits, the values A's and B's bits decode to, decoded again as the tensor core reads them);
+    any other case's unchanged."""
+    if case.extra != "tf32dirty":
+        return a_bits, b_bits, a_values, b_values
+    a_bits = a_bits | rng.integers(0, 1 << 13, size=a_bits.shape).astype(np.uint64)
+    b_bits = b_bits | rng.integers(0, 1 << 13, size=b_bits.shape).astype(np.uint64)
+    return a_bits, b_bits, at.from_bits(a_bits), bt.from_bits(b_bits)
 
 
 @dataclass
@@ -231,9 +241,7 @@ def draw_inputs(case: Case) -> Inputs:
     a_bits, a_logical = draw_operand(rng, at, (M, K), case.data)
     b_bits, b_logical = draw_operand(rng, bt, (N, K), case.data)
     c_vals = c_values(rng, case, (M, N))
-    if case.extra == "tf32dirty":  # junk in bits the tensor core ignores: decoded again, as it reads them
-        a_bits, b_bits = dirty_if_asked(case, rng, a_bits, b_bits)
-        a_logical, b_logical = at.from_bits(a_bits), bt.from_bits(b_bits)
+    a_bits, b_bits, a_logical, b_logical = dirty_if_asked(case, rng, at, bt, a_bits, b_bits, a_logical, b_logical)
     image, a_desc, b_desc, a_read, b_read = window(case, rng, at, bt, a_bits, b_bits, a_logical, b_logical)
     return Inputs(image, a_desc, b_desc, a_bits, a_logical, b_logical, c_vals, a_read, b_read)
 
@@ -253,6 +261,8 @@ def expectations(cases: list[Case], inputs: list[Inputs]) -> Expectations:
     the tolerance of a 'normal' case (else None), the expected registers of an exact case (else None) and C's
     registers. Each product is its own matmul; its rounding and the packing of registers are one call each for
     the launch (elementwise and gathers: the values and bits of doing it case by case)."""
+    if not cases:
+        return Expectations([], [], [], [], [])
     key = cases[0].key
     if any(c.key != key for c in cases):
         raise ValueError("expectations are of the cases of one kernel key")
@@ -297,14 +307,6 @@ def expectations(cases: list[Case], inputs: list[Inputs]) -> Expectations:
     return Expectations(expected, intended, tol, expected_regs, list(c_regs))
 
 
-def expected_results(case, a_read, b_read, a_logical, b_logical, c_vals):
-    """(expected D, the intended product, the tolerance of a 'normal' case or None, the expected registers) of a
-    case whose tensor core reads a_read / b_read (a control's misread) where a_logical / b_logical were meant."""
-    inp = Inputs(None, None, None, None, a_logical, b_logical, c_vals, a_read, b_read)
-    e = expectations([case], [inp])
-    return e.expected[0], e.intended[0], e.tolerance[0], e.expected_regs[0]
-
-
 def same_bits(x: np.ndarray, y: np.ndarray) -> bool:
     """The same array to the bit (a -0.0 is not a 0.0, a NaN is itself)."""
     return x is y or (x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes())
@@ -318,9 +320,14 @@ def prepare_all(cases: list[Case]) -> list[Prepared]:
     """Every case prepared (cases of one kernel key, as a launch has)."""
     inputs = [draw_inputs(c) for c in cases]
     e = expectations(cases, inputs)
-    return [Prepared(case, i.image, i.a_desc, i.b_desc, a_registers(case, i), e.c_regs[j], i.a_logical,
-                     i.b_logical, i.c_vals, e.expected[j], e.intended[j], e.tolerance[j], e.expected_regs[j])
-            for j, (case, i) in enumerate(zip(cases, inputs))]
+    return [prepared(Prepared, case, i, e, j) for j, (case, i) in enumerate(zip(cases, inputs))]
+
+
+def prepared(kind, case, inputs: Inputs, e: "Expectations", j: int, **more):
+    """The Prepared (`kind`: this family's or a family's built on it, with its `more` fields) of case j of a launch."""
+    return kind(case, inputs.image, inputs.a_desc, inputs.b_desc, a_registers(case, inputs), e.c_regs[j],
+                inputs.a_logical, inputs.b_logical, inputs.c_vals, e.expected[j], e.intended[j], e.tolerance[j],
+                e.expected_regs[j], **more)
 
 
 def a_registers(case, inputs: Inputs) -> np.ndarray | None:

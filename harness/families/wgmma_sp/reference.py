@@ -128,9 +128,7 @@ def metadata(case: Case, fmt: sparsity.SparseFormat, rng) -> tuple[np.ndarray, n
 def draw_packed_operand(rng, t: dtypes.ElementType, shape, mode: str) -> tuple[np.ndarray, np.ndarray]:
     """(raw bits, values) of the stored elements of A drawn as `draw_packed` draws them, from the same stream."""
     if mode != "normal" and t.name in EXACT_POOL:
-        bits, values = dense.pool_encodings(t.name, nonzero=True)
-        index = rng.integers(0, len(bits), size=shape)  # pick's draw
-        return bits.take(index), values.take(index)
+        return dense.draw_from_pool(rng, t.name, shape, nonzero=True)
     values = draw_packed(rng, t, shape, mode)
     if mode != "normal" and t.kind in ("int", "uint"):  # in range by construction: to_bits' check is moot
         return (values & ((1 << t.bits) - 1)).astype(np.uint64), values
@@ -156,9 +154,8 @@ def draw_inputs(case: Case) -> SparseInputs:
     a_bits, packed_written = draw_packed_operand(rng, at, (M, KP), case.data)
     b_bits, b_logical = dense.draw_operand(rng, bt, (N, K), case.data)
     c_vals = dense.c_values(rng, case, (M, N))
-    if case.extra == "tf32dirty":  # junk in bits the tensor core ignores: decoded again, as it reads them
-        a_bits, b_bits = dense.dirty_if_asked(case, rng, a_bits, b_bits)
-        packed_written, b_logical = at.from_bits(a_bits), bt.from_bits(b_bits)
+    a_bits, b_bits, packed_written, b_logical = dense.dirty_if_asked(case, rng, at, bt, a_bits, b_bits,
+                                                                     packed_written, b_logical)
     truth, e_regs, read_nibbles = metadata(case, fmt, rng)
 
     image, a_desc, b_desc, packed_read, b_read = dense.window(case, rng, at, bt, a_bits, b_bits,  # A: the packed
@@ -188,7 +185,5 @@ def prepare_all(cases: list[Case]) -> list[Prepared]:
                 if np.array_equal(e.expected[j], e.intended[j]):
                     raise AssertionError(f"{case.id}: the control reads exactly the intended product: it could not "
                                          "fail")
-        out.append(Prepared(case, i.image, i.a_desc, i.b_desc, dense.a_registers(case, i), e.c_regs[j], i.a_logical,
-                            i.b_logical, i.c_vals, e.expected[j], e.intended[j], e.tolerance[j], e.expected_regs[j],
-                            None, d.e_regs, d.read_nibbles))
+        out.append(dense.prepared(Prepared, case, i, e, j, e_regs=d.e_regs, nibbles=d.read_nibbles))
     return out
