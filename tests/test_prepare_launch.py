@@ -40,30 +40,25 @@ def test_a_launchs_preparation_is_each_cases_alone(module, key):
             assert same(getattr(prep, f.name), getattr(alone, f.name)), (case.id, f.name)
 
 
-@pytest.mark.parametrize("name", ["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8", "b1"])
-@pytest.mark.parametrize("mode", ["exact", "normal"])
-def test_an_operand_drawn_with_its_bits_is_draw_values_encoded(name, mode):
-    """Every type in either mode (the planner gives integer and b1 operands exact data only, but draw_operand must
-    not give anything else than draw_values where it would)."""
-    t = dtypes.get(name)
-    for seed in range(4):
-        mine, plain = np.random.default_rng(seed), np.random.default_rng(seed)
-        bits, values = dense.draw_operand(mine, t, (64, 16), mode)
-        drawn = dense.draw_values(plain, t, (64, 16), mode)
-        assert dense.same_bits(bits, t.to_bits(drawn)) and dense.same_bits(values, t.from_bits(t.to_bits(drawn)))
-        assert mine.integers(0, 1 << 30) == plain.integers(0, 1 << 30)  # the stream left where it was
+# (the drawing with bits, the plain draw it stands for, types): a dense operand, and a sparse A's stored elements
+DRAWS = [(dense.draw_operand, dense.draw_values, ["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8", "b1"]),
+         (sp.draw_packed_operand, sp.draw_packed, ["f16", "tf32", "e4m3", "s8", "u8"])]
 
 
-@pytest.mark.parametrize("name", ["f16", "tf32", "e4m3", "s8", "u8"])
+@pytest.mark.parametrize("with_bits,plain,name", [(w, p, n) for w, p, names in DRAWS for n in names],
+                         ids=lambda x: getattr(x, "__name__", x))
 @pytest.mark.parametrize("mode", ["exact", "normal"])
-def test_a_packed_a_drawn_with_its_bits_is_draw_packed_encoded(name, mode):
+def test_an_operand_drawn_with_its_bits_is_the_plain_draw_encoded(with_bits, plain, name, mode):
+    """Every type in either mode (the planner gives integer and b1 operands exact data only, but the drawing with
+    bits must not give anything else than the plain draw where it would), the stream left where the plain one
+    leaves it."""
     t = dtypes.get(name)
     for seed in range(4):
-        mine, plain = np.random.default_rng(seed), np.random.default_rng(seed)
-        bits, values = sp.draw_packed_operand(mine, t, (64, 8), mode)
-        drawn = sp.draw_packed(plain, t, (64, 8), mode)
+        mine, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+        bits, values = with_bits(mine, t, (64, 16), mode)
+        drawn = plain(theirs, t, (64, 16), mode)
         assert dense.same_bits(bits, t.to_bits(drawn)) and dense.same_bits(values, t.from_bits(t.to_bits(drawn)))
-        assert mine.integers(0, 1 << 30) == plain.integers(0, 1 << 30)
+        assert mine.integers(0, 1 << 30) == theirs.integers(0, 1 << 30)
 
 
 @pytest.mark.parametrize("atype", sorted(sparsity.FORMATS))
