@@ -135,6 +135,32 @@ def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
     return [(k, list(cs)) for k, cs in out]
 
 
+def kernels_first(sel: Selection, run_archs: dict[str, Arch] | None = None,
+                  shard: tuple[int, int] | None = None) -> list[Kernel] | None:
+    """The kernels `make(sel, run_archs, shard)` plans and compiles (those it runs, then those of the families'
+    other archs), worked out without building a case, so that compiling can start while the cases are planned; None
+    where only the cases can say (a selection that filters or matches cases could leave a kernel none) or a family
+    has no kernel_list."""
+    sel.validate()
+    if sel.filters() or sel.match:
+        return None
+    run, other = [], []
+    for fam in map(families.get, list(sel.families or families.registry())):
+        if not hasattr(fam, "kernel_list"):
+            return None
+        arch = (run_archs or {}).get(str(fam.name), fam.archs[0])
+        mine = fam.kernel_list(arch)
+        run += mine
+        planned = {k.name for k in mine}
+        for o in fam.archs:
+            if o != arch:
+                other += [k for k in fam.kernel_list(o) if k.name in planned]
+    if shard:
+        i, n = shard
+        run, other = run[i::n], (other if i == 0 else [])
+    return (run + other) or None
+
+
 def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[int, int] | None = None,
          cache: bool = False) -> Plan:
     """run_archs: family -> the arch whose cases to plan (a GPU of it is here); a family not in it plans its

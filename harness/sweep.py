@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,23 +73,74 @@ def run_archs(devs) -> dict[str, str]:
 
 
 def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
-    """Plan, compile and run (where a GPU of the kernel's arch is) the selection; returns the summary."""
+    """Plan, compile and run (where a GPU of the kernel's arch is) the selection; returns the summary. Where the
+    kernels are known before the cases (`planning.kernels_first`), they compile while the cases are planned."""
     all_archs = [a for fam in families.all_families() for a in fam.archs]
     devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
     engine = Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total)) if devs else None  # comes up while we plan and compile
+    early = None
     try:
         t = time.time()
+        early = start_compiling(sel, cfg, devs)
         p = planning.make(sel, run_archs(devs), cfg.shard, cache=True)
         for note in p.notes:
             log(note)
-        return execute(p, cfg, log, plan_s=time.time() - t, engine=engine, devs=devs)
+        return execute(p, cfg, log, plan_s=time.time() - t, engine=engine, devs=devs, early=early)
     finally:
+        if early is not None:
+            early.wait()  # a plan that failed leaves no compile running behind it
         if engine is not None:
             engine.close()
 
 
+class EarlyCompile:
+    """compile_kernels of kernels known before the plan, in a thread of its own while the plan is built (the
+    compiling runs in its own processes; the plan, in this one). Its messages wait for `result`, which hands them
+    to the sweep's log (a progress bar on a terminal is drawn by that one thread)."""
+
+    def __init__(self, kernels: list[Kernel], cfg: SweepConfig):
+        self.kernels, self.seconds = kernels, 0.0
+        self.messages: list[str] = []
+        self._out: dict | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._compile, args=(cfg,), name="early-compile", daemon=True)
+        self._thread.start()
+
+    def _compile(self, cfg: SweepConfig) -> None:
+        t = time.time()
+        try:
+            self._out = compile_kernels(self.kernels, cfg, self.messages.append)
+        except BaseException as e:  # handed to whoever asks for the result
+            self._error = e
+        self.seconds = time.time() - t
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self, log) -> dict[Kernel, nvrtc.Compiled]:
+        self.wait()
+        for m in self.messages:
+            log(m)
+        if self._error is not None:
+            raise self._error
+        return dict(self._out)
+
+
+def start_compiling(sel: Selection, cfg: SweepConfig, devs) -> EarlyCompile | None:
+    """The plan's kernels compiling while its cases are planned, where they are known first and are to be compiled
+    here (not a --kernels folder, a usable GPU or none); the toolchain checked against them first (SweepError, exit
+    2, before anything is compiled). None: compiled after the plan, as ever."""
+    if cfg.kernels is not None or gpu.unusable():
+        return None
+    kernels = planning.kernels_first(sel, run_archs(devs), cfg.shard)
+    if not kernels:
+        return None
+    tc = check_kernels_toolchain(kernels, cfg, devs)
+    return EarlyCompile(kernels, dataclasses.replace(cfg, toolchain=tc))
+
+
 def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: Engine | None = None,
-            devs: list[tuple[int, str]] | None = None) -> dict:
+            devs: list[tuple[int, str]] | None = None, early: EarlyCompile | None = None) -> dict:
     """Compile, run and read back a plan; then probe up to `cfg.diagnose` cases that did not do what the model
     says, and record (and draw) what the hardware read instead."""
     t0 = time.time()
@@ -119,7 +171,7 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
         engine = own_engine = Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total))
     progress.start(sum(len(cs) for _, cs in work))
     try:
-        return _execute(p, work, runnable, cfg, log, plan_s, engine, devs, t0, problem, progress)
+        return _execute(p, work, runnable, cfg, log, plan_s, engine, devs, t0, problem, progress, early)
     finally:
         progress.close()
         if own_engine is not None:
@@ -135,7 +187,11 @@ def check_toolchain(p: Plan, cfg: SweepConfig, devs) -> Toolchain:
     """The run's toolchain, checked against the plan before anything is compiled or launched; SweepError (exit 2)
     for an arch its NVRTC cannot build, a kernel folder that does not match the plan, or a GPU whose driver's JIT
     cannot load the PTX it writes."""
-    kernels = plan_kernels(p)
+    return check_kernels_toolchain(plan_kernels(p), cfg, devs)
+
+
+def check_kernels_toolchain(kernels: list[Kernel], cfg: SweepConfig, devs) -> Toolchain:
+    """check_toolchain of these kernels (a plan's, or those known before it)."""
     if cfg.kernels is not None:
         tc = cfg.kernels.toolchain
         try:
@@ -242,7 +298,7 @@ def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int
 
 
 def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, devs, t0, problem=None,
-             progress=None) -> dict:
+             progress=None, early: EarlyCompile | None = None) -> dict:
     """Every case of `work` gets a record in the results file (written however little runs), and the file
     ends with the summary. `problem`: the GPU here is unusable (gpu.unusable()): nothing is compiled or
     launched, every case is recorded `error` with the message, and the summary carries it."""
@@ -251,12 +307,21 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
     if engine is not None and jobs:
         engine.begin(jobs)  # preparation runs while the kernels compile
     tc = time.time()
+    early_s = 0.0  # the compile begun before the plan: its own time (most of it while the plan was built)
     if problem:
         log(f"GPU unusable: {problem}; every case is recorded as error, nothing is compiled or launched")
         compiled = {}
+    elif early is not None:  # begun while the cases were planned; anything the plan has that it had not, now
+        kernels = plan_kernels(p)
+        compiled = early.result(log)
+        early_s, tc = early.seconds, time.time()
+        missing = [k for k in kernels if k not in compiled]
+        if missing:
+            compiled.update(compile_kernels(missing, cfg, log))
+        compiled = {k: compiled[k] for k in kernels}
     else:
-        compiled = compile_kernels([k for k, _ in p.work] + p.compile_only, cfg, log)
-    compile_s = round(time.time() - tc, 2)
+        compiled = compile_kernels(plan_kernels(p), cfg, log)
+    compile_s = round(early_s + time.time() - tc, 2)
     cubins = {k.name: (str(c.cubin_path) if c.error is None else None) for k, c in compiled.items()
               if k in run_set}
     summary = {"kernels": len(p.work), "cases": p.cases, "compiled": sum(not c.cached and c.error is None

@@ -40,6 +40,10 @@ class Family(Protocol):
 
     def kernels(self, arch: Arch) -> list[tuple[Kernel, list]]: ...
 
+    # optional: kernel_list(arch) -> list[Kernel], the kernels of kernels(arch) that have cases, in its order, worked
+    # out cheaply (the sweep starts compiling them while it plans the cases; a family without it is compiled after
+    # the plan)
+
     def source(self, kernel: Kernel) -> str: ...
 
     def prepare(self, kernel: Kernel, cases: list): ...

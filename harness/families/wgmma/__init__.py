@@ -20,11 +20,13 @@ class WgmmaFamily:
         return importlib.import_module(f"{self.package}.{name}")
 
     def kernels(self, arch) -> list[tuple[Kernel, list]]:
-        cases, forms = self.module("cases"), self.module("forms")
+        cases = self.module("cases")
+        return [(k, cases.cases_for_key(k.form, ("exact", "normal"), True)) for k in self.kernel_list(arch)]
+
+    def kernel_list(self, arch) -> list[Kernel]:
         if arch not in self.archs:
             return []
-        return [(self.kernel_of(key), cases.cases_for_key(key, ("exact", "normal"), True))
-                for key in forms.all_kernel_keys()]
+        return [self.kernel_of(key) for key in self.module("forms").all_kernel_keys()]
 
     def kernel_of(self, key) -> Kernel:
         """The kernel of a wgmma kernel key (probes build keys of their own)."""

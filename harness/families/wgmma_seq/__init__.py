@@ -15,10 +15,14 @@ class WgmmaSeqFamily:
     facets = frozenset({"kind", "n", "dtype", "a_src", "data"})
 
     def kernels(self, arch) -> list[tuple[Kernel, list]]:
-        from harness.families.wgmma_seq import cases, forms
+        from harness.families.wgmma_seq import cases
+        return [(k, cases.cases_for_key(k.form)) for k in self.kernel_list(arch)]
+
+    def kernel_list(self, arch) -> list[Kernel]:
+        from harness.families.wgmma_seq import forms
         if arch not in self.archs:
             return []
-        return [(Kernel(self.name, Arch.SM_90A, key.name, key), cases.cases_for_key(key)) for key in forms.all_keys()]
+        return [Kernel(self.name, Arch.SM_90A, key.name, key) for key in forms.all_keys()]
 
     @staticmethod
     def facets_of(case) -> dict:

@@ -1,0 +1,81 @@
+"""The sweep compiles the kernels while it plans the cases where the kernels are known first
+(plan.kernels_first): the same kernels the plan compiles, begun before the plan is built, never left running."""
+import threading
+
+import pytest
+
+from harness import plan as planning, sweep
+from harness.plan import Selection, SweepError
+
+GPU_ARCHS = {"wgmma": "sm_90a", "wgmma_sp": "sm_90a", "wgmma_seq": "sm_90a", "tcgen05": "sm_100a"}
+
+
+@pytest.mark.parametrize("sel,run_archs,shard", [
+    (Selection(), {}, None),  # a machine without a GPU: every family's first arch, tcgen05's other compile-only
+    (Selection(), GPU_ARCHS, None),
+    (Selection(families=("tcgen05",)), {"tcgen05": "sm_103a"}, None),
+    (Selection(families=("wgmma_seq", "tcgen05")), {}, (0, 3)),
+    (Selection(families=("wgmma_seq", "tcgen05")), {}, (2, 3)),
+    (Selection(families=("wgmma_sp",), controls=False), {}, None),
+], ids=["no-gpu", "gpu", "b300", "shard0", "shard2", "no-controls"])
+def test_the_kernels_known_first_are_the_plans(sel, run_archs, shard):
+    first = planning.kernels_first(sel, run_archs, shard)
+    assert first == sweep.plan_kernels(planning.make(sel, run_archs, shard, cache=True))
+
+
+@pytest.mark.parametrize("sel", [Selection(families=("wgmma",), kinds=("b1",)), Selection(match="m64n8k")],
+                         ids=["filter", "match"])
+def test_a_selection_of_cases_leaves_the_kernels_to_the_plan(sel):
+    assert planning.kernels_first(sel, {}, None) is None
+
+
+def _watch(monkeypatch):
+    """Events: the compile began; the plan began. `compiling_while_planned`: whether the compile had begun by the time
+    the plan was built (the plan waits up to 20 s for it)."""
+    began = {"compile": threading.Event(), "plan": threading.Event(), "compiling_while_planned": []}
+    real_compile, real_make = sweep.compile_kernels, planning.make
+
+    def compile_kernels(kernels, cfg, log):
+        began["compile"].set()
+        return real_compile(kernels, cfg, log)
+
+    def make(*args, **kwargs):
+        began["plan"].set()
+        began["compiling_while_planned"].append(began["compile"].wait(20))
+        return real_make(*args, **kwargs)
+    monkeypatch.setattr(sweep, "compile_kernels", compile_kernels)
+    monkeypatch.setattr(planning, "make", make)
+    return began
+
+
+def test_the_kernels_compile_while_the_cases_are_planned(monkeypatch, tmp_path):
+    began = _watch(monkeypatch)
+    summary = sweep.run(Selection(families=("wgmma_seq",)), sweep.SweepConfig(out_path=tmp_path / "r.jsonl"),
+                        log=lambda m: None)
+    assert began["compiling_while_planned"] == [True] and summary["not-run"] == summary["cases"] > 0
+    assert summary["compile_s"] > 0 and not summary.get("compile_errors")
+
+
+def test_a_selection_of_cases_is_planned_before_it_compiles(monkeypatch, tmp_path):
+    began = _watch(monkeypatch)
+    monkeypatch.setattr(began["compile"], "wait", lambda timeout=None: False)  # the plan waits for nothing
+    order = []
+    real = sweep.compile_kernels
+    monkeypatch.setattr(sweep, "compile_kernels",
+                        lambda k, c, log: order.append(("compile", began["plan"].is_set())) or real(k, c, log))
+    sweep.run(Selection(families=("wgmma_seq",), match="kloop-add"),
+              sweep.SweepConfig(out_path=tmp_path / "r.jsonl"), log=lambda m: None)
+    assert order == [("compile", True)]
+
+
+def test_a_plan_that_fails_leaves_no_compile_running(monkeypatch, tmp_path):
+    began = _watch(monkeypatch)
+
+    def failing_make(*args, **kwargs):
+        began["compile"].wait(60)
+        raise SweepError("the plan failed")
+    monkeypatch.setattr(planning, "make", failing_make)
+    with pytest.raises(SweepError, match="the plan failed"):
+        sweep.run(Selection(families=("wgmma_seq",)), sweep.SweepConfig(out_path=tmp_path / "r.jsonl"),
+                  log=lambda m: None)
+    assert not any(t.name == "early-compile" and t.is_alive() for t in threading.enumerate())
