@@ -6,6 +6,7 @@ import pytest
 
 from harness import plan as planning, sweep
 from harness.plan import Selection, SweepError
+from tests.simulated import fake_gpus
 
 GPU_ARCHS = {"wgmma": "sm_90a", "wgmma_sp": "sm_90a", "wgmma_seq": "sm_90a", "tcgen05": "sm_100a"}
 
@@ -31,7 +32,9 @@ def test_a_selection_of_cases_leaves_the_kernels_to_the_plan(sel):
 
 def _watch(monkeypatch):
     """Events: the compile began; the plan began. `compiling_while_planned`: whether the compile had begun by the time
-    the plan was built (the plan waits up to 20 s for it)."""
+    the plan was built (the plan waits up to 20 s for it). The sweeps see no GPU, as on a CPU-only machine (these
+    tests run on GPU nodes too)."""
+    fake_gpus.hide_real_gpus(monkeypatch)
     began = {"compile": threading.Event(), "plan": threading.Event(), "compiling_while_planned": []}
     real_compile, real_make = sweep.compile_kernels, planning.make
 
