@@ -128,9 +128,10 @@ class EarlyCompile:
 
 def start_compiling(sel: Selection, cfg: SweepConfig, devs) -> EarlyCompile | None:
     """The plan's kernels compiling while its cases are planned, where they are known first and are to be compiled
-    here (not a --kernels folder, a usable GPU or none); the toolchain checked against them first (SweepError, exit
-    2, before anything is compiled). None: compiled after the plan, as ever."""
-    if cfg.kernels is not None or gpu.unusable():
+    here (not a --kernels folder, a usable GPU or none), and nothing checked after the plan can refuse the run (a
+    --resume file is read and checked then); the toolchain checked against them first (SweepError, exit 2, before
+    anything is compiled). None: compiled after the plan, as ever."""
+    if cfg.kernels is not None or cfg.resume or gpu.unusable():
         return None
     kernels = planning.kernels_first(sel, run_archs(devs), cfg.shard)
     if not kernels:

@@ -1,11 +1,13 @@
 """The sweep compiles the kernels while it plans the cases where the kernels are known first
 (plan.kernels_first): the same kernels the plan compiles, begun before the plan is built, never left running."""
+import json
 import threading
 
 import pytest
 
 from harness import plan as planning, sweep
 from harness.plan import Selection, SweepError
+from harness.records import results
 from tests.simulated import fake_gpus
 
 GPU_ARCHS = {"wgmma": "sm_90a", "wgmma_sp": "sm_90a", "wgmma_seq": "sm_90a", "tcgen05": "sm_100a"}
@@ -82,3 +84,16 @@ def test_a_plan_that_fails_leaves_no_compile_running(monkeypatch, tmp_path):
         sweep.run(Selection(families=("wgmma_seq",)), sweep.SweepConfig(out_path=tmp_path / "r.jsonl"),
                   log=lambda m: None)
     assert not any(t.name == "early-compile" and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_resumed_sweep_is_checked_before_it_compiles(monkeypatch, tmp_path):
+    """A --resume file is read and checked after the plan: a refused one must leave nothing compiled."""
+    fake_gpus.hide_real_gpus(monkeypatch)
+    compiled = []
+    monkeypatch.setattr(sweep, "compile_kernels", lambda k, c, log: compiled.append(len(k)) or {})
+    out = tmp_path / "r.jsonl"
+    out.write_text(json.dumps({"type": "environment", "schema": results.SCHEMA, "toolchain": "driver-jit",
+                               "nvrtc": "12.0"}) + "\n")
+    with pytest.raises(SweepError, match="--resume"):
+        sweep.run(Selection(families=("wgmma_seq",)), sweep.SweepConfig(out_path=out, resume=True), log=lambda m: None)
+    assert compiled == []
