@@ -139,10 +139,10 @@ def kernels_first(sel: Selection, run_archs: dict[str, Arch] | None = None,
                   shard: tuple[int, int] | None = None) -> list[Kernel] | None:
     """The kernels `make(sel, run_archs, shard)` plans and compiles (those it runs, then those of the families'
     other archs), worked out without building a case, so that compiling can start while the cases are planned; None
-    where only the cases can say (a selection that filters or matches cases could leave a kernel none) or a family
-    has no kernel_list."""
+    where only the cases can say (a selection that filters or matches cases, or leaves out the controls, could leave
+    a kernel none) or a family has no kernel_list."""
     sel.validate()
-    if sel.filters() or sel.match:
+    if sel.filters() or sel.match or not sel.controls:
         return None
     run, other = [], []
     for fam in map(families.get, list(sel.families or families.registry())):

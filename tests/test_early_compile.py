@@ -19,15 +19,14 @@ GPU_ARCHS = {"wgmma": "sm_90a", "wgmma_sp": "sm_90a", "wgmma_seq": "sm_90a", "tc
     (Selection(families=("tcgen05",)), {"tcgen05": "sm_103a"}, None),
     (Selection(families=("wgmma_seq", "tcgen05")), {}, (0, 3)),
     (Selection(families=("wgmma_seq", "tcgen05")), {}, (2, 3)),
-    (Selection(families=("wgmma_sp",), controls=False), {}, None),
-], ids=["no-gpu", "gpu", "b300", "shard0", "shard2", "no-controls"])
+], ids=["no-gpu", "gpu", "b300", "shard0", "shard2"])
 def test_the_kernels_known_first_are_the_plans(sel, run_archs, shard):
     first = planning.kernels_first(sel, run_archs, shard)
     assert first == sweep.plan_kernels(planning.make(sel, run_archs, shard, cache=True))
 
 
-@pytest.mark.parametrize("sel", [Selection(families=("wgmma",), kinds=("b1",)), Selection(match="m64n8k")],
-                         ids=["filter", "match"])
+@pytest.mark.parametrize("sel", [Selection(families=("wgmma",), kinds=("b1",)), Selection(match="m64n8k"),
+                                 Selection(families=("wgmma_sp",), controls=False)], ids=["filter", "match", "no-controls"])
 def test_a_selection_of_cases_leaves_the_kernels_to_the_plan(sel):
     assert planning.kernels_first(sel, {}, None) is None
 
@@ -58,7 +57,7 @@ def test_the_kernels_compile_while_the_cases_are_planned(monkeypatch, tmp_path):
     summary = sweep.run(Selection(families=("wgmma_seq",)), sweep.SweepConfig(out_path=tmp_path / "r.jsonl"),
                         log=lambda m: None)
     assert began["compiling_while_planned"] == [True] and summary["not-run"] == summary["cases"] > 0
-    assert summary["compile_s"] > 0 and not summary.get("compile_errors")
+    assert "compile_s" in summary and not summary.get("compile_errors")
 
 
 def test_a_selection_of_cases_is_planned_before_it_compiles(monkeypatch, tmp_path):
@@ -97,3 +96,22 @@ def test_a_resumed_sweep_is_checked_before_it_compiles(monkeypatch, tmp_path):
     with pytest.raises(SweepError, match="--resume"):
         sweep.run(Selection(families=("wgmma_seq",)), sweep.SweepConfig(out_path=out, resume=True), log=lambda m: None)
     assert compiled == []
+
+
+def test_the_plans_kernels_the_early_list_lacked_compile_after_it_and_its_others_are_dropped(monkeypatch, tmp_path):
+    """An early list that differs from the plan (it cannot today: the first test) still gives every planned kernel
+    its own module: the kernels it lacked compile after the plan, and one the plan does not have is not used."""
+    fake_gpus.hide_real_gpus(monkeypatch)
+    sel = Selection(families=("wgmma_seq",))
+    planned = planning.kernels_first(sel, {}, None)
+    stranger = planning.kernels_first(Selection(families=("tcgen05",)), {}, None)[0]
+    monkeypatch.setattr(planning, "kernels_first", lambda *a: planned[:5] + [stranger])
+    calls = []
+    real = sweep.compile_kernels
+    monkeypatch.setattr(sweep, "compile_kernels", lambda k, c, log: calls.append(list(k)) or real(k, c, log))
+    out = tmp_path / "r.jsonl"
+    summary = sweep.run(sel, sweep.SweepConfig(out_path=out), log=lambda m: None)
+    assert calls == [planned[:5] + [stranger], planned[5:]]
+    assert summary["not-run"] == summary["cases"] > 0 and not summary.get("compile_errors")
+    _, recs, _ = results.load(out)
+    assert {r["kernel"] for r in recs.values()} == {k.name for k in planned}

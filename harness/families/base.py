@@ -42,7 +42,7 @@ class Family(Protocol):
 
     # optional: kernel_list(arch) -> list[Kernel], the kernels of kernels(arch) that have cases, in its order, worked
     # out cheaply (the sweep starts compiling them while it plans the cases; a family without it is compiled after
-    # the plan)
+    # the plan). tests/test_early_compile.py holds every in-tree family to it
 
     def source(self, kernel: Kernel) -> str: ...
 
