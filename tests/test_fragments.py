@@ -171,3 +171,17 @@ def test_fields_of_whole_bytes_that_do_not_fill_their_register_are_packed_by_the
         m = np.random.default_rng(bits).integers(0, 1 << 20, size=(2, 64, e.size)).astype(np.uint64)
         for one, regs in zip(m, fragments.gather_registers(frag, m)):
             assert np.array_equal(regs, _packed_by_or(frag, one))
+
+
+def test_a_fragment_in_register_order_for_thread_0_only_is_packed_by_the_definition():
+    """Register order is a property of every thread: a fragment whose thread 1 holds its elements in the other
+    register order must not take the in-order shortcuts (it would pack thread 1's registers wrong)."""
+    t = np.arange(128)[:, None]
+    e = np.arange(4)[None, :]
+    reg = np.broadcast_to(e // 2, (128, 4)).copy()
+    reg[1] = 1 - reg[1]  # thread 1: elements 0-1 in register 1, 2-3 in register 0
+    frag = fragments.Fragment(np.broadcast_to(t % 64, (128, 4)), np.broadcast_to(e + 0 * t, (128, 4)), reg,
+                              np.broadcast_to(e % 2 * 16, (128, 4)), 16, 2)
+    assert not frag.in_register_order and not frag.byte_packed
+    m = np.random.default_rng(3).integers(0, 1 << 16, size=(64, 4)).astype(np.uint64)
+    assert np.array_equal(fragments.gather_registers(frag, m), _packed_by_or(frag, m))

@@ -45,7 +45,7 @@ class Fragment:
         fragment): its fields never overlap, so a register is the sum of its elements' shifted bits."""
         per_reg = self.row.shape[1] // self.regs_per_thread
         return per_reg * self.regs_per_thread == self.row.shape[1] and bool(
-            np.array_equal(self.reg[0], np.arange(self.row.shape[1]) // per_reg))
+            np.array_equal(self.reg, np.broadcast_to(np.arange(self.row.shape[1]) // per_reg, self.reg.shape)))
 
     @cached_property
     def byte_packed(self) -> bool:
