@@ -154,7 +154,7 @@ def canonical_bit_offsets(layout: SmemLayout, mn=None, k=None) -> np.ndarray:
         else:
             per_row = W // 16
             byte = (chunk % per_row) * 16 + (chunk // per_row) * L.lbo + krow * W + kgroup * L.sbo
-    return byte * 8 + elem * bits  # every term of `byte` but one depends on MN, one on K: the whole tile
+    return byte * 8 + elem * bits  # terms of MN and of K both: the sum broadcasts to the whole tile
 
 
 @lru_cache(maxsize=4096)

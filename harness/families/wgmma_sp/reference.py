@@ -129,10 +129,7 @@ def draw_packed_operand(rng, t: dtypes.ElementType, shape, mode: str) -> tuple[n
     """(raw bits, values) of the stored elements of A drawn as `draw_packed` draws them, from the same stream."""
     if mode != "normal" and t.name in EXACT_POOL:
         return dense.draw_from_pool(rng, t.name, shape, nonzero=True)
-    values = draw_packed(rng, t, shape, mode)
-    if mode != "normal" and t.kind in ("int", "uint"):  # in range by construction: to_bits' check is moot
-        return (values & ((1 << t.bits) - 1)).astype(np.uint64), values
-    bits = t.to_bits(values)
+    bits = t.to_bits(draw_packed(rng, t, shape, mode))
     return bits, t.from_bits(bits)
 
 
