@@ -67,3 +67,28 @@ def test_exact_integer_matmul_is_the_int64_product(lo, hi, k):
     want = a.astype(np.int64) @ b.astype(np.int64).T
     got = dtypes.exact_integer_matmul(a, b)
     assert got.dtype == np.int64 and (got == want).all()
+
+
+@pytest.mark.parametrize("name", sorted(dtypes.TYPES))
+def test_encoded_is_the_encoding_and_what_it_decodes_to(name):
+    """encoded(v) == (to_bits(v), from_bits(to_bits(v))) to the bit, NaN, infinities, -0.0, ties and overflow
+    included; `native` gives the same numbers in the container's own width (a float that fills it)."""
+    t = dtypes.get(name)
+    if t.kind in ("int", "uint", "bits"):
+        lo, hi = t.int_range()
+        v = np.arange(lo, hi + 1, max(1, (hi - lo) // 97))
+    else:
+        rng = np.random.default_rng(len(name))
+        v = np.concatenate([rng.standard_normal(500) * 10.0 ** rng.integers(-8, 8, 500),
+                            [0.0, -0.0, np.inf, -np.inf, np.nan, 1e300, -1e300, 2.0 ** -149, 1 + 2.0 ** -11]])
+        if name == "f16x2":
+            v = v[: len(v) // 2 * 2].reshape(-1, 2)
+    with np.errstate(all="ignore"):
+        want_bits = t.to_bits(v)
+        want_values = t.from_bits(want_bits)
+        for native in (False, True):
+            bits, values = t.encoded(v, native=native)
+            assert np.array_equal(bits.astype(np.uint64), want_bits)
+            assert np.array_equal(values.view(np.uint64) if values.dtype == np.float64 else values,
+                                  want_values.view(np.uint64) if want_values.dtype == np.float64 else want_values)
+            assert bits.dtype == np.uint64 or (native and t.full_container() is not None)

@@ -156,6 +156,12 @@ def test_gathering_a_stack_gives_each_matrix_as_alone_and_as_the_fragment_define
         assert np.array_equal(fragments.gather_registers(frag, m), regs)
     assert fragments.gather_registers(frag, stack[:0]).shape == (0, 128, frag.regs_per_thread)
     assert frag.byte_packed == (frag.bits in (8, 16, 32))  # every wgmma fragment of those widths takes the shortcut
+    # bits handed over in a register-wide type (a float accumulator's own width) are packed in it, the same; in a
+    # narrower one, widened first
+    for narrow in (np.uint32, np.uint16):
+        mask = np.uint64((1 << (8 * np.dtype(narrow).itemsize)) - 1)
+        assert np.array_equal(fragments.gather_registers(frag, (stack & mask).astype(narrow)),
+                              fragments.gather_registers(frag, stack & mask))
 
 
 def test_fields_of_whole_bytes_that_do_not_fill_their_register_are_packed_by_the_definition():

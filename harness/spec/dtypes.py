@@ -56,6 +56,28 @@ class ElementType:
             return raw.astype(np.uint64)
         return raw.astype(np.uint64) & np.uint64((1 << self.bits) - 1)
 
+    def encoded(self, values, native: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(to_bits(values), from_bits of those bits): the values rounded to this type, as bits and as the values
+        the bits decode to. A float type whose encoding fills its numpy container rounds once and reads the
+        rounded container both ways (the same bits and values: from_bits would view the same container); any
+        other type encodes and decodes. `native`: such a type's bits in their container's unsigned width
+        (uint8/16/32: the same numbers, a quarter to half the bytes to pack), not uint64."""
+        container = self.full_container()
+        if container is None:
+            bits = self.to_bits(values)
+            return bits, self.from_bits(bits)
+        enc = np.asarray(values, dtype=np.float64).astype(container)
+        raw = enc.view(UNSIGNED_OF_WIDTH[container.itemsize])
+        return (raw if native else raw.astype(np.uint64)), enc.astype(np.float64)
+
+    def full_container(self) -> np.dtype | None:
+        """The numpy dtype of a float type whose encoding is every bit of it (f16, bf16, f32, e4m3, e5m2); None
+        for any other (tf32 ignores low bits, f16x2 is a pair, fp6/fp4 sit in a wider byte, integers)."""
+        if self.kind != "float" or self.np_dtype is None or self.name in ("tf32", "f16x2"):
+            return None
+        container = np.dtype(self.np_dtype)
+        return container if self.bits == 8 * container.itemsize else None
+
     def from_bits(self, bits) -> np.ndarray:
         """Decode raw bits to values (float64 or int64) as the tensor core reads them."""
         b = np.asarray(bits, dtype=np.uint64) & np.uint64((1 << self.bits) - 1)
@@ -114,6 +136,7 @@ _T = [
 ]
 
 TYPES: dict[str, ElementType] = {t.name: t for t in _T}
+UNSIGNED_OF_WIDTH = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # bytes -> the unsigned dtype
 
 
 def get(name: str | ElementType) -> ElementType:

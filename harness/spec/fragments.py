@@ -146,7 +146,10 @@ def wgmma_a_fragment(atype: str) -> Fragment:
 def gather_registers(frag: Fragment, matrix_bits: np.ndarray) -> np.ndarray:
     """Pack a matrix's raw element bits into per-thread registers: uint32 [128, regs_per_thread]; a stack of
     matrices [cases, rows, cols] into [cases, 128, regs_per_thread], each as it would be alone."""
-    matrix = np.asarray(matrix_bits, dtype=np.uint64)
+    matrix = np.asarray(matrix_bits)
+    if matrix.dtype.kind != "u" or 8 * matrix.dtype.itemsize < max(frag.bits, 32):
+        # bits in an unsigned type as wide as a register (or wider) are packed in it; anything else as uint64
+        matrix = matrix.astype(np.uint64)
     if matrix.ndim == 3:
         if not matrix.shape[0]:
             return np.zeros((0, frag.row.shape[0], frag.regs_per_thread), np.uint32)
@@ -164,13 +167,13 @@ def gather_registers(frag: Fragment, matrix_bits: np.ndarray) -> np.ndarray:
         vals = matrix[frag.row, frag.col]
     per_reg = frag.row.shape[1] // frag.regs_per_thread
     if frag.byte_packed:  # whole bytes in order, low first: the register is its elements' little-endian bytes
-        little = vals.astype(f"<u{frag.bits // 8}").view("<u4")
-        return little.reshape((*vals.shape[:-1], frag.regs_per_thread)).astype(np.uint32)
-    vals = vals & np.uint64((1 << frag.bits) - 1)
+        little = vals.astype(f"<u{frag.bits // 8}", copy=False).view("<u4")
+        return little.reshape((*vals.shape[:-1], frag.regs_per_thread)).astype(np.uint32, copy=False)
+    vals = vals & vals.dtype.type((1 << frag.bits) - 1)
     if frag.in_register_order:  # a sum over each register's elements is their bitwise OR
         if per_reg == 1 and not frag.shifted:
             return vals.astype(np.uint32)
-        shifted = vals << frag.shift.astype(np.uint64)
+        shifted = vals.astype(np.uint64) << frag.shift.astype(np.uint64)
         shape = (frag.row.shape[0], frag.regs_per_thread, per_reg)
         return shifted.reshape(shape if lead is None else (lead, *shape)).sum(axis=-1).astype(np.uint32)
     regs = np.zeros((frag.row.shape[0], frag.regs_per_thread), dtype=np.uint64)

@@ -71,7 +71,7 @@ def draw_values(rng, t: dtypes.ElementType, shape, mode: str) -> np.ndarray:
         lo, hi = t.int_range()
         return rng.integers(lo, hi + 1, size=shape).astype(np.int64)
     if mode == "normal":
-        return t.from_bits(t.to_bits(rng.standard_normal(shape)))
+        return t.encoded(rng.standard_normal(shape))[1]
     return pick(rng, EXACT_POOL[t.name], shape)
 
 
@@ -83,8 +83,7 @@ def draw_operand(rng, t: dtypes.ElementType, shape, mode: str) -> tuple[np.ndarr
         values = draw_values(rng, t, shape, mode)
         return (values & ((1 << t.bits) - 1)).astype(np.uint64), values
     if mode == "normal":  # draw_values' encoding of the normal draw: its bits, and the values they decode to
-        bits = t.to_bits(rng.standard_normal(shape))
-        return bits, t.from_bits(bits)
+        return t.encoded(rng.standard_normal(shape))
     return draw_from_pool(rng, t.name, shape)
 
 
@@ -143,8 +142,7 @@ def c_values(rng, case: Case, shape) -> np.ndarray:
             return np.where(rng.random(shape) < 0.5, sign * ((1 << 31) - 1 - rng.integers(0, 64, shape)), c)
         return rng.integers(-(1 << 20), 1 << 20, size=shape).astype(np.int64)
     if case.data == "normal":
-        t = dtypes.get(dt)
-        return t.from_bits(t.to_bits(rng.standard_normal(shape)))
+        return dtypes.get(dt).encoded(rng.standard_normal(shape))[1]
     return rng.integers(-8, 9, size=shape).astype(np.float64)
 
 
@@ -173,13 +171,12 @@ def round_to_accumulator(case: Case, d: np.ndarray) -> np.ndarray:
 
 
 def rounded(case: Case, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """d as the accumulator holds it: (its values, its raw bits)."""
+    """d as the accumulator holds it: (its values, its raw bits: uint64 for s32, else in the float's own width)."""
     dt = case.key.dtype
     if dt == "s32":
         return d, acc_bits(dt, d)
-    t = dtypes.get(dt)
-    bits = t.to_bits(d)
-    return t.from_bits(bits), bits
+    bits, values = dtypes.get(dt).encoded(d, native=True)
+    return values, bits
 
 
 def place(case: Case):
@@ -268,7 +265,7 @@ def expectations(cases: list[Case], inputs: list[Inputs]) -> Expectations:
         raise ValueError("expectations are of the cases of one kernel key")
     n = len(cases)
     dfrag = fragments.wgmma_d_fragment(key.n, key.dtype)
-    c_regs = fragments.gather_registers(dfrag, acc_bits(key.dtype, np.stack([i.c_vals for i in inputs])))
+    c_regs = fragments.gather_registers(dfrag, register_bits(key.dtype, np.stack([i.c_vals for i in inputs])))
     with np.errstate(invalid="ignore", over="ignore"):
         exact = np.stack([accumulate(c, i.a_read, i.b_read, i.c_vals) for c, i in zip(cases, inputs)])
         values, bits = rounded(cases[0], exact)
@@ -371,6 +368,15 @@ NORMAL_REL_TOL = {
     ("e4m3", "f32"): 2.0 ** -12, ("e5m2", "f32"): 2.0 ** -12,  # Hopper's fp8 accumulation keeps fewer bits
     ("e4m3", "f16"): 2.0 ** -9, ("e5m2", "f16"): 2.0 ** -9,
 }
+
+
+def register_bits(dtype: str, vals: np.ndarray) -> np.ndarray:
+    """acc_bits of values the accumulator holds exactly (C as drawn), a float accumulator's in its own width: the
+    same numbers, fewer bytes for the register packing to move."""
+    container = dtypes.get(dtype).full_container()
+    if container is None:
+        return acc_bits(dtype, vals)
+    return np.asarray(vals, dtype=np.float64).astype(container).view(dtypes.UNSIGNED_OF_WIDTH[container.itemsize])
 
 
 def acc_bits(dtype: str, vals: np.ndarray) -> np.ndarray:
