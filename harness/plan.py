@@ -177,7 +177,12 @@ def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[
             continue
         arch = (run_archs or {}).get(str(fam.name), fam.archs[0])
         first = len(plan.work)
+        everything = not filters and sel.controls and not sel.match  # every case kept: none need be asked
         for kernel, cases in family_kernels(fam, arch, cache):
+            if everything:
+                if cases:
+                    plan.work.append((kernel, cases))
+                continue
             keep = []
             for c in cases:
                 facets = fam.facets_of(c)

@@ -55,3 +55,14 @@ def test_an_out_of_tree_family_is_always_asked(private_cache, monkeypatch):
 def test_without_cache_nothing_is_written(private_cache):
     plan.make(plan.Selection(families=("tcgen05",)))
     assert not (private_cache / "plans").exists()
+
+
+def test_a_selection_of_everything_keeps_every_case_of_every_kernel_in_order():
+    """Without filters, --match or leaving the controls out, the plan takes each kernel's cases as its family lists
+    them (without asking each case its facets): every case, none twice, kernels without cases left out."""
+    names = ("wgmma_seq", "tcgen05")
+    p = plan.make(plan.Selection(families=names))
+    want = [(k.name, [c.id for c in cs]) for f in map(families.get, names) for k, cs in f.kernels(f.archs[0]) if cs]
+    assert ids(p)[0] == want and p.cases == sum(len(cs) for _, cs in want)
+    ordinary = plan.make(plan.Selection(families=names, controls=False))  # the long way: each case asked
+    assert ordinary.cases < p.cases
