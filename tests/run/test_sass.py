@@ -1,8 +1,10 @@
 """The SASS check (harness/run/sass.py): rules over a listing, and the sweep recording a kernel whose SASS lacks
 what it tests as `compile-error` (with the missing instruction named, exit 1) before anything launches."""
+import re
+
 import pytest
 
-from harness import plan, sweep
+from harness import families, plan, sweep
 from harness.enums import ExitCode, Status
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.records import results
@@ -43,6 +45,28 @@ def test_rules_count_full_opcode_matches_and_operands(rule, ok):
 def test_a_rule_with_a_negative_count_is_refused():
     with pytest.raises(ValueError):
         sass.SassRule("X", "x", count=-1)
+
+
+def test_every_rule_of_every_kernel_of_every_family_compiles():
+    """A rule's patterns compile when a listing is first judged (not when the rule is made: a warm sweep judges
+    nothing); every family's every kernel's rules are compiled here, so that a bad pattern fails a test, not a
+    sweep's compile."""
+    checked = 0
+    for fam in families.all_families():
+        for arch in fam.archs:
+            for kernel in fam.kernel_list(arch):
+                for rule in fam.sass_check(kernel).rules:
+                    sass.pattern(rule.opcode)
+                    if rule.operands is not None:
+                        sass.pattern(rule.operands)
+                    checked += 1
+    assert checked > 1000
+
+
+def test_a_rule_whose_pattern_does_not_compile_fails_when_it_judges():
+    rule = sass.SassRule("HGMMA(", "an unbalanced group")
+    with pytest.raises(re.error):
+        rule.broken(sass.instructions(LISTING))
 
 
 def small_plan():
