@@ -4,13 +4,16 @@
 #     benchmarks/ab_sweep.sh OLD_TREE NEW_TREE ROUNDS
 # OLD_TREE, NEW_TREE: checkouts (say `git archive <commit> | tar -x -C old`); each run imports its own tree's
 # harness. Results go to $OUT/ab/<old|new><round>/ (bench.json, the sweep files gzipped) and $OUT/ab/run-*.txt;
-# $OUT/ab/table.txt has one line a run: wall cold / warm, and the sweep's own timing.
+# $OUT/ab/table.txt has one line a run: wall cold / warm, and the sweep's own timing. Each tree's bytecode is
+# compiled first, as `pip install` compiles an installed package's (the GPU nodes' image sets PYTHONDONTWRITEBYTECODE,
+# so a checkout run as it is compiles every module again at each start: about 0.3 s of a warm sweep there).
 set -u
 [ $# -eq 3 ] || { echo "usage: benchmarks/ab_sweep.sh OLD_TREE NEW_TREE ROUNDS" >&2; exit 2; }
 : "${OUT:?set OUT to the folder the results go to}"
 old=$(cd "$1" && pwd) new=$(cd "$2" && pwd) rounds=$3
 for t in "$old" "$new"; do [ -f "$t/benchmarks/bench_sweep.py" ] || { echo "ab_sweep.sh: $t has no benchmarks/bench_sweep.py" >&2; exit 2; }; done
 A=$OUT/ab; mkdir -p $A
+for t in "$old" "$new"; do [ -d "$t/harness" ] && python3 -m compileall -q "$t/harness" > /dev/null; done
 for r in $(seq 1 "$rounds"); do
   for side in old new; do
     tree=$old; [ $side = new ] && tree=$new

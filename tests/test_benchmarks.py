@@ -110,3 +110,21 @@ def test_the_ab_script_runs_each_tree_in_turn_from_its_own_folder_and_tabulates(
     assert [ln.split()[0] for ln in table[::2]] == ["old1", "new1", "old2", "new2"] and "1.50 s" in table[0]
     bad = subprocess.run([script, str(tmp_path / "old"), str(tmp_path), "1"], env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "has no benchmarks/bench_sweep.py" in bad.stderr
+
+
+def test_the_sweep_timeline_times_a_sweeps_phases_from_the_shells_clock(tmp_path):
+    """benchmarks/sweep_timeline.py: the sweep the command line asks for, its phases stamped from T0 (set by the
+    shell before Python started), in order, and its exit status (3 here: no GPU, nothing ran)."""
+    timeline = tmp_path / "timeline.jsonl"
+    env = dict(os.environ, T0=str(time.time()))
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sweep_timeline.py"), "--timeline", str(timeline),
+                           "--", "--family", "wgmma", "--kind", "b1", "--n", "8", "--data", "exact",
+                           "--out", str(tmp_path / "sweep.jsonl")], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT, env=env)
+    assert proc.returncode == 3, proc.stderr[-2000:]  # the sweep's own status
+    events = [json.loads(line) for line in timeline.read_text().splitlines()]
+    names = [e["event"] for e in events]
+    for phase in ("plan", "compile_kernels", "execute"):
+        assert names.index(f"{phase} start") < names.index(f"{phase} end")
+    assert names[0] == "python up" and events[-1] == {**events[-1], "event": "main returned", "exit": 3}
+    assert all(0 <= a["t"] <= b["t"] for a, b in zip(events, events[1:]))

@@ -1,0 +1,95 @@
+"""Where a sweep's wall time goes: `python -m harness sweep ARGS` run in this process with its phases timed, and its
+GPU worker's launches timed piece by piece (a launch backend that wraps harness.run.launch), written as JSON lines:
+
+    T0=$(date +%s.%N) python3 benchmarks/sweep_timeline.py --timeline OUT.jsonl -- --out sweep.jsonl
+
+Each record: {"t": seconds since T0 (the shell's clock before Python started), "event": ..., ...}. The GPU worker's
+records ("launch") carry its pieces (load the spool file, the module, allocate and copy in, the kernel and its
+sync, copy out, write the outputs). For the benchmark only: the sweep it runs is the command line's.
+"""
+import argparse
+import functools
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # timed_backend, for the spawned GPU worker too
+
+T0 = float(os.environ.get("T0", time.time()))
+RECORDS = []
+
+
+def note(event, **more):
+    RECORDS.append({"t": round(time.time() - T0, 4), "event": event, **more})
+
+
+def timed(owner, name, label=None):
+    fn = getattr(owner, name)
+
+    @functools.wraps(fn)
+    def wrapper(*a, **k):
+        note(f"{label or name} start")
+        try:
+            return fn(*a, **k)
+        finally:
+            note(f"{label or name} end")
+    setattr(owner, name, wrapper)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--timeline", required=True)
+    ap.add_argument("sweep_args", nargs="*")
+    a = ap.parse_args()
+    note("python up")
+    from harness import cli, plan, sweep
+    from harness.run import compile as nvrtc, engine, sass, worker
+    note("imports done")
+    timed(plan, "make", "plan")
+    timed(sweep, "compile_kernels")
+    timed(nvrtc, "compile_many")
+    timed(sass, "verify_many")
+    timed(engine.Engine, "__init__", "engine init")
+    timed(engine.Engine, "begin", "engine begin")
+    timed(engine.Engine, "run", "engine run")
+    timed(engine.Engine, "close", "engine close")
+    timed(sweep, "_execute", "execute")
+    os.environ["TIMED_BACKEND_LOG"] = a.timeline + ".worker"
+    real_run = sweep.run
+
+    def run(sel, cfg, log=None):
+        import dataclasses
+        return real_run(sel, dataclasses.replace(cfg, backend="timed_backend"), **({"log": log} if log else {}))
+    sweep.run = run
+    submit, collect = worker.GpuWorker.submit, worker.GpuWorker.collect
+
+    def submit_(self, *a, **k):
+        note("submit")
+        return submit(self, *a, **k)
+
+    def collect_(self):
+        try:
+            return collect(self)
+        finally:
+            note("collected")
+    worker.GpuWorker.submit, worker.GpuWorker.collect = submit_, collect_
+    code = cli.main(["sweep", *a.sweep_args])
+    note("main returned", exit=int(code))
+    with open(a.timeline, "w") as fh:
+        for r in RECORDS:
+            fh.write(json.dumps(r) + "\n")
+        wl = Path(a.timeline + ".worker")
+        if wl.exists():
+            for line in wl.read_text().splitlines():
+                r = json.loads(line)
+                r["t"] = round(r["t"] - T0, 4)
+                fh.write(json.dumps(r) + "\n")
+            wl.unlink()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
