@@ -16,7 +16,7 @@ from harness.families.base import Kernel, case_record
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
 from harness.enums import ToolchainKind
-from harness.run import compile as nvrtc, compile_index, gpu, kernel_folder, sass, toolchain as toolchains
+from harness.run import compile as nvrtc, gpu, kernel_folder, sass, toolchain as toolchains
 from harness.run.kernel_folder import KernelFolder
 from harness.run.toolchain import Toolchain
 from harness.run.engine import DEFAULT_BACKEND, MAX_ISOLATION_FAILURES_TOTAL, Engine, IsolationBudget, Job
@@ -243,14 +243,7 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
     archs = ", ".join(sorted({str(k.arch) for k in kernels}))
     tc = cfg.kernels.toolchain if cfg.kernels is not None else (cfg.toolchain or toolchains.default())
     checked = sass_checked(cfg)
-    if cfg.kernels is None:
-        indexed = compile_index.load(kernels, tc, checked)
-        if indexed is not None:  # every kernel compiled and SASS-checked as it is now: one file read
-            log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} (0 compiled, {len(kernels)} "
-                f"cached, {'each SASS-checked' if checked else 'SASS not checked'}: compile index) in "
-                f"{time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
-            return indexed
-    # each kernel's check made once, for the compile and the check after it
+    # each kernel's check made once (its rules compile their regexes), for the compile and the check after it
     checks = {k: families.get(k.family).sass_check(k) for k in kernels} if checked else {}
     if cfg.kernels is not None:
         compiled = cfg.kernels.compiled(kernels)
@@ -268,8 +261,6 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
             f"{sum(c.cached for c in compiled.values())} cached) in {time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
     if not checked:  # PTX: the driver's JIT makes the SASS when the module loads
         log("SASS: not checked (driver-jit: the driver compiles each module's PTX when it loads it)")
-        if cfg.kernels is None:
-            compile_index.save(kernels, tc, checked, compiled)
         return compiled
     t = time.time()
     built = [k for k, c in compiled.items() if c.error is None]
@@ -279,8 +270,6 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
             compiled[k].error = sass.SassMismatch(k.name, str(k.arch), v, compiled[k].cubin_path)
     log(f"SASS: {len(built)} kernels checked, {sum(not v.ok for v in verdicts)} lack what they test, "
         f"in {time.time() - t:.1f}s")
-    if cfg.kernels is None:
-        compile_index.save(kernels, tc, checked, compiled)
     return compiled
 
 
