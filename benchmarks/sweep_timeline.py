@@ -1,11 +1,12 @@
 """Where a sweep's wall time goes: `python -m harness sweep ARGS` run in this process with its phases timed, and its
 GPU worker's launches timed piece by piece (a launch backend that wraps harness.run.launch), written as JSON lines:
 
-    T0=$(date +%s.%N) python3 benchmarks/sweep_timeline.py --timeline OUT.jsonl -- --out sweep.jsonl
+    T0=$(date +%s.%N) python3 benchmarks/sweep_timeline.py --timeline OUT.timeline -- --out sweep.jsonl
 
 Each record: {"t": seconds since T0 (the shell's clock before Python started), "event": ..., ...}. The GPU worker's
 records ("launch") carry its pieces (load the spool file, the module, allocate and copy in, the kernel and its
-sync, copy out, write the outputs). For the benchmark only: the sweep it runs is the command line's.
+sync, copy out; the worker writes the outputs' file after them). For the benchmark only: the sweep it runs is the
+command line's.
 """
 import argparse
 import functools

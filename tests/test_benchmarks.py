@@ -114,17 +114,22 @@ def test_the_ab_script_runs_each_tree_in_turn_from_its_own_folder_and_tabulates(
 
 def test_the_sweep_timeline_times_a_sweeps_phases_from_the_shells_clock(tmp_path):
     """benchmarks/sweep_timeline.py: the sweep the command line asks for, its phases stamped from T0 (set by the
-    shell before Python started), in order, and its exit status (3 here: no GPU, nothing ran)."""
-    timeline = tmp_path / "timeline.jsonl"
+    shell before Python started), in order, and its exit status; where a GPU ran the cases, the engine's run and
+    each launch's pieces (the GPU worker's records), else exit 3 (nothing ran)."""
+    timeline, out = tmp_path / "timeline.jsonl", tmp_path / "sweep.jsonl"
     env = dict(os.environ, T0=str(time.time()))
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sweep_timeline.py"), "--timeline", str(timeline),
                            "--", "--family", "wgmma", "--kind", "b1", "--n", "8", "--data", "exact",
-                           "--out", str(tmp_path / "sweep.jsonl")], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT, env=env)
-    assert proc.returncode == 3, proc.stderr[-2000:]  # the sweep's own status
+                           "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    summary = json.loads(out.read_text().splitlines()[-1])
+    ran = summary["type"] == "summary" and summary["ran"] > 0
+    assert proc.returncode == (0 if ran else 3), proc.stderr[-2000:]  # the sweep's own status
     events = [json.loads(line) for line in timeline.read_text().splitlines()]
     names = [e["event"] for e in events]
-    for phase in ("plan", "compile_kernels", "execute"):
+    for phase in ("plan", "compile_kernels", "execute") + (("engine run",) if ran else ()):
         assert names.index(f"{phase} start") < names.index(f"{phase} end")
-    assert names[0] == "python up" and events[-1] == {**events[-1], "event": "main returned", "exit": 3}
-    assert all(0 <= a["t"] <= b["t"] for a, b in zip(events, events[1:]))
+    main = [e for e in events if e["event"] != "launch"]
+    assert names[0] == "python up" and main[-1] == {**main[-1], "event": "main returned", "exit": proc.returncode}
+    assert all(0 <= a["t"] <= b["t"] for a, b in zip(main, main[1:]))
+    launches = [e for e in events if e["event"] == "launch"]
+    assert bool(launches) == ran and all(e["load_s"] >= 0 and e["kernel_s"] >= 0 for e in launches)
