@@ -16,7 +16,7 @@ pytestmark = pytest.mark.gpu("sm_90a")
 
 def small_plan():
     return plan.make(plan.Selection(families=("wgmma",), kinds=("f16", "s8"), n_values=(8, 16), a_srcs=("SS",),
-                                    dtypes=("f32", "s32"), data_modes=("exact",))).work
+                                    dtypes=("f32", "s32"), data_modes=("exact",)), cache=True).work
 
 
 def plant(work, where):

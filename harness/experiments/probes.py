@@ -60,7 +60,7 @@ def address_cases(n: int = 64) -> list[Case]:
     from harness import plan
     out = []
     sel = plan.Selection(families=("wgmma",), n_values=(n,), data_modes=("exact",))
-    for _, cs in plan.make(sel).work:
+    for _, cs in plan.make(sel, cache=True).work:  # the plan cache: every test worker asks this at collection
         seen = set()
         for c in cs:
             tags = {("A", c.a.tag) if c.a else None, ("B", c.b.tag)} - {None}
