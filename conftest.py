@@ -148,10 +148,45 @@ def pytest_collection_modifyitems(config, items):
             first.setdefault(g, i)
             weight.setdefault(g, 0 if g == it.nodeid else
                               group_seconds(g, os.path.relpath(str(it.path), ROOT).replace(os.sep, "/"), gpu_run))
-        order = {id(it): (-weight[g], first[g], i) for i, (it, g) in enumerate(zip(items, group_of))}
+        companion = give_companions(items, group_of, weight)
+        order = {id(it): (-weight[g], first[g], id(it) in companion, i)
+                 for i, (it, g) in enumerate(zip(items, group_of))}
         items.sort(key=lambda it: order[id(it)])
     skip_or_fail_gpu_tests(items)
     skip_or_fail_cute_tests(items)
+
+
+# xdist hands a worker its next group as soon as it has two tests or fewer to run (its `_reschedule`), counting the
+# one running: a worker that took up a group of one long test (the planted hang, 19 s on an H100 node) was handed
+# the next heavy group at once and held it while the hang ran, and ended the README run 8 s after most workers were
+# idle (results/2026-11-26-h100-bench9/call5/, pytest_timeline). Two quick tests that run anywhere (`spread`, from
+# QUICK_SPREAD_MODULES: the CLI's input checks, 40 tests of hundredths of a second) go after the long one in its
+# group, so that the worker asks for more work only when the long test is done.
+HEAVY_GROUP_SECONDS = 5
+COMPANIONS = 2
+QUICK_SPREAD_MODULES = ("tests/test_cli_inputs.py",)
+
+
+def give_companions(items, group_of: list, weight: dict) -> set:
+    """Move COMPANIONS spread tests into each heavy group of one test (their xdist_group marker and `group_of`
+    entry), in order, the heaviest group first; returns the ids of the moved items. A pure function of the
+    collected items, so every worker agrees."""
+    count: dict = {}
+    for g in group_of:
+        count[g] = count.get(g, 0) + 1
+    lonely = sorted((g for g in count if count[g] == 1 and weight.get(g, 0) >= HEAVY_GROUP_SECONDS),
+                    key=lambda g: (-weight[g], group_of.index(g)))
+    spare = [i for i, (it, g) in enumerate(zip(items, group_of)) if g == it.nodeid
+             and it.get_closest_marker("spread") is not None and it.get_closest_marker("gpu") is None
+             and os.path.relpath(str(it.path), ROOT).replace(os.sep, "/") in QUICK_SPREAD_MODULES]
+    moved = set()
+    for g in lonely:
+        for i in spare[:COMPANIONS]:
+            items[i].add_marker(pytest.mark.xdist_group(g))
+            group_of[i] = g
+            moved.add(id(items[i]))
+        spare = spare[COMPANIONS:]
+    return moved
 
 
 CUTE_MISSING = "nvidia-cutlass-dsl is not installed (pip install -e '.[test]'): CuTe DSL is this test's oracle"

@@ -128,6 +128,39 @@ def test_a_spread_modules_tests_go_to_whichever_worker_is_free(tmp_path):
     assert len(set(workers["spread"])) == 2, workers
 
 
+def test_a_worker_on_a_long_lone_test_is_not_handed_the_next_heavy_group_meanwhile(tmp_path):
+    """xdist gives a worker its next group when it has two tests or fewer to run, the running one counted: the worker
+    that takes up a group of one long test would hold the next heavy group for as long as that test runs, while the
+    other worker idles. Two quick `spread` tests follow the long one in its group (conftest.give_companions), so the
+    next heavy group goes to the worker that frees up first. Here `quick` ends at once and its worker takes up `long`
+    (3 s) while the other is still on `slow` (2 s): `heavy` must go to the worker of `slow`."""
+    pytest.importorskip("xdist")
+    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text() + '\nMODULE_SECONDS.update({'
+                                          '"test_quick.py": 999, "test_slow.py": 900, "test_long.py": 800, '
+                                          '"test_heavy.py": 700})\nQUICK_SPREAD_MODULES = ("test_spread.py",)\n')
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n    spread: x\n")
+    test = ('import os, time, pytest\n{mark}\n@pytest.mark.parametrize("i", range({n}))\ndef test_x(i):\n'
+            '    time.sleep({s})\n'
+            '    with open(os.environ["TC_GROUP_LOG"], "a") as f:\n'
+            '        f.write("{name} " + os.environ.get("PYTEST_XDIST_WORKER", "-") + "\\n")\n')
+    for name, n, sleep, mark in (("quick", 4, 0.01, ""), ("slow", 4, 0.5, ""), ("long", 1, 3.0, ""),
+                                 ("heavy", 4, 0.1, ""), ("spread", 6, 0.01, "pytestmark = pytest.mark.spread")):
+        (tmp_path / f"test_{name}.py").write_text(test.replace("{n}", str(n)).replace("{s}", str(sleep))
+                                                  .replace("{name}", name).replace("{mark}", mark))
+    log = tmp_path / "log.txt"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(tmp_path)],
+                          cwd=tmp_path, env=inner_pytest_env(log), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    workers = defaultdict(list)
+    for line in log.read_text().split("\n"):
+        if line:
+            name, worker = line.split()
+            workers[name].append(worker)
+    assert [len(workers[n]) for n in ("quick", "slow", "long", "heavy", "spread")] == [4, 4, 1, 4, 6]
+    assert set(workers["long"]) == set(workers["quick"]) != set(workers["slow"]), dict(workers)
+    assert set(workers["heavy"]) == set(workers["slow"]), dict(workers)
+
+
 @pytest.mark.parametrize("opt_out", [None, "env", "-B"], ids=["default", "TC_HARNESS_TEST_BYTECODE=0", "python -B"])
 def test_the_test_session_keeps_bytecode_under_pythondontwritebytecode(tmp_path, opt_out):
     """With PYTHONDONTWRITEBYTECODE set (the H100 nodes' images), each run recompiled and assert-rewrote every test
