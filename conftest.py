@@ -95,7 +95,7 @@ if importlib.util.find_spec("xdist") is not None:  # a hook of pytest-xdist's: u
 MODULE_SECONDS = {
     "tests/test_tcgen05.py": 45, "tests/run/test_sim_engine.py": 34, "tests/test_tcgen05_vs_cutlass.py": 26,
     "tests/run/test_sim_tcgen05.py": 22, "tests/test_readme.py": 21, "tests/test_tcgen05_probe.py": 19,
-    "tests/test_wgmma_seq.py": 17, "tests/test_toolchain.py": 13, "tests/test_xdist_grouping.py": 11,
+    "tests/test_wgmma_seq.py": 17, "tests/test_toolchain.py": 13,
     "tests/test_fragments_probe.py": 7, "tests/test_gpu_sweep.py": 7, "tests/test_nvrtc.py": 7,
     "tests/test_cute_oracle.py": 5,
     # on an H100 node (16 cores, cold compile cache; 2026-11-23): the GPU modules with one long test
@@ -108,7 +108,7 @@ MODULE_SECONDS = {
 NODE_GROUP_SECONDS = {
     "test_robustness_gpu-faults": 22, "test_wgmma_seq": 21, "test_robustness_gpu-hang": 20,
     "test_tcgen05_probe-draws-tmem": 16, "test_tcgen05-sass": 15, "test_readme": 14, "test_driver_jit_gpu": 14,
-    "test_toolchain": 13, "test_xdist_grouping": 13, "test_tcgen05": 13, "test_tcgen05_probe-draws-smem": 11,
+    "test_toolchain": 13, "test_tcgen05": 13, "test_tcgen05_probe-draws-smem": 11,
     "test_addresses_gpu": 11, "test_timing": 9, "test_nvrtc": 9, "test_packaging": 8, "test_robustness_gpu": 7,
     "test_sweep_on_other_gpus": 6, "test_report": 6, "test_sf_probe": 6, "test_nvrtc_versions": 5, "test_sass": 5,
 }
