@@ -96,6 +96,10 @@ MODULE_SECONDS = {
     "tests/test_tcgen05.py": 45, "tests/run/test_sim_engine.py": 34, "tests/test_tcgen05_vs_cutlass.py": 26,
     "tests/run/test_sim_tcgen05.py": 22, "tests/test_readme.py": 21, "tests/test_tcgen05_probe.py": 19,
     "tests/test_wgmma_seq.py": 17, "tests/test_toolchain.py": 13,
+    # spread modules (each test its own group, weighing its share): measured alike, 2 workers
+    "tests/run/test_modules.py": 23, "tests/test_xdist_grouping.py": 17, "tests/test_cli.py": 12,
+    "tests/test_benchmarks.py": 11, "tests/test_addresses.py": 8, "tests/test_cli_fuzz.py": 6,
+    "tests/test_mass_faults.py": 5, "tests/test_cli_inputs.py": 2,
     "tests/test_fragments_probe.py": 7, "tests/test_gpu_sweep.py": 7, "tests/test_nvrtc.py": 7,
     "tests/test_cute_oracle.py": 5,
     # on an H100 node (16 cores, cold compile cache; 2026-11-23): the GPU modules with one long test
@@ -111,6 +115,7 @@ NODE_GROUP_SECONDS = {
     "test_toolchain": 13, "test_tcgen05": 13, "test_tcgen05_probe-draws-smem": 11,
     "test_addresses_gpu": 11, "test_timing": 9, "test_nvrtc": 9, "test_packaging": 8, "test_robustness_gpu": 7,
     "test_sweep_on_other_gpus": 6, "test_report": 6, "test_sf_probe": 6, "test_nvrtc_versions": 5, "test_sass": 5,
+    "test_xdist_grouping": 25,  # spread since; 25 s as one group (results/2026-11-26-h100-bench9/call7)
 }
 # A shard of the GPU families' kernel tests (tests/gpu_sweep.py: a worker's part of the compiling, preparing and
 # launching; about 1/16 of the plan on a 16-core node: 15-23 s there, cold). Ranked above every other group: xdist
@@ -139,15 +144,26 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
     if grouped:  # the same order on every worker (xdist checks): a pure function of the collected items
         # a `spread` test is a group of its own (xdist's scope of an item with no group is its node id); it weighs
-        # nothing, so the spread tests come after every heavy group and fill the workers' tails (a module of 40
-        # CLI tests, 35 s on one worker of an H100 node, ended the run 10-16 s after most workers were idle)
+        # its share of its module's seconds, so the quick spread tests come after every heavy group and fill the
+        # workers' tails (a module of 40 CLI tests, 35 s on one worker of an H100 node, ended the run 10-16 s after
+        # most workers were idle), while a spread module of slow tests goes out with the groups of their size (the
+        # inner pytest runs of test_xdist_grouping, 5 s each there, ended the README run when they came last:
+        # results/2026-11-26-h100-bench9/call8)
         group_of = [m.args[0] if (m := it.get_closest_marker("xdist_group")) else it.nodeid for it in items]
         first, weight = {}, {}
         gpu_run = any(str(g).startswith("gpu-sweep-") for g in group_of)
-        for i, (it, g) in enumerate(zip(items, group_of)):
+        path_of = [os.path.relpath(str(it.path), ROOT).replace(os.sep, "/") for it in items]
+        spread_in: dict = {}  # a spread module's tests, each its own group: they share the module's seconds
+        for it, g, path in zip(items, group_of, path_of):
+            if g == it.nodeid:
+                spread_in[path] = spread_in.get(path, 0) + 1
+        for i, (it, g, path) in enumerate(zip(items, group_of, path_of)):
             first.setdefault(g, i)
-            weight.setdefault(g, 0 if g == it.nodeid else
-                              group_seconds(g, os.path.relpath(str(it.path), ROOT).replace(os.sep, "/"), gpu_run))
+            if g == it.nodeid:  # a spread test: its share of its module's seconds (0 for a module in no table)
+                module = it.module.__name__ if it.module else it.nodeid
+                weight.setdefault(g, group_seconds(module, path, gpu_run) / spread_in[path])
+            else:
+                weight.setdefault(g, group_seconds(g, path, gpu_run))
         companion = give_companions(items, group_of, weight)
         order = {id(it): (-weight[g], first[g], id(it) in companion, i)
                  for i, (it, g) in enumerate(zip(items, group_of))}

@@ -130,6 +130,27 @@ def test_a_spread_modules_tests_go_to_whichever_worker_is_free(tmp_path):
     assert len(set(workers["spread"])) == 2, workers
 
 
+def test_a_spread_modules_tests_weigh_their_share_of_its_seconds(tmp_path):
+    """A spread module's tests are handed out by their share of its seconds: those of a slow one before a lighter
+    group (not in the tail, where they kept one worker busy after the others were done), those of a quick one after
+    it."""
+    pytest.importorskip("xdist")
+    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text() + '\nMODULE_SECONDS.update({'
+                                          '"test_slowspread.py": 100, "test_light.py": 10, "test_quickspread.py": 2})\n')
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n    spread: x\n")
+    test = ('import os, pytest\n{mark}\n@pytest.mark.parametrize("i", range({n}))\ndef test_x(i):\n'
+            '    with open(os.environ["TC_GROUP_LOG"], "a") as f:\n        f.write("{name}\\n")\n')
+    spread = "pytestmark = pytest.mark.spread"
+    for name, n, mark in (("quickspread", 4, spread), ("light", 3, ""), ("slowspread", 2, spread)):
+        (tmp_path / f"test_{name}.py").write_text(test.replace("{n}", str(n)).replace("{name}", name)
+                                                  .replace("{mark}", mark))
+    log = tmp_path / "log.txt"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", str(tmp_path)],
+                          cwd=tmp_path, env=inner_pytest_env(log), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert list(dict.fromkeys(log.read_text().split())) == ["slowspread", "light", "quickspread"]
+
+
 def test_a_worker_on_a_long_lone_test_is_not_handed_the_next_heavy_group_meanwhile(tmp_path):
     """xdist gives a worker its next group when it has two tests or fewer to run, the running one counted: the worker
     that takes up a group of one long test would hold the next heavy group for as long as that test runs, while the
