@@ -104,27 +104,40 @@ def test_where_gpu_shards_are_collected_the_node_table_orders_the_groups(tmp_pat
     assert order == ["few", "many", "shard"], order
 
 
-def test_a_spread_modules_tests_go_to_whichever_worker_is_free(tmp_path):
-    """A module marked `spread` is no group: its tests are handed out one by one (they fill the workers' tails),
-    while an unmarked module beside it stays on one worker."""
+TIMED_MODULE = ('import os, time, pytest\n{mark}\n@pytest.mark.parametrize("i", range({n}))\ndef test_x(i):\n'
+                '    time.sleep({s})\n'
+                '    with open(os.environ["TC_GROUP_LOG"], "a") as f:\n'
+                '        f.write("{name} " + os.environ.get("PYTEST_XDIST_WORKER", "-") + "\\n")\n')
+SPREAD = "pytestmark = pytest.mark.spread"
+
+
+def run_modules(tmp_path, workers: int, modules, conftest_extra: str = "") -> dict[str, list[str]]:
+    """An inner `pytest -n workers` over throwaway modules (name, tests, seconds each, module-level mark) with the
+    real conftest (plus `conftest_extra`): which worker ran each module's tests, in the order they ran."""
     pytest.importorskip("xdist")
-    shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text() + "\n" + conftest_extra + "\n")
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n    spread: x\n")
-    test = ('import os, time, pytest\n{mark}\n@pytest.mark.parametrize("i", range(8))\ndef test_x(i):\n'
-            '    time.sleep(0.2)\n'
-            '    with open(os.environ["TC_GROUP_LOG"], "a") as f:\n'
-            '        f.write("{name} " + os.environ.get("PYTEST_XDIST_WORKER", "-") + "\\n")\n')
-    (tmp_path / "test_spread.py").write_text(test.format(mark="pytestmark = pytest.mark.spread", name="spread"))
-    (tmp_path / "test_whole.py").write_text(test.format(mark="", name="whole"))
+    for name, n, sleep, mark in modules:
+        (tmp_path / f"test_{name}.py").write_text(TIMED_MODULE.replace("{n}", str(n)).replace("{s}", str(sleep))
+                                                  .replace("{name}", name).replace("{mark}", mark))
     log = tmp_path / "log.txt"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(tmp_path)],
-                          cwd=tmp_path, env=inner_pytest_env(log), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers),
+                           str(tmp_path)], cwd=tmp_path, env=inner_pytest_env(log), capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    workers = defaultdict(list)
+    ran = defaultdict(list)
     for line in log.read_text().split("\n"):
         if line:
             name, worker = line.split()
-            workers[name].append(worker)
+            ran[name].append(worker)
+    ran["order"] = list(dict.fromkeys(line.split()[0] for line in log.read_text().split("\n") if line))
+    return ran
+
+
+def test_a_spread_modules_tests_go_to_whichever_worker_is_free(tmp_path):
+    """A module marked `spread` is no group: its tests are handed out one by one (they fill the workers' tails),
+    while an unmarked module beside it stays on one worker."""
+    workers = run_modules(tmp_path, 2, [("spread", 8, 0.2, SPREAD), ("whole", 8, 0.2, "")])
     assert len(workers["spread"]) == len(workers["whole"]) == 8
     assert len(set(workers["whole"])) == 1
     assert len(set(workers["spread"])) == 2, workers
@@ -134,21 +147,10 @@ def test_a_spread_modules_tests_weigh_their_share_of_its_seconds(tmp_path):
     """A spread module's tests are handed out by their share of its seconds: those of a slow one before a lighter
     group (not in the tail, where they kept one worker busy after the others were done), those of a quick one after
     it."""
-    pytest.importorskip("xdist")
-    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text() + '\nMODULE_SECONDS.update({'
-                                          '"test_slowspread.py": 100, "test_light.py": 10, "test_quickspread.py": 2})\n')
-    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n    spread: x\n")
-    test = ('import os, pytest\n{mark}\n@pytest.mark.parametrize("i", range({n}))\ndef test_x(i):\n'
-            '    with open(os.environ["TC_GROUP_LOG"], "a") as f:\n        f.write("{name}\\n")\n')
-    spread = "pytestmark = pytest.mark.spread"
-    for name, n, mark in (("quickspread", 4, spread), ("light", 3, ""), ("slowspread", 2, spread)):
-        (tmp_path / f"test_{name}.py").write_text(test.replace("{n}", str(n)).replace("{name}", name)
-                                                  .replace("{mark}", mark))
-    log = tmp_path / "log.txt"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1", str(tmp_path)],
-                          cwd=tmp_path, env=inner_pytest_env(log), capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert list(dict.fromkeys(log.read_text().split())) == ["slowspread", "light", "quickspread"]
+    ran = run_modules(tmp_path, 1, [("quickspread", 4, 0, SPREAD), ("light", 3, 0, ""), ("slowspread", 2, 0, SPREAD)],
+                      'MODULE_SECONDS.update({"test_slowspread.py": 100, "test_light.py": 10, '
+                      '"test_quickspread.py": 2})')
+    assert ran["order"] == ["slowspread", "light", "quickspread"]
 
 
 def test_a_worker_on_a_long_lone_test_is_not_handed_the_next_heavy_group_meanwhile(tmp_path):
@@ -157,28 +159,10 @@ def test_a_worker_on_a_long_lone_test_is_not_handed_the_next_heavy_group_meanwhi
     other worker idles. Two quick `spread` tests follow the long one in its group (conftest.give_companions), so the
     next heavy group goes to the worker that frees up first. Here `quick` ends at once and its worker takes up `long`
     (3 s) while the other is still on `slow` (2 s): `heavy` must go to the worker of `slow`."""
-    pytest.importorskip("xdist")
-    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text() + '\nMODULE_SECONDS.update({'
-                                          '"test_quick.py": 999, "test_slow.py": 900, "test_long.py": 800, '
-                                          '"test_heavy.py": 700})\nQUICK_SPREAD_MODULES = ("test_spread.py",)\n')
-    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n    spread: x\n")
-    test = ('import os, time, pytest\n{mark}\n@pytest.mark.parametrize("i", range({n}))\ndef test_x(i):\n'
-            '    time.sleep({s})\n'
-            '    with open(os.environ["TC_GROUP_LOG"], "a") as f:\n'
-            '        f.write("{name} " + os.environ.get("PYTEST_XDIST_WORKER", "-") + "\\n")\n')
-    for name, n, sleep, mark in (("quick", 4, 0.01, ""), ("slow", 4, 0.5, ""), ("long", 1, 3.0, ""),
-                                 ("heavy", 4, 0.1, ""), ("spread", 6, 0.01, "pytestmark = pytest.mark.spread")):
-        (tmp_path / f"test_{name}.py").write_text(test.replace("{n}", str(n)).replace("{s}", str(sleep))
-                                                  .replace("{name}", name).replace("{mark}", mark))
-    log = tmp_path / "log.txt"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", str(tmp_path)],
-                          cwd=tmp_path, env=inner_pytest_env(log), capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    workers = defaultdict(list)
-    for line in log.read_text().split("\n"):
-        if line:
-            name, worker = line.split()
-            workers[name].append(worker)
+    workers = run_modules(tmp_path, 2, [("quick", 4, 0.01, ""), ("slow", 4, 0.5, ""), ("long", 1, 3.0, ""),
+                                        ("heavy", 4, 0.1, ""), ("spread", 6, 0.01, SPREAD)],
+                          'MODULE_SECONDS.update({"test_quick.py": 999, "test_slow.py": 900, "test_long.py": 800, '
+                          '"test_heavy.py": 700})\nQUICK_SPREAD_MODULES = ("test_spread.py",)')
     assert [len(workers[n]) for n in ("quick", "slow", "long", "heavy", "spread")] == [4, 4, 1, 4, 6]
     assert set(workers["long"]) == set(workers["quick"]) != set(workers["slow"]), dict(workers)
     assert set(workers["heavy"]) == set(workers["slow"]), dict(workers)
