@@ -50,8 +50,7 @@ class ElementType:
                 raise ValueError(f"value out of range for {self.name}")
             return (iv & ((1 << self.bits) - 1)).astype(np.uint64)
         enc = np.asarray(v, dtype=np.float64).astype(self.np_dtype)
-        raw = enc.view(np.uint8 if enc.dtype.itemsize == 1 else
-                       {2: np.uint16, 4: np.uint32}[enc.dtype.itemsize])
+        raw = enc.view(UNSIGNED_OF_WIDTH[enc.dtype.itemsize])
         if self.bits == 8 * enc.dtype.itemsize:  # the container's every bit is the encoding's: nothing to mask
             return raw.astype(np.uint64)
         return raw.astype(np.uint64) & np.uint64((1 << self.bits) - 1)
@@ -61,14 +60,25 @@ class ElementType:
         the bits decode to. A float type whose encoding fills its numpy container rounds once and reads the
         rounded container both ways (the same bits and values: from_bits would view the same container); any
         other type encodes and decodes. `native`: such a type's bits in their container's unsigned width
-        (uint8/16/32: the same numbers, a quarter to half the bytes to pack), not uint64."""
-        container = self.full_container()
-        if container is None:
+        (uint8/16/32: the same numbers, an eighth to a half of the bytes), not uint64."""
+        rounded = self.rounded_container(values)
+        if rounded is None:
             bits = self.to_bits(values)
             return bits, self.from_bits(bits)
-        enc = np.asarray(values, dtype=np.float64).astype(container)
-        raw = enc.view(UNSIGNED_OF_WIDTH[container.itemsize])
-        return (raw if native else raw.astype(np.uint64)), enc.astype(np.float64)
+        raw = rounded.view(UNSIGNED_OF_WIDTH[rounded.dtype.itemsize])
+        return (raw if native else raw.astype(np.uint64)), rounded.astype(np.float64)
+
+    def container_bits(self, values) -> np.ndarray | None:
+        """A full-container float type's (`full_container`) encoding of the values, in the container's own unsigned
+        width: to_bits' numbers without the widening to uint64; None for any other type."""
+        rounded = self.rounded_container(values)
+        return None if rounded is None else rounded.view(UNSIGNED_OF_WIDTH[rounded.dtype.itemsize])
+
+    def rounded_container(self, values) -> np.ndarray | None:
+        """The values rounded into a full-container float type's numpy dtype (as to_bits rounds them); None for
+        any other type."""
+        container = self.full_container()
+        return None if container is None else np.asarray(values, dtype=np.float64).astype(container)
 
     def full_container(self) -> np.dtype | None:
         """The numpy dtype of a float type whose encoding is every bit of it (f16, bf16, f32, e4m3, e5m2); None
@@ -95,7 +105,7 @@ class ElementType:
             b = b & np.uint64(~((1 << self.ignored_low_bits) - 1) & 0xFFFFFFFF)
             return b.astype(np.uint32).view(np.float32).astype(np.float64)
         itemsize = np.dtype(self.np_dtype).itemsize
-        raw = b.astype({1: np.uint8, 2: np.uint16, 4: np.uint32}[itemsize])
+        raw = b.astype(UNSIGNED_OF_WIDTH[itemsize])
         return raw.view(self.np_dtype).astype(np.float64)
 
     def int_range(self) -> tuple[int, int]:

@@ -128,7 +128,7 @@ def junk_bytes(rng, t: dtypes.ElementType, nbytes: int) -> np.ndarray:
 def nonzero_pool_encodings(name: str) -> np.ndarray:
     """The encodings of the exact pool's non-zero values of a float type, in its own width (read-only)."""
     width = dtypes.get(name).bits // 8
-    enc = pool_encodings(name, nonzero=True)[0].astype({1: np.uint8, 2: np.uint16, 4: np.uint32}[width])
+    enc = pool_encodings(name, nonzero=True)[0].astype(dtypes.UNSIGNED_OF_WIDTH[width])
     enc.flags.writeable = False
     return enc
 
@@ -372,11 +372,9 @@ NORMAL_REL_TOL = {
 
 def register_bits(dtype: str, vals: np.ndarray) -> np.ndarray:
     """acc_bits of values the accumulator holds exactly (C as drawn), a float accumulator's in its own width: the
-    same numbers, fewer bytes for the register packing to move."""
-    container = dtypes.get(dtype).full_container()
-    if container is None:
-        return acc_bits(dtype, vals)
-    return np.asarray(vals, dtype=np.float64).astype(container).view(dtypes.UNSIGNED_OF_WIDTH[container.itemsize])
+    same numbers; an f32 accumulator's are packed as they are (gather_registers widens narrower ones)."""
+    bits = dtypes.get(dtype).container_bits(vals)
+    return acc_bits(dtype, vals) if bits is None else bits
 
 
 def acc_bits(dtype: str, vals: np.ndarray) -> np.ndarray:
