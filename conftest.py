@@ -176,7 +176,7 @@ def pytest_collection_modifyitems(config, items):
 # one running: a worker that took up a group of one long test (the planted hang, 19 s on an H100 node) was handed
 # the next heavy group at once and held it while the hang ran, and ended the README run 8 s after most workers were
 # idle (results/2026-11-26-h100-bench9/call5/, pytest_timeline). Two quick tests that run anywhere (`spread`, from
-# QUICK_SPREAD_MODULES: the CLI's input checks, 40 tests of hundredths of a second) go after the long one in its
+# QUICK_SPREAD_MODULES: the CLI's input checks, 89 tests of hundredths of a second) go after the long one in its
 # group, so that the worker asks for more work only when the long test is done.
 HEAVY_GROUP_SECONDS = 5
 COMPANIONS = 2

@@ -57,7 +57,7 @@ def main():
     timed(engine.Engine, "begin", "engine begin")
     timed(engine.Engine, "run", "engine run")
     timed(engine.Engine, "close", "engine close")
-    timed(sweep, "_execute", "execute")
+    timed(sweep, "execute")
     os.environ["TIMED_BACKEND_LOG"] = a.timeline + ".worker"
     real_run = sweep.run
 

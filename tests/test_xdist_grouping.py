@@ -111,9 +111,10 @@ TIMED_MODULE = ('import os, time, pytest\n{mark}\n@pytest.mark.parametrize("i", 
 SPREAD = "pytestmark = pytest.mark.spread"
 
 
-def run_modules(tmp_path, workers: int, modules, conftest_extra: str = "") -> dict[str, list[str]]:
+def run_modules(tmp_path, workers: int, modules, conftest_extra: str = "") -> tuple[dict[str, list[str]], list[str]]:
     """An inner `pytest -n workers` over throwaway modules (name, tests, seconds each, module-level mark) with the
-    real conftest (plus `conftest_extra`): which worker ran each module's tests, in the order they ran."""
+    real conftest (plus `conftest_extra`): (which worker ran each module's tests, in the order they ran; the modules
+    in the order their first test ran)."""
     pytest.importorskip("xdist")
     (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text() + "\n" + conftest_extra + "\n")
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n    spread: x\n")
@@ -130,14 +131,13 @@ def run_modules(tmp_path, workers: int, modules, conftest_extra: str = "") -> di
         if line:
             name, worker = line.split()
             ran[name].append(worker)
-    ran["order"] = list(dict.fromkeys(line.split()[0] for line in log.read_text().split("\n") if line))
-    return ran
+    return ran, list(dict.fromkeys(line.split()[0] for line in log.read_text().split("\n") if line))
 
 
 def test_a_spread_modules_tests_go_to_whichever_worker_is_free(tmp_path):
     """A module marked `spread` is no group: its tests are handed out one by one (they fill the workers' tails),
     while an unmarked module beside it stays on one worker."""
-    workers = run_modules(tmp_path, 2, [("spread", 8, 0.2, SPREAD), ("whole", 8, 0.2, "")])
+    workers, _ = run_modules(tmp_path, 2, [("spread", 8, 0.2, SPREAD), ("whole", 8, 0.2, "")])
     assert len(workers["spread"]) == len(workers["whole"]) == 8
     assert len(set(workers["whole"])) == 1
     assert len(set(workers["spread"])) == 2, workers
@@ -147,10 +147,10 @@ def test_a_spread_modules_tests_weigh_their_share_of_its_seconds(tmp_path):
     """A spread module's tests are handed out by their share of its seconds: those of a slow one before a lighter
     group (not in the tail, where they kept one worker busy after the others were done), those of a quick one after
     it."""
-    ran = run_modules(tmp_path, 1, [("quickspread", 4, 0, SPREAD), ("light", 3, 0, ""), ("slowspread", 2, 0, SPREAD)],
+    _, order = run_modules(tmp_path, 1, [("quickspread", 4, 0, SPREAD), ("light", 3, 0, ""), ("slowspread", 2, 0, SPREAD)],
                       'MODULE_SECONDS.update({"test_slowspread.py": 100, "test_light.py": 10, '
                       '"test_quickspread.py": 2})')
-    assert ran["order"] == ["slowspread", "light", "quickspread"]
+    assert order == ["slowspread", "light", "quickspread"]
 
 
 def test_a_worker_on_a_long_lone_test_is_not_handed_the_next_heavy_group_meanwhile(tmp_path):
@@ -159,7 +159,7 @@ def test_a_worker_on_a_long_lone_test_is_not_handed_the_next_heavy_group_meanwhi
     other worker idles. Two quick `spread` tests follow the long one in its group (conftest.give_companions), so the
     next heavy group goes to the worker that frees up first. Here `quick` ends at once and its worker takes up `long`
     (3 s) while the other is still on `slow` (2 s): `heavy` must go to the worker of `slow`."""
-    workers = run_modules(tmp_path, 2, [("quick", 4, 0.01, ""), ("slow", 4, 0.5, ""), ("long", 1, 3.0, ""),
+    workers, _ = run_modules(tmp_path, 2, [("quick", 4, 0.01, ""), ("slow", 4, 0.5, ""), ("long", 1, 3.0, ""),
                                         ("heavy", 4, 0.1, ""), ("spread", 6, 0.01, SPREAD)],
                           'MODULE_SECONDS.update({"test_quick.py": 999, "test_slow.py": 900, "test_long.py": 800, '
                           '"test_heavy.py": 700})\nQUICK_SPREAD_MODULES = ("test_spread.py",)')
