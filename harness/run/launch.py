@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -159,31 +158,17 @@ def function(cubin_path: str, kernel_name: str):
         raise
 
 
-def run(cubin_path: str, kernel_name: str, launch, marks: list | None = None) -> dict[str, np.ndarray]:
-    """Launch (a LaunchInput, or the file it was saved to); returns each output, [CTAs, *shape]. `marks` (for
-    benchmarks/timed_backend.py): the time.time() after each step, loaded, module, copied in, ran, copied out (the
-    copies in are synchronised before the kernel, so the kernel's time is its own)."""
+def run(cubin_path: str, kernel_name: str, launch) -> dict[str, np.ndarray]:
+    """Launch (a LaunchInput, or the file it was saved to); returns each output, [CTAs, *shape]."""
     import cupy as cp
-
-    def mark():
-        if marks is not None:
-            marks.append(time.time())
     inp = LaunchInput.load(launch)
-    mark()
     fn = function(cubin_path, kernel_name)
-    mark()
     if inp.smem > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = inp.smem
     n = inp.ctas
     outs = {k: cp.full((n, *o.shape), o.fill, dtype=o.dtype) for k, o in inp.outputs.items()}
     args = [cp.asarray(inp.images), cp.asarray(inp.params.view(np.uint8))]
     args += [cp.asarray(v) for v in inp.inputs.values()] + list(outs.values())
-    if marks is not None:
-        cp.cuda.get_current_stream().synchronize()
-    mark()
     fn((n,), (inp.threads,), tuple(args), shared_mem=inp.smem)
     cp.cuda.get_current_stream().synchronize()
-    mark()
-    out = {k: cp.asnumpy(v) for k, v in outs.items()}
-    mark()
-    return out
+    return {k: cp.asnumpy(v) for k, v in outs.items()}
