@@ -52,7 +52,8 @@ class SassRule:
 
     def __post_init__(self):
         # the patterns compile when a listing is first judged (`pattern` keeps them): a warm sweep finds every
-        # verdict cached and needs none of its 1,100 patterns (compiling them took 0.15-0.3 s of its start-up);
+        # verdict cached and needs none of its 1,100 patterns (compiling them took 0.15 s of its start-up on the CPU
+        # machine, in the process that plans);
         # tests/run/test_sass.py compiles every rule of every family's kernels
         if self.count is not None and self.count < 0:
             raise ValueError(f"SassRule count must be >= 0, got {self.count}")
