@@ -164,7 +164,7 @@ def pytest_collection_modifyitems(config, items):
                 weight.setdefault(g, group_seconds(module, path, gpu_run) / spread_in[path])
             else:
                 weight.setdefault(g, group_seconds(g, path, gpu_run))
-        companion = give_companions(items, group_of, weight)
+        companion = give_companions(items, group_of, path_of, weight, first)
         order = {id(it): (-weight[g], first[g], id(it) in companion, i)
                  for i, (it, g) in enumerate(zip(items, group_of))}
         items.sort(key=lambda it: order[id(it)])
@@ -183,25 +183,23 @@ COMPANIONS = 2
 QUICK_SPREAD_MODULES = ("tests/test_cli_inputs.py",)
 
 
-def give_companions(items, group_of: list, weight: dict) -> set:
-    """Move COMPANIONS spread tests into each heavy group of one test (their xdist_group marker and `group_of`
-    entry), in order, the heaviest group first; returns the ids of the moved items. A pure function of the
-    collected items, so every worker agrees."""
+def give_companions(items, group_of: list, path_of: list, weight: dict, first: dict) -> set:
+    """Move COMPANIONS spread tests into each heavy named group of one test (their xdist_group marker and
+    `group_of` entry), the heaviest group first; returns the ids of the moved items. A pure function of the
+    collected items, so every worker agrees. A spread test is no named group: it gets none."""
     count: dict = {}
     for g in group_of:
         count[g] = count.get(g, 0) + 1
-    lonely = sorted((g for g in count if count[g] == 1 and weight.get(g, 0) >= HEAVY_GROUP_SECONDS),
-                    key=lambda g: (-weight[g], group_of.index(g)))
-    spare = [i for i, (it, g) in enumerate(zip(items, group_of)) if g == it.nodeid
-             and it.get_closest_marker("spread") is not None and it.get_closest_marker("gpu") is None
-             and os.path.relpath(str(it.path), ROOT).replace(os.sep, "/") in QUICK_SPREAD_MODULES]
+    named = {g for it, g in zip(items, group_of) if g != it.nodeid}
+    lonely = sorted((g for g in named if count[g] == 1 and weight[g] >= HEAVY_GROUP_SECONDS),
+                    key=lambda g: (-weight[g], first[g]))
+    spare = [i for i, (it, g, path) in enumerate(zip(items, group_of, path_of)) if g == it.nodeid
+             and path in QUICK_SPREAD_MODULES and it.get_closest_marker("gpu") is None]
     moved = set()
-    for g in lonely:
-        for i in spare[:COMPANIONS]:
-            items[i].add_marker(pytest.mark.xdist_group(g))
-            group_of[i] = g
-            moved.add(id(items[i]))
-        spare = spare[COMPANIONS:]
+    for g, i in ((g, i) for n, g in enumerate(lonely) for i in spare[n * COMPANIONS:(n + 1) * COMPANIONS]):
+        items[i].add_marker(pytest.mark.xdist_group(g))
+        group_of[i] = g
+        moved.add(id(items[i]))
     return moved
 
 
