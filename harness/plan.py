@@ -155,10 +155,16 @@ def kernels_first(sel: Selection, run_archs: dict[str, Arch] | None = None,
         for o in fam.archs:
             if o != arch:
                 other += [k for k in fam.kernel_list(o) if k.name in planned]
-    if shard:
-        i, n = shard
-        run, other = run[i::n], (other if i == 0 else [])
+    run, other = sharded(run, other, shard)
     return (run + other) or None
+
+
+def sharded(run: list, compile_only: list, shard: tuple[int, int] | None) -> tuple[list, list]:
+    """Shard i of n's part: every n-th of the kernels run, from the i-th; the compile-only kernels go with shard 0."""
+    if not shard:
+        return run, compile_only
+    i, n = shard
+    return run[i::n], (compile_only if i == 0 else [])
 
 
 def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[int, int] | None = None,
@@ -205,9 +211,7 @@ def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[
     if not plan.work:
         raise SweepError("the selection matches no case" + (f" ({'; '.join(plan.notes)})" if plan.notes else ""))
     if shard:
-        i, n = shard
-        plan.work = plan.work[i::n]
-        plan.compile_only = plan.compile_only if i == 0 else []
+        plan.work, plan.compile_only = sharded(plan.work, plan.compile_only, shard)
         if not plan.work:
-            raise SweepError(f"shard {i}/{n} holds no kernel of the selection")
+            raise SweepError(f"shard {shard[0]}/{shard[1]} holds no kernel of the selection")
     return plan
