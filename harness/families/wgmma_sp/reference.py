@@ -129,8 +129,7 @@ def draw_packed_operand(rng, t: dtypes.ElementType, shape, mode: str) -> tuple[n
     """(raw bits, values) of the stored elements of A drawn as `draw_packed` draws them, from the same stream."""
     if mode != "normal" and t.name in EXACT_POOL:
         return dense.draw_from_pool(rng, t.name, shape, nonzero=True)
-    bits = t.to_bits(draw_packed(rng, t, shape, mode))
-    return bits, t.from_bits(bits)
+    return t.encoded(draw_packed(rng, t, shape, mode))
 
 
 @dataclass
