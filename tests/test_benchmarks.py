@@ -133,3 +133,14 @@ def test_the_sweep_timeline_times_a_sweeps_phases_from_the_shells_clock(tmp_path
     assert all(0 <= a["t"] <= b["t"] for a, b in zip(main, main[1:]))
     launches = [e for e in events if e["event"] == "launch"]
     assert bool(launches) == ran and all(e["load_s"] >= 0 and e["kernel_s"] >= 0 for e in launches)
+
+
+def test_gc_site_logs_the_collectors_time_of_every_python_process(tmp_path):
+    log = tmp_path / "gc.jsonl"
+    env = dict(os.environ, TC_HARNESS_GC_LOG=str(log), PYTHONPATH=str(ROOT / "benchmarks" / "gc_site"))
+    child = "import gc, subprocess, sys; gc.collect(); subprocess.run([sys.executable, '-c', 'pass'])"
+    subprocess.run([sys.executable, "-c", child], env=env, check=True, timeout=60)
+    lines = [json.loads(ln) for ln in log.read_text().splitlines()]
+    assert len(lines) == 2  # the process and the one it started
+    parent = next(ln for ln in lines if "gc.collect" in ln["argv"])
+    assert parent["collections"][2] >= 1 and parent["full_s"] > 0 and parent["gc_s"] >= parent["full_s"]
