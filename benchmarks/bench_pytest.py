@@ -79,6 +79,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--runs", default="readme,readme-warm,gpu")
+    ap.add_argument("--cache", help="the compile cache the runs use, and leave (default: a fresh one, so that the first "
+                                    "run is cold); two trees' runs sharing one are compared warm")
     a = ap.parse_args()
     names = [r for r in a.runs.split(",") if r]
     unknown = [r for r in names if r not in RUNS]
@@ -86,7 +88,8 @@ def main():
         sys.exit(f"bench_pytest: unknown run {unknown[0]!r}; one of {', '.join(RUNS)}")
     report = {"cpus": os.cpu_count(), "runs": {}}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as cache:
+    with tempfile.TemporaryDirectory() as fresh:
+        cache = a.cache or fresh
         for name in names:
             report["runs"][name] = timed(RUNS[name], cache, Path(a.out).with_name(f"{Path(a.out).stem}-{name}.log"))
             r = report["runs"][name]

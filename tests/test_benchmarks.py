@@ -144,3 +144,30 @@ def test_gc_site_logs_the_collectors_time_of_every_python_process(tmp_path):
     assert len(lines) == 2  # the process and the one it started
     parent = next(ln for ln in lines if "gc.collect" in ln["argv"])
     assert parent["collections"][2] >= 1 and parent["full_s"] > 0 and parent["gc_s"] >= parent["full_s"]
+
+
+def test_the_pytest_ab_script_runs_both_trees_cold_then_warm_in_turn_each_on_its_own_cache(tmp_path):
+    """benchmarks/ab_pytest.sh with two stand-in trees whose one test records its tree and the compile cache it was
+    given: NEW cold, OLD cold, then OLD NEW, each tree always on its own cache, a table line per run; bad arguments
+    refused."""
+    log = tmp_path / "order.txt"
+    for side in ("old", "new"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "conftest.py").write_text("")
+        (tmp_path / side / "test_one.py").write_text(
+            "import os\n\ndef test_one():\n"
+            f"    open({str(log)!r}, 'a').write(os.path.basename(os.getcwd()) + ' ' + os.environ['TC_HARNESS_CACHE']"
+            " + '\\n')\n")
+    script = str(ROOT / "benchmarks" / "ab_pytest.sh")
+    env = dict(os.environ, OUT=str(tmp_path / "out"), PYTEST_XDIST_AUTO_NUM_WORKERS="1")  # -n auto: one worker
+    r = subprocess.run([script, str(tmp_path / "old"), str(tmp_path / "new"), "1"], env=env, capture_output=True,
+                       text=True, timeout=240)
+    assert r.returncode == 0, r.stderr
+    runs = [ln.split() for ln in log.read_text().splitlines()]
+    assert [tree for tree, _ in runs] == ["new", "old", "old", "new"]
+    assert runs[0][1] == runs[3][1] != runs[1][1] == runs[2][1]
+    table = (tmp_path / "out" / "ab-pytest" / "table.txt").read_text().splitlines()
+    assert [ln.split()[0] for ln in table] == ["new-cold", "old-cold", "old1", "new1"]
+    assert all("exit 0" in ln and "1 passed" in ln for ln in table)
+    bad = subprocess.run([script, str(tmp_path / "old"), str(tmp_path), "1"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "has no conftest.py" in bad.stderr
