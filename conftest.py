@@ -119,7 +119,7 @@ MODULE_SECONDS = {
     "tests/test_wgmma_seq.py": 17, "tests/test_toolchain.py": 13,
     # spread modules (each test its own group, weighing its share): measured alike, 2 workers
     "tests/run/test_modules.py": 23, "tests/test_xdist_grouping.py": 17, "tests/test_cli.py": 12,
-    "tests/test_benchmarks.py": 18, "tests/test_addresses.py": 8, "tests/test_cli_fuzz.py": 6,
+    "tests/test_benchmarks.py": 11, "tests/test_addresses.py": 8, "tests/test_cli_fuzz.py": 6,
     "tests/test_mass_faults.py": 5, "tests/test_cli_inputs.py": 2,
     "tests/test_fragments_probe.py": 7, "tests/test_gpu_sweep.py": 7, "tests/test_nvrtc.py": 7,
     "tests/test_cute_oracle.py": 5,
