@@ -295,8 +295,7 @@ def results_file(draw):
     if kind != "valid":
         bad = {"bad record": lambda: json.dumps(draw(BAD_RECORD)).encode(),
                "bad bytes": lambda: draw(st.binary(min_size=1, max_size=8).filter(_not_utf8)),
-               "bad json": lambda: draw(st.text(string.printable.replace("\n", "").replace("\r", "").replace(
-                   "\x0b", "").replace("\x0c", ""), min_size=1, max_size=8).filter(_not_json)).encode()}[kind]()
+               "bad json": lambda: draw(NOT_JSON).encode()}[kind]()
         pos = draw(st.integers(1, len(lines)))
         lines.insert(pos, bad)
         bad_at = pos + 1
@@ -320,6 +319,13 @@ def _not_json(t: str) -> bool:
         return False
     except ValueError:
         return True
+
+
+# One line of printable text that is not JSON, joined from characters drawn one by one: st.text with this alphabet
+# warned, in the hypothesis of an H100 node's image, that a character does not round-trip through UTF-8 (none of
+# these fails to).
+ONE_LINE_PRINTABLE = sorted(set(string.printable) - set("\n\r\x0b\x0c"))
+NOT_JSON = st.lists(st.sampled_from(ONE_LINE_PRINTABLE), min_size=1, max_size=8).map("".join).filter(_not_json)
 
 
 @SETTINGS
