@@ -137,6 +137,9 @@ NODE_GROUP_SECONDS = {
     "test_addresses_gpu": 11, "test_timing": 9, "test_nvrtc": 9, "test_packaging": 8, "test_robustness_gpu": 7,
     "test_sweep_on_other_gpus": 6, "test_report": 6, "test_sf_probe": 6, "test_nvrtc_versions": 5, "test_sass": 5,
     "test_xdist_grouping": 25,  # spread since; 25 s as one group (results/2026-11-26-h100-bench9/call7)
+    # groups that weighed 0 (in no table) and so went out last, ending the README run up to 5 s after a balanced end:
+    # their seconds in the cold runs of results/2026-11-26-h100-bench10 (call2, call3/ab-pytest/new-cold)
+    "test_pipeline": 5, "test_no_false_green": 4, "test_results_schema": 4, "test_compare": 3,
 }
 # A shard of the GPU families' kernel tests (tests/gpu_sweep.py: a worker's part of the compiling, preparing and
 # launching; about 1/16 of the plan on a 16-core node: 15-23 s there, cold). Ranked above every other group: xdist
