@@ -60,11 +60,12 @@ def _write_bytecode_in_the_test_session() -> None:
 
 
 # Python's cyclic garbage collector took 26 s of the 146 s that the 2 xdist workers of a full run were busy on the 2-core
-# CPU machine (2026-11-26, benchmarks/gc_site): every full collection walks each object the process holds, and a test
-# process holds the items and the plans of every family (about 840,000 objects by the end), so each of its 30-50 full
-# collections took 0.1-0.45 s. The plans are frozen where they are read (plan.kept_for_good): 11 s. Fewer full
-# collections (the third threshold 100, not 10), and what is alive once the tests are collected moved out of the
-# collector's sight too: 5 s. Cycles the tests make are still collected; what is frozen lives all session anyway.
+# CPU machine, and 25-35 s of the 16 workers' time on an H100 node (2026-11-26, benchmarks/gc_site): every full
+# collection walks each object the process holds, and a test process holds the items and the plans of every family
+# (about 840,000 objects by the end), so each of its 30-50 full collections took 0.1-0.45 s. Fewer full collections
+# (the third threshold 100, not 10), what is alive once the tests are collected moved out of the collector's sight,
+# and the plans read with it paused (plan.with_collector_paused): 11.5 s here (results/2026-11-26-cpu/
+# garbage-collector.txt). Cycles the tests make are still collected; what is frozen lives all session anyway.
 FULL_COLLECTION_THRESHOLD = 100
 
 
@@ -81,13 +82,13 @@ def pytest_collection_finish(session):
 _write_bytecode_in_the_test_session()
 _pin_xdist_worker_to_one_gpu()
 _share_the_cores_among_xdist_workers()
-_collect_garbage_less_often()
 ROOT = Path(__file__).resolve().parent
 
 from harness.run import gpu  # noqa: E402  (after the pin)
 
 
 def pytest_configure(config):
+    _collect_garbage_less_often()
     # Under pytest -n, tests of one group run on one worker: a module's tests unless it is marked `spread` (its
     # module-scoped fixtures, kernels compiled, CuTe DSL evaluated, CUTLASS oracles run, are built once, not once
     # per worker), and the cases of the GPU session sweep. The controller schedules by group ('loadgroup'); a

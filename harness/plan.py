@@ -103,19 +103,18 @@ def source_digest() -> str:
 LOADED_PLANS: dict[Path, list] = {}  # cached plans this process has read or built, by file
 
 
-def kept_for_good(build, *args):
-    """build(*args) with Python's cyclic garbage collector paused, and everything alive afterwards moved out of its
-    sight (gc.freeze): what a plan builds (~250,000 objects for wgmma's) is kept for the life of the process
-    (LOADED_PLANS), and a collector that runs while they are made walks all of them again at each full collection.
-    Reading every family's plan took 0.74-0.98 s, 0.25 s this way (2-core CPU machine, 2026-11-26); every sweep, CLI
-    run and test process reads them. Frozen objects are still freed when nothing refers to them; only a garbage
-    cycle alive at the freeze is kept."""
+def with_collector_paused(build, *args):
+    """build(*args) with Python's cyclic garbage collector paused: a plan is ~250,000 objects (wgmma's), none of them
+    garbage, and while they are made the heap keeps growing by the quarter that sets off a full collection, each of
+    which walks every object made so far. Reading every family's plan took 0.60-0.76 s, 0.26-0.31 s so
+    (results/2026-11-26-cpu/garbage-collector.txt). The collector runs again afterwards, as it ran before; keeping
+    long-lived objects out of its sight (gc.freeze) is for a process's entry point to decide (the test session's
+    conftest.py does), since it would keep every garbage cycle alive at that moment too."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         return build(*args)
     finally:
-        gc.freeze()
         if was_enabled:
             gc.enable()
 
@@ -133,12 +132,12 @@ def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
         return [(k, list(cs)) for k, cs in LOADED_PLANS[path]]  # the caller may edit its lists; kernels and
     try:                                                         # cases are frozen
         with open(path, "rb") as fh:
-            out = kept_for_good(pickle.load, fh)
+            out = with_collector_paused(pickle.load, fh)
         LOADED_PLANS[path] = out
         return [(k, list(cs)) for k, cs in out]
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
         pass  # absent or unreadable: build it
-    out = kept_for_good(fam.kernels, arch)
+    out = with_collector_paused(fam.kernels, arch)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
