@@ -36,8 +36,7 @@ def bytecode_cached() -> bool:
     """Whether the checkout's modules were compiled by an earlier run (the test session writes __pycache__ even
     under PYTHONDONTWRITEBYTECODE, conftest.py): a cold run's compile caches are empty either way, but its
     collection takes seconds longer on a node without them."""
-    root = Path(__file__).resolve().parent.parent
-    return any((root / d / "__pycache__").is_dir() for d in ("tests", "harness"))
+    return any((Path.cwd() / d / "__pycache__").is_dir() for d in ("tests", "harness"))  # the tree pytest runs in
 
 
 def timed(args: list[str], cache: str, log: Path) -> dict:
@@ -79,8 +78,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--runs", default="readme,readme-warm,gpu")
-    ap.add_argument("--cache", help="the compile cache the runs use, and leave (default: a fresh one, so that the first "
-                                    "run is cold); two trees' runs sharing one are compared warm")
+    ap.add_argument("--cache", help="the compile cache the runs use and leave behind (default: a fresh one, so that the "
+                                    "first run is cold); benchmarks/ab_pytest.sh gives each tree its own")
     a = ap.parse_args()
     names = [r for r in a.runs.split(",") if r]
     unknown = [r for r in names if r not in RUNS]

@@ -160,8 +160,9 @@ def test_the_pytest_ab_script_runs_both_trees_cold_then_warm_in_turn_each_on_its
         "seen = [os.path.basename(os.getcwd()), arg('--runs'), arg('--cache')]\n"
         f"open({str(log)!r}, 'a').write(' '.join(seen) + '\\n')\n"
         "run = {'wall_s': 1.5, 'exit': 0, 'last_line': '1 passed in 1.20s'}\n"
-        "json.dump({'runs': {arg('--runs'): run}}, open(arg('--out'), 'w'))\n")
-    for side in ("old", "new"):
+        "json.dump({'runs': {arg('--runs'): run}}, open(arg('--out'), 'w'))\n"
+        "sys.exit(os.path.basename(os.getcwd()) == 'broken')\n")
+    for side in ("old", "new", "broken"):
         (tmp_path / side).mkdir()
         (tmp_path / side / "conftest.py").write_text("")
     script = str(bench / "ab_pytest.sh")
@@ -177,3 +178,7 @@ def test_the_pytest_ab_script_runs_both_trees_cold_then_warm_in_turn_each_on_its
     assert [ln.split()[0] for ln in table] == ["new-cold", "old-cold", "old1", "new1"] and "1.5 s  exit 0" in table[0]
     bad = subprocess.run([script, str(tmp_path / "old"), str(tmp_path), "1"], env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "has no conftest.py" in bad.stderr
+    env["OUT"] = str(tmp_path / "out2")  # a run that gives no result: every run still goes, and the exit says so
+    broken = subprocess.run([script, str(tmp_path / "broken"), str(tmp_path / "new"), "1"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert broken.returncode == 1 and len((tmp_path / "out2" / "ab-pytest" / "table.txt").read_text().splitlines()) == 4

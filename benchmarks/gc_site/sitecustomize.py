@@ -35,7 +35,7 @@ if LOG:
     def write_line():
         line = {"pid": os.getpid(), "argv": " ".join(sys.orig_argv)[:160],
                 "xdist_worker": os.environ.get("PYTEST_XDIST_WORKER"), "cpu_s": round(time.process_time(), 2),
-                **{k: round(v, 3) if isinstance(v, float) else v for k, v in spent.items()}}
+                **{k: round(v, 6) if isinstance(v, float) else v for k, v in spent.items()}}
         with open(LOG, "a") as fh:  # one short write a process: lines of processes ending together stay whole
             fh.write(json.dumps(line) + "\n")
 
