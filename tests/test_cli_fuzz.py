@@ -24,7 +24,12 @@ from harness import cli, sweep
 from harness.enums import ExitCode
 from harness.records import results
 
-pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
+# spread: no module-scoped fixture, so under pytest -n each test goes to any free worker. The warning filtered: the
+# hypothesis of an H100 node's image (6.168.3) warned, while drawing st.text()'s default alphabet, that a space does
+# not round-trip through UTF-8 ("Characters ' ' can be encoded with codec='utf-8', but do not decode back";
+# results/2026-11-26-h100-bench10/check.txt), though it does; the same version here finds no such character. It is
+# about hypothesis's table of characters, not about the inputs these tests give the CLI.
+pytestmark = [pytest.mark.spread, pytest.mark.filterwarnings("ignore:Characters .* can be encoded with codec")]
 
 LIMIT_S = 10  # per call: a call that takes longer is a failure (an unbounded input got through)
 # derandomized, so CI is repeatable; HARNESS_FUZZ_EXAMPLES=5000 for a longer, random search by hand
@@ -295,7 +300,8 @@ def results_file(draw):
     if kind != "valid":
         bad = {"bad record": lambda: json.dumps(draw(BAD_RECORD)).encode(),
                "bad bytes": lambda: draw(st.binary(min_size=1, max_size=8).filter(_not_utf8)),
-               "bad json": lambda: draw(NOT_JSON).encode()}[kind]()
+               "bad json": lambda: draw(st.text(string.printable.replace("\n", "").replace("\r", "").replace(
+                   "\x0b", "").replace("\x0c", ""), min_size=1, max_size=8).filter(_not_json)).encode()}[kind]()
         pos = draw(st.integers(1, len(lines)))
         lines.insert(pos, bad)
         bad_at = pos + 1
@@ -319,13 +325,6 @@ def _not_json(t: str) -> bool:
         return False
     except ValueError:
         return True
-
-
-# One line of printable text that is not JSON, joined from characters drawn one by one: st.text with this alphabet
-# warned, in the hypothesis of an H100 node's image, that a character does not round-trip through UTF-8 (none of
-# these fails to).
-ONE_LINE_PRINTABLE = sorted(set(string.printable) - set("\n\r\x0b\x0c"))
-NOT_JSON = st.lists(st.sampled_from(ONE_LINE_PRINTABLE), min_size=1, max_size=8).map("".join).filter(_not_json)
 
 
 @SETTINGS
