@@ -125,7 +125,7 @@ def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
     layout). A family from outside the package (TC_HARNESS_FAMILIES) is always asked."""
     module = families.registry().get(str(fam.name), "")
     if not cache or not module.startswith("harness."):
-        return fam.kernels(arch)
+        return with_collector_paused(fam.kernels, arch)
     from harness.run.compile import cache_dir
     path = cache_dir() / "plans" / f"{fam.name}-{arch}-{source_digest()}.pkl"
     if path in LOADED_PLANS:  # unpickling 27,554 cases takes ~0.5 s: once a process
