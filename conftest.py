@@ -60,9 +60,10 @@ def _write_bytecode_in_the_test_session() -> None:
 
 
 # Python's cyclic garbage collector took 26 s of the 146 s that the 2 xdist workers of a full run were busy on the 2-core
-# CPU machine, and 25-35 s of the 16 workers' time on an H100 node (2026-11-26, benchmarks/gc_site): every full
-# collection walks each object the process holds, and a test process holds the items and the plans of every family
-# (about 840,000 objects by the end), so each of its 30-50 full collections took 0.1-0.45 s. Fewer full collections
+# CPU machine, and 18-35 s of the 16 workers' time on H100 nodes (2026-11-26, benchmarks/gc_site; 8-10 s since,
+# results/2026-11-26-h100-bench10/call4): every full collection walks each object the process holds, and a test
+# process holds the items and the plans of every family (about 840,000 objects by the end), so each of its 30-50 full
+# collections took 0.1-0.45 s. Fewer full collections
 # (the third threshold 100, not 10), what is alive once the tests are collected moved out of the collector's sight,
 # and the plans read with it paused (plan.with_collector_paused): 11.5 s here (results/2026-11-26-cpu/
 # garbage-collector.txt). Cycles the tests make are still collected; what is frozen lives all session anyway.

@@ -1,6 +1,9 @@
 """The plan cache (harness/plan.py family_kernels): a warm sweep reads every in-tree family's kernels and cases
 from the compile cache instead of building them, keyed by the package's own source, so a changed model is never
 answered from a stale plan; an out-of-tree family is always asked."""
+import gc
+import pickle
+
 import pytest
 
 from harness import families, plan
@@ -78,8 +81,6 @@ def test_a_selection_of_everything_keeps_every_case_of_every_kernel_in_order(mon
 def test_a_plan_is_built_and_read_with_the_collector_paused_and_left_running(private_cache, monkeypatch, warm):
     """While a plan is made the heap grows by the quarter that sets off a full collection time and again: the
     collector is paused while it is built or read, and runs again after."""
-    import gc
-    import pickle
     seen = []
 
     def watched(build):
@@ -99,8 +100,6 @@ def test_a_plan_is_built_and_read_with_the_collector_paused_and_left_running(pri
 
 
 def test_the_collector_is_left_as_it_was_found_whatever_the_build_does():
-    import gc
-
     def fails():
         raise RuntimeError("no plan")
     with pytest.raises(RuntimeError):
