@@ -151,9 +151,10 @@ def _run_job(args):
 
 def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
     """The jobs to compile, grouped into modules: cubins of one arch and options, at most KERNELS_PER_MODULE a
-    module and, with several workers, no fewer modules than MODULES_PER_WORKER per worker (the compiling and the
-    SASS check's one disassembly per module keep every core busy to the end); PTX one kernel a module (the
-    driver's JIT would compile the whole module for each kernel it loads)."""
+    module and, with several workers, of one size that makes about MODULES_PER_WORKER modules per worker of all the
+    jobs (the compiling and the SASS check's one disassembly per module keep every core busy to the end, and no
+    small group goes out a kernel at a time); PTX one kernel a module (the driver's JIT would compile the whole
+    module for each kernel it loads)."""
     if tc.kind.module_suffix != ".cubin":
         return [[t] for t in todo]
     groups: dict[tuple, list] = {}
@@ -166,8 +167,12 @@ def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
             singles.append([t])
     out = []
     spread = MODULES_PER_WORKER * workers if workers > 1 else 1  # one process: nothing to spread
+    # one module size for every group, from all the jobs together: sized group by group, a small group (the 34
+    # tcgen05 kernels of one arch, against 48 modules' spread on 16 workers) went out one kernel a module, and each
+    # module's SASS check starts a disassembler (~0.36 s of CPU before its first instruction on this project's CPU
+    # machine, results/2026-11-26-cpu/module-size.txt): 61 single-kernel modules, ~20 core-seconds of a cold sweep
+    size = max(1, min(KERNELS_PER_MODULE, -(-sum(map(len, groups.values())) // spread)))
     for group in groups.values():
-        size = max(1, min(KERNELS_PER_MODULE, -(-len(group) // spread)))
         out += balanced(group, size)
     return sorted(out, key=lambda m: -sum(len(t[1].source) for t in m)) + singles
 

@@ -71,6 +71,18 @@ def test_modules_are_balanced_by_source_and_handed_out_heaviest_first():
     assert loads == sorted(loads, reverse=True) and sum(map(len, ordered)) == 24
 
 
+def test_a_small_group_shares_modules_of_the_size_all_the_jobs_give():
+    """96 kernels of one arch and 12 of another on 16 workers: 48 modules' spread makes modules of ceil(108 / 48) = 3
+    kernels for both arches, not 12 single-kernel modules for the small group (each module's SASS check starts a
+    disassembler)."""
+    jobs = [C.CompileJob(f"k{i}", "x" * 100, "sm_90a") for i in range(96)]
+    jobs += [C.CompileJob(f"t{i}", "y" * 100, "sm_100a") for i in range(12)]
+    modules = C.modules_to_compile([(i, j, None) for i, j in enumerate(jobs)], toolchain.default(), workers=16)
+    sizes = {arch: sorted({len(m) for m in modules if m[0][1].arch == arch}) for arch in ("sm_90a", "sm_100a")}
+    assert sizes == {"sm_90a": [3], "sm_100a": [3]} and len(modules) == 36
+    assert all(len({t[1].arch for t in m}) == 1 for m in modules)
+
+
 def test_a_compile_that_checks_leaves_the_sass_check_nothing_to_judge(tmp_path, monkeypatch):
     """The processes that build the cubins judge their SASS: the check after the compile only reads verdicts (no
     disassembly, no parse); a cubin whose check was not given to the compile is judged then."""
