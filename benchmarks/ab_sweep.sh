@@ -30,7 +30,8 @@ def line(run):
     t = b[run]["summary"].get("timing", {})
     return (f"{b[run]['wall_s']:6.2f} s (in the sweep {b[run]['summary'].get('wall_s')}, plan {t.get('plan_s')}, compile "
             f"{b[run]['summary'].get('compile_s')}, preparation {t.get('prepare_s')} core-s, read-back "
-            f"{t.get('readback_s')} core-s, GPU worker {t.get('gpu_worker_s')} s)")
+            f"{t.get('readback_s')} core-s, GPU worker {t.get('gpu_worker_s')} s"
+            + (f"; CPU {b[run]['cpu_s']} core-s" if "cpu_s" in b[run] else "") + ")")
 print(f"{sys.argv[2]:<6} cold {line('cold')}\n{'':<6} warm {line('warm')}")
 PY
   done

@@ -9,6 +9,7 @@ Writes <out-dir>/sweep.jsonl (the cold run's results), <out-dir>/sweep-warm.json
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -23,11 +24,20 @@ def caches(folder: str) -> dict:
     return {"TC_HARNESS_CACHE": folder, "CUDA_CACHE_PATH": os.path.join(folder, "nv-compute-cache")}
 
 
+def with_cpu_seconds(run):
+    """(run(), the CPU seconds, user and system, of the processes it started and waited for: theirs and those of
+    every descendant they waited for in turn, as the sweep's pools, GPU workers and disassemblers are)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = run()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return out, round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 2)
+
+
 def timed_sweep(cache: str, out: Path, extra) -> dict:
     env = dict(os.environ, PYTHONUNBUFFERED="1", **caches(cache))
     t = time.time()
-    proc = subprocess.run([sys.executable, "-m", "harness", "sweep", "--out", str(out), *extra], env=env,
-                          capture_output=True, text=True)
+    proc, cpu = with_cpu_seconds(lambda: subprocess.run([sys.executable, "-m", "harness", "sweep", "--out", str(out),
+                                                         *extra], env=env, capture_output=True, text=True))
     wall = time.time() - t
     # the sweep's own account (plan, compile, SASS, GPUs, counts), without its line per kernel
     sys.stderr.write("".join(ln for ln in proc.stderr.splitlines(keepends=True) if not ln.startswith("[")))
@@ -37,7 +47,9 @@ def timed_sweep(cache: str, out: Path, extra) -> dict:
         if rec.get("type") == "summary":
             summary = rec
             break
-    return {"wall_s": round(wall, 2), "exit": proc.returncode, "stdout": proc.stdout.strip(), "summary": summary}
+    # cpu_s / the cores: the wall time the run could not beat on this machine, however well its work were spread
+    return {"wall_s": round(wall, 2), "cpu_s": cpu, "cpu_floor_s": round(cpu / (os.cpu_count() or 1), 2),
+            "exit": proc.returncode, "stdout": proc.stdout.strip(), "summary": summary}
 
 
 def main():
@@ -68,7 +80,9 @@ def main():
             ("kernels (+ other archs, compile only)", f"{cs.get('kernels')} + {cs.get('compile_only_kernels', 0)}"),
             ("compile, cold / warm (s)", f"{cs.get('compile_s')} / {ws.get('compile_s')}"),
             ("GPU worker time, warm (s)", ws.get("timing", {}).get("gpu_worker_s")),
-            ("wall, cold (s)", cold["wall_s"]), ("wall, warm (s)", warm["wall_s"])]
+            ("wall, cold (s)", cold["wall_s"]), ("wall, warm (s)", warm["wall_s"]),
+            (f"CPU, cold / warm (core-s; / {os.cpu_count()} cores = the floor)",
+             f"{cold['cpu_s']} / {warm['cpu_s']} ({cold['cpu_floor_s']} s / {warm['cpu_floor_s']} s)")]
     if "naive" in report:
         nv = report["naive"]
         rows.append((f"naive vs batched on {nv['cases']} cases ({nv['subset']})",

@@ -182,3 +182,19 @@ def test_the_pytest_ab_script_runs_both_trees_cold_then_warm_in_turn_each_on_its
     broken = subprocess.run([script, str(tmp_path / "broken"), str(tmp_path / "new"), "1"], env=env,
                             capture_output=True, text=True, timeout=60)
     assert broken.returncode == 1 and len((tmp_path / "out2" / "ab-pytest" / "table.txt").read_text().splitlines()) == 4
+
+
+def test_bench_sweep_counts_the_cpu_of_a_run_and_of_what_its_processes_started_and_waited_for():
+    """with_cpu_seconds of a process that burns ~0.6 s of CPU itself and starts a child that burns ~0.6 s: both
+    count (a sweep's CPU is in its pool processes, GPU workers and disassemblers, not in the process itself)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_sweep
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass\n"
+    parent = spin + f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {spin!r}], check=True)\n"
+    proc, cpu = bench_sweep.with_cpu_seconds(lambda: subprocess.run([sys.executable, "-c", parent]))
+    assert proc.returncode == 0 and 1.2 <= cpu < 3.0, cpu
+    _, idle = bench_sweep.with_cpu_seconds(lambda: time.sleep(0.3))
+    assert idle == 0.0
