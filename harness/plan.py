@@ -5,12 +5,14 @@ and the plan says so in `notes`; nothing is dropped without a line saying why.
 """
 from __future__ import annotations
 
+import fcntl
 import gc
 import hashlib
 import os
 import pickle
 import shlex
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -130,26 +132,58 @@ def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
     path = cache_dir() / "plans" / f"{fam.name}-{arch}-{source_digest()}.pkl"
     if path in LOADED_PLANS:  # unpickling 27,554 cases takes ~0.5 s: once a process
         return [(k, list(cs)) for k, cs in LOADED_PLANS[path]]  # the caller may edit its lists; kernels and
-    try:                                                         # cases are frozen
+    out = read_plan(path)                                        # cases are frozen
+    if out is None:  # absent or unreadable: build it, one process at a time
+        with building_alone(path):
+            out = read_plan(path)  # built meanwhile by the process that held the lock
+            if out is None:
+                out = with_collector_paused(fam.kernels, arch)
+                write_plan(path, out, f"{fam.name}-{arch}-*.pkl")
+    LOADED_PLANS[path] = out
+    return [(k, list(cs)) for k, cs in out]
+
+
+def read_plan(path: Path) -> list | None:
+    """A cached plan, None where it is absent or unreadable."""
+    try:
         with open(path, "rb") as fh:
-            out = with_collector_paused(pickle.load, fh)
-        LOADED_PLANS[path] = out
-        return [(k, list(cs)) for k, cs in out]
+            return with_collector_paused(pickle.load, fh)
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-        pass  # absent or unreadable: build it
-    out = with_collector_paused(fam.kernels, arch)
+        return None
+
+
+def write_plan(path: Path, plan: list, siblings: str) -> None:
+    """Cache a plan; the other plans matching `siblings` (a glob: the family's and arch's) are of other sources."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-        tmp.write_bytes(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.write_bytes(pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL))
         tmp.replace(path)  # atomic: a concurrent sweep never reads half a plan
-        for stale in path.parent.glob(f"{fam.name}-{arch}-*.pkl"):  # plans of other sources are never read again
-            if stale != path:
-                stale.unlink(missing_ok=True)
+        for stale in [*path.parent.glob(siblings), *path.parent.glob(siblings + ".lock")]:  # plans (and their
+            if stale not in (path, path.with_name(f"{path.name}.lock")):            # locks) of other sources are
+                stale.unlink(missing_ok=True)                                        # never read again
     except OSError:
         pass  # a read-only cache only costs the next sweep the time to build it
-    LOADED_PLANS[path] = out
-    return [(k, list(cs)) for k, cs in out]
+
+
+@contextmanager
+def building_alone(path: Path):
+    """Hold an exclusive lock beside a plan while it is built, so that processes starting together on an empty
+    cache build it once: the README's pytest on an H100 node ran the controller and 16 workers, each building every
+    plan at once, and every worker's collection ended 10.4 s into the run, against 5.5-6.8 s with the plans cached
+    (results/2026-11-26-h100-bench11/). Where no lock can be had (a read-only cache), each process builds its own."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path.with_name(f"{path.name}.lock"), "a")
+    except OSError:
+        yield
+        return
+    with fh:  # closing the file releases the lock
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
 
 
 def kernels_first(sel: Selection, run_archs: dict[str, Arch] | None = None,

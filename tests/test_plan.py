@@ -111,3 +111,44 @@ def test_the_collector_is_left_as_it_was_found_whatever_the_build_does():
         assert not gc.isenabled()  # a caller that paused it keeps it paused
     finally:
         gc.enable()
+
+
+BUILD_SLOWLY = """
+import sys, time
+from harness import families, plan
+from harness.families import tcgen05
+real = tcgen05.Tcgen05Family.kernels
+def slow(self, arch):  # a build long enough that every process asks while the first is still at it
+    with open(sys.argv[1], "a") as fh:
+        fh.write(arch + "\\n")
+    time.sleep(1.0)
+    return real(self, arch)
+tcgen05.Tcgen05Family.kernels = slow
+print(len(plan.family_kernels(families.get("tcgen05"), "sm_100a", cache=True)))
+"""
+
+
+def test_processes_starting_together_on_an_empty_cache_build_a_plan_once(private_cache, tmp_path):
+    """Three processes (as pytest's workers at start) ask for the same uncached plan at once: one builds it while
+    the others wait for the lock, then read what it wrote; all get the same plan."""
+    import subprocess
+    import sys
+    log = tmp_path / "builds.txt"
+    procs = [subprocess.Popen([sys.executable, "-c", BUILD_SLOWLY, str(log)], stdout=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs) and len(set(outs)) == 1 and int(outs[0]) > 0
+    assert log.read_text().splitlines() == ["sm_100a"]  # built once
+
+
+def test_a_plan_whose_lock_cannot_be_had_is_built_all_the_same(private_cache, monkeypatch):
+    """A cache where no lock file can be made (read-only): the plan is built and used, as without the lock."""
+    real_open = open
+
+    def no_lock_file(file, *a, **k):
+        if str(file).endswith(".lock"):
+            raise PermissionError(f"read-only: {file}")
+        return real_open(file, *a, **k)
+    monkeypatch.setattr("builtins.open", no_lock_file)
+    sel = plan.Selection(families=("tcgen05",))
+    assert plan.make(sel, cache=True).work
