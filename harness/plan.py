@@ -171,7 +171,10 @@ def building_alone(path: Path):
     """Hold an exclusive lock beside a plan while it is built, so that processes starting together on an empty
     cache build it once: the README's pytest on an H100 node ran the controller and 16 workers, each building every
     plan at once, and every worker's collection ended 10.4 s into the run, against 5.5-6.8 s with the plans cached
-    (results/2026-11-26-h100-bench11/). Where no lock can be had (a read-only cache), each process builds its own."""
+    (results/2026-11-26-h100-bench11/call3/). With the lock it ended at 5.7-6.9 s in one cold run, 9.9-11.5 s in the
+    machine's first; the whole run's time was the same within its spread (call4/). What it saves for certain is the
+    other processes' CPU: 16 copies of every plan's build. Where no lock can be had (a read-only cache), each process
+    builds its own."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fh = open(path.with_name(f"{path.name}.lock"), "a")
