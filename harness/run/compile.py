@@ -107,6 +107,12 @@ def compile_one(job: CompileJob, tc: Toolchain | None = None) -> Compiled:
 # 1.3 s in modules of 32). Fewer modules also mean fewer module loads on the GPU.
 KERNELS_PER_MODULE = 32
 MODULES_PER_WORKER = 3
+# Each module's SASS check starts a disassembler, ~0.36 s of CPU before its first instruction however small the cubin
+# (results/2026-11-26-cpu/module-size.txt): a module of a kernel or two spends more on that than its spread saves.
+# Without this floor a small group went out a kernel a module (the 34 and 27 compile-only tcgen05 kernels of a
+# cold sweep on 16 workers: 61 modules); with one size for every group, a compile of few processes (tcgen05's
+# compile test, 4 processes) lost spread and recompiled more kernels alone after a module NVRTC rejected.
+MIN_KERNELS_PER_MODULE = 4
 
 
 def module_source(jobs: list[CompileJob]) -> str:
@@ -151,10 +157,10 @@ def _run_job(args):
 
 def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
     """The jobs to compile, grouped into modules: cubins of one arch and options, at most KERNELS_PER_MODULE a
-    module and, with several workers, of one size that makes about MODULES_PER_WORKER modules per worker of all the
-    jobs (the compiling and the SASS check's one disassembly per module keep every core busy to the end, and no
-    small group goes out a kernel at a time); PTX one kernel a module (the driver's JIT would compile the whole
-    module for each kernel it loads)."""
+    module and, with several workers, no fewer modules than MODULES_PER_WORKER per worker (the compiling and the
+    SASS check's one disassembly per module keep every core busy to the end) unless that would put fewer than
+    MIN_KERNELS_PER_MODULE in a module; PTX one kernel a module (the driver's JIT would compile the whole module for
+    each kernel it loads)."""
     if tc.kind.module_suffix != ".cubin":
         return [[t] for t in todo]
     groups: dict[tuple, list] = {}
@@ -167,12 +173,8 @@ def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
             singles.append([t])
     out = []
     spread = MODULES_PER_WORKER * workers if workers > 1 else 1  # one process: nothing to spread
-    # one module size for every group, from all the jobs together: sized group by group, a small group (the 34
-    # tcgen05 kernels of one arch, against 48 modules' spread on 16 workers) went out one kernel a module, and each
-    # module's SASS check starts a disassembler (~0.36 s of CPU before its first instruction on this project's CPU
-    # machine, results/2026-11-26-cpu/module-size.txt): 61 single-kernel modules, ~20 core-seconds of a cold sweep
-    size = max(1, min(KERNELS_PER_MODULE, -(-sum(map(len, groups.values())) // spread)))
     for group in groups.values():
+        size = max(1, min(KERNELS_PER_MODULE, max(MIN_KERNELS_PER_MODULE, -(-len(group) // spread))))
         out += balanced(group, size)
     return sorted(out, key=lambda m: -sum(len(t[1].source) for t in m)) + singles
 
