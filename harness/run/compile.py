@@ -110,8 +110,9 @@ MODULES_PER_WORKER = 3
 # Each module's SASS check starts a disassembler, ~0.36 s of CPU before its first instruction however small the cubin
 # (results/2026-11-26-cpu/module-size.txt): a module of a kernel or two spends more on that than its spread saves.
 # Without this floor a small group went out a kernel a module (the 34 and 27 compile-only tcgen05 kernels of a
-# cold sweep on 16 workers: 61 modules); with one size for every group, a compile of few processes (tcgen05's
-# compile test, 4 processes) lost spread and recompiled more kernels alone after a module NVRTC rejected.
+# cold sweep on 16 workers: 61 modules). One size for every group, from all the jobs, cut those to 4 but left a
+# compile of few processes with fewer, larger modules: tcgen05's compile test (4 processes) took 1.5-2.5 s longer
+# cold on H100 nodes (results/2026-11-26-h100-bench11/call4/).
 MIN_KERNELS_PER_MODULE = 4
 
 
