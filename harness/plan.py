@@ -5,14 +5,13 @@ and the plan says so in `notes`; nothing is dropped without a line saying why.
 """
 from __future__ import annotations
 
-import fcntl
 import gc
 import hashlib
 import os
 import pickle
 import shlex
 import sys
-from contextlib import contextmanager
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +19,11 @@ from pathlib import Path
 from harness import families
 from harness.enums import Arch, OperandSource
 from harness.families.base import Kernel
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: every process builds its own plan
+    fcntl = None
 
 
 class SweepError(ValueError):
@@ -133,12 +137,8 @@ def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
     if path in LOADED_PLANS:  # unpickling 27,554 cases takes ~0.5 s: once a process
         return [(k, list(cs)) for k, cs in LOADED_PLANS[path]]  # the caller may edit its lists; kernels and
     out = read_plan(path)                                        # cases are frozen
-    if out is None:  # absent or unreadable: build it, one process at a time
-        with building_alone(path):
-            out = read_plan(path)  # built meanwhile by the process that held the lock
-            if out is None:
-                out = with_collector_paused(fam.kernels, arch)
-                write_plan(path, out, f"{fam.name}-{arch}-*.pkl")
+    if out is None:  # absent or unreadable: build it, one process at a time where they start together
+        out = built_alone(path, lambda: with_collector_paused(fam.kernels, arch), f"{fam.name}-{arch}-*.pkl")
     LOADED_PLANS[path] = out
     return [(k, list(cs)) for k, cs in out]
 
@@ -152,41 +152,75 @@ def read_plan(path: Path) -> list | None:
         return None
 
 
-def write_plan(path: Path, plan: list, siblings: str) -> None:
-    """Cache a plan; the other plans matching `siblings` (a glob: the family's and arch's) are of other sources."""
+def write_plan(path: Path, plan: list, siblings: str) -> list:
+    """Cache a plan (and return it); the other plans matching `siblings` (a glob: the family's and arch's) are of
+    other sources. Their lock files stay: empty, and perhaps held by a process of those sources."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
         tmp.write_bytes(pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL))
         tmp.replace(path)  # atomic: a concurrent sweep never reads half a plan
-        for stale in [*path.parent.glob(siblings), *path.parent.glob(siblings + ".lock")]:  # plans (and their
-            if stale not in (path, path.with_name(f"{path.name}.lock")):            # locks) of other sources are
-                stale.unlink(missing_ok=True)                                        # never read again
+        for stale in path.parent.glob(siblings):  # plans of other sources are never read again
+            if stale != path:
+                stale.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only cache only costs the next sweep the time to build it
+    return plan
 
 
-@contextmanager
-def building_alone(path: Path):
-    """Hold an exclusive lock beside a plan while it is built, so that processes starting together on an empty
-    cache build it once: the README's pytest on an H100 node ran the controller and 16 workers, each building every
-    plan at once, and every worker's collection ended 10.4 s into the run, against 5.5-6.8 s with the plans cached
-    (results/2026-11-26-h100-bench11/call3/). With the lock it ended at 5.7-6.9 s in one cold run, 9.9-11.5 s in the
-    machine's first; the whole run's time was the same within its spread (call4/). What it saves for certain is the
-    other processes' CPU: 16 copies of every plan's build. Where no lock can be had (a read-only cache), each process
-    builds its own."""
+PLAN_LOCK_WAIT_S = 120.0  # a plan builds in 1-4 s: a lock held longer is a stopped or hung process's
+
+
+def built_alone(path: Path, build, siblings: str) -> list:
+    """The plan at `path`, built and written (write_plan) by one process at a time: processes starting together on
+    an empty cache build it once. The README's pytest on an H100 node ran the controller and 16 workers, each
+    building every plan at once, and every worker's collection ended 10.4 s into the run, against 5.5-6.8 s with the
+    plans cached (results/2026-11-26-h100-bench11/call3/); with the lock it ended at 5.7-6.9 s in one cold run,
+    9.9-11.5 s in the machine's first, the whole run the same within its spread (call4/). What it saves for certain
+    is the others' CPU: 16 copies of every plan's build.
+    The first process to take the lock (an flock on a file beside the plan) builds; the others wait for it, then read
+    what it wrote. A waiter that finds nothing written (the writer's cache is full, or it wrote nothing) or that
+    waited PLAN_LOCK_WAIT_S builds its own, without the lock, as every process does where no lock can be had
+    (no fcntl, a lock file that cannot be made). Not re-entrant: a build that asked for this plan again would wait
+    for itself."""
+    fd = lock_file(path)
+    if fd is None:
+        return write_plan(path, build(), siblings)
+    try:
+        if locked(fd, wait_s=0.0):  # nobody is building it: this process does, holding the lock
+            out = read_plan(path)  # unless one finished between the read before and the lock
+            return out if out is not None else write_plan(path, build(), siblings)
+        locked(fd, wait_s=PLAN_LOCK_WAIT_S)  # another is building it: wait for it to finish (or give up)
+        out = read_plan(path)
+    finally:
+        os.close(fd)  # releases the lock
+    return out if out is not None else write_plan(path, build(), siblings)
+
+
+def lock_file(path: Path) -> int | None:
+    """A descriptor of the lock file beside the plan (read-only: flock needs no write access), or None."""
+    if fcntl is None:
+        return None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(path.with_name(f"{path.name}.lock"), "a")
+        return os.open(path.with_name(f"{path.name}.lock"), os.O_RDONLY | os.O_CREAT, 0o666)
     except OSError:
-        yield
-        return
-    with fh:  # closing the file releases the lock
+        return None
+
+
+def locked(fd: int, wait_s: float) -> bool:
+    """Take the exclusive lock on fd within wait_s seconds: whether it was taken (a filesystem without flock: no)."""
+    deadline = time.monotonic() + wait_s
+    while True:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
         except OSError:
-            pass
-        yield
+            return False
 
 
 def kernels_first(sel: Selection, run_archs: dict[str, Arch] | None = None,

@@ -119,36 +119,84 @@ from harness import families, plan
 from harness.families import tcgen05
 real = tcgen05.Tcgen05Family.kernels
 def slow(self, arch):  # a build long enough that every process asks while the first is still at it
-    with open(sys.argv[1], "a") as fh:
-        fh.write(arch + "\\n")
+    t = time.time()
     time.sleep(1.0)
-    return real(self, arch)
+    out = real(self, arch)
+    with open(sys.argv[1], "a") as fh:
+        fh.write(f"{t} {time.time()}\\n")
+    return out
 tcgen05.Tcgen05Family.kernels = slow
+if sys.argv[2] == "unwritable":  # the cache takes no plan: every write is lost
+    plan.write_plan = lambda path, built, siblings: built
 print(len(plan.family_kernels(families.get("tcgen05"), "sm_100a", cache=True)))
 """
+
+
+def start_together(n: int, log, how: str = "") -> list[str]:
+    import subprocess
+    import sys
+    procs = [subprocess.Popen([sys.executable, "-c", BUILD_SLOWLY, str(log), how], stdout=subprocess.PIPE, text=True)
+             for _ in range(n)]
+    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs) and len(set(outs)) == 1 and int(outs[0]) > 0
+    return [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
 
 
 def test_processes_starting_together_on_an_empty_cache_build_a_plan_once(private_cache, tmp_path):
     """Three processes (as pytest's workers at start) ask for the same uncached plan at once: one builds it while
     the others wait for the lock, then read what it wrote; all get the same plan."""
-    import subprocess
-    import sys
-    log = tmp_path / "builds.txt"
-    procs = [subprocess.Popen([sys.executable, "-c", BUILD_SLOWLY, str(log)], stdout=subprocess.PIPE, text=True)
-             for _ in range(3)]
-    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
-    assert all(p.returncode == 0 for p in procs) and len(set(outs)) == 1 and int(outs[0]) > 0
-    assert log.read_text().splitlines() == ["sm_100a"]  # built once
+    assert len(start_together(3, tmp_path / "builds.txt")) == 1
+
+
+def test_where_the_plan_cannot_be_written_the_waiting_processes_build_at_once(private_cache, tmp_path):
+    """A cache that takes no plan: the first process builds holding the lock and writes nothing, so each process that
+    waited for it builds its own, those at the same time (not one after another, each waiting for the lock the last
+    build held)."""
+    first, *waiters = sorted(start_together(4, tmp_path / "builds.txt", "unwritable"))
+    assert len(waiters) == 3 and all(start >= first[1] - 0.05 for start, _ in waiters)  # after the lock's build
+    assert max(start for start, _ in waiters) < min(end for _, end in waiters)  # the waiters' builds at once
+
+
+def test_a_lock_held_past_the_wait_is_built_past(private_cache, monkeypatch):
+    """A process that holds the lock and never finishes (stopped, hung): the others wait PLAN_LOCK_WAIT_S, then build
+    their own."""
+    import fcntl
+    import os
+    import threading
+    import time
+    fam = families.get("tcgen05")
+    path = private_cache / "plans" / f"tcgen05-sm_100a-{plan.source_digest()}.pkl"
+    fd = plan.lock_file(path)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another open file: the process's own flock conflicts with it
+    monkeypatch.setattr(plan, "PLAN_LOCK_WAIT_S", 0.3)
+    got = []
+    try:
+        t = time.monotonic()
+        asking = threading.Thread(target=lambda: got.append(plan.family_kernels(fam, "sm_100a", cache=True)),
+                                  daemon=True)
+        asking.start()
+        asking.join(30)  # a wait without end would leave it asking
+        assert not asking.is_alive() and got and got[0] and path.exists()
+        assert time.monotonic() - t >= 0.3
+    finally:
+        os.close(fd)
 
 
 def test_a_plan_whose_lock_cannot_be_had_is_built_all_the_same(private_cache, monkeypatch):
-    """A cache where no lock file can be made (read-only): the plan is built and used, as without the lock."""
-    real_open = open
+    """A cache where no lock file can be made (read-only), and a Python without fcntl: the plan is built and used."""
+    import os
+    real_open = os.open
 
     def no_lock_file(file, *a, **k):
         if str(file).endswith(".lock"):
             raise PermissionError(f"read-only: {file}")
         return real_open(file, *a, **k)
-    monkeypatch.setattr("builtins.open", no_lock_file)
+    monkeypatch.setattr(os, "open", no_lock_file)
     sel = plan.Selection(families=("tcgen05",))
     assert plan.make(sel, cache=True).work
+    monkeypatch.setattr(os, "open", real_open)
+    monkeypatch.setattr(plan, "fcntl", None)
+    plan.LOADED_PLANS.clear()
+    for f in (private_cache / "plans").glob("*.pkl"):
+        f.unlink()
+    assert plan.make(sel, cache=True).work and list((private_cache / "plans").glob("*.pkl"))
