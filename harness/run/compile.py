@@ -159,9 +159,9 @@ def _run_job(args):
 def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
     """The jobs to compile, grouped into modules: cubins of one arch and options, at most KERNELS_PER_MODULE a
     module and, with several workers, no fewer modules than MODULES_PER_WORKER per worker (the compiling and the
-    SASS check's one disassembly per module keep every core busy to the end) unless that would put fewer than
-    MIN_KERNELS_PER_MODULE in a module; PTX one kernel a module (the driver's JIT would compile the whole module for
-    each kernel it loads)."""
+    SASS check's one disassembly per module keep every core busy to the end), but a group in modules of up to no
+    fewer than MIN_KERNELS_PER_MODULE (a group of 6 in two of 3); PTX one kernel a module (the driver's JIT would
+    compile the whole module for each kernel it loads)."""
     if tc.kind.module_suffix != ".cubin":
         return [[t] for t in todo]
     groups: dict[tuple, list] = {}
@@ -175,7 +175,7 @@ def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
     out = []
     spread = MODULES_PER_WORKER * workers if workers > 1 else 1  # one process: nothing to spread
     for group in groups.values():
-        size = max(1, min(KERNELS_PER_MODULE, max(MIN_KERNELS_PER_MODULE, -(-len(group) // spread))))
+        size = min(KERNELS_PER_MODULE, max(MIN_KERNELS_PER_MODULE, -(-len(group) // spread)))
         out += balanced(group, size)
     return sorted(out, key=lambda m: -sum(len(t[1].source) for t in m)) + singles
 
