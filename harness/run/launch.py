@@ -163,12 +163,21 @@ def run(cubin_path: str, kernel_name: str, launch) -> dict[str, np.ndarray]:
     import cupy as cp
     inp = LaunchInput.load(launch)
     fn = function(cubin_path, kernel_name)
+    outs, args = device_buffers(fn, inp)
+    fn((inp.ctas,), (inp.threads,), args, shared_mem=inp.smem)
+    cp.cuda.get_current_stream().synchronize()
+    return {k: cp.asnumpy(v) for k, v in outs.items()}
+
+
+def device_buffers(fn, inp: LaunchInput) -> tuple[dict, tuple]:
+    """The launch made ready on the GPU: the kernel's dynamic shared memory allowed, each output allocated and
+    poisoned, the inputs copied in (in the stream, not waited for). Returns (outputs by name, the kernel's
+    arguments in order: images, params, each input, each output)."""
+    import cupy as cp
     if inp.smem > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = inp.smem
     n = inp.ctas
     outs = {k: cp.full((n, *o.shape), o.fill, dtype=o.dtype) for k, o in inp.outputs.items()}
     args = [cp.asarray(inp.images), cp.asarray(inp.params.view(np.uint8))]
     args += [cp.asarray(v) for v in inp.inputs.values()] + list(outs.values())
-    fn((n,), (inp.threads,), tuple(args), shared_mem=inp.smem)
-    cp.cuda.get_current_stream().synchronize()
-    return {k: cp.asnumpy(v) for k, v in outs.items()}
+    return outs, tuple(args)
