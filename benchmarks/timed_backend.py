@@ -14,7 +14,7 @@ use_device = launch.use_device
 def run(cubin_path, kernel_name, inp):
     import cupy as cp
     t = [time.time()]
-    inp = LaunchInput.load(inp)
+    inp = LaunchInput.load(inp, launch.STAGING)  # as launch.run loads it
     t.append(time.time())
     fn = launch.function(cubin_path, kernel_name)
     t.append(time.time())

@@ -435,7 +435,7 @@ def cmd_sweep(a) -> int:
         raise UsageError(f"sweep: {e}") from None
     tc, folder = _toolchain("sweep", a)
     cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
-                            shard=shard, toolchain=tc, kernels=folder)
+                            shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches)
     try:  # an empty or impossible selection is refused while planning, before anything is compiled
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:
@@ -684,6 +684,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case, one testsuite "
                                                    "per family) to FILE (its folder is created)")
     s.add_argument("--shard", metavar="I/N", help="run only kernel shard I of N (one per node of a fleet)")
+    s.add_argument("--no-keep-launches", action="store_true",
+                   help="prepare every launch afresh and keep none (by default prepared launches are kept in the "
+                        "cache, about 7 GB for a whole sweep, and a later sweep of the same source reads them)")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.set_defaults(fn=cmd_sweep)
 

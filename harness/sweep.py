@@ -51,6 +51,7 @@ class SweepConfig:
     isolation_total: int = MAX_ISOLATION_FAILURES_TOTAL  # failed bisection launches the whole sweep may spend
     toolchain: Toolchain | None = None  # what compiles the kernels (None: NVRTC cubins, the NVRTC cuda.bindings binds)
     kernels: KernelFolder | None = None  # launch the modules of this folder instead of compiling (its toolchain's)
+    keep_launches: bool = False  # read and add to the cache's kept launches (harness/run/launch_cache.py)
 
 
 def devices(cfg: SweepConfig, archs) -> list[tuple[int, str]]:
@@ -77,7 +78,7 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     kernels are known before the cases (`planning.kernels_first`), they compile while the cases are planned."""
     all_archs = [a for fam in families.all_families() for a in fam.archs]
     devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
-    engine = Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total)) if devs else None  # comes up while we plan and compile
+    engine = start_engine(devs, cfg) if devs else None  # comes up while we plan and compile
     early = None
     try:
         t = time.time()
@@ -91,6 +92,12 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
             early.wait()  # a plan that failed leaves no compile running behind it
         if engine is not None:
             engine.close()
+
+
+def start_engine(devs, cfg: SweepConfig) -> Engine:
+    """The engine of a sweep on these GPUs (its pool and GPU workers start now)."""
+    return Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total),
+                  keep_launches=nvrtc.cache_dir() if cfg.keep_launches else None)
 
 
 class EarlyCompile:
@@ -169,7 +176,7 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
     runnable = [(k, cs) for k, cs in work if str(k.arch) in archs_here]
     own_engine = None
     if engine is None and runnable:
-        engine = own_engine = Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total))
+        engine = own_engine = start_engine(devs, cfg)
     progress.start(sum(len(cs) for _, cs in work))
     try:
         return _execute(p, work, runnable, cfg, log, plan_s, engine, devs, t0, problem, progress, early)

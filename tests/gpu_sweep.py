@@ -59,8 +59,9 @@ class ShardedSweep:
     def __init__(self, plan, shards: int | None = None, config: sweep.SweepConfig | None = None):
         self.plan = plan
         self.shards = shards or worker_count()
-        # the engine's settings for every shard (out_path and workers are set per shard); the real GPU by default
-        self.config = config or sweep.SweepConfig(diagnose=0)
+        # the engine's settings for every shard (out_path and workers are set per shard); the real GPU by default,
+        # with the launches kept as `python -m harness sweep` keeps them (a warm run prepares none again)
+        self.config = config or sweep.SweepConfig(diagnose=0, keep_launches=True)
         load = [0] * self.shards
         self.shard_of_kernel: dict[str, int] = {}
         # largest kernels first onto the least-loaded shard: deterministic, so every worker computes the same map

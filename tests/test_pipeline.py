@@ -68,19 +68,19 @@ def test_a_launch_whose_preparation_is_done_goes_before_an_earlier_one_still_pre
     try:
         engine.begin(jobs)
         assert len(engine.pool.futures) == 2
-        engine.pool.futures[1].set_result(("second", 0.5))  # the first is still being prepared
+        engine.pool.futures[1].set_result(("second", 0.5, False))  # the first is still being prepared
         # an engine that waits for the first job anyway fails here after 10 s, not hangs
         first = engine.pool.futures[0]
         watchdog = threading.Timer(10, lambda: first.done() or first.set_exception(
             AssertionError("the engine waited for the first job's preparation though the second's was done")))
         watchdog.start()
         try:
-            assert engine.next_prepared() == (jobs[1], "second", 0.5)
+            assert engine.next_prepared() == (jobs[1], "second", 0.5, False)
         finally:
             watchdog.cancel()
         assert len(engine.pool.futures) == 3  # the third took the freed place in the window
-        engine.pool.futures[0].set_result(("first", 0.25))
-        engine.pool.futures[2].set_result(("third", 0.75))
+        engine.pool.futures[0].set_result(("first", 0.25, False))
+        engine.pool.futures[2].set_result(("third", 0.75, False))
         assert [engine.next_prepared()[0] for _ in range(2)] == [jobs[0], jobs[2]]  # launch order among the done
         assert not engine.preparing and not engine.queued
     finally:

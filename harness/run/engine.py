@@ -1,12 +1,15 @@
 """The engine: host preparation, GPU launches and read-backs overlapped, one GPU worker per GPU, for any family.
 
     pool (all cores):  family.prepare(kernel, cases)   -> spool files   (launch .launch.pkl, expectations .exp.pkl)
+                       (or the files kept by an earlier sweep of the same source: launch_cache.py)
     GPU worker / GPU:  launch the LaunchInput            -> spool file    (outputs .out.pkl)
     pool (all cores):  family.readback(...)              -> case records
     this process:      hand out work (a launch as soon as its preparation is done), write records in completion order
 
 The bulky data goes through files in a spool directory (/dev/shm where it has room), never through this
-process, which only dispatches and writes. A launch that faults or hangs is bisected in fresh workers on the
+process, which only dispatches and writes. With kept launches (`Engine(keep_launches=...)`), a prepared launch's
+two files are written to the cache's folder of kept launches instead of the spool and stay there; a later engine of
+the same source finds them and does not prepare that launch again. A launch that faults or hangs is bisected in fresh workers on the
 same GPU down to the cases that do (`run_isolated`); every other case still gets its result. A module the driver
 cannot load (PTX its JIT rejects, with `--toolchain driver-jit`) is no fault of a launch: its kernel's cases are
 recorded compile-error at once. The engine never
@@ -32,15 +35,16 @@ import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness import families
 from harness.enums import Status
 from harness.families.base import Kernel, case_record
 from harness.run import cores
 from harness.run.launch import LaunchInput, load_outputs
+from harness.run.launch_cache import EXPECTATIONS_SUFFIX, LAUNCH_SUFFIX, OUTPUTS_SUFFIX, KeptFolder, KeptLaunches
 from harness.run.worker import GpuWorker, LaunchFailed, wait_any
 
-SPOOL_SUFFIXES = (".launch.pkl", ".exp.pkl", ".out.pkl")
 MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded
 WIDESPREAD_SINGLES = 4  # per kernel: this many cases faulting alone, and no sub-launch coming back: stop
 MAX_ISOLATION_FAILURES_TOTAL = 96  # per sweep: failed isolation launches in all, over every kernel and GPU
@@ -72,36 +76,56 @@ def prepare(kernel: Kernel, cases) -> tuple[LaunchInput, list]:
     return families.get(kernel.family).prepare(kernel, list(cases))
 
 
-def prepare_job(kernel: Kernel, cases, spool: str) -> tuple[str, float]:
-    """(the spool stem of the prepared launch, the seconds its preparation took in this pool process)."""
+@dataclass(frozen=True)
+class Spooled:
+    """Where a prepared launch's files are: the launch (for the GPU worker), its expectations (for the read-back),
+    and where its outputs go (always the spool). `kept`: the first two are kept launches, which stay."""
+    launch: str
+    expectations: str
+    outputs: str
+    kept: bool = False
+
+
+def prepare_job(kernel: Kernel, cases, spool: str, kept: KeptLaunches | None = None) -> tuple[Spooled, float, bool]:
+    """(the prepared launch's files, the seconds this pool process took, whether it was kept by an earlier engine and
+    so not prepared again)."""
     t = time.perf_counter()
+    name = os.path.join(spool, f"{kernel.name}-{cases[0].seed:08x}-{len(cases)}")
+    stem = kept.stem(kernel, cases) if kept is not None else None
+    if stem is not None and kept.holds(stem):
+        return Spooled(stem + LAUNCH_SUFFIX, stem + EXPECTATIONS_SUFFIX, name + OUTPUTS_SUFFIX, kept=True), \
+            time.perf_counter() - t, True
     inp, expectations = prepare(kernel, cases)
-    stem = os.path.join(spool, f"{kernel.name}-{cases[0].seed:08x}-{len(cases)}")
-    inp.save(stem + ".launch.pkl")
-    with open(stem + ".exp.pkl", "wb") as fh:
+    if stem is not None and kept.writable and kept.keep(stem, inp, expectations):
+        return Spooled(stem + LAUNCH_SUFFIX, stem + EXPECTATIONS_SUFFIX, name + OUTPUTS_SUFFIX, kept=True), \
+            time.perf_counter() - t, False
+    inp.save(name + LAUNCH_SUFFIX)
+    with open(name + EXPECTATIONS_SUFFIX, "wb") as fh:
         pickle.dump(expectations, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    return stem, time.perf_counter() - t
+    return Spooled(name + LAUNCH_SUFFIX, name + EXPECTATIONS_SUFFIX, name + OUTPUTS_SUFFIX), \
+        time.perf_counter() - t, False
 
 
-def load_expectations(stem: str) -> list:
-    with open(stem + ".exp.pkl", "rb") as fh:
+def load_expectations(spooled: Spooled) -> list:
+    with open(spooled.expectations, "rb") as fh:
         return pickle.load(fh)
 
 
-def readback_job(kernel: Kernel, stem: str, device: int) -> tuple[list[dict], float]:
+def readback_job(kernel: Kernel, spooled: Spooled, device: int) -> tuple[list[dict], float]:
     """(the launch's case records, the seconds the read-back took in this pool process)."""
     t = time.perf_counter()
-    recs = families.get(kernel.family).readback(kernel, load_expectations(stem), load_outputs(stem + ".out.pkl"))
+    recs = families.get(kernel.family).readback(kernel, load_expectations(spooled), load_outputs(spooled.outputs))
     for r in recs:
         r["gpu"] = device
-    remove(stem)
+    remove(spooled)
     return recs, time.perf_counter() - t
 
 
-def remove(stem: str) -> None:
-    for suffix in SPOOL_SUFFIXES:
+def remove(spooled: Spooled) -> None:
+    """The launch's files in the spool (a kept launch's own stay)."""
+    for path in (spooled.outputs,) if spooled.kept else (spooled.launch, spooled.expectations, spooled.outputs):
         try:
-            os.unlink(stem + suffix)
+            os.unlink(path)
         except FileNotFoundError:
             pass
 
@@ -195,8 +219,12 @@ class Engine:
     each GPU index with its arch: a job goes only to a GPU of its kernel's arch."""
 
     def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND,
-                 isolation: IsolationBudget | None = None):
+                 isolation: IsolationBudget | None = None, keep_launches: Path | None = None):
+        """keep_launches: the cache folder (compile.cache_dir()) whose kept launches this engine reads and adds to;
+        None: every launch is prepared and spooled, and none is kept."""
         self.devices, self.backend = devices, backend
+        self._kept_folder = KeptFolder(keep_launches) if keep_launches is not None else None
+        self.kept = self._kept_folder.launches if self._kept_folder else None
         self.isolation = isolation or IsolationBudget()
         self.nworkers = max(1, workers or cores.default_workers())
         self.gpu_workers = [GpuWorker(d, backend) for d, _ in devices]
@@ -227,11 +255,11 @@ class Engine:
 
     def submit_next(self) -> None:
         job = self.queued.popleft()
-        self.preparing[self.pool.submit(prepare_job, job.kernel, job.cases, self.spool)] = job
+        self.preparing[self.pool.submit(prepare_job, job.kernel, job.cases, self.spool, self.kept)] = job
 
-    def next_prepared(self) -> tuple[Job, str, float]:
-        """The first job in launch order whose preparation is done, waiting for one if none is: (job, spool stem,
-        seconds its preparation took). In strict launch order, one large launch held the window while the pool's
+    def next_prepared(self) -> tuple[Job, Spooled, float, bool]:
+        """The first job in launch order whose preparation is done, waiting for one if none is: (job, its files,
+        seconds its preparation took, whether it was kept by an earlier engine). In strict launch order, one large launch held the window while the pool's
         other processes, their jobs done, waited for the next submission (about 60% of an H100 node's 16 cores
         busy in a warm sweep, vmstat)."""
         ready = next((f for f in self.preparing if f.done()), None)
@@ -241,20 +269,23 @@ class Engine:
         job = self.preparing.pop(ready)
         if self.queued:
             self.submit_next()
-        stem, took = ready.result()
-        return job, stem, took
+        spooled, took, reused = ready.result()
+        return job, spooled, took, reused
 
     def close(self) -> None:
         for w in self.gpu_workers:
             w.close()
         self.pool.shutdown(cancel_futures=True)
         self._spool.cleanup()
+        if self._kept_folder is not None:
+            self._kept_folder.close()
 
     def run(self, cubins: dict[str, str | None], timeout: float, emit, log) -> dict:
         """Launch every job begun whose kernel compiled (cubins: kernel name -> cubin path, None if NVRTC
         rejected it: the caller records those); emit(records) gets each kernel's records. Returns timings."""
         pool = self.pool
-        timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0, "prepare_s": 0.0, "readback_s": 0.0}
+        timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0, "prepare_s": 0.0, "readback_s": 0.0,
+                  "kept_launches_read": 0}
         cpu = time.process_time()
         in_flight: dict[GpuWorker, tuple] = {}
         reads = []  # (future, job, device, t_submitted)
@@ -290,21 +321,21 @@ class Engine:
                 return entry, w, e
 
         def complete(entry, w: GpuWorker, error) -> None:
-            job, stem, tk = entry
+            job, spooled, tk = entry
             if error is None:
-                reads.append((pool.submit(readback_job, job.kernel, stem, w.device), job, w.device, tk))
+                reads.append((pool.submit(readback_job, job.kernel, spooled, w.device), job, w.device, tk))
                 return
             ti = time.time()
             isolator = GpuWorker(w.device, self.backend)  # starts only if bisection launches
             iso_timeout = isolation_timeout(timeout, self.slowest_launch_s)
             timing["isolation_timeout_s"] = iso_timeout
             try:
-                recs = run_isolated(isolator, job.kernel, load_expectations(stem),
-                                    LaunchInput.load(stem + ".launch.pkl"), cubins[job.kernel.name], iso_timeout, log,
+                recs = run_isolated(isolator, job.kernel, load_expectations(spooled),
+                                    LaunchInput.load(spooled.launch), cubins[job.kernel.name], iso_timeout, log,
                                     first_error=error, budget=self.isolation)
             finally:
                 isolator.close()
-                remove(stem)
+                remove(spooled)
             for r in recs:
                 r["gpu"] = w.device
             timing["isolate_s"] += time.time() - ti
@@ -312,11 +343,12 @@ class Engine:
 
         while self.preparing:
             tp = time.time()
-            job, stem, took = self.next_prepared()
+            job, spooled, took, reused = self.next_prepared()
             timing["prepare_s"] += took
+            timing["kept_launches_read"] += reused
             timing["prepare_wait_s"] += time.time() - tp
             if cubins.get(job.kernel.name) is None:
-                remove(stem)
+                remove(spooled)
                 continue
             mine = [w for w in self.gpu_workers if self.arch_of[w] == str(job.kernel.arch)]
             if not mine:
@@ -326,16 +358,16 @@ class Engine:
             if not idle:  # take the first answer, give that GPU its next launch, then hand off the read-back
                 answered = harvest(wait_any(mine))
                 idle = [answered[1]]
-            in_flight[idle[0]] = (job, stem, time.time())
-            idle[0].submit(cubins[job.kernel.name], job.kernel.name, stem + ".launch.pkl", timeout,
-                           out_path=stem + ".out.pkl")
+            in_flight[idle[0]] = (job, spooled, time.time())
+            idle[0].submit(cubins[job.kernel.name], job.kernel.name, spooled.launch, timeout,
+                           out_path=spooled.outputs)
             if answered:
                 complete(*answered)
             drain()
         while in_flight:
             complete(*harvest(wait_any(list(in_flight))))
         drain(block=True)
-        timing = {k: round(v, 2) for k, v in timing.items()}
+        timing = {k: round(v, 2) if isinstance(v, float) else v for k, v in timing.items()}
         timing["isolation_failed_launches"] = self.isolation.spent
         timing["gpu_worker_s"] = round(sum(w.gpu_s for w in self.gpu_workers), 2)
         timing["engine_cpu_s"] = round(time.process_time() - cpu, 2)

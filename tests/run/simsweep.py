@@ -13,12 +13,12 @@ from tests.simulated.sim_common import fingerprint
 
 
 def sweep(p: Plan, out: Path, timeout: float = 30.0, diagnose: int = 0, resume: bool = False, gpus: str = "all",
-          workers: int = 2):
+          workers: int = 2, keep_launches: bool = False):
     """(summary, {case id: record}, raw case records in file order, log lines). With workers=1 the kernels are
     prepared, and so launched, in plan order; with more, a kernel goes as soon as its preparation is done."""
     logs: list[str] = []
     cfg = SweepConfig(out_path=out, workers=workers, resume=resume, timeout=timeout, gpus=gpus, diagnose=diagnose,
-                      backend=fake_gpus.BACKEND)
+                      backend=fake_gpus.BACKEND, keep_launches=keep_launches)
     summary = execute(p, cfg, log=logs.append)
     raw = [json.loads(ln) for ln in Path(out).read_text().splitlines() if ln.strip()]
     cases = [r for r in raw if r.get("type") == "case"]

@@ -1,0 +1,142 @@
+"""Prepared launches kept between sweeps, so that a warm sweep does not prepare its cases again.
+
+A launch's preparation (every case's matrices drawn, its shared-memory image written, its registers packed, the numpy
+reference) is a function of the kernel, its cases and the harness's own source (with the Python, numpy and
+ml_dtypes it runs on) alone. On an H100 node it was 64-69 of a warm sweep's 97 core-seconds
+(results/2026-11-26-h100-bench11/, call1 and call3). The engine spools each prepared launch to two files anyway (the
+launch, read by the GPU worker; the expectations, read by the read-back); kept, they go to
+
+    <cache>/launches/<source key>/<kernel>-<digest of the kernel and its cases>.launch.pkl, .exp.pkl
+
+instead of the spool, and stay there. Each is written whole under a temporary name, then renamed, the launch before
+the expectations: a launch is kept when its expectations file exists. Outputs are never kept.
+
+A warm sweep still launches every case on the GPU and diffs every register: what it skips is recomputing inputs and
+expected values the same source computed before. The key (`source_key`) is the plan cache's digest of every file of
+the package, Python's and numpy's versions, and ml_dtypes'. A planted bug is a change of source, so a new key.
+
+A whole default sweep keeps about 7 GB (wgmma and wgmma_sp: ~42-48 KB of launch and ~86 KB of expectations a case).
+Launches are kept only where the cache's file system has KEEP_FREE_BYTES free and the folder holds less than
+MAX_BYTES (past it, new launches go to the spool as before). Another source's folder is removed by the next engine
+that opens the cache, unless a process still uses it: each holds a shared lock on `<folder>.lock` while it does.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # no flock: another source's folder is never removed (it might be in use)
+    fcntl = None
+
+LAUNCH_SUFFIX, EXPECTATIONS_SUFFIX, OUTPUTS_SUFFIX = ".launch.pkl", ".exp.pkl", ".out.pkl"
+FOLDER = "launches"
+KEEP_FREE_BYTES = 16 << 30  # keep nothing on a file system with less free: a sweep keeps ~7 GB
+MAX_BYTES = 16 << 30  # a folder this full keeps no more (each selection's launches are kept apart)
+
+
+def source_key() -> str:
+    """What a prepared launch depends on besides its kernel and cases."""
+    import ml_dtypes
+
+    from harness.plan import source_digest
+    return hashlib.sha256(f"{source_digest()}\0{ml_dtypes.__version__}".encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class KeptLaunches:
+    """One source's folder of kept launches, as the preparing processes see it (picklable)."""
+    folder: str
+    writable: bool  # room to keep more (KEEP_FREE_BYTES, MAX_BYTES), as found when the folder was opened
+
+    def stem(self, kernel, cases) -> str | None:
+        """The path, less its suffix, of the launch of these cases; None where their text does not say all of them
+        (an object shown by its address)."""
+        text = repr((kernel, tuple(cases)))
+        if " at 0x" in text:
+            return None
+        return os.path.join(self.folder, f"{kernel.name}-{hashlib.sha256(text.encode()).hexdigest()[:32]}")
+
+    @staticmethod
+    def holds(stem: str) -> bool:
+        return os.path.exists(stem + EXPECTATIONS_SUFFIX) and os.path.exists(stem + LAUNCH_SUFFIX)
+
+    def keep(self, stem: str, launch, expectations: list) -> bool:
+        """Write a prepared launch (a LaunchInput) and its expectations under `stem`; False (nothing left behind)
+        where the file system refuses."""
+        tmp = f".tmp{os.getpid()}"
+        try:
+            launch.save(stem + LAUNCH_SUFFIX + tmp)
+            with open(stem + EXPECTATIONS_SUFFIX + tmp, "wb") as fh:
+                pickle.dump(expectations, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(stem + LAUNCH_SUFFIX + tmp, stem + LAUNCH_SUFFIX)
+            os.replace(stem + EXPECTATIONS_SUFFIX + tmp, stem + EXPECTATIONS_SUFFIX)  # last: now it is kept
+            return True
+        except OSError:
+            for suffix in (LAUNCH_SUFFIX, EXPECTATIONS_SUFFIX):
+                try:
+                    os.unlink(stem + suffix + tmp)
+                except OSError:
+                    pass
+            return False
+
+
+class KeptFolder:
+    """This process's use of its source's folder: the shared lock that keeps other sources' engines from removing
+    it, held until `close`."""
+
+    def __init__(self, root: Path):
+        base = Path(root) / FOLDER
+        key = source_key()
+        self.lock_fd = None
+        base.mkdir(parents=True, exist_ok=True)
+        if fcntl is not None:
+            try:
+                self.lock_fd = os.open(base / f"{key}.lock", os.O_RDONLY | os.O_CREAT, 0o666)
+                fcntl.flock(self.lock_fd, fcntl.LOCK_SH)  # waits while another engine removes this folder
+            except OSError:
+                self.close()
+        folder = base / key
+        folder.mkdir(exist_ok=True)  # after the lock: a folder removed meanwhile is made again
+        remove_unused(base, key)
+        self.launches = KeptLaunches(str(folder), writable=has_room(folder))
+
+    def close(self) -> None:
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)  # releases the lock
+            self.lock_fd = None
+
+
+def has_room(folder: Path) -> bool:
+    try:
+        if shutil.disk_usage(folder).free < KEEP_FREE_BYTES:
+            return False
+        return sum(e.stat().st_size for e in os.scandir(folder) if e.is_file()) < MAX_BYTES
+    except OSError:
+        return False
+
+
+def remove_unused(base: Path, key: str) -> None:
+    """Remove the folders of other sources that no process holds (their lock taken exclusively, without waiting).
+    Lock files stay: a process holding the lock of a lock file removed and made again would not exclude a remover."""
+    if fcntl is None:
+        return
+    for other in base.iterdir():
+        if not other.is_dir() or other.name == key:
+            continue
+        try:
+            fd = os.open(base / f"{other.name}.lock", os.O_RDONLY | os.O_CREAT, 0o666)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(other, ignore_errors=True)
+        except OSError:  # in use (BlockingIOError), or no flock here
+            pass
+        finally:
+            os.close(fd)

@@ -1,0 +1,62 @@
+"""A launch's spool file (harness/run/launch.py): every array back bit for bit, read into the GPU worker's staging
+memory or into fresh memory, and a file that is not whole refused."""
+import numpy as np
+import pytest
+
+from harness import plan
+from harness.run import engine
+from harness.run.launch import LaunchInput, PinnedStaging
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    sel = plan.Selection(families=("wgmma",), kinds=("f16",), n_values=(64,), a_srcs=("RS",), dtypes=("f32",))
+    kernel, cases = plan.make(sel, {"wgmma": "sm_90a"}).work[0]
+    return engine.prepare(kernel, cases[:5])[0]
+
+
+def same(a: LaunchInput, b: LaunchInput) -> bool:
+    arrays = lambda x: [x.images, x.params, *x.inputs.values()]  # noqa: E731
+    return (all(u.dtype == v.dtype and u.shape == v.shape and u.tobytes() == v.tobytes()
+                for u, v in zip(arrays(a), arrays(b))) and list(a.inputs) == list(b.inputs)
+            and (a.outputs, a.ctas_per_case, a.threads, a.extra_smem) == (b.outputs, b.ctas_per_case, b.threads,
+                                                                         b.extra_smem))
+
+
+def host_staging(capacity: int) -> PinnedStaging:
+    """A staging over ordinary memory of a fixed size (page-locked memory needs a GPU)."""
+    staging = PinnedStaging()
+    staging.memory, staging.capacity = bytearray(capacity), capacity
+    return staging
+
+
+def test_a_launch_comes_back_whole_in_fresh_memory_and_in_the_staging(prepared, tmp_path):
+    path = prepared.save(str(tmp_path / "l.launch.pkl"))
+    assert prepared.params.dtype.names and len(prepared.inputs) >= 2  # a structured array and several inputs
+    assert same(LaunchInput.load(path), prepared)
+    staging = host_staging(4 << 20)
+    staged = LaunchInput.load(path, staging)
+    assert same(staged, prepared)
+    base = np.frombuffer(staging.memory, np.uint8)
+    for arr in (staged.images, staged.params, *staged.inputs.values()):  # views of the staging, each aligned
+        assert np.shares_memory(arr, base) and (arr.ctypes.data - base.ctypes.data) % PinnedStaging.ALIGN == 0
+
+
+def test_a_launch_file_cut_short_or_of_another_kind_is_refused(prepared, tmp_path):
+    path = tmp_path / "l.launch.pkl"
+    prepared.save(str(path))
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-1])
+    with pytest.raises(ValueError, match="cut short"):
+        LaunchInput.load(str(path))
+    path.write_bytes(b"\x80\x05" + whole[2:])
+    with pytest.raises(ValueError, match="not a launch file"):
+        LaunchInput.load(str(path))
+
+
+def test_the_staging_hands_out_aligned_slices_that_do_not_overlap():
+    staging = host_staging(4096)
+    slices = staging.slices([10, 300, 1])
+    base = np.frombuffer(staging.memory, np.uint8).ctypes.data
+    starts = [np.frombuffer(s, np.uint8).ctypes.data - base for s in slices]
+    assert starts == [0, 256, 768] and [len(s) for s in slices] == [10, 300, 1]

@@ -1,0 +1,127 @@
+"""Kept launches (harness/run/launch_cache.py): a warm sweep reads the launches an earlier sweep of the same source
+prepared, and still launches and diffs every case; another source never reads them."""
+import fcntl
+import os
+from pathlib import Path
+
+import pytest
+
+from harness import plan
+from harness.run import engine, launch_cache
+from harness.run.launch_cache import KeptFolder
+
+B_128B = plan.Selection(families=("wgmma",), kinds=("f16",), n_values=(32,), dtypes=("f32",), controls=False,
+                        match="B:K/128B")  # two kernels (A from registers, A from shared memory)
+
+
+def kept_files(root: Path) -> list[Path]:
+    return sorted(p for p in (root / launch_cache.FOLDER).rglob("*.pkl"))
+
+
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
+def test_a_warm_sweep_reads_the_kept_launches_and_still_launches_and_diffs_every_case(monkeypatch, tmp_path):
+    from tests.run import simsweep
+    from tests.simulated import fake_gpus
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    p = plan.make(B_128B, {"wgmma": "sm_90a"})
+    simsweep.warm_wgmma_oracle(p)
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    launches = len(p.work)
+    assert launches == 2
+    cold, cold_recs, _, _ = simsweep.sweep(p, tmp_path / "cold.jsonl", keep_launches=True)
+    assert cold["timing"]["kept_launches_read"] == 0 and cold["pass"] == len(cold_recs) > 0
+    assert len(kept_files(tmp_path / "cache")) == 2 * launches  # a launch and its expectations each
+    warm, warm_recs, _, _ = simsweep.sweep(p, tmp_path / "warm.jsonl", keep_launches=True)
+    assert warm["timing"]["kept_launches_read"] == launches
+    assert {i: r["status"] for i, r in warm_recs.items()} == {i: r["status"] for i, r in cold_recs.items()}
+    # the same kept launches on a GPU that swizzles 128B tiles like 64B: every case fails, so the warm sweep
+    # launched each one and diffed its registers (nothing of the earlier verdicts is kept)
+    monkeypatch.setenv("TC_SIM_BUG", "swizzle")
+    bad, bad_recs, _, _ = simsweep.sweep(p, tmp_path / "bad.jsonl", keep_launches=True)
+    assert bad["timing"]["kept_launches_read"] == launches
+    assert set(bad_recs) == set(cold_recs) and bad["fail"] == len(bad_recs)
+    assert len(kept_files(tmp_path / "cache")) == 2 * launches  # outputs are never kept
+
+
+def test_a_launch_is_kept_under_its_source_its_kernel_and_its_cases(monkeypatch, tmp_path):
+    (k0, c0), (k1, c1) = plan.make(B_128B, {"wgmma": "sm_90a"}).work[:2]
+    kept = launch_cache.KeptLaunches(str(tmp_path), writable=True)
+    assert kept.stem(k0, c0) == kept.stem(k0, list(c0)) != kept.stem(k0, c0[:-1])
+    assert kept.stem(k0, c0) != kept.stem(k1, c1) and kept.stem(k0, c0).startswith(str(tmp_path / k0.name))
+    assert kept.stem(k0, [object()]) is None  # a case its text does not describe whole is never kept
+    key = launch_cache.source_key()
+    monkeypatch.setattr(plan, "source_digest", lambda: "a planted change of source")
+    assert launch_cache.source_key() != key
+
+
+def test_prepared_launches_are_kept_read_back_and_spooled_where_there_is_no_room(monkeypatch, tmp_path):
+    kernel, cases = plan.make(B_128B, {"wgmma": "sm_90a"}).work[0]
+    cases = cases[:3]
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    folder = KeptFolder(tmp_path / "cache")
+    try:
+        first, _, reused = engine.prepare_job(kernel, cases, str(spool), folder.launches)
+        assert first.kept and not reused and Path(first.launch).parent == Path(folder.launches.folder)
+        again, _, reused = engine.prepare_job(kernel, cases, str(spool), folder.launches)
+        assert again == first and reused
+        assert engine.load_expectations(again)[0].case == cases[0]
+        Path(first.outputs).write_bytes(b"")
+        engine.remove(first)  # the outputs go; the kept launch stays
+        assert not Path(first.outputs).exists() and launch_cache.KeptLaunches.holds(first.launch[:-11])
+    finally:
+        folder.close()
+    monkeypatch.setattr(launch_cache, "KEEP_FREE_BYTES", 1 << 62)
+    full = KeptFolder(tmp_path / "cache2")
+    try:
+        assert not full.launches.writable
+        spooled, _, reused = engine.prepare_job(kernel, cases, str(spool), full.launches)
+        assert not spooled.kept and not reused and Path(spooled.launch).parent == spool
+        assert not kept_files(tmp_path / "cache2")
+    finally:
+        full.close()
+
+
+def test_a_launch_half_written_is_not_kept_and_a_refused_write_leaves_nothing(tmp_path):
+    kernel, cases = plan.make(B_128B, {"wgmma": "sm_90a"}).work[0]
+    kept = launch_cache.KeptLaunches(str(tmp_path), writable=True)
+    stem = kept.stem(kernel, cases[:1])
+    Path(stem + launch_cache.LAUNCH_SUFFIX).write_bytes(b"")  # its expectations never written
+    assert not kept.holds(stem)
+    inp, expectations = engine.prepare(kernel, cases[:1])
+    gone = launch_cache.KeptLaunches(str(tmp_path / "missing"), writable=True)
+    assert not gone.keep(gone.stem(kernel, cases[:1]), inp, expectations)
+    assert kept.keep(stem, inp, expectations) and kept.holds(stem)
+    assert sorted(os.listdir(tmp_path)) == sorted(Path(stem + s).name for s in (launch_cache.LAUNCH_SUFFIX,
+                                                                               launch_cache.EXPECTATIONS_SUFFIX))
+
+
+def test_another_sources_folder_is_removed_unless_a_process_holds_it(tmp_path):
+    base = tmp_path / launch_cache.FOLDER
+    other = base / "another-source"
+    other.mkdir(parents=True)
+    (other / "k.launch.pkl").write_bytes(b"x")
+    held = os.open(base / "another-source.lock", os.O_RDONLY | os.O_CREAT)
+    fcntl.flock(held, fcntl.LOCK_SH)  # an engine of that source at work
+    try:
+        KeptFolder(tmp_path).close()
+        assert (other / "k.launch.pkl").exists()
+    finally:
+        os.close(held)
+    mine = KeptFolder(tmp_path)
+    try:
+        assert not other.exists() and Path(mine.launches.folder).is_dir()
+        KeptFolder(tmp_path).close()  # an engine of this source leaves a folder another of it holds
+        assert Path(mine.launches.folder).is_dir()
+    finally:
+        mine.close()
+
+
+def test_the_sweep_command_keeps_launches_unless_told_not_to(monkeypatch, tmp_path):
+    from harness import cli, sweep
+    seen = []
+    monkeypatch.setattr(sweep, "run", lambda sel, cfg: seen.append(cfg) or {"cases": 0})
+    cli.main(["sweep", "--out", str(tmp_path / "a.jsonl")])
+    cli.main(["sweep", "--no-keep-launches", "--out", str(tmp_path / "b.jsonl")])
+    assert [c.keep_launches for c in seen] == [True, False]
+    assert not sweep.SweepConfig().keep_launches  # a library caller keeps nothing unless it asks
