@@ -12,9 +12,9 @@ WORK = plan.make(plan.Selection(families=("wgmma",), kinds=("f16", "s8"), n_valu
 BACKEND = "tests.simulated.passthrough_device"
 
 
-def _run(jobs, devices=(0, 1)):
+def _run(jobs, devices=(0, 1), backend=BACKEND):
     emitted, logs = [], []
-    engine = Engine([(d, "sm_90a") for d in devices], workers=2, backend=BACKEND)
+    engine = Engine([(d, "sm_90a") for d in devices], workers=2, backend=backend)
     try:
         engine.begin(jobs)
         timing = engine.run({j.kernel.name: "unused.cubin" for j in jobs}, 20.0, emitted.extend, logs.append)
@@ -33,6 +33,15 @@ def test_every_case_comes_back_once_from_both_devices():
     json.dumps(recs)
     assert set(timing) >= {"prepare_wait_s", "gpu_worker_s"} and len(logs) == len(jobs)
     assert timing["prepare_s"] > 0 and timing["readback_s"] > 0 and timing["engine_cpu_s"] > 0
+
+
+def test_a_backend_that_writes_the_outputs_file_itself_is_handed_the_file():
+    jobs = [Job(k, tuple(cs)) for k, cs in WORK[:2]]
+    mine, _, _ = _run(jobs, devices=(0,), backend="tests.simulated.file_writing_device")
+    theirs, _, _ = _run(jobs, devices=(0,))
+    strip = lambda recs: sorted((json.dumps({k: v for k, v in r.items() if k != "kernel_s"}, sort_keys=True)  # noqa: E731
+                                 for r in recs))
+    assert strip(mine) == strip(theirs) and len(mine) == sum(len(j.cases) for j in jobs)
 
 
 def test_a_faulting_launch_is_bisected_to_its_case():

@@ -287,7 +287,7 @@ class Engine:
         timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0, "prepare_s": 0.0, "readback_s": 0.0,
                   "kept_launches_read": 0}
         cpu = time.process_time()
-        in_flight: dict[GpuWorker, tuple] = {}
+        in_flight: dict[GpuWorker, deque] = {w: deque() for w in self.gpu_workers}  # in the order sent
         reads = []  # (future, job, device, t_submitted)
         done = [0]
         launched = sum(cubins.get(j.kernel.name) is not None for j in [*self.preparing.values(), *self.queued])
@@ -312,7 +312,7 @@ class Engine:
             timing["diff_wait_s"] += time.time() - t if block else 0.0
 
         def harvest(w: GpuWorker):
-            entry = in_flight.pop(w)
+            entry = in_flight[w].popleft()
             try:
                 w.collect()
                 self.slowest_launch_s = max(self.slowest_launch_s or 0.0, w.last_s)
@@ -353,19 +353,19 @@ class Engine:
             mine = [w for w in self.gpu_workers if self.arch_of[w] == str(job.kernel.arch)]
             if not mine:
                 raise ValueError(f"{job.kernel.name}: no GPU of {job.kernel.arch} in this engine")
-            idle = [w for w in mine if not w.busy]
+            free = [w for w in mine if not w.full]
             answered = None
-            if not idle:  # take the first answer, give that GPU its next launch, then hand off the read-back
+            if not free:  # take the first answer, give that GPU its next launch, then hand off the read-back
                 answered = harvest(wait_any(mine))
-                idle = [answered[1]]
-            in_flight[idle[0]] = (job, spooled, time.time())
-            idle[0].submit(cubins[job.kernel.name], job.kernel.name, spooled.launch, timeout,
-                           out_path=spooled.outputs)
+                free = [answered[1]]
+            w = min(free, key=lambda w: w.held)  # an idle GPU before one that has a launch to run first
+            in_flight[w].append((job, spooled, time.time()))
+            w.submit(cubins[job.kernel.name], job.kernel.name, spooled.launch, timeout, out_path=spooled.outputs)
             if answered:
                 complete(*answered)
             drain()
-        while in_flight:
-            complete(*harvest(wait_any(list(in_flight))))
+        while any(in_flight.values()):
+            complete(*harvest(wait_any([w for w, held in in_flight.items() if held])))
         drain(block=True)
         timing = {k: round(v, 2) if isinstance(v, float) else v for k, v in timing.items()}
         timing["isolation_failed_launches"] = self.isolation.spent

@@ -80,23 +80,12 @@ class LaunchInput:
                            self.extra_smem)
 
     def save(self, path: str) -> str:
-        """Write the launch to a spool file: LAUNCH_FILE_MAGIC, the byte counts (of the pickle, then of each array),
-        a pickle of everything but the arrays' bytes (protocol 5, its buffers out of band), then each array's raw
-        bytes (no zip and no CRC: an .npz cost twice the time to write and read, in the preparing processes and in
-        the GPU worker, which reads every launch in turn). Spool files pass between this package's own processes
+        """Write the launch to a spool file (`write_arrays`). Spool files pass between this package's own processes
         only."""
         state = {"images": self.images, "params": self.params, "inputs": dict(self.inputs),
                  "outputs": {k: (tuple(o.shape), o.dtype, o.fill) for k, o in self.outputs.items()},
                  "ctas_per_case": self.ctas_per_case, "threads": self.threads, "extra_smem": self.extra_smem}
-        buffers: list[pickle.PickleBuffer] = []
-        head = pickle.dumps(state, protocol=SPOOL_PICKLE_PROTOCOL, buffer_callback=buffers.append)
-        raws = [b.raw() for b in buffers]
-        with open(path, "wb") as fh:
-            fh.write(LAUNCH_FILE_MAGIC + struct.pack(f"<{2 + len(raws)}Q", len(head), len(raws),
-                                                     *(r.nbytes for r in raws)))
-            fh.write(head)
-            for r in raws:
-                fh.write(r)
+        write_arrays(path, state)
         return path
 
     @classmethod
@@ -105,23 +94,44 @@ class LaunchInput:
         of the staging's memory, valid until the staging is asked for the next launch's."""
         if isinstance(source, LaunchInput):
             return source
-        with open(source, "rb") as fh:
-            if fh.read(len(LAUNCH_FILE_MAGIC)) != LAUNCH_FILE_MAGIC:
-                raise ValueError(f"{source} is not a launch file of this harness")
-            nhead, nbuf = struct.unpack("<2Q", fh.read(16))
-            sizes = struct.unpack(f"<{nbuf}Q", fh.read(8 * nbuf))
-            head = fh.read(nhead)
-            buffers = staging.slices(sizes) if staging is not None else [bytearray(n) for n in sizes]
-            for b, n in zip(buffers, sizes):
-                if fh.readinto(b) != n:
-                    raise ValueError(f"{source} ends inside an array: a launch file cut short")
-            s = pickle.loads(head, buffers=buffers)
+        s = read_arrays(source, staging)
         return cls(s["images"], s["params"], s["inputs"], {k: OutputSpec(*o) for k, o in s["outputs"].items()},
                    s["ctas_per_case"], s["threads"], s["extra_smem"])
 
 
 SPOOL_PICKLE_PROTOCOL = 5  # numpy arrays as their raw buffers
-LAUNCH_FILE_MAGIC = b"tc-harness launch 2\n"
+ARRAYS_FILE_MAGIC = b"tc-harness arrays 1\n"
+
+
+def write_arrays(path: str, obj) -> None:
+    """Write `obj` (numpy arrays inside plain containers): ARRAYS_FILE_MAGIC, the byte counts (of a pickle, then of
+    each array), the pickle of everything but the arrays' bytes (protocol 5, its buffers out of band), then each
+    array's raw bytes, written from where the array is (no zip and no CRC: an .npz cost twice the time to write and
+    read, in the preparing processes and in the GPU worker, which reads and writes every launch in turn)."""
+    buffers: list[pickle.PickleBuffer] = []
+    head = pickle.dumps(obj, protocol=SPOOL_PICKLE_PROTOCOL, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
+    with open(path, "wb") as fh:
+        fh.write(ARRAYS_FILE_MAGIC + struct.pack(f"<{2 + len(raws)}Q", len(head), len(raws),
+                                                 *(r.nbytes for r in raws)))
+        fh.write(head)
+        for r in raws:
+            fh.write(r)
+
+
+def read_arrays(path: str, staging: "PinnedStaging | None" = None):
+    """What write_arrays wrote; with `staging`, its arrays are views of the staging's memory, else of their own."""
+    with open(path, "rb") as fh:
+        if fh.read(len(ARRAYS_FILE_MAGIC)) != ARRAYS_FILE_MAGIC:
+            raise ValueError(f"{path} is not a spool file of this harness")
+        nhead, nbuf = struct.unpack("<2Q", fh.read(16))
+        sizes = struct.unpack(f"<{nbuf}Q", fh.read(8 * nbuf))
+        head = fh.read(nhead)
+        buffers = staging.slices(sizes) if staging is not None else [bytearray(n) for n in sizes]
+        for b, n in zip(buffers, sizes):
+            if fh.readinto(b) != n:
+                raise ValueError(f"{path} ends inside an array: a spool file cut short")
+        return pickle.loads(head, buffers=buffers)
 
 
 class PinnedStaging:
@@ -149,17 +159,16 @@ class PinnedStaging:
         return [memoryview(whole[o:o + n]) for o, n in zip(offsets, sizes)]
 
 
-STAGING = PinnedStaging()  # this process's (a GPU worker's)
+STAGING = PinnedStaging()  # this process's (a GPU worker's): its launches' inputs
+OUTPUT_STAGING = PinnedStaging()  # and their outputs, on their way to the outputs' file
 
 
 def save_outputs(outputs: dict[str, np.ndarray], path: str) -> None:
-    with open(path, "wb") as fh:
-        pickle.dump(dict(outputs), fh, protocol=SPOOL_PICKLE_PROTOCOL)
+    write_arrays(path, dict(outputs))
 
 
 def load_outputs(path: str) -> dict[str, np.ndarray]:
-    with open(path, "rb") as fh:
-        return pickle.load(fh)
+    return read_arrays(path)
 
 
 # ---------------------------------------------------------------------------------------------------- device
@@ -212,12 +221,39 @@ def function(cubin_path: str, kernel_name: str):
 def run(cubin_path: str, kernel_name: str, launch) -> dict[str, np.ndarray]:
     """Launch (a LaunchInput, or the file it was saved to); returns each output, [CTAs, *shape]."""
     import cupy as cp
+    return {k: cp.asnumpy(v) for k, v in launched(cubin_path, kernel_name, launch).items()}
+
+
+def run_to_file(cubin_path: str, kernel_name: str, launch, out_path: str) -> None:
+    """`run`, its outputs written to `out_path` as save_outputs writes them, through page-locked memory this process
+    keeps (the GPU worker's way: a warm H100 sweep's 762 launches spent 1.14 s writing their outputs after 0.21 s
+    copying them into fresh memory, results/2026-11-26-h100-bench12/call2)."""
+    save_outputs(to_host(launched(cubin_path, kernel_name, launch), OUTPUT_STAGING), out_path)
+
+
+def launched(cubin_path: str, kernel_name: str, launch) -> dict:
+    """Launch and wait for the kernel; returns each output on the GPU."""
+    import cupy as cp
     inp = LaunchInput.load(launch, STAGING)
     fn = function(cubin_path, kernel_name)
     outs, args = device_buffers(fn, inp)
     fn((inp.ctas,), (inp.threads,), args, shared_mem=inp.smem)
     cp.cuda.get_current_stream().synchronize()
-    return {k: cp.asnumpy(v) for k, v in outs.items()}
+    return outs
+
+
+def to_host(outputs: dict, staging: PinnedStaging) -> dict[str, np.ndarray]:
+    """The GPU arrays copied into the staging (views of it, valid until the staging is asked again)."""
+    import cupy as cp
+    slices = staging.slices([v.nbytes for v in outputs.values()])
+    host = {k: np.frombuffer(m, v.dtype).reshape(v.shape) for (k, v), m in zip(outputs.items(), slices)}
+    stream = cp.cuda.get_current_stream()
+    for k, v in outputs.items():
+        if v.nbytes:
+            cp.cuda.runtime.memcpyAsync(host[k].ctypes.data, v.data.ptr, v.nbytes, cp.cuda.runtime.memcpyDeviceToHost,
+                                        stream.ptr)
+    stream.synchronize()
+    return host
 
 
 def device_buffers(fn, inp: LaunchInput) -> tuple[dict, tuple]:

@@ -1,7 +1,8 @@
 """A GPU worker process: launches run there, so a sticky CUDA error or a hang costs a worker, not the sweep.
 
 The parent sends (module path: a cubin, or PTX for the driver's JIT; kernel name; LaunchInput or the file it is
-saved in); the worker answers with the kernel's outputs and its timings, or the error text (a module the driver
+saved in; where the outputs go, or None); the worker answers with the kernel's outputs (or writes them to that file:
+with the backend's `run_to_file` where it has one, else `run` then save_outputs) and its timings, or the error text (a module the driver
 cannot load answers `load-error`, which the parent raises as LaunchFailed('compile-error')). After any error the parent replaces the worker: a CUDA context that saw an
 illegal instruction, a misaligned address or an out-of-range access is unusable. A launch that does not
 answer within the timeout is a hang: the worker is killed (which tears down its context and the kernel with
@@ -13,6 +14,8 @@ import multiprocessing
 import multiprocessing.connection
 import time
 import traceback
+from collections import deque
+from dataclasses import dataclass
 
 from harness.enums import Status
 from harness.run import cores
@@ -44,8 +47,12 @@ def _serve(conn, device: int, backend: str) -> None:
         conn.send(("started", time.monotonic(), 0.0))  # the launch's own timeout runs from here (one clock system-wide)
         try:
             t = time.perf_counter()
-            outputs = launch.run(cubin_path, name, inp)
-            if out_path:  # the outputs go to a file for the read-back process, not back through the pipe
+            if out_path and hasattr(launch, "run_to_file"):  # a backend that writes the outputs' file its own way
+                launch.run_to_file(cubin_path, name, inp, out_path)
+                outputs = None
+            else:
+                outputs = launch.run(cubin_path, name, inp)
+            if out_path and outputs is not None:  # the outputs go to a file for the read-back, not through the pipe
                 save_outputs(outputs, out_path)
                 outputs = None
             conn.send(("ok", outputs, time.perf_counter() - t))
@@ -60,21 +67,35 @@ def _serve(conn, device: int, backend: str) -> None:
 # A launch's timeout counts from the moment the worker takes it up; before that (a worker still spawning,
 # importing CuPy and making its context) it may take this long to answer at all.
 STARTUP_S = 120.0
+# Launches a worker holds at once: the one it runs and the next, sent ahead so that it starts that one as soon as it
+# has answered, not when the sweep's process, busy writing records, gets round to its answer. Without it a warm H100
+# sweep's worker sat 0.74-0.98 s of its 2.7-2.9 s waiting for its next launch (results/2026-11-26-h100-bench12/call3).
+DEPTH = 2
+
+
+@dataclass
+class Pending:
+    """A launch sent to the worker and not yet collected."""
+    job: tuple  # what was sent (sent again, as it is, to a fresh worker if the one before never took it up)
+    timeout: float
+    deadline: float | None = None  # set once it is the next to answer: its start-up, then its own timeout
+    sent: bool = False  # to the worker that is running now
+    started: bool = False  # the worker said it took it up
+    answer: tuple | None = None  # (status, payload, seconds), read and not yet collected
 
 
 class GpuWorker:
     """`backend` is the module that launches: `harness.run.launch`, or a simulated device (tests/simulated/)
-    with the same `use_device` and `run`."""
+    with the same `use_device` and `run` (and, optionally, `run_to_file`). Up to DEPTH launches are held at once and
+    answered in the order sent; `collect` returns the oldest's answer. After a failure the worker is replaced, and
+    a launch sent behind the failed one (which the old worker never took up) is sent to the new one."""
 
     def __init__(self, device: int = 0, backend: str = "harness.run.launch"):
         self.device = device
         self.backend = backend
         self._proc = None
         self._conn = None
-        self._deadline = None
-        self._timeout = 0.0
-        self._started = False  # the worker said it took the current launch up
-        self._answer = None  # an answer read by wait_any, for collect
+        self._pending: deque[Pending] = deque()
         self.gpu_s = 0.0  # time the worker spent in launches (transfers, module loads, kernels)
         self.last_s = 0.0  # the last successful launch's time in the worker
 
@@ -94,90 +115,147 @@ class GpuWorker:
 
     @property
     def busy(self) -> bool:
-        return self._deadline is not None
+        return bool(self._pending)
+
+    @property
+    def full(self) -> bool:
+        return len(self._pending) >= DEPTH
+
+    @property
+    def held(self) -> int:
+        return len(self._pending)
 
     @property
     def has_answer(self) -> bool:
-        return self._answer is not None
+        return bool(self._pending) and self._pending[0].answer is not None
+
+    @property
+    def head_sent(self) -> bool:
+        """The oldest launch held was sent to the worker now running (else its collect sends it to a fresh one)."""
+        return self._pending[0].sent
 
     @property
     def deadline(self) -> float:
-        return self._deadline
+        return self._pending[0].deadline
 
     @property
     def connection(self):
         return self._conn
 
     def submit(self, cubin_path: str, name: str, launch, timeout: float, out_path: str | None = None) -> None:
-        """Start a launch (a LaunchInput, or the file it is in); with `out_path` the outputs are saved there
-        and collect() returns None."""
-        job = (str(cubin_path), name, launch, out_path)
+        """Send a launch (a LaunchInput, or the file it is in), behind those held (at most DEPTH); with `out_path`
+        the outputs are saved there and its collect() returns None."""
+        if self.full:
+            raise RuntimeError(f"the GPU worker already holds {DEPTH} launches")
+        pending = Pending((str(cubin_path), name, launch, out_path), timeout)
+        if not self._pending:
+            pending.deadline = time.monotonic() + max(timeout, STARTUP_S)  # until the worker says it has started
+        self._pending.append(pending)
+        self._send(pending)
+
+    def _send(self, pending: Pending) -> None:
+        """Send the launch just queued. Where the worker has died with launches before it unanswered, it waits: their
+        answers (or the worker's death) are read first, and the worker that replaces it is sent this one too."""
+        earlier = len(self._pending) > 1
         if self._proc is None or not self._proc.is_alive():
+            if earlier:
+                return
+            self._stop()
             self._start()
         try:
-            self._conn.send(job)
+            self._conn.send(pending.job)
+            pending.sent = True
         except (BrokenPipeError, ConnectionResetError, OSError):
-            self.kill()
-            self._start()
-            self._conn.send(job)
-        self._timeout = timeout
-        self._deadline = time.monotonic() + max(timeout, STARTUP_S)  # until the worker says it has started
-        self._answer = None
-        self._started = False
+            if not earlier:
+                self._restart()
+
+    def _restart(self) -> None:
+        """A fresh worker, sent every launch still held (none of which the old one answered)."""
+        self._stop()
+        self._start()
+        for i, pending in enumerate(self._pending):
+            pending.started, pending.answer = False, None
+            pending.deadline = time.monotonic() + max(pending.timeout, STARTUP_S) if i == 0 else None
+            self._conn.send(pending.job)
+            pending.sent = True
 
     def take_message(self) -> bool:
-        """Read one message of a busy worker (one is waiting): True when it is the answer (kept for collect);
-        a 'started' note moves the deadline to the launch's own timeout from now."""
+        """Read one message of a busy worker (one is waiting): True when it is an answer (kept for collect); a
+        'started' note gives the launch it is about its own timeout, from now."""
         msg = self._conn.recv()
         if msg[0] == "started":
-            self._deadline, self._started = msg[1] + self._timeout, True
+            pending = next(p for p in self._pending if not p.started)
+            pending.started, pending.deadline = True, msg[1] + pending.timeout
             return False
-        self._answer = msg
+        answered = next(p for p in self._pending if p.answer is None)
+        answered.answer = msg
+        later = [p for p in self._pending if p.answer is None]
+        if later and later[0].deadline is None:  # the next in line: the worker takes it up now
+            later[0].deadline = time.monotonic() + max(later[0].timeout, STARTUP_S)
         return True
 
     def collect(self):
-        """The answer to the last submit: the kernel's outputs, or LaunchFailed (fault, or hang past the timeout)."""
+        """The answer to the oldest launch held: the kernel's outputs, or LaunchFailed (fault, or hang past the
+        timeout)."""
+        head = self._pending[0]
         try:
-            while self._answer is None:
-                if not self._conn.poll(max(0.0, self._deadline - time.monotonic())):
-                    started = self._started
-                    self.kill()
+            while head.answer is None:
+                if not head.sent:  # queued behind launches of a worker that died: a fresh worker takes it
+                    self._restart()
+                if not self._conn.poll(max(0.0, head.deadline - time.monotonic())):
+                    started = head.started
+                    self._fail()
                     if not started:  # the worker never took the launch up: its start-up, not the case
                         raise LaunchFailed("error", f"the GPU worker did not take the launch up within "
-                                                    f"{max(self._timeout, STARTUP_S):g} s (start-up: CUDA, the driver); "
+                                                    f"{max(head.timeout, STARTUP_S):g} s (start-up: CUDA, the driver); "
                                                     "worker killed")
-                    raise LaunchFailed("timeout", f"no answer within {self._timeout:g} s: the launch hangs; "
+                    raise LaunchFailed("timeout", f"no answer within {head.timeout:g} s: the launch hangs; "
                                                   "worker killed")
                 self.take_message()
         except (EOFError, OSError):
-            code, started = (self._proc.exitcode if self._proc else None), self._started
-            self.kill()
+            code, started = (self._proc.exitcode if self._proc else None), head.started
+            self._fail()
             if not started:
                 raise LaunchFailed("error", f"the GPU worker died before it took the launch up (exit code {code}): "
                                             "its start-up (CUDA, the driver) failed, not the case") from None
             raise LaunchFailed("fault", f"the GPU worker died (exit code {code})") from None
-        (status, payload, seconds), self._answer, self._deadline = self._answer, None, None
+        status, payload, seconds = head.answer
+        self._pending.popleft()
         self.gpu_s += seconds
         if status == "load-error":
-            self.kill()
+            self._fail(popped=True)
             raise LaunchFailed(str(Status.COMPILE_ERROR), payload)
         if status != "ok":
-            self.kill()
+            self._fail(popped=True)
             raise LaunchFailed("fault", payload)
         self.last_s = seconds
         return payload
+
+    def _fail(self, popped: bool = False) -> None:
+        """The oldest launch failed (already taken off the queue if `popped`): the worker goes, and the launches
+        behind it, which it never took up, go to a fresh one."""
+        if not popped:
+            self._pending.popleft()
+        if self._pending:
+            self._restart()
+        else:
+            self._stop()
 
     def run(self, cubin_path: str, name: str, launch, timeout: float) -> dict:
         self.submit(cubin_path, name, launch, timeout)
         return self.collect()
 
-    def kill(self):
+    def _stop(self) -> None:
         if self._proc is not None:
             if self._proc.is_alive():
                 self._proc.kill()
             self._proc.join(timeout=30)
         self._proc = self._conn = None
-        self._deadline = self._answer = None
+
+    def kill(self):
+        """Stop the worker; every launch it held is forgotten."""
+        self._stop()
+        self._pending.clear()
 
     def close(self):
         if self._proc is not None and self._proc.is_alive():
@@ -190,10 +268,11 @@ class GpuWorker:
 
 
 def wait_any(workers: list[GpuWorker]) -> GpuWorker:
-    """The first busy worker with an answer, or whose deadline has passed (its collect will say 'timeout')."""
+    """The first busy worker whose oldest launch has an answer, or whose deadline has passed (its collect will say
+    'timeout')."""
     busy = [w for w in workers if w.busy]
     while True:
-        answered = [w for w in busy if w.has_answer]
+        answered = [w for w in busy if w.has_answer or not w.head_sent]
         if answered:
             return answered[0]
         now = time.monotonic()

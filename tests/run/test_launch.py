@@ -5,7 +5,7 @@ import pytest
 
 from harness import plan
 from harness.run import engine
-from harness.run.launch import LaunchInput, PinnedStaging
+from harness.run.launch import LaunchInput, PinnedStaging, load_outputs, save_outputs
 
 
 @pytest.fixture(scope="module")
@@ -47,11 +47,25 @@ def test_a_launch_file_cut_short_or_of_another_kind_is_refused(prepared, tmp_pat
     prepared.save(str(path))
     whole = path.read_bytes()
     path.write_bytes(whole[:-1])
-    with pytest.raises(ValueError, match="cut short"):
+    with pytest.raises(ValueError, match="spool file cut short"):
         LaunchInput.load(str(path))
     path.write_bytes(b"\x80\x05" + whole[2:])
-    with pytest.raises(ValueError, match="not a launch file"):
+    with pytest.raises(ValueError, match="not a spool file"):
         LaunchInput.load(str(path))
+
+
+def test_outputs_written_from_the_staging_come_back_bit_for_bit(tmp_path):
+    staging = host_staging(1 << 16)
+    regs = np.arange(3 * 128 * 4, dtype=np.uint32).reshape(3, 128, 4) * np.uint32(2654435761)
+    views = staging.slices([regs.nbytes, 8])
+    outputs = {"d": np.frombuffer(views[0], np.uint32).reshape(regs.shape), "flag": np.frombuffer(views[1], np.int64)}
+    outputs["d"][...] = regs
+    outputs["flag"][...] = -1
+    save_outputs(outputs, str(tmp_path / "o.out.pkl"))
+    back = load_outputs(str(tmp_path / "o.out.pkl"))
+    assert list(back) == ["d", "flag"] and back["d"].shape == regs.shape and (back["d"] == regs).all()
+    assert back["flag"].dtype == np.int64 and back["flag"].tolist() == [-1]
+    assert not np.shares_memory(back["d"], np.frombuffer(staging.memory, np.uint8))  # its own memory
 
 
 def test_the_staging_hands_out_aligned_slices_that_do_not_overlap():

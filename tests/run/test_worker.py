@@ -1,0 +1,78 @@
+"""The GPU worker (harness/run/worker.py) holds the launch it runs and the next: answers come in the order sent, and a
+launch queued behind one that faults runs once, on a fresh worker (tests/simulated/passthrough_device.py: a launch
+holding a planted trap raises like a sticky CUDA error; any other returns its C registers)."""
+import dataclasses
+import multiprocessing
+import time
+
+import numpy as np
+import pytest
+
+from harness import plan
+from harness.run import engine, worker
+from harness.run.worker import GpuWorker, LaunchFailed
+
+BACKEND = "tests.simulated.passthrough_device"
+
+
+@pytest.fixture(scope="module")
+def launches(tmp_path_factory):
+    """(a launch of 3 cases, the same with a planted trap), saved to files."""
+    kernel, cases = plan.make(plan.Selection(families=("wgmma",), kinds=("f16",), n_values=(8,), a_srcs=("SS",)),
+                              cache=True).work[0]
+    folder = tmp_path_factory.mktemp("launches")
+    good, _ = engine.prepare(kernel, cases[:3])
+    bad, _ = engine.prepare(kernel, [cases[0], dataclasses.replace(cases[1], inject="trap"), cases[2]])
+    return kernel.name, good, good.save(str(folder / "good.launch.pkl")), bad.save(str(folder / "bad.launch.pkl"))
+
+
+def c_regs(inp):
+    return np.asarray(inp.inputs["c_regs"], dtype=np.uint32)
+
+
+def test_two_launches_are_held_at_once_and_answered_in_order(launches):
+    name, good, good_path, _ = launches
+    w = GpuWorker(0, BACKEND)
+    try:
+        w.submit("unused.cubin", name, good_path, 20.0)
+        w.submit("unused.cubin", name, good.subset([2]), 20.0)
+        assert w.full and w.held == worker.DEPTH == 2
+        with pytest.raises(RuntimeError, match="already holds 2"):
+            w.submit("unused.cubin", name, good_path, 20.0)
+        assert (w.collect()["d_out"] == c_regs(good)).all()
+        assert (w.collect()["d_out"] == c_regs(good)[2:]).all() and not w.busy
+    finally:
+        w.close()
+
+
+def test_a_launch_behind_one_that_faults_runs_on_a_fresh_worker(launches):
+    name, good, good_path, bad_path = launches
+    w = GpuWorker(0, BACKEND)
+    try:
+        w.submit("unused.cubin", name, bad_path, 20.0)
+        w.submit("unused.cubin", name, good_path, 20.0)
+        with pytest.raises(LaunchFailed, match="unspecified launch failure") as e:
+            w.collect()
+        assert e.value.status == "fault"
+        assert (w.collect()["d_out"] == c_regs(good)).all()
+    finally:
+        w.close()
+
+
+def test_a_launch_sent_after_its_worker_died_waits_for_the_fault_before_it_then_runs(launches):
+    name, good, good_path, bad_path = launches
+    w = GpuWorker(0, BACKEND)
+    try:
+        w.submit("unused.cubin", name, bad_path, 20.0)  # the worker answers the fault, then exits
+        deadline = time.monotonic() + 20
+        while multiprocessing.active_children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not multiprocessing.active_children()
+        # to a dead worker, behind a fault not yet read: a fresh worker sent it at once would answer it first, and
+        # its answer read as the fault's launch's would pass that launch
+        w.submit("unused.cubin", name, good_path, 20.0)
+        with pytest.raises(LaunchFailed, match="unspecified launch failure"):
+            w.collect()
+        assert (w.collect()["d_out"] == c_regs(good)).all()
+    finally:
+        w.close()
