@@ -273,9 +273,11 @@ class Engine:
         return job, spooled, took, reused
 
     def close(self) -> None:
+        for w in self.gpu_workers:  # their CUDA contexts come down while the pool's processes end
+            w.finish()
+        self.pool.shutdown(cancel_futures=True)
         for w in self.gpu_workers:
             w.close()
-        self.pool.shutdown(cancel_futures=True)
         self._spool.cleanup()
         if self._kept_folder is not None:
             self._kept_folder.close()

@@ -257,13 +257,18 @@ class GpuWorker:
         self._stop()
         self._pending.clear()
 
-    def close(self):
+    def finish(self) -> None:
+        """Tell the worker to stop once it has answered what it holds (close waits for it)."""
         if self._proc is not None and self._proc.is_alive():
             try:
                 self._conn.send(None)
-                self._proc.join(timeout=10)
             except (BrokenPipeError, OSError):
                 pass
+
+    def close(self):
+        self.finish()
+        if self._proc is not None and self._proc.is_alive():
+            self._proc.join(timeout=10)
         self.kill()
 
 
