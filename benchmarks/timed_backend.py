@@ -10,6 +10,7 @@ from harness.run.launch import LaunchInput, OutputSpec  # noqa: F401
 
 LOG = os.environ.get("TIMED_BACKEND_LOG")
 use_device = launch.use_device
+STAGINGS, stage = launch.STAGINGS, launch.stage  # launch files read ahead as launch's are (their load_s is then ~0)
 
 
 def run(cubin_path, kernel_name, inp):

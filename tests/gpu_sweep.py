@@ -59,9 +59,11 @@ class ShardedSweep:
     def __init__(self, plan, shards: int | None = None, config: sweep.SweepConfig | None = None):
         self.plan = plan
         self.shards = shards or worker_count()
-        # the engine's settings for every shard (out_path and workers are set per shard); the real GPU by default,
-        # with the launches kept as `python -m harness sweep` keeps them (a warm run prepares none again)
-        self.config = config or sweep.SweepConfig(diagnose=0, keep_launches=True)
+        # the engine's settings for every shard (out_path and workers are set per shard); the real GPU by default.
+        # No launch is kept: a test run leaves no 6 GB in the cache, and its cold run (the README's goal) writes none;
+        # a warm README run keeping them took 34.8 s, the code before them 36.1 s (results/2026-11-26-h100-bench12/
+        # call8): little to gain there, where the GPU shards are a part of the run
+        self.config = config or sweep.SweepConfig(diagnose=0)
         load = [0] * self.shards
         self.shard_of_kernel: dict[str, int] = {}
         # largest kernels first onto the least-loaded shard: deterministic, so every worker computes the same map

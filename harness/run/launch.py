@@ -141,7 +141,9 @@ class PinnedStaging:
     H100 sweep (results/2026-11-26-h100-bench11/call1, 762 launches), the arrays unpickled into fresh memory."""
     ALIGN = 256
 
-    def __init__(self):
+    def __init__(self, allocate=None):
+        """allocate(nbytes) -> a buffer of that many bytes (default: page-locked memory from CuPy)."""
+        self.allocate = allocate or page_locked
         self.memory = None
         self.capacity = 0
 
@@ -152,15 +154,27 @@ class PinnedStaging:
             offsets.append(total)
             total += -(-n // self.ALIGN) * self.ALIGN
         if total > self.capacity:
-            import cupy as cp
             self.capacity = max(total, 2 * self.capacity)
-            self.memory = cp.cuda.alloc_pinned_memory(self.capacity)
+            self.memory = self.allocate(self.capacity)
         whole = np.frombuffer(self.memory, np.uint8, self.capacity)
         return [memoryview(whole[o:o + n]) for o, n in zip(offsets, sizes)]
 
 
-STAGING = PinnedStaging()  # this process's (a GPU worker's): its launches' inputs
-OUTPUT_STAGING = PinnedStaging()  # and their outputs, on their way to the outputs' file
+def page_locked(nbytes: int):
+    import cupy as cp
+    return cp.cuda.alloc_pinned_memory(nbytes)
+
+
+STAGING = PinnedStaging()  # this process's (a GPU worker's): the inputs of a launch `run` is given the file of
+STAGINGS = (PinnedStaging(), PinnedStaging())  # the slots `stage` reads launches into, one ahead of the one running
+OUTPUT_STAGING = PinnedStaging()  # and the outputs, on their way to the outputs' file
+
+
+def stage(path: str, slot: int) -> "LaunchInput":
+    """The launch saved at `path`, read into STAGINGS[slot] (views of it: the slot must not be given to another
+    launch until this one's copies in are done, i.e. until run_to_file has returned). The GPU worker reads the next
+    launch so while it runs the one before (worker._receive)."""
+    return LaunchInput.load(path, STAGINGS[slot])
 
 
 def save_outputs(outputs: dict[str, np.ndarray], path: str) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import queue
+import threading
 import time
 import traceback
 from collections import deque
@@ -32,36 +34,89 @@ class LaunchFailed(RuntimeError):
 def _serve(conn, device: int, backend: str) -> None:
     import importlib
 
-    from harness.run.launch import ModuleLoadError, save_outputs
-
     launch = importlib.import_module(backend)
     launch.use_device(device)
+    jobs: queue.Queue = queue.Queue()
+    slots = threading.Semaphore(len(getattr(launch, "STAGINGS", ())))
+    if hasattr(launch, "stage"):  # its launch files are read ahead, by a thread of their own
+        threading.Thread(target=_receive, args=(conn, launch, jobs, slots), daemon=True).start()
+    while True:
+        if not hasattr(launch, "stage"):
+            try:
+                jobs.put(_received(conn.recv()))
+            except EOFError:
+                return
+        item = jobs.get()
+        if item is None:
+            return
+        job, staged, slot = item
+        try:
+            if not _launch(conn, launch, job, staged):
+                return
+        finally:
+            if slot is not None:
+                slots.release()
+
+
+def _received(job):
+    """A job as _serve's loop takes it: (job, the launch read ahead or None, its staging slot or None); None to stop."""
+    return None if job is None else (job, None, None)
+
+
+def _receive(conn, launch, jobs: queue.Queue, slots: threading.Semaphore) -> None:
+    """Take each job from the parent as it comes and read its launch file into a free staging slot of the backend's
+    (`launch.stage`), while the loop runs the job before it: reading a launch file was a third of a warm H100 sweep's
+    GPU worker (results/2026-11-26-h100-bench12/call6). A slot is free again once its launch's copies in are done
+    (_serve releases it after the launch). A file that cannot be read is that job's error, raised when it runs."""
+    count = 0
     while True:
         try:
             job = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):
+            jobs.put(None)
             return
         if job is None:
+            jobs.put(None)
             return
         cubin_path, name, inp, out_path = job
-        conn.send(("started", time.monotonic(), 0.0))  # the launch's own timeout runs from here (one clock system-wide)
+        if not isinstance(inp, str) or not out_path:  # a launch handed over whole, or answered through the pipe
+            jobs.put((job, None, None))
+            continue
+        slots.acquire()
+        slot, count = count % len(launch.STAGINGS), count + 1
         try:
-            t = time.perf_counter()
-            if out_path and hasattr(launch, "run_to_file"):  # a backend that writes the outputs' file its own way
-                launch.run_to_file(cubin_path, name, inp, out_path)
-                outputs = None
-            else:
-                outputs = launch.run(cubin_path, name, inp)
-            if out_path and outputs is not None:  # the outputs go to a file for the read-back, not through the pipe
-                save_outputs(outputs, out_path)
-                outputs = None
-            conn.send(("ok", outputs, time.perf_counter() - t))
-        except ModuleLoadError as e:  # the module, not the launch: no bisection (the worker is replaced all the same)
-            conn.send(("load-error", str(e), 0.0))
-            return
-        except Exception as e:  # report, then exit: the context may be poisoned
-            conn.send(("error", f"{type(e).__name__}: {e}".strip() or traceback.format_exc(limit=1), 0.0))
-            return
+            jobs.put((job, launch.stage(inp, slot), slot))
+        except Exception as e:  # noqa: BLE001 (the job's error: _launch raises it)
+            jobs.put((job, e, slot))
+
+
+def _launch(conn, launch, job: tuple, staged) -> bool:
+    """Run one job and answer it; False when the worker must stop (its context may be poisoned)."""
+    from harness.run.launch import ModuleLoadError, save_outputs
+
+    cubin_path, name, inp, out_path = job
+    conn.send(("started", time.monotonic(), 0.0))  # the launch's own timeout runs from here (one clock system-wide)
+    try:
+        t = time.perf_counter()
+        if isinstance(staged, Exception):
+            raise staged
+        inp = staged if staged is not None else inp
+        if out_path and hasattr(launch, "run_to_file"):  # a backend that writes the outputs' file its own way
+            launch.run_to_file(cubin_path, name, inp, out_path)
+            outputs = None
+        else:
+            outputs = launch.run(cubin_path, name, inp)
+        if out_path and outputs is not None:  # the outputs go to a file for the read-back, not through the pipe
+            save_outputs(outputs, out_path)
+            outputs = None
+        conn.send(("ok", outputs, time.perf_counter() - t))
+        return True
+    except ModuleLoadError as e:  # the module, not the launch: no bisection (the worker is replaced all the same)
+        conn.send(("load-error", str(e), 0.0))
+        return False
+    except Exception as e:  # report, then exit: the context may be poisoned
+        conn.send(("error", f"{type(e).__name__}: {e}".strip() or traceback.format_exc(limit=1), 0.0))
+        return False
 
 
 # A launch's timeout counts from the moment the worker takes it up; before that (a worker still spawning,

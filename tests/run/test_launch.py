@@ -24,9 +24,9 @@ def same(a: LaunchInput, b: LaunchInput) -> bool:
 
 
 def host_staging(capacity: int) -> PinnedStaging:
-    """A staging over ordinary memory of a fixed size (page-locked memory needs a GPU)."""
-    staging = PinnedStaging()
-    staging.memory, staging.capacity = bytearray(capacity), capacity
+    """A staging over ordinary memory (page-locked memory needs a GPU), made `capacity` bytes at once."""
+    staging = PinnedStaging(allocate=bytearray)
+    staging.slices([capacity])
     return staging
 
 
@@ -68,9 +68,10 @@ def test_outputs_written_from_the_staging_come_back_bit_for_bit(tmp_path):
     assert not np.shares_memory(back["d"], np.frombuffer(staging.memory, np.uint8))  # its own memory
 
 
-def test_the_staging_hands_out_aligned_slices_that_do_not_overlap():
+def test_the_staging_hands_out_aligned_slices_that_do_not_overlap_and_grows_when_asked_for_more():
     staging = host_staging(4096)
     slices = staging.slices([10, 300, 1])
     base = np.frombuffer(staging.memory, np.uint8).ctypes.data
     starts = [np.frombuffer(s, np.uint8).ctypes.data - base for s in slices]
     assert starts == [0, 256, 768] and [len(s) for s in slices] == [10, 300, 1]
+    assert len(staging.slices([5000])[0]) == 5000 and staging.capacity == 8192  # doubled: fewer growths

@@ -1,6 +1,8 @@
 """The GPU worker (harness/run/worker.py) holds the launch it runs and the next: answers come in the order sent, and a
 launch queued behind one that faults runs once, on a fresh worker (tests/simulated/passthrough_device.py: a launch
-holding a planted trap raises like a sticky CUDA error; any other returns its C registers)."""
+holding a planted trap raises like a sticky CUDA error; any other returns its C registers). With a backend that reads
+launch files ahead into staging slots (tests/simulated/file_writing_device.py, as harness.run.launch does), each
+launch still gets its own inputs, and a file that cannot be read is its own launch's error."""
 import dataclasses
 import multiprocessing
 import time
@@ -10,6 +12,7 @@ import pytest
 
 from harness import plan
 from harness.run import engine, worker
+from harness.run.launch import load_outputs
 from harness.run.worker import GpuWorker, LaunchFailed
 
 BACKEND = "tests.simulated.passthrough_device"
@@ -74,5 +77,41 @@ def test_a_launch_sent_after_its_worker_died_waits_for_the_fault_before_it_then_
         with pytest.raises(LaunchFailed, match="unspecified launch failure"):
             w.collect()
         assert (w.collect()["d_out"] == c_regs(good)).all()
+    finally:
+        w.close()
+
+
+STAGED = "tests.simulated.file_writing_device"
+
+
+def test_launches_read_ahead_each_get_their_own_inputs(launches, tmp_path):
+    name, good, good_path, _ = launches
+    paths = []
+    for i in range(3):  # three different launches: one read into a slot another still used would be answered wrong
+        paths.append(good.subset([i]).save(str(tmp_path / f"l{i}.launch.pkl")))
+    w = GpuWorker(0, STAGED)
+    try:
+        answers = []
+        w.submit("unused.cubin", name, paths[0], 20.0, out_path=str(tmp_path / "o0.out.pkl"))
+        w.submit("unused.cubin", name, paths[1], 20.0, out_path=str(tmp_path / "o1.out.pkl"))
+        answers.append(w.collect())
+        w.submit("unused.cubin", name, paths[2], 20.0, out_path=str(tmp_path / "o2.out.pkl"))
+        answers += [w.collect(), w.collect()]
+        assert answers == [None, None, None]
+        for i in range(3):
+            assert (load_outputs(str(tmp_path / f"o{i}.out.pkl"))["d_out"] == c_regs(good)[i:i + 1]).all()
+    finally:
+        w.close()
+
+
+def test_a_launch_file_that_cannot_be_read_is_its_own_launchs_error(launches, tmp_path):
+    name, good, good_path, _ = launches
+    w = GpuWorker(0, STAGED)
+    try:
+        w.submit("unused.cubin", name, str(tmp_path / "gone.launch.pkl"), 20.0, out_path=str(tmp_path / "a.out.pkl"))
+        w.submit("unused.cubin", name, good_path, 20.0, out_path=str(tmp_path / "b.out.pkl"))
+        with pytest.raises(LaunchFailed, match="FileNotFoundError"):
+            w.collect()
+        assert w.collect() is None and (load_outputs(str(tmp_path / "b.out.pkl"))["d_out"] == c_regs(good)).all()
     finally:
         w.close()

@@ -1,9 +1,15 @@
-"""The stand-in backend of passthrough_device.py, writing each launch's outputs' file itself (`run_to_file`, as
-harness.run.launch does on a GPU): the GPU worker must hand it the file, and never call its `run`."""
-from harness.run.launch import save_outputs
+"""The stand-in backend of passthrough_device.py, with the GPU worker's two ways of harness.run.launch: each launch's
+outputs' file written by the backend itself (`run_to_file`; the worker must never call its `run`), and launch files
+read ahead into staging slots (`stage`, `STAGINGS`: ordinary memory here, page-locked on a GPU)."""
+from harness.run.launch import LaunchInput, PinnedStaging, save_outputs
 from tests.simulated import passthrough_device
 
 use_device = passthrough_device.use_device
+STAGINGS = (PinnedStaging(allocate=bytearray), PinnedStaging(allocate=bytearray))
+
+
+def stage(path, slot):
+    return LaunchInput.load(path, STAGINGS[slot])
 
 
 def run(cubin_path, kernel_name, launch):
