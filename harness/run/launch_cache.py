@@ -6,10 +6,12 @@ ml_dtypes it runs on) alone. On an H100 node it was 64-69 of a warm sweep's 97 c
 (results/2026-11-26-h100-bench11/, call1 and call3). The engine spools each prepared launch to two files anyway (the
 launch, read by the GPU worker; the expectations, read by the read-back); kept, they go to
 
-    <cache>/launches/<source key>/<kernel>-<digest of the kernel and its cases>.launch.pkl, .exp.pkl
+    <cache>/launches/<source key>/<kernel>-<digest of the kernel and its cases>/k.launch.pkl, k.exp.pkl
 
-instead of the spool, and stay there. Each is written whole under a temporary name, then renamed, the launch before
-the expectations: a launch is kept when its expectations file exists. Outputs are never kept.
+instead of the spool, and stay there. The two are written into a folder of the writer's own, which is then renamed
+into place: a reader finds both or neither, and of two processes keeping the same launch at once the first to rename
+wins and the other's pair is dropped, so a launch and expectations of two writers are never paired. Outputs are never
+kept.
 
 A warm sweep still launches every case on the GPU and diffs every register: what it skips is recomputing inputs and
 expected values the same source computed before. The key (`source_key`) is the plan cache's digest of every file of
@@ -36,6 +38,7 @@ except ImportError:  # no flock: another source's folder is never removed (it mi
 
 LAUNCH_SUFFIX, EXPECTATIONS_SUFFIX, OUTPUTS_SUFFIX = ".launch.pkl", ".exp.pkl", ".out.pkl"
 FOLDER = "launches"
+STEM = "k"  # each kept launch's files, in its own folder: k.launch.pkl, k.exp.pkl
 KEEP_FREE_BYTES = 16 << 30  # keep nothing on a file system with less free: a sweep keeps ~7 GB
 MAX_BYTES = 16 << 30  # a folder this full keeps no more (each selection's launches are kept apart)
 
@@ -55,35 +58,33 @@ class KeptLaunches:
     writable: bool  # room to keep more (KEEP_FREE_BYTES, MAX_BYTES), as found when the folder was opened
 
     def stem(self, kernel, cases) -> str | None:
-        """The path, less its suffix, of the launch of these cases; None where their text does not say all of them
-        (an object shown by its address)."""
+        """The path, less its suffix, of the launch of these cases (in a folder of its own); None where their text
+        does not say all of them (an object shown by its address)."""
         text = repr((kernel, tuple(cases)))
         if " at 0x" in text:
             return None
-        return os.path.join(self.folder, f"{kernel.name}-{hashlib.sha256(text.encode()).hexdigest()[:32]}")
+        return os.path.join(self.folder, f"{kernel.name}-{hashlib.sha256(text.encode()).hexdigest()[:32]}", STEM)
 
     @staticmethod
     def holds(stem: str) -> bool:
         return os.path.exists(stem + EXPECTATIONS_SUFFIX) and os.path.exists(stem + LAUNCH_SUFFIX)
 
     def keep(self, stem: str, launch, expectations: list) -> bool:
-        """Write a prepared launch (a LaunchInput) and its expectations under `stem`; False (nothing left behind)
-        where the file system refuses."""
-        tmp = f".tmp{os.getpid()}"
+        """Keep a prepared launch (a LaunchInput) and its expectations under `stem`: True when they are kept there
+        (by this process, or by another that kept the same launch first), False (nothing left behind) where the
+        file system refuses."""
+        home = os.path.dirname(stem)
+        mine = os.path.join(self.folder, f".tmp{os.getpid()}-{os.path.basename(home)}")
         try:
-            launch.save(stem + LAUNCH_SUFFIX + tmp)
-            with open(stem + EXPECTATIONS_SUFFIX + tmp, "wb") as fh:
+            os.mkdir(mine)
+            launch.save(os.path.join(mine, STEM + LAUNCH_SUFFIX))
+            with open(os.path.join(mine, STEM + EXPECTATIONS_SUFFIX), "wb") as fh:
                 pickle.dump(expectations, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(stem + LAUNCH_SUFFIX + tmp, stem + LAUNCH_SUFFIX)
-            os.replace(stem + EXPECTATIONS_SUFFIX + tmp, stem + EXPECTATIONS_SUFFIX)  # last: now it is kept
+            os.rename(mine, home)  # fails where another process's pair is in place already
             return True
         except OSError:
-            for suffix in (LAUNCH_SUFFIX, EXPECTATIONS_SUFFIX):
-                try:
-                    os.unlink(stem + suffix + tmp)
-                except OSError:
-                    pass
-            return False
+            shutil.rmtree(mine, ignore_errors=True)
+            return self.holds(stem)
 
 
 class KeptFolder:
@@ -116,7 +117,8 @@ def has_room(folder: Path) -> bool:
     try:
         if shutil.disk_usage(folder).free < KEEP_FREE_BYTES:
             return False
-        return sum(e.stat().st_size for e in os.scandir(folder) if e.is_file()) < MAX_BYTES
+        return sum(f.stat().st_size for d in os.scandir(folder) if d.is_dir()
+                   for f in os.scandir(d.path) if f.is_file()) < MAX_BYTES
     except OSError:
         return False
 

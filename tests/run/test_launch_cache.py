@@ -62,13 +62,14 @@ def test_prepared_launches_are_kept_read_back_and_spooled_where_there_is_no_room
     folder = KeptFolder(tmp_path / "cache")
     try:
         first, _, reused = engine.prepare_job(kernel, cases, str(spool), folder.launches)
-        assert first.kept and not reused and Path(first.launch).parent == Path(folder.launches.folder)
+        assert first.kept and not reused and Path(first.launch).parent.parent == Path(folder.launches.folder)
         again, _, reused = engine.prepare_job(kernel, cases, str(spool), folder.launches)
         assert again == first and reused
         assert engine.load_expectations(again)[0].case == cases[0]
         Path(first.outputs).write_bytes(b"")
         engine.remove(first)  # the outputs go; the kept launch stays
-        assert not Path(first.outputs).exists() and launch_cache.KeptLaunches.holds(first.launch[:-11])
+        assert not Path(first.outputs).exists()
+        assert launch_cache.KeptLaunches.holds(first.launch[:-len(launch_cache.LAUNCH_SUFFIX)])
     finally:
         folder.close()
     monkeypatch.setattr(launch_cache, "KEEP_FREE_BYTES", 1 << 62)
@@ -82,18 +83,22 @@ def test_prepared_launches_are_kept_read_back_and_spooled_where_there_is_no_room
         full.close()
 
 
-def test_a_launch_half_written_is_not_kept_and_a_refused_write_leaves_nothing(tmp_path):
+def test_a_launch_is_kept_whole_once_and_a_refused_write_leaves_nothing(tmp_path):
     kernel, cases = plan.make(B_128B, {"wgmma": "sm_90a"}).work[0]
     kept = launch_cache.KeptLaunches(str(tmp_path), writable=True)
     stem = kept.stem(kernel, cases[:1])
-    Path(stem + launch_cache.LAUNCH_SUFFIX).write_bytes(b"")  # its expectations never written
-    assert not kept.holds(stem)
     inp, expectations = engine.prepare(kernel, cases[:1])
     gone = launch_cache.KeptLaunches(str(tmp_path / "missing"), writable=True)
     assert not gone.keep(gone.stem(kernel, cases[:1]), inp, expectations)
+    assert not kept.holds(stem)
     assert kept.keep(stem, inp, expectations) and kept.holds(stem)
-    assert sorted(os.listdir(tmp_path)) == sorted(Path(stem + s).name for s in (launch_cache.LAUNCH_SUFFIX,
-                                                                               launch_cache.EXPECTATIONS_SUFFIX))
+    # a second process keeping the same launch finds it kept: the pair in place stays the first's, whole
+    other, _ = engine.prepare(kernel, cases[1:2])
+    assert kept.keep(stem, other, ["another's"]) and engine.load_expectations(
+        engine.Spooled(stem + launch_cache.LAUNCH_SUFFIX, stem + launch_cache.EXPECTATIONS_SUFFIX, ""))[0].case == cases[0]
+    assert os.listdir(tmp_path) == [Path(stem).parent.name]  # no writer's folder left behind
+    assert sorted(os.listdir(Path(stem).parent)) == sorted(Path(stem + s).name for s in (
+        launch_cache.LAUNCH_SUFFIX, launch_cache.EXPECTATIONS_SUFFIX))
 
 
 def test_another_sources_folder_is_removed_unless_a_process_holds_it(tmp_path):
