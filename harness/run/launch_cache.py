@@ -15,7 +15,9 @@ kept.
 
 A warm sweep still launches every case on the GPU and diffs every register: what it skips is recomputing inputs and
 expected values the same source computed before. The key (`source_key`) is the plan cache's digest of every file of
-the package, Python's and numpy's versions, and ml_dtypes'. A planted bug is a change of source, so a new key.
+the package, Python's and numpy's versions, and ml_dtypes'. A planted bug is a change of source, so a new key. A
+family from outside the package (TC_HARNESS_FAMILIES) has its launches prepared every time: its code is not in the
+key.
 
 A whole default sweep keeps about 7 GB (wgmma and wgmma_sp: ~42-48 KB of launch and ~86 KB of expectations a case).
 Launches are kept only where the cache's file system has KEEP_FREE_BYTES free and the folder holds less than
@@ -58,8 +60,12 @@ class KeptLaunches:
     writable: bool  # room to keep more (KEEP_FREE_BYTES, MAX_BYTES), as found when the folder was opened
 
     def stem(self, kernel, cases) -> str | None:
-        """The path, less its suffix, of the launch of these cases (in a folder of its own); None where their text
-        does not say all of them (an object shown by its address)."""
+        """The path, less its suffix, of the launch of these cases (in a folder of its own); None where the key does
+        not cover what prepares them (a family from outside the package) or their text does not say all of them (an
+        object shown by its address)."""
+        from harness import families
+        if not families.registry().get(str(kernel.family), "").startswith("harness."):
+            return None
         text = repr((kernel, tuple(cases)))
         if " at 0x" in text:
             return None

@@ -130,3 +130,14 @@ def test_the_sweep_command_keeps_launches_unless_told_not_to(monkeypatch, tmp_pa
     cli.main(["sweep", "--no-keep-launches", "--out", str(tmp_path / "b.jsonl")])
     assert [c.keep_launches for c in seen] == [True, False]
     assert not sweep.SweepConfig().keep_launches  # a library caller keeps nothing unless it asks
+
+
+def test_a_family_from_outside_the_package_is_never_kept(monkeypatch, tmp_path):
+    """Its code is not in the key: a launch it prepared once must not stand for what its edited code prepares."""
+    from harness import families
+    monkeypatch.setenv(families.EXTRA, "toy=tests.simulated.toy_family")
+    (kernel, cases), = plan.make(plan.Selection(families=None, n_values=(64,), match="toy"), {"toy": "sm_90a"}).work
+    kept = launch_cache.KeptLaunches(str(tmp_path / "kept"), writable=True)
+    assert kept.stem(kernel, cases) is None
+    spooled, _, reused = engine.prepare_job(kernel, cases, str(tmp_path), kept)
+    assert not spooled.kept and not reused and not (tmp_path / "kept").exists()
