@@ -134,6 +134,19 @@ def read_arrays(path: str, staging: "PinnedStaging | None" = None):
         return pickle.loads(head, buffers=buffers)
 
 
+def arrays_file_whole(path: str) -> bool:
+    """The file write_arrays wrote is there and as long as its header says (not cut short, not empty)."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(ARRAYS_FILE_MAGIC)) != ARRAYS_FILE_MAGIC:
+                return False
+            nhead, nbuf = struct.unpack("<2Q", fh.read(16))
+            sizes = struct.unpack(f"<{nbuf}Q", fh.read(8 * nbuf))
+            return os.fstat(fh.fileno()).st_size == len(ARRAYS_FILE_MAGIC) + 16 + 8 * nbuf + nhead + sum(sizes)
+    except (OSError, struct.error):
+        return False
+
+
 class PinnedStaging:
     """Page-locked host memory, grown as needed and reused launch after launch, that the GPU worker reads each launch
     file's arrays into: a copy from it to the GPU runs at the bus's speed, where one from ordinary memory goes
@@ -153,8 +166,8 @@ class PinnedStaging:
         for n in sizes:
             offsets.append(total)
             total += -(-n // self.ALIGN) * self.ALIGN
-        if total > self.capacity:
-            self.capacity = max(total, 2 * self.capacity)
+        if total > self.capacity or self.memory is None:
+            self.capacity = max(total, 2 * self.capacity, self.ALIGN)
             self.memory = self.allocate(self.capacity)
         whole = np.frombuffer(self.memory, np.uint8, self.capacity)
         return [memoryview(whole[o:o + n]) for o, n in zip(offsets, sizes)]

@@ -31,6 +31,7 @@ import os
 import pickle
 import shutil
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 try:
@@ -46,11 +47,21 @@ MAX_BYTES = 16 << 30  # a folder this full keeps no more (each selection's launc
 
 
 def source_key() -> str:
-    """What a prepared launch depends on besides its kernel and cases."""
+    """What a prepared launch depends on besides its kernel and cases (the package's files as they are now)."""
     import ml_dtypes
 
     from harness.plan import source_digest
     return hashlib.sha256(f"{source_digest()}\0{ml_dtypes.__version__}".encode()).hexdigest()[:24]
+
+
+@lru_cache(maxsize=None)
+def process_key() -> str:
+    """source_key() as this process's code has it: taken once every family is imported, so that a file edited after
+    the engine chose its folder (whose key its own process took) does not put launches prepared by the edited code
+    under the old key: a preparing process whose key differs keeps and reads nothing."""
+    from harness import families
+    families.all_families()
+    return source_key()
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,7 @@ class KeptLaunches:
     """One source's folder of kept launches, as the preparing processes see it (picklable)."""
     folder: str
     writable: bool  # room to keep more (KEEP_FREE_BYTES, MAX_BYTES), as found when the folder was opened
+    key: str = ""  # the source key of the folder (its name)
 
     def stem(self, kernel, cases) -> str | None:
         """The path, less its suffix, of the launch of these cases (in a folder of its own); None where the key does
@@ -66,6 +78,8 @@ class KeptLaunches:
         from harness import families
         if not families.registry().get(str(kernel.family), "").startswith("harness."):
             return None
+        if process_key() != self.key:  # this process's code is not the folder's
+            return None
         text = repr((kernel, tuple(cases)))
         if " at 0x" in text:
             return None
@@ -73,7 +87,17 @@ class KeptLaunches:
 
     @staticmethod
     def holds(stem: str) -> bool:
-        return os.path.exists(stem + EXPECTATIONS_SUFFIX) and os.path.exists(stem + LAUNCH_SUFFIX)
+        """Both files are there and whole: the launch file as long as its header says, the expectations a pickle that
+        ends (a host that went down after the rename, before the files' data reached the disk, can leave them empty
+        or cut short: that launch is prepared again, and kept again by the next writer)."""
+        from harness.run.launch import arrays_file_whole
+        try:
+            with open(stem + EXPECTATIONS_SUFFIX, "rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                ends = fh.read(1) == pickle.STOP
+        except OSError:
+            return False
+        return ends and arrays_file_whole(stem + LAUNCH_SUFFIX)
 
     def keep(self, stem: str, launch, expectations: list) -> bool:
         """Keep a prepared launch (a LaunchInput) and its expectations under `stem`: True when they are kept there
@@ -86,6 +110,8 @@ class KeptLaunches:
             launch.save(os.path.join(mine, STEM + LAUNCH_SUFFIX))
             with open(os.path.join(mine, STEM + EXPECTATIONS_SUFFIX), "wb") as fh:
                 pickle.dump(expectations, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            if os.path.isdir(home) and not self.holds(stem):  # a pair left damaged: this one takes its place
+                shutil.rmtree(home, ignore_errors=True)
             os.rename(mine, home)  # fails where another process's pair is in place already
             return True
         except OSError:
@@ -95,13 +121,18 @@ class KeptLaunches:
 
 class KeptFolder:
     """This process's use of its source's folder: the shared lock that keeps other sources' engines from removing
-    it, held until `close`."""
+    it, held until `close`. `launches` is None where the cache cannot hold the folder (read-only, say): the sweep
+    then keeps and reads nothing, as before."""
 
     def __init__(self, root: Path):
         base = Path(root) / FOLDER
         key = source_key()
         self.lock_fd = None
-        base.mkdir(parents=True, exist_ok=True)
+        self.launches = None
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return
         if fcntl is not None:
             try:
                 self.lock_fd = os.open(base / f"{key}.lock", os.O_RDONLY | os.O_CREAT, 0o666)
@@ -109,9 +140,13 @@ class KeptFolder:
             except OSError:
                 self.close()
         folder = base / key
-        folder.mkdir(exist_ok=True)  # after the lock: a folder removed meanwhile is made again
+        try:
+            folder.mkdir(exist_ok=True)  # after the lock: a folder removed meanwhile is made again
+        except OSError:
+            self.close()
+            return
         remove_unused(base, key)
-        self.launches = KeptLaunches(str(folder), writable=has_room(folder))
+        self.launches = KeptLaunches(str(folder), writable=has_room(folder), key=key)
 
     def close(self) -> None:
         if self.lock_fd is not None:

@@ -39,7 +39,7 @@ def _serve(conn, device: int, backend: str) -> None:
     jobs: queue.Queue = queue.Queue()
     slots = threading.Semaphore(len(getattr(launch, "STAGINGS", ())))
     if hasattr(launch, "stage"):  # its launch files are read ahead, by a thread of their own
-        threading.Thread(target=_receive, args=(conn, launch, jobs, slots), daemon=True).start()
+        threading.Thread(target=_receive, args=(conn, device, launch, jobs, slots), daemon=True).start()
     while True:
         if not hasattr(launch, "stage"):
             try:
@@ -63,16 +63,17 @@ def _received(job):
     return None if job is None else (job, None, None)
 
 
-def _receive(conn, launch, jobs: queue.Queue, slots: threading.Semaphore) -> None:
+def _receive(conn, device: int, launch, jobs: queue.Queue, slots: threading.Semaphore) -> None:
     """Take each job from the parent as it comes and read its launch file into a free staging slot of the backend's
     (`launch.stage`), while the loop runs the job before it: reading a launch file was a third of a warm H100 sweep's
     GPU worker (results/2026-11-26-h100-bench12/call6). A slot is free again once its launch's copies in are done
     (_serve releases it after the launch). A file that cannot be read is that job's error, raised when it runs."""
+    launch.use_device(device)  # a CUDA call in this thread (page-locked memory) acts on this thread's device
     count = 0
     while True:
         try:
             job = conn.recv()
-        except (EOFError, OSError):
+        except Exception:  # noqa: BLE001 (the parent is gone, or sent what cannot be read: the worker stops)
             jobs.put(None)
             return
         if job is None:
@@ -203,8 +204,8 @@ class GpuWorker:
         if self.full:
             raise RuntimeError(f"the GPU worker already holds {DEPTH} launches")
         pending = Pending((str(cubin_path), name, launch, out_path), timeout)
-        if not self._pending:
-            pending.deadline = time.monotonic() + max(timeout, STARTUP_S)  # until the worker says it has started
+        if all(p.answer is not None for p in self._pending):  # next to be answered: until the worker says it started
+            pending.deadline = time.monotonic() + max(timeout, STARTUP_S)
         self._pending.append(pending)
         self._send(pending)
 
@@ -212,6 +213,8 @@ class GpuWorker:
         """Send the launch just queued. Where the worker has died with launches before it unanswered, it waits: their
         answers (or the worker's death) are read first, and the worker that replaces it is sent this one too."""
         earlier = len(self._pending) > 1
+        if any(not p.sent for p in list(self._pending)[:-1]):
+            return  # behind one not sent: whatever sends that one (collect's restart) sends this one after it
         if self._proc is None or not self._proc.is_alive():
             if earlier:
                 return

@@ -75,3 +75,4 @@ def test_the_staging_hands_out_aligned_slices_that_do_not_overlap_and_grows_when
     starts = [np.frombuffer(s, np.uint8).ctypes.data - base for s in slices]
     assert starts == [0, 256, 768] and [len(s) for s in slices] == [10, 300, 1]
     assert len(staging.slices([5000])[0]) == 5000 and staging.capacity == 8192  # doubled: fewer growths
+    assert [len(m) for m in PinnedStaging(allocate=bytearray).slices([0])] == [0]  # nothing, asked first

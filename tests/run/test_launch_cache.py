@@ -45,10 +45,12 @@ def test_a_warm_sweep_reads_the_kept_launches_and_still_launches_and_diffs_every
 
 def test_a_launch_is_kept_under_its_source_its_kernel_and_its_cases(monkeypatch, tmp_path):
     (k0, c0), (k1, c1) = plan.make(B_128B, {"wgmma": "sm_90a"}).work[:2]
-    kept = launch_cache.KeptLaunches(str(tmp_path), writable=True)
+    kept = launch_cache.KeptLaunches(str(tmp_path), writable=True, key=launch_cache.process_key())
     assert kept.stem(k0, c0) == kept.stem(k0, list(c0)) != kept.stem(k0, c0[:-1])
     assert kept.stem(k0, c0) != kept.stem(k1, c1) and kept.stem(k0, c0).startswith(str(tmp_path / k0.name))
     assert kept.stem(k0, [object()]) is None  # a case its text does not describe whole is never kept
+    # a preparing process whose code is not the folder's (a file edited after the engine chose the folder)
+    assert launch_cache.KeptLaunches(str(tmp_path), writable=True, key="another source").stem(k0, c0) is None
     key = launch_cache.source_key()
     monkeypatch.setattr(plan, "source_digest", lambda: "a planted change of source")
     assert launch_cache.source_key() != key
@@ -85,10 +87,10 @@ def test_prepared_launches_are_kept_read_back_and_spooled_where_there_is_no_room
 
 def test_a_launch_is_kept_whole_once_and_a_refused_write_leaves_nothing(tmp_path):
     kernel, cases = plan.make(B_128B, {"wgmma": "sm_90a"}).work[0]
-    kept = launch_cache.KeptLaunches(str(tmp_path), writable=True)
+    kept = launch_cache.KeptLaunches(str(tmp_path), writable=True, key=launch_cache.process_key())
     stem = kept.stem(kernel, cases[:1])
     inp, expectations = engine.prepare(kernel, cases[:1])
-    gone = launch_cache.KeptLaunches(str(tmp_path / "missing"), writable=True)
+    gone = launch_cache.KeptLaunches(str(tmp_path / "missing"), writable=True, key=kept.key)
     assert not gone.keep(gone.stem(kernel, cases[:1]), inp, expectations)
     assert not kept.holds(stem)
     assert kept.keep(stem, inp, expectations) and kept.holds(stem)
@@ -137,7 +139,40 @@ def test_a_family_from_outside_the_package_is_never_kept(monkeypatch, tmp_path):
     from harness import families
     monkeypatch.setenv(families.EXTRA, "toy=tests.simulated.toy_family")
     (kernel, cases), = plan.make(plan.Selection(families=None, n_values=(64,), match="toy"), {"toy": "sm_90a"}).work
-    kept = launch_cache.KeptLaunches(str(tmp_path / "kept"), writable=True)
+    kept = launch_cache.KeptLaunches(str(tmp_path / "kept"), writable=True, key=launch_cache.process_key())
     assert kept.stem(kernel, cases) is None
     spooled, _, reused = engine.prepare_job(kernel, cases, str(tmp_path), kept)
     assert not spooled.kept and not reused and not (tmp_path / "kept").exists()
+
+
+def test_a_kept_launch_left_damaged_is_prepared_and_kept_again(tmp_path):
+    """A host that went down after a rename, before the data reached the disk, can leave the files empty or short."""
+    kernel, cases = plan.make(B_128B, {"wgmma": "sm_90a"}).work[0]
+    cases = cases[:2]
+    folder = KeptFolder(tmp_path / "cache")
+    try:
+        kept = folder.launches
+        first, _, _ = engine.prepare_job(kernel, cases, str(tmp_path), kept)
+        whole = {p: Path(p).read_bytes() for p in (first.launch, first.expectations)}
+        for damaged, data in ((first.launch, whole[first.launch][:-7]), (first.expectations, b""),
+                              (first.expectations, whole[first.expectations][:-1])):
+            Path(damaged).write_bytes(data)
+            assert not kept.holds(first.launch[:-len(launch_cache.LAUNCH_SUFFIX)])
+            again, _, reused = engine.prepare_job(kernel, cases, str(tmp_path), kept)
+            assert not reused and again == first  # prepared, and kept in its place
+            assert {p: Path(p).read_bytes() for p in whole} == whole
+            _, _, reused = engine.prepare_job(kernel, cases, str(tmp_path), kept)
+            assert reused
+    finally:
+        folder.close()
+
+
+def test_a_cache_that_cannot_hold_the_folder_keeps_nothing_and_the_engine_runs(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    folder = KeptFolder(tmp_path / "a-file")
+    assert folder.launches is None and folder.lock_fd is None
+    eng = engine.Engine([], workers=1, keep_launches=tmp_path / "a-file")
+    try:
+        assert eng.kept is None
+    finally:
+        eng.close()

@@ -48,6 +48,20 @@ def test_two_launches_are_held_at_once_and_answered_in_order(launches):
         w.close()
 
 
+def test_a_launch_sent_after_the_one_before_was_answered_has_its_own_deadline(launches):
+    name, good, good_path, _ = launches
+    w = GpuWorker(0, BACKEND)
+    try:
+        w.submit("unused.cubin", name, good_path, 20.0)
+        assert worker.wait_any([w]) is w and w.has_answer  # answered, not yet collected
+        w.submit("unused.cubin", name, good.subset([1]), 20.0)
+        assert (w.collect()["d_out"] == c_regs(good)).all()
+        assert worker.wait_any([w]) is w  # the second, now the oldest held: waited for by its own deadline
+        assert (w.collect()["d_out"] == c_regs(good)[1:2]).all()
+    finally:
+        w.close()
+
+
 def test_a_launch_behind_one_that_faults_runs_on_a_fresh_worker(launches):
     name, good, good_path, bad_path = launches
     w = GpuWorker(0, BACKEND)
