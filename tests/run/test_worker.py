@@ -16,6 +16,7 @@ from harness.run.launch import load_outputs
 from harness.run.worker import GpuWorker, LaunchFailed
 
 BACKEND = "tests.simulated.passthrough_device"
+STAGED = "tests.simulated.file_writing_device"
 
 
 @pytest.fixture(scope="module")
@@ -29,103 +30,97 @@ def launches(tmp_path_factory):
     return kernel.name, good, good.save(str(folder / "good.launch.pkl")), bad.save(str(folder / "bad.launch.pkl"))
 
 
+@pytest.fixture
+def passthrough_worker():
+    w = GpuWorker(0, BACKEND)
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def staged_worker():
+    w = GpuWorker(0, STAGED)
+    yield w
+    w.close()
+
+
 def c_regs(inp):
     return np.asarray(inp.inputs["c_regs"], dtype=np.uint32)
 
 
-def test_two_launches_are_held_at_once_and_answered_in_order(launches):
+def test_two_launches_are_held_at_once_and_answered_in_order(launches, passthrough_worker):
     name, good, good_path, _ = launches
-    w = GpuWorker(0, BACKEND)
-    try:
+    w = passthrough_worker
+    w.submit("unused.cubin", name, good_path, 20.0)
+    w.submit("unused.cubin", name, good.subset([2]), 20.0)
+    assert w.full and w.held == worker.DEPTH == 2
+    with pytest.raises(RuntimeError, match="already holds 2"):
         w.submit("unused.cubin", name, good_path, 20.0)
-        w.submit("unused.cubin", name, good.subset([2]), 20.0)
-        assert w.full and w.held == worker.DEPTH == 2
-        with pytest.raises(RuntimeError, match="already holds 2"):
-            w.submit("unused.cubin", name, good_path, 20.0)
-        assert (w.collect()["d_out"] == c_regs(good)).all()
-        assert (w.collect()["d_out"] == c_regs(good)[2:]).all() and not w.busy
-    finally:
-        w.close()
+    assert (w.collect()["d_out"] == c_regs(good)).all()
+    assert (w.collect()["d_out"] == c_regs(good)[2:]).all() and not w.busy
 
 
-def test_a_launch_sent_after_the_one_before_was_answered_has_its_own_deadline(launches):
+def test_a_launch_sent_after_the_one_before_was_answered_has_its_own_deadline(launches, passthrough_worker):
     name, good, good_path, _ = launches
-    w = GpuWorker(0, BACKEND)
-    try:
-        w.submit("unused.cubin", name, good_path, 20.0)
-        assert worker.wait_any([w]) is w and w.has_answer  # answered, not yet collected
-        w.submit("unused.cubin", name, good.subset([1]), 20.0)
-        assert (w.collect()["d_out"] == c_regs(good)).all()
-        assert worker.wait_any([w]) is w  # the second, now the oldest held: waited for by its own deadline
-        assert (w.collect()["d_out"] == c_regs(good)[1:2]).all()
-    finally:
-        w.close()
+    w = passthrough_worker
+    w.submit("unused.cubin", name, good_path, 20.0)
+    assert worker.wait_any([w]) is w and w.has_answer  # answered, not yet collected
+    w.submit("unused.cubin", name, good.subset([1]), 20.0)
+    assert (w.collect()["d_out"] == c_regs(good)).all()
+    assert worker.wait_any([w]) is w  # the second, now the oldest held: waited for by its own deadline
+    assert (w.collect()["d_out"] == c_regs(good)[1:2]).all()
 
 
-def test_a_launch_behind_one_that_faults_runs_on_a_fresh_worker(launches):
+def test_a_launch_behind_one_that_faults_runs_on_a_fresh_worker(launches, passthrough_worker):
     name, good, good_path, bad_path = launches
-    w = GpuWorker(0, BACKEND)
-    try:
-        w.submit("unused.cubin", name, bad_path, 20.0)
-        w.submit("unused.cubin", name, good_path, 20.0)
-        with pytest.raises(LaunchFailed, match="unspecified launch failure") as e:
-            w.collect()
-        assert e.value.status == "fault"
-        assert (w.collect()["d_out"] == c_regs(good)).all()
-    finally:
-        w.close()
+    w = passthrough_worker
+    w.submit("unused.cubin", name, bad_path, 20.0)
+    w.submit("unused.cubin", name, good_path, 20.0)
+    with pytest.raises(LaunchFailed, match="unspecified launch failure") as e:
+        w.collect()
+    assert e.value.status == "fault"
+    assert (w.collect()["d_out"] == c_regs(good)).all()
 
 
-def test_a_launch_sent_after_its_worker_died_waits_for_the_fault_before_it_then_runs(launches):
+def test_a_launch_sent_after_its_worker_died_waits_for_the_fault_before_it_then_runs(launches, passthrough_worker):
     name, good, good_path, bad_path = launches
-    w = GpuWorker(0, BACKEND)
-    try:
-        w.submit("unused.cubin", name, bad_path, 20.0)  # the worker answers the fault, then exits
-        deadline = time.monotonic() + 20
-        while multiprocessing.active_children() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not multiprocessing.active_children()
-        # to a dead worker, behind a fault not yet read: a fresh worker sent it at once would answer it first, and
-        # its answer read as the fault's launch's would pass that launch
-        w.submit("unused.cubin", name, good_path, 20.0)
-        with pytest.raises(LaunchFailed, match="unspecified launch failure"):
-            w.collect()
-        assert (w.collect()["d_out"] == c_regs(good)).all()
-    finally:
-        w.close()
+    w = passthrough_worker
+    w.submit("unused.cubin", name, bad_path, 20.0)  # the worker answers the fault, then exits
+    deadline = time.monotonic() + 20
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not multiprocessing.active_children()
+    # to a dead worker, behind a fault not yet read: a fresh worker sent it at once would answer it first, and
+    # its answer read as the fault's launch's would pass that launch
+    w.submit("unused.cubin", name, good_path, 20.0)
+    with pytest.raises(LaunchFailed, match="unspecified launch failure"):
+        w.collect()
+    assert (w.collect()["d_out"] == c_regs(good)).all()
 
 
-STAGED = "tests.simulated.file_writing_device"
 
-
-def test_launches_read_ahead_each_get_their_own_inputs(launches, tmp_path):
+def test_launches_read_ahead_each_get_their_own_inputs(launches, tmp_path, staged_worker):
     name, good, good_path, _ = launches
     paths = []
     for i in range(3):  # three different launches: one read into a slot another still used would be answered wrong
         paths.append(good.subset([i]).save(str(tmp_path / f"l{i}.launch.pkl")))
-    w = GpuWorker(0, STAGED)
-    try:
-        answers = []
-        w.submit("unused.cubin", name, paths[0], 20.0, out_path=str(tmp_path / "o0.out.pkl"))
-        w.submit("unused.cubin", name, paths[1], 20.0, out_path=str(tmp_path / "o1.out.pkl"))
-        answers.append(w.collect())
-        w.submit("unused.cubin", name, paths[2], 20.0, out_path=str(tmp_path / "o2.out.pkl"))
-        answers += [w.collect(), w.collect()]
-        assert answers == [None, None, None]
-        for i in range(3):
-            assert (load_outputs(str(tmp_path / f"o{i}.out.pkl"))["d_out"] == c_regs(good)[i:i + 1]).all()
-    finally:
-        w.close()
+    w = staged_worker
+    answers = []
+    w.submit("unused.cubin", name, paths[0], 20.0, out_path=str(tmp_path / "o0.out.pkl"))
+    w.submit("unused.cubin", name, paths[1], 20.0, out_path=str(tmp_path / "o1.out.pkl"))
+    answers.append(w.collect())
+    w.submit("unused.cubin", name, paths[2], 20.0, out_path=str(tmp_path / "o2.out.pkl"))
+    answers += [w.collect(), w.collect()]
+    assert answers == [None, None, None]
+    for i in range(3):
+        assert (load_outputs(str(tmp_path / f"o{i}.out.pkl"))["d_out"] == c_regs(good)[i:i + 1]).all()
 
 
-def test_a_launch_file_that_cannot_be_read_is_its_own_launchs_error(launches, tmp_path):
+def test_a_launch_file_that_cannot_be_read_is_its_own_launchs_error(launches, tmp_path, staged_worker):
     name, good, good_path, _ = launches
-    w = GpuWorker(0, STAGED)
-    try:
-        w.submit("unused.cubin", name, str(tmp_path / "gone.launch.pkl"), 20.0, out_path=str(tmp_path / "a.out.pkl"))
-        w.submit("unused.cubin", name, good_path, 20.0, out_path=str(tmp_path / "b.out.pkl"))
-        with pytest.raises(LaunchFailed, match="FileNotFoundError"):
-            w.collect()
-        assert w.collect() is None and (load_outputs(str(tmp_path / "b.out.pkl"))["d_out"] == c_regs(good)).all()
-    finally:
-        w.close()
+    w = staged_worker
+    w.submit("unused.cubin", name, str(tmp_path / "gone.launch.pkl"), 20.0, out_path=str(tmp_path / "a.out.pkl"))
+    w.submit("unused.cubin", name, good_path, 20.0, out_path=str(tmp_path / "b.out.pkl"))
+    with pytest.raises(LaunchFailed, match="FileNotFoundError"):
+        w.collect()
+    assert w.collect() is None and (load_outputs(str(tmp_path / "b.out.pkl"))["d_out"] == c_regs(good)).all()
