@@ -686,7 +686,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shard", metavar="I/N", help="run only kernel shard I of N (one per node of a fleet)")
     s.add_argument("--no-keep-launches", action="store_true",
                    help="prepare every launch afresh and keep none (by default prepared launches are kept in the "
-                        "cache, about 7 GB for a whole sweep, and a later sweep of the same source reads them)")
+                        "cache, about 6 GB for a whole sweep, and a later sweep of the same source reads them)")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
     s.set_defaults(fn=cmd_sweep)
 

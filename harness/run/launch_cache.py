@@ -19,7 +19,7 @@ the package, Python's and numpy's versions, and ml_dtypes'. A planted bug is a c
 family from outside the package (TC_HARNESS_FAMILIES) has its launches prepared every time: its code is not in the
 key.
 
-A whole default sweep keeps about 7 GB (wgmma and wgmma_sp: ~42-48 KB of launch and ~86 KB of expectations a case).
+A whole default sweep keeps about 6 GB (its 762 launches on an H100: results/2026-11-26-h100-bench12/call11).
 Launches are kept only where the cache's file system has KEEP_FREE_BYTES free and the folder holds less than
 MAX_BYTES (past it, new launches go to the spool as before). Another source's folder is removed by the next engine
 that opens the cache, unless a process still uses it: each holds a shared lock on `<folder>.lock` while it does.
@@ -42,7 +42,7 @@ except ImportError:  # no flock: another source's folder is never removed (it mi
 LAUNCH_SUFFIX, EXPECTATIONS_SUFFIX, OUTPUTS_SUFFIX = ".launch.pkl", ".exp.pkl", ".out.pkl"
 FOLDER = "launches"
 STEM = "k"  # each kept launch's files, in its own folder: k.launch.pkl, k.exp.pkl
-KEEP_FREE_BYTES = 16 << 30  # keep nothing on a file system with less free: a sweep keeps ~7 GB
+KEEP_FREE_BYTES = 16 << 30  # keep nothing on a file system with less free: a sweep keeps ~6 GB
 MAX_BYTES = 16 << 30  # a folder this full keeps no more (each selection's launches are kept apart)
 
 
