@@ -198,7 +198,8 @@ def built_alone(path: Path, build, siblings: str) -> list:
 
 
 def lock_file(path: Path) -> int | None:
-    """A descriptor of the lock file beside the plan (read-only: flock needs no write access), or None."""
+    """A descriptor of the lock file beside `path` (`<path>.lock`: a plan's, or a folder of kept launches'), opened
+    read-only (flock needs no write access); None where there is no flock or the file cannot be made."""
     if fcntl is None:
         return None
     try:

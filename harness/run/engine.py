@@ -91,19 +91,20 @@ def prepare_job(kernel: Kernel, cases, spool: str, kept: KeptLaunches | None = N
     so not prepared again)."""
     t = time.perf_counter()
     name = os.path.join(spool, f"{kernel.name}-{cases[0].seed:08x}-{len(cases)}")
+
+    def files(stem: str, kept_there: bool) -> Spooled:
+        return Spooled(stem + LAUNCH_SUFFIX, stem + EXPECTATIONS_SUFFIX, name + OUTPUTS_SUFFIX, kept_there)
+
     stem = kept.stem(kernel, cases) if kept is not None else None
     if stem is not None and kept.holds(stem):
-        return Spooled(stem + LAUNCH_SUFFIX, stem + EXPECTATIONS_SUFFIX, name + OUTPUTS_SUFFIX, kept=True), \
-            time.perf_counter() - t, True
+        return files(stem, True), time.perf_counter() - t, True
     inp, expectations = prepare(kernel, cases)
     if stem is not None and kept.writable and kept.keep(stem, inp, expectations):
-        return Spooled(stem + LAUNCH_SUFFIX, stem + EXPECTATIONS_SUFFIX, name + OUTPUTS_SUFFIX, kept=True), \
-            time.perf_counter() - t, False
+        return files(stem, True), time.perf_counter() - t, False
     inp.save(name + LAUNCH_SUFFIX)
     with open(name + EXPECTATIONS_SUFFIX, "wb") as fh:
         pickle.dump(expectations, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    return Spooled(name + LAUNCH_SUFFIX, name + EXPECTATIONS_SUFFIX, name + OUTPUTS_SUFFIX), \
-        time.perf_counter() - t, False
+    return files(name, False), time.perf_counter() - t, False
 
 
 def load_expectations(spooled: Spooled) -> list:

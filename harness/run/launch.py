@@ -122,10 +122,7 @@ def write_arrays(path: str, obj) -> None:
 def read_arrays(path: str, staging: "PinnedStaging | None" = None):
     """What write_arrays wrote; with `staging`, its arrays are views of the staging's memory, else of their own."""
     with open(path, "rb") as fh:
-        if fh.read(len(ARRAYS_FILE_MAGIC)) != ARRAYS_FILE_MAGIC:
-            raise ValueError(f"{path} is not a spool file of this harness")
-        nhead, nbuf = struct.unpack("<2Q", fh.read(16))
-        sizes = struct.unpack(f"<{nbuf}Q", fh.read(8 * nbuf))
+        nhead, sizes = arrays_header(fh, path)
         head = fh.read(nhead)
         buffers = staging.slices(sizes) if staging is not None else [bytearray(n) for n in sizes]
         for b, n in zip(buffers, sizes):
@@ -134,16 +131,25 @@ def read_arrays(path: str, staging: "PinnedStaging | None" = None):
         return pickle.loads(head, buffers=buffers)
 
 
+def arrays_header(fh, path: str) -> tuple[int, tuple[int, ...]]:
+    """(the pickle's byte count, each array's) from the header of a file write_arrays wrote, read from its start;
+    ValueError where it is no such file."""
+    if fh.read(len(ARRAYS_FILE_MAGIC)) != ARRAYS_FILE_MAGIC:
+        raise ValueError(f"{path} is not a spool file of this harness")
+    try:
+        nhead, nbuf = struct.unpack("<2Q", fh.read(16))
+        return nhead, struct.unpack(f"<{nbuf}Q", fh.read(8 * nbuf))
+    except struct.error:
+        raise ValueError(f"{path} ends inside its header: a spool file cut short") from None
+
+
 def arrays_file_whole(path: str) -> bool:
     """The file write_arrays wrote is there and as long as its header says (not cut short, not empty)."""
     try:
         with open(path, "rb") as fh:
-            if fh.read(len(ARRAYS_FILE_MAGIC)) != ARRAYS_FILE_MAGIC:
-                return False
-            nhead, nbuf = struct.unpack("<2Q", fh.read(16))
-            sizes = struct.unpack(f"<{nbuf}Q", fh.read(8 * nbuf))
-            return os.fstat(fh.fileno()).st_size == len(ARRAYS_FILE_MAGIC) + 16 + 8 * nbuf + nhead + sum(sizes)
-    except (OSError, struct.error):
+            nhead, sizes = arrays_header(fh, path)
+            return os.fstat(fh.fileno()).st_size == fh.tell() + nhead + sum(sizes)
+    except (OSError, ValueError):
         return False
 
 

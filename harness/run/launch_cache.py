@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from harness.plan import lock_file
+
 try:
     import fcntl
 except ImportError:  # no flock: another source's folder is never removed (it might be in use)
@@ -67,9 +69,8 @@ def process_key() -> str:
 @dataclass(frozen=True)
 class KeptLaunches:
     """One source's folder of kept launches, as the preparing processes see it (picklable)."""
-    folder: str
+    folder: str  # named by its source key
     writable: bool  # room to keep more (KEEP_FREE_BYTES, MAX_BYTES), as found when the folder was opened
-    key: str = ""  # the source key of the folder (its name)
 
     def stem(self, kernel, cases) -> str | None:
         """The path, less its suffix, of the launch of these cases (in a folder of its own); None where the key does
@@ -78,7 +79,7 @@ class KeptLaunches:
         from harness import families
         if not families.registry().get(str(kernel.family), "").startswith("harness."):
             return None
-        if process_key() != self.key:  # this process's code is not the folder's
+        if process_key() != os.path.basename(self.folder):  # this process's code is not the folder's
             return None
         text = repr((kernel, tuple(cases)))
         if " at 0x" in text:
@@ -133,9 +134,9 @@ class KeptFolder:
             base.mkdir(parents=True, exist_ok=True)
         except OSError:
             return
-        if fcntl is not None:
+        self.lock_fd = lock_file(base / key)
+        if self.lock_fd is not None:
             try:
-                self.lock_fd = os.open(base / f"{key}.lock", os.O_RDONLY | os.O_CREAT, 0o666)
                 fcntl.flock(self.lock_fd, fcntl.LOCK_SH)  # waits while another engine removes this folder
             except OSError:
                 self.close()
@@ -146,7 +147,7 @@ class KeptFolder:
             self.close()
             return
         remove_unused(base, key)
-        self.launches = KeptLaunches(str(folder), writable=has_room(folder), key=key)
+        self.launches = KeptLaunches(str(folder), writable=has_room(folder))
 
     def close(self) -> None:
         if self.lock_fd is not None:
@@ -172,9 +173,8 @@ def remove_unused(base: Path, key: str) -> None:
     for other in base.iterdir():
         if not other.is_dir() or other.name == key:
             continue
-        try:
-            fd = os.open(base / f"{other.name}.lock", os.O_RDONLY | os.O_CREAT, 0o666)
-        except OSError:
+        fd = lock_file(other)
+        if fd is None:
             continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -38,14 +38,8 @@ def _serve(conn, device: int, backend: str) -> None:
     launch.use_device(device)
     jobs: queue.Queue = queue.Queue()
     slots = threading.Semaphore(len(getattr(launch, "STAGINGS", ())))
-    if hasattr(launch, "stage"):  # its launch files are read ahead, by a thread of their own
-        threading.Thread(target=_receive, args=(conn, device, launch, jobs, slots), daemon=True).start()
+    threading.Thread(target=_receive, args=(conn, device, launch, jobs, slots), daemon=True).start()
     while True:
-        if not hasattr(launch, "stage"):
-            try:
-                jobs.put(_received(conn.recv()))
-            except EOFError:
-                return
         item = jobs.get()
         if item is None:
             return
@@ -58,14 +52,10 @@ def _serve(conn, device: int, backend: str) -> None:
                 slots.release()
 
 
-def _received(job):
-    """A job as _serve's loop takes it: (job, the launch read ahead or None, its staging slot or None); None to stop."""
-    return None if job is None else (job, None, None)
-
-
 def _receive(conn, device: int, launch, jobs: queue.Queue, slots: threading.Semaphore) -> None:
-    """Take each job from the parent as it comes and read its launch file into a free staging slot of the backend's
-    (`launch.stage`), while the loop runs the job before it: reading a launch file was a third of a warm H100 sweep's
+    """Take each job from the parent as it comes, for _serve's loop: (job, its launch read ahead or None, the staging
+    slot it is in or None), None to stop. Where the backend has `stage`, a launch file is read into a free slot of
+    the backend's while the loop runs the job before it: reading a launch file was a third of a warm H100 sweep's
     GPU worker (results/2026-11-26-h100-bench12/call6). A slot is free again once its launch's copies in are done
     (_serve releases it after the launch). A file that cannot be read is that job's error, raised when it runs."""
     launch.use_device(device)  # a CUDA call in this thread (page-locked memory) acts on this thread's device
@@ -80,7 +70,8 @@ def _receive(conn, device: int, launch, jobs: queue.Queue, slots: threading.Sema
             jobs.put(None)
             return
         cubin_path, name, inp, out_path = job
-        if not isinstance(inp, str) or not out_path:  # a launch handed over whole, or answered through the pipe
+        if not hasattr(launch, "stage") or not isinstance(inp, str) or not out_path:  # a launch handed over whole,
+            # or answered through the pipe, or a backend that reads its own
             jobs.put((job, None, None))
             continue
         slots.acquire()

@@ -45,12 +45,13 @@ def test_a_warm_sweep_reads_the_kept_launches_and_still_launches_and_diffs_every
 
 def test_a_launch_is_kept_under_its_source_its_kernel_and_its_cases(monkeypatch, tmp_path):
     (k0, c0), (k1, c1) = plan.make(B_128B, {"wgmma": "sm_90a"}).work[:2]
-    kept = launch_cache.KeptLaunches(str(tmp_path), writable=True, key=launch_cache.process_key())
+    folder = tmp_path / launch_cache.process_key()  # a folder is named by its source key
+    kept = launch_cache.KeptLaunches(str(folder), writable=True)
     assert kept.stem(k0, c0) == kept.stem(k0, list(c0)) != kept.stem(k0, c0[:-1])
-    assert kept.stem(k0, c0) != kept.stem(k1, c1) and kept.stem(k0, c0).startswith(str(tmp_path / k0.name))
+    assert kept.stem(k0, c0) != kept.stem(k1, c1) and kept.stem(k0, c0).startswith(str(folder / k0.name))
     assert kept.stem(k0, [object()]) is None  # a case its text does not describe whole is never kept
     # a preparing process whose code is not the folder's (a file edited after the engine chose the folder)
-    assert launch_cache.KeptLaunches(str(tmp_path), writable=True, key="another source").stem(k0, c0) is None
+    assert launch_cache.KeptLaunches(str(tmp_path / "another source"), writable=True).stem(k0, c0) is None
     key = launch_cache.source_key()
     monkeypatch.setattr(plan, "source_digest", lambda: "a planted change of source")
     assert launch_cache.source_key() != key
@@ -87,10 +88,12 @@ def test_prepared_launches_are_kept_read_back_and_spooled_where_there_is_no_room
 
 def test_a_launch_is_kept_whole_once_and_a_refused_write_leaves_nothing(tmp_path):
     kernel, cases = plan.make(B_128B, {"wgmma": "sm_90a"}).work[0]
-    kept = launch_cache.KeptLaunches(str(tmp_path), writable=True, key=launch_cache.process_key())
+    folder = tmp_path / launch_cache.process_key()
+    folder.mkdir()
+    kept = launch_cache.KeptLaunches(str(folder), writable=True)
     stem = kept.stem(kernel, cases[:1])
     inp, expectations = engine.prepare(kernel, cases[:1])
-    gone = launch_cache.KeptLaunches(str(tmp_path / "missing"), writable=True, key=kept.key)
+    gone = launch_cache.KeptLaunches(str(tmp_path / "missing" / folder.name), writable=True)
     assert not gone.keep(gone.stem(kernel, cases[:1]), inp, expectations)
     assert not kept.holds(stem)
     assert kept.keep(stem, inp, expectations) and kept.holds(stem)
@@ -98,7 +101,7 @@ def test_a_launch_is_kept_whole_once_and_a_refused_write_leaves_nothing(tmp_path
     other, _ = engine.prepare(kernel, cases[1:2])
     assert kept.keep(stem, other, ["another's"]) and engine.load_expectations(
         engine.Spooled(stem + launch_cache.LAUNCH_SUFFIX, stem + launch_cache.EXPECTATIONS_SUFFIX, ""))[0].case == cases[0]
-    assert os.listdir(tmp_path) == [Path(stem).parent.name]  # no writer's folder left behind
+    assert os.listdir(folder) == [Path(stem).parent.name]  # no writer's folder left behind
     assert sorted(os.listdir(Path(stem).parent)) == sorted(Path(stem + s).name for s in (
         launch_cache.LAUNCH_SUFFIX, launch_cache.EXPECTATIONS_SUFFIX))
 
@@ -139,7 +142,7 @@ def test_a_family_from_outside_the_package_is_never_kept(monkeypatch, tmp_path):
     from harness import families
     monkeypatch.setenv(families.EXTRA, "toy=tests.simulated.toy_family")
     (kernel, cases), = plan.make(plan.Selection(families=None, n_values=(64,), match="toy"), {"toy": "sm_90a"}).work
-    kept = launch_cache.KeptLaunches(str(tmp_path / "kept"), writable=True, key=launch_cache.process_key())
+    kept = launch_cache.KeptLaunches(str(tmp_path / "kept" / launch_cache.process_key()), writable=True)
     assert kept.stem(kernel, cases) is None
     spooled, _, reused = engine.prepare_job(kernel, cases, str(tmp_path), kept)
     assert not spooled.kept and not reused and not (tmp_path / "kept").exists()
