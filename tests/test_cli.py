@@ -1,5 +1,6 @@
 """The command line a kernel engineer types: values out, one clear line and exit 2 for bad input."""
 import json
+import os
 import subprocess
 import sys
 
@@ -154,3 +155,16 @@ def test_decode_of_a_ws_descriptor_uses_the_given_ws():
 
 def test_main_is_importable_without_a_gpu():
     assert cli.main(["desc", "--arch", "sm_90a", "--decode", "0"]) == 0
+
+
+def test_what_the_command_line_prints_reaches_a_pipe_before_the_process_leaves():
+    """The process leaves without the interpreter's teardown (cli.entry): what it printed into a pipe's buffer is
+    flushed first. Block-buffered as on a fleet node's CI runner (this project's machines set PYTHONUNBUFFERED)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    out = subprocess.run([sys.executable, "-m", "harness", "desc", "--arch", "sm_90a", "--decode", "0x4000004000010040",
+                          "--json"], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["fields"]["swizzle"] == "128B"
+    bad = subprocess.run([sys.executable, "-m", "harness", "desc", "--arch", "sm_91a", "--decode", "0"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1 and "sm_91a" in bad.stderr
