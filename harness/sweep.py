@@ -16,7 +16,7 @@ from harness.families.base import Kernel, case_record
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
 from harness.enums import ToolchainKind
-from harness.run import compile as nvrtc, gpu, kernel_folder, sass, toolchain as toolchains
+from harness.run import checked_set, compile as nvrtc, gpu, kernel_folder, sass, toolchain as toolchains
 from harness.run.kernel_folder import KernelFolder
 from harness.run.toolchain import Toolchain
 from harness.run.engine import DEFAULT_BACKEND, MAX_ISOLATION_FAILURES_TOTAL, Engine, IsolationBudget, Job
@@ -250,6 +250,15 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
     archs = ", ".join(sorted({str(k.arch) for k in kernels}))
     tc = cfg.kernels.toolchain if cfg.kernels is not None else (cfg.toolchain or toolchains.default())
     checked = sass_checked(cfg)
+    list_key = (checked_set.key(kernels, tc.cache_key(), sass.disassembler_id())
+                if checked and cfg.kernels is None and kernels else None)
+    cubins = checked_set.recorded(nvrtc.cache_dir(), list_key, len(kernels)) if list_key else None
+    if cubins is not None:
+        log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} (0 compiled and SASS-checked, "
+            f"{len(kernels)} cached) in {time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
+        log(f"SASS: {len(kernels)} kernels checked, 0 lack what they test: the cubins checked by an earlier sweep of "
+            f"this source and toolchain, unchanged since (harness/run/checked_set.py)")
+        return {k: nvrtc.Compiled(k.name, str(k.arch), path, True) for k, path in zip(kernels, cubins)}
     # each kernel's check made once (its rules compile their regexes), for the compile and the check after it
     checks = {k: families.get(k.family).sass_check(k) for k in kernels} if checked else {}
     if cfg.kernels is not None:
@@ -277,6 +286,8 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
             compiled[k].error = sass.SassMismatch(k.name, str(k.arch), v, compiled[k].cubin_path)
     log(f"SASS: {len(built)} kernels checked, {sum(not v.ok for v in verdicts)} lack what they test, "
         f"in {time.time() - t:.1f}s")
+    if list_key and all(c.error is None for c in compiled.values()):
+        checked_set.record(nvrtc.cache_dir(), list_key, [compiled[k].cubin_path for k in kernels])
     return compiled
 
 
