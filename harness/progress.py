@@ -39,10 +39,11 @@ class Progress:
     def start(self, total: int) -> None:
         self.total, self.t0 = total, self.clock()
 
-    def update(self, records) -> None:
-        for r in records:
+    def update(self, statuses) -> None:
+        """Count cases done, by their records' statuses."""
+        for status in statuses:
             self.done += 1
-            self.bad += r.get("status") != "pass" and r.get("status") != "not-run"
+            self.bad += status != "pass" and status != "not-run"
         if self.bar:
             now = self.clock()
             if self._last is None or now - self._last >= self.min_interval or self.done >= self.total:

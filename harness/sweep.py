@@ -372,21 +372,24 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
     suspects: list[tuple[Kernel, str]] = []
 
     def emit(recs):
+        """Count and write a batch of case records: the engine's (results.CaseLines, encoded where they were read
+        back) or a list of records made here."""
+        batch = recs if isinstance(recs, results.CaseLines) else results.CaseLines(recs)
         # a control's fault or hang may be how it is caught: its family says (the engine knows no control); only a
         # fault or hang of the control's own launch counts (one that was not isolated may be another case's)
-        recs = [controls[r["id"]][0].settle_control(controls[r["id"]][1], r)
-                if r["id"] in controls and r["status"] in (Status.FAULT, Status.TIMEOUT) and r.get("isolated") is not False
-                else r for r in recs]
-        for r in recs:
-            counts[r["status"]] = counts.get(r["status"], 0) + 1
-            group = by_kind["controls" if r["id"] in control_ids else "ordinary"]
-            group[r["status"]] = group.get(r["status"], 0) + 1
-            if r["status"] == Status.FAIL or r.get("matches_model_prediction") is False:
-                suspects.append((next(k for k in run_set if k.name == r["kernel"]), r["id"]))
+        for i, f in enumerate(batch.facts):
+            if f.id in controls and f.status in (Status.FAULT, Status.TIMEOUT) and f.isolated is not False:
+                batch.replace(i, controls[f.id][0].settle_control(controls[f.id][1], batch.record(i)))
+        for f in batch.facts:
+            counts[f.status] = counts.get(f.status, 0) + 1
+            group = by_kind["controls" if f.id in control_ids else "ordinary"]
+            group[f.status] = group.get(f.status, 0) + 1
+            if f.status == Status.FAIL or f.matches_model_prediction is False:
+                suspects.append((next(k for k in run_set if k.name == f.kernel), f.id))
         if writer:
-            writer.write_cases(recs)
+            writer.write_lines(batch)
         if progress is not None:
-            progress.update(recs)
+            progress.update(f.status for f in batch.facts)
 
     not_run: dict[str, int] = {}
     for k, cs in work:

@@ -199,10 +199,10 @@ def test_progress_bar_on_a_terminal():
     p.start(100)
     p.log("plan: 2 kernels, 100 cases")
     clock.t = 2.0
-    p.update([{"status": "pass"}] * 40 + [{"status": "fail"}] * 10)
+    p.update(["pass"] * 40 + ["fail"] * 10)
     p.log("[1/2] wgmma_k: 50 cases, 10 not passing (GPU 0, 2.00s)")  # the bar stands for it
     clock.t = 4.0
-    p.update([{"status": "pass"}] * 50)
+    p.update(["pass"] * 50)
     p.close()
     text = tty.getvalue()
     assert "\r" in text and "50/100 cases" in text and "10 not passing" in text and "ETA 0:02" in text
@@ -216,7 +216,7 @@ def test_plain_lines_when_stderr_is_not_a_terminal():
     assert not p.bar
     p.start(10)
     p.log("[1/1] wgmma_k: 10 cases, 0 not passing (GPU 0, 1.00s)")
-    p.update([{"status": "pass"}] * 10)
+    p.update(["pass"] * 10)
     p.close()
     assert plain.getvalue() == "[1/1] wgmma_k: 10 cases, 0 not passing (GPU 0, 1.00s)\n"
 

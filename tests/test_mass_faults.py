@@ -4,6 +4,7 @@ The backend is a stand-in on which every launch faults (tests/simulated/faulting
 devices. Bisection of each faulting launch is bounded per kernel (widespread faults stop it early) and over
 the whole sweep (IsolationBudget.total): the launches are counted, the wall time is bounded, and every case has
 exactly one record, `fault`, saying whether it was launched alone and if not why."""
+import json
 import time
 
 import pytest
@@ -16,6 +17,11 @@ pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, ea
 BACKEND = "tests.simulated.faulting_device"
 WORK = plan.make(plan.Selection(families=("wgmma",), kinds=("f16", "s8", "tf32"), n_values=(8, 16),
                                 a_srcs=("SS",)), cache=True).work
+
+
+def lines_read(batch):
+    """The records of a batch the engine emitted, as the results file has them."""
+    return [json.loads(line) for line in batch.text().splitlines()]
 
 
 def test_every_launch_faults_bounded_and_every_case_accounted_for(tmp_path, monkeypatch):
@@ -31,7 +37,7 @@ def test_every_launch_faults_bounded_and_every_case_accounted_for(tmp_path, monk
                     isolation=IsolationBudget(total=total, per_kernel=24, widespread=2))
     try:
         engine.begin(jobs)
-        timing = engine.run({j.kernel.name: "unused.cubin" for j in jobs}, 20.0, emitted.extend, logs.append)
+        timing = engine.run({j.kernel.name: "unused.cubin" for j in jobs}, 20.0, lambda batch: emitted.extend(lines_read(batch)), logs.append)
     finally:
         engine.close()
     wall = time.time() - t
@@ -62,7 +68,7 @@ def test_a_planted_fault_among_passing_cases_is_still_isolated_within_the_budget
                     isolation=IsolationBudget(total=10, per_kernel=24, widespread=2))
     try:
         engine.begin(jobs)
-        engine.run({kernel.name: "unused.cubin"}, 20.0, emitted.extend, lambda m: None)
+        engine.run({kernel.name: "unused.cubin"}, 20.0, lambda batch: emitted.extend(lines_read(batch)), lambda m: None)
     finally:
         engine.close()
     by_id = {r["id"]: r for r in emitted}

@@ -12,12 +12,17 @@ WORK = plan.make(plan.Selection(families=("wgmma",), kinds=("f16", "s8"), n_valu
 BACKEND = "tests.simulated.passthrough_device"
 
 
+def lines_read(batch):
+    """The records of a batch the engine emitted, as the results file has them."""
+    return [json.loads(line) for line in batch.text().splitlines()]
+
+
 def _run(jobs, devices=(0, 1), backend=BACKEND):
     emitted, logs = [], []
     engine = Engine([(d, "sm_90a") for d in devices], workers=2, backend=backend)
     try:
         engine.begin(jobs)
-        timing = engine.run({j.kernel.name: "unused.cubin" for j in jobs}, 20.0, emitted.extend, logs.append)
+        timing = engine.run({j.kernel.name: "unused.cubin" for j in jobs}, 20.0, lambda batch: emitted.extend(lines_read(batch)), logs.append)
     finally:
         engine.close()
     return emitted, logs, timing

@@ -26,7 +26,9 @@ import os
 from pathlib import Path
 
 FOLDER = "checked"
-KEEP = 8  # lists recorded: a source's sweep and its selections; older ones are removed when a new one is recorded
+# lists recorded (a sweep's; each GPU shard's of a test run, one per pytest-xdist worker; each selection's), a few
+# kB to ~130 kB each (the default sweep's 823 kernels): past KEEP, the oldest are removed when one is recorded
+KEEP = 64
 
 
 def key(kernels, toolchain_key: tuple[str, ...], disassembler: str) -> str | None:

@@ -40,6 +40,7 @@ from pathlib import Path
 from harness import families
 from harness.enums import Status
 from harness.families.base import Kernel, case_record
+from harness.records.results import CaseLines
 from harness.run import cores
 from harness.run.launch import LaunchInput, load_outputs
 from harness.run.launch_cache import EXPECTATIONS_SUFFIX, LAUNCH_SUFFIX, OUTPUTS_SUFFIX, KeptFolder, KeptLaunches
@@ -112,14 +113,15 @@ def load_expectations(spooled: Spooled) -> list:
         return pickle.load(fh)
 
 
-def readback_job(kernel: Kernel, spooled: Spooled, device: int) -> tuple[list[dict], float]:
-    """(the launch's case records, the seconds the read-back took in this pool process)."""
+def readback_job(kernel: Kernel, spooled: Spooled, device: int) -> tuple[CaseLines, float]:
+    """(the launch's case records, encoded here for the results file, the seconds the read-back took in this pool
+    process)."""
     t = time.perf_counter()
     recs = families.get(kernel.family).readback(kernel, load_expectations(spooled), load_outputs(spooled.outputs))
     for r in recs:
         r["gpu"] = device
     remove(spooled)
-    return recs, time.perf_counter() - t
+    return CaseLines(recs), time.perf_counter() - t
 
 
 def remove(spooled: Spooled) -> None:
@@ -285,7 +287,8 @@ class Engine:
 
     def run(self, cubins: dict[str, str | None], timeout: float, emit, log) -> dict:
         """Launch every job begun whose kernel compiled (cubins: kernel name -> cubin path, None if NVRTC
-        rejected it: the caller records those); emit(records) gets each kernel's records. Returns timings."""
+        rejected it: the caller records those); emit(batch) gets each launch's records (records.results.CaseLines).
+        Returns timings."""
         pool = self.pool
         timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0, "prepare_s": 0.0, "readback_s": 0.0,
                   "kept_launches_read": 0}
@@ -295,14 +298,13 @@ class Engine:
         done = [0]
         launched = sum(cubins.get(j.kernel.name) is not None for j in [*self.preparing.values(), *self.queued])
 
-        def finished(recs, job, device, t):
+        def finished(batch: CaseLines, job, device, t):
             done[0] += 1
-            nfail = sum(r["status"] != Status.PASS for r in recs)
+            nfail = sum(f.status != Status.PASS for f in batch.facts)
             took = time.time() - t
-            for r in recs:  # the kernel's launch-to-records time (queueing, launch, read-back; bisection included)
-                r["kernel_s"] = round(took, 3)
-            emit(recs)
-            log(f"[{done[0]}/{launched}] {job.kernel.name}: {len(recs)} cases, {nfail} not passing "
+            batch.more["kernel_s"] = round(took, 3)  # the launch-to-records time (queueing, launch, read-back, bisection)
+            emit(batch)
+            log(f"[{done[0]}/{launched}] {job.kernel.name}: {len(batch)} cases, {nfail} not passing "
                 f"(GPU {device}, {took:.2f}s)")
 
         def drain(block: bool = False):
@@ -342,7 +344,7 @@ class Engine:
             for r in recs:
                 r["gpu"] = w.device
             timing["isolate_s"] += time.time() - ti
-            finished(recs, job, w.device, tk)
+            finished(CaseLines(recs), job, w.device, tk)
 
         while self.preparing:
             tp = time.time()
