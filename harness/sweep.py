@@ -76,6 +76,7 @@ def run_archs(devs) -> dict[str, str]:
 def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     """Plan, compile and run (where a GPU of the kernel's arch is) the selection; returns the summary. Where the
     kernels are known before the cases (`planning.kernels_first`), they compile while the cases are planned."""
+    results.host_tools()  # the environment record's answers from other programs, asked meanwhile
     all_archs = [a for fam in families.all_families() for a in fam.archs]
     devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
     engine = start_engine(devs, cfg) if devs else None  # comes up while we plan and compile

@@ -1,6 +1,8 @@
 """The results file as the sweep writes it: every batch readable at once, on disk within a second and at close."""
 import json
 
+import pytest
+
 from harness.records import results
 
 
@@ -37,3 +39,8 @@ def test_records_encoded_where_they_were_made_are_written_as_json_dumps_would_wr
     w.close()
     _, cases, _ = results.load(tmp_path / "r.jsonl")
     assert cases["a"]["kernel_s"] == 0.125 and cases["a"]["x"] == [1, {"y": "}\n"}] and cases["b"]["caught"] is True
+
+
+def test_the_environment_record_has_cupys_version_as_cupy_says_it():
+    cupy = pytest.importorskip("cupy")
+    assert results.environment()["cupy"] == cupy.__version__  # read from its _version.py, CuPy not imported
