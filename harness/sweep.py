@@ -366,9 +366,17 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             env["gpu_error"] = problem
         writer = results.ResultsWriter(cfg.out_path, env, resume=cfg.resume)
     counts = {str(s): 0 for s in Status}
-    controls = {c.id: (fam, c) for k, cs in work for fam in [families.get(k.family)] for c in cs
-                if fam.facets_of(c).get("control")}
-    control_ids = set(controls)
+    kernel_cases = {k.name: (families.get(k.family), cs) for k, cs in work}
+    controls_of: dict[str | None, dict] = {}
+
+    def controls_in(kernel_name: str | None) -> dict:
+        """The kernel's negative controls (case id -> (family, case)), found when its first records come: found for
+        every case before the first launch, they held it up 0.1 s."""
+        if kernel_name not in controls_of:
+            fam, cs = kernel_cases.get(kernel_name, (None, ()))
+            controls_of[kernel_name] = {c.id: (fam, c) for c in cs if fam.facets_of(c).get("control")}
+        return controls_of[kernel_name]
+
     by_kind = {"ordinary": {str(s): 0 for s in Status}, "controls": {str(s): 0 for s in Status}}
     suspects: list[tuple[Kernel, str]] = []
 
@@ -376,6 +384,9 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         """Count and write a batch of case records: the engine's (results.CaseLines, encoded where they were read
         back) or a list of records made here."""
         batch = recs if isinstance(recs, results.CaseLines) else results.CaseLines(recs)
+        controls = {}
+        for name in {f.kernel for f in batch.facts}:
+            controls.update(controls_in(name))
         # a control's fault or hang may be how it is caught: its family says (the engine knows no control); only a
         # fault or hang of the control's own launch counts (one that was not isolated may be another case's)
         for i, f in enumerate(batch.facts):
@@ -383,7 +394,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
                 batch.replace(i, controls[f.id][0].settle_control(controls[f.id][1], batch.record(i)))
         for f in batch.facts:
             counts[f.status] = counts.get(f.status, 0) + 1
-            group = by_kind["controls" if f.id in control_ids else "ordinary"]
+            group = by_kind["controls" if f.id in controls else "ordinary"]
             group[f.status] = group.get(f.status, 0) + 1
             if f.status == Status.FAIL or f.matches_model_prediction is False:
                 suspects.append((next(k for k in run_set if k.name == f.kernel), f.id))

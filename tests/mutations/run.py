@@ -119,7 +119,7 @@ MUTATIONS = [
      'emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}"',
      'emit([case_record(c.id, k, Status.NOT_RUN, reason=f"GPU unusable: {problem}"'),
     ("controls_counted_as_ordinary", "sweep summary: negative controls counted with the ordinary cases",
-     'group = by_kind["controls" if f.id in control_ids else "ordinary"]', 'group = by_kind["ordinary"]'),
+     'group = by_kind["controls" if f.id in controls else "ordinary"]', 'group = by_kind["ordinary"]'),
     ("compare_ignores_unchecked_failures", "compare: a failure of a case never checked before is no regression",
      '                               or report["failing_unchecked_before"] or (lost',
      '                               or (lost'),
