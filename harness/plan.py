@@ -125,15 +125,42 @@ def with_collector_paused(build, *args):
             gc.enable()
 
 
+def plan_path(fam, arch) -> Path | None:
+    """Where an in-tree family's plan for `arch` is cached (None for a family from outside the package)."""
+    if not families.registry().get(str(fam.name), "").startswith("harness."):
+        return None
+    from harness.run.compile import cache_dir
+    return cache_dir() / "plans" / f"{fam.name}-{arch}-{source_digest()}.pkl"
+
+
+def build_free_plans(pairs) -> None:
+    """Build each (family, arch) plan of `pairs` that is not cached and that no other process is building, skipping
+    those another is building (family_kernels then waits for them). Processes that start together on an empty cache
+    (the README test command's pytest-xdist workers) so build different plans at once rather than each waiting, in
+    turn, for the one process building the first, then the second: the plans' build times added up before the first
+    test of every worker could start."""
+    for fam, arch in pairs:
+        path = plan_path(fam, arch)
+        if path is None or path in LOADED_PLANS or path.exists():
+            continue
+        fd = lock_file(path)
+        if fd is None:
+            continue
+        try:
+            if locked(fd, wait_s=0.0) and not path.exists():
+                LOADED_PLANS[path] = write_plan(path, with_collector_paused(fam.kernels, arch),
+                                                f"{fam.name}-{arch}-*.pkl")
+        finally:
+            os.close(fd)
+
+
 def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
     """fam.kernels(arch); with `cache`, an in-tree family's answer is kept in the compile cache's plans/ folder,
     keyed by source_digest() (a warm sweep reads ~3 MB instead of building 27,554 cases and checking every
     layout). A family from outside the package (TC_HARNESS_FAMILIES) is always asked."""
-    module = families.registry().get(str(fam.name), "")
-    if not cache or not module.startswith("harness."):
+    path = plan_path(fam, arch) if cache else None
+    if path is None:
         return with_collector_paused(fam.kernels, arch)
-    from harness.run.compile import cache_dir
-    path = cache_dir() / "plans" / f"{fam.name}-{arch}-{source_digest()}.pkl"
     if path in LOADED_PLANS:  # unpickling 27,554 cases takes ~0.5 s: once a process
         return [(k, list(cs)) for k, cs in LOADED_PLANS[path]]  # the caller may edit its lists; kernels and
     out = read_plan(path)                                        # cases are frozen
@@ -263,6 +290,11 @@ def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[
     sel.validate()
     filters = sel.filters()
     names = list(sel.families or families.registry())
+    if cache:  # every plan make() reads, run arch first
+        fams = [f for f in map(families.get, names) if all(k in f.facets for k in filters)]
+        runs = {str(f.name): (run_archs or {}).get(str(f.name), f.archs[0]) for f in fams}
+        build_free_plans([(f, runs[str(f.name)]) for f in fams]
+                         + [(f, a) for f in fams for a in f.archs if a != runs[str(f.name)]])
     plan = Plan([])
     seen_values: dict[str, set] = {k: set() for k in filters}
     for fam in map(families.get, names):

@@ -200,3 +200,39 @@ def test_a_plan_whose_lock_cannot_be_had_is_built_all_the_same(private_cache, mo
     for f in (private_cache / "plans").glob("*.pkl"):
         f.unlink()
     assert plan.make(sel, cache=True).work and list((private_cache / "plans").glob("*.pkl"))
+
+
+def test_plans_another_process_is_building_are_left_to_it_and_the_free_ones_built(private_cache):
+    """Processes starting together on an empty cache (pytest's workers) build different plans at once: a plan whose
+    lock another holds is skipped, not waited for, and the next free one is built."""
+    import fcntl
+    import os
+    import time
+    fam = families.get("tcgen05")
+    busy, free = (plan.plan_path(fam, arch) for arch in ("sm_100a", "sm_103a"))
+    fd = plan.lock_file(busy)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another open file: the process's own flock conflicts with it
+    try:
+        t = time.monotonic()
+        plan.build_free_plans([(fam, "sm_100a"), (fam, "sm_103a")])
+        assert free.exists() and not busy.exists() and time.monotonic() - t < plan.PLAN_LOCK_WAIT_S
+    finally:
+        os.close(fd)
+    assert plan.make(plan.Selection(families=("tcgen05",)), cache=True).work and busy.exists()
+
+
+def test_a_sweeps_plan_builds_the_free_plans_before_it_waits_for_a_busy_one(private_cache, monkeypatch):
+    import fcntl
+    import os
+    import time
+    fam = families.get("tcgen05")
+    busy, free = (plan.plan_path(fam, arch) for arch in ("sm_100a", "sm_103a"))
+    monkeypatch.setattr(plan, "PLAN_LOCK_WAIT_S", 1.0)
+    fd = plan.lock_file(busy)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        t = time.time()
+        assert plan.make(plan.Selection(families=("tcgen05",)), cache=True).work  # waits 1 s for sm_100a's
+        assert free.stat().st_mtime - t < 0.9  # sm_103a's was written before that wait, not after it
+    finally:
+        os.close(fd)
