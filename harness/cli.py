@@ -875,8 +875,11 @@ def entry() -> None:
         sys.exit(code)
     try:
         sys.stdout.flush()
-    except (BrokenPipeError, OSError, ValueError):  # the reader went away: nothing more to say to it
+    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say to it
         pass
+    except (OSError, ValueError) as e:  # what was printed is lost (a full disk): as Python's own exit says, 120
+        print(_one_line(f"harness: stdout: {e}"), file=sys.stderr)
+        code = max(code, 120)
     try:
         sys.stderr.flush()
     except (OSError, ValueError):

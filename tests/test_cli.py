@@ -168,3 +168,12 @@ def test_what_the_command_line_prints_reaches_a_pipe_before_the_process_leaves()
     bad = subprocess.run([sys.executable, "-m", "harness", "desc", "--arch", "sm_91a", "--decode", "0"],
                          capture_output=True, text=True, timeout=120, env=env)
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1 and "sm_91a" in bad.stderr
+
+
+def test_output_the_command_line_could_not_write_is_not_an_exit_0(tmp_path):
+    """A full disk under stdout: Python's own exit says 120; the command line's fast exit says so too."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    with open("/dev/full", "w") as full:
+        out = subprocess.run([sys.executable, "-m", "harness", "desc", "--arch", "sm_90a", "--decode", "0", "--json"],
+                             stdout=full, stderr=subprocess.PIPE, text=True, timeout=120, env=env)
+    assert out.returncode == 120 and "stdout" in out.stderr and len(out.stderr.splitlines()) == 1

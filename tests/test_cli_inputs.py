@@ -330,7 +330,7 @@ def test_a_record_cut_short_by_a_kill_is_left_out_and_resume_cuts_it_off(tmp_pat
     f.write_text(text + json.dumps({"type": "case", "id": "c", "status": "pass"})[:25])  # killed mid-record
     assert set(results.load(f)[1]) == {"a", "b"}
     w = results.ResultsWriter(f, resume=True)
-    w.write_cases([case("c")])
+    w.write_lines(results.CaseLines([case("c")]))
     w.close()
     assert set(results.load(f)[1]) == {"a", "b", "c"} and f.read_text().startswith(text)
     g = tmp_path / "g.jsonl"

@@ -12,7 +12,7 @@ def write(path, env_extra, cases, schema=results.SCHEMA):
     env = {"type": "environment", "schema": schema, "harness": "0.1.0", "date": "x", "driver": "580.159.04",
            "nvrtc": "13.0", "gpu": "NVIDIA H100 80GB HBM3", **env_extra}
     w = results.ResultsWriter(path, env)
-    w.write_cases(cases)
+    w.write_lines(results.CaseLines(cases))
     w.close({"cases": len(cases)})
     return path
 

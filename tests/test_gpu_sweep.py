@@ -54,9 +54,9 @@ def _fake_execute(drop=(), compile_errors=(), calls=None, records=None):
             calls.append(p.cases)
         w = results.ResultsWriter(cfg.out_path, {"type": "environment", "schema": results.SCHEMA, "date": "x"})
         caught = {"caught": True, "matches_model_prediction": True}  # a control's pass: caught as predicted
-        w.write_cases([{"id": c.id, "kernel": k.name, "status": "pass", "mismatches": 0,
+        w.write_lines(results.CaseLines([{"id": c.id, "kernel": k.name, "status": "pass", "mismatches": 0,
                         **(caught if c.control else {}), **(records or {}).get(c.id, {})}
-                       for k, cs in p.work for c in cs if c.id not in drop])
+                       for k, cs in p.work for c in cs if c.id not in drop]))
         w.close({"cases": p.cases})
         return {"compile_errors": list(compile_errors)}
     return execute

@@ -345,7 +345,7 @@ def test_resume_refuses_results_of_another_toolchain(tmp_path, capsys, monkeypat
 def results_file(path, env_extra, statuses):
     env = {"type": "environment", "schema": results.SCHEMA, "date": "x", "nvrtc": "13.0", **env_extra}
     w = results.ResultsWriter(path, env)
-    w.write_cases([{"id": cid, "kernel": "k", "status": st} for cid, st in statuses.items()])
+    w.write_lines(results.CaseLines([{"id": cid, "kernel": "k", "status": st} for cid, st in statuses.items()]))
     w.close({"cases": len(statuses)})
     return path
 

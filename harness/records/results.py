@@ -91,12 +91,14 @@ def _version(module: str) -> str:
     the sweep's own process launches nothing, and `import cupy` cost 0.2 s of its start-up on an H100 node."""
     if module == "cupy":
         import importlib.util
-        spec = importlib.util.find_spec("cupy")
-        if spec is not None and spec.origin:
+        try:
+            spec = importlib.util.find_spec("cupy")
             found = re.search(r"""^__version__\s*=\s*['"]([^'"]+)['"]""",
                               (Path(spec.origin).parent / "_version.py").read_text(), re.M)
             if found:
                 return found.group(1)
+        except (OSError, AttributeError, TypeError, ValueError, ImportError):
+            pass  # a CuPy laid out otherwise: imported, as before
     return __import__(module).__version__
 
 
@@ -186,16 +188,15 @@ class ResultsWriter:
             self.write(env or environment())
         self._sync_asked = threading.Event()
         self._closing = False
+        self._sync_error: OSError | None = None
         self._syncer = threading.Thread(target=self._sync_when_asked, name="results-fsync", daemon=True)
         self._syncer.start()
 
     def write(self, record: dict) -> None:
         self._fh.write(json.dumps(record, sort_keys=False) + "\n")
 
-    def write_cases(self, records) -> None:
-        self.write_lines(CaseLines(records))
-
     def write_lines(self, batch: CaseLines) -> None:
+        self._raise_sync_error()
         self._fh.write(batch.text())
         self._fh.flush()
         if time.monotonic() - self.synced >= self.SYNC_INTERVAL_S:
@@ -211,15 +212,22 @@ class ResultsWriter:
                 return
             try:
                 os.fsync(fd)
-            except OSError:  # the file is closed or its disk is gone: close() says so, in the writing thread
+            except OSError as e:  # raised in the writing thread (write_lines, close): the disk lost what it was given,
+                self._sync_error = e  # and the descriptor reports a writeback error once, to this fsync only
                 return
 
+    def _raise_sync_error(self) -> None:
+        if self._sync_error is not None:
+            raise OSError(self._sync_error.errno, f"results file {self.path}: fsync failed: "
+                                                  f"{self._sync_error.strerror or self._sync_error}")
+
     def close(self, summary: dict | None = None) -> None:
-        if summary is not None:
-            self.write({"type": "summary", **summary})
         self._closing = True
         self._sync_asked.set()
         self._syncer.join()
+        self._raise_sync_error()
+        if summary is not None:
+            self.write({"type": "summary", **summary})
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self._fh.close()

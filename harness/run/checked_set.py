@@ -17,6 +17,9 @@ same key whose every cubin still has the same identity is that same list of chec
 same (the same sources and options, the same compiler) and the files are the ones checked (a cubin rewritten,
 replaced or linked anew has another ctime). Anything else (a family from outside the package, whose code the key
 does not cover; a kernel that failed; a changed or missing file) goes the whole way: compile_many and verify_many.
+The key is the package's files as they are on disk, as for the plan cache and the kept launches: code replaced in a
+running process (a test's monkeypatched kernel source or SASS rule) is not in it, so such a test uses a compile cache
+of its own (TC_HARNESS_CACHE), as those in tests/ do.
 """
 from __future__ import annotations
 

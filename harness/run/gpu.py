@@ -76,11 +76,12 @@ def state() -> GpuState:
     """Which of the three start-up states this machine is in (asked once per process)."""
     try:
         rt = _runtime()
-    except Exception as e:  # no CuPy (or no CUDA build of it): a GPU only if nvidia-smi says one is here
+    except Exception as e:  # no CuPy (or no CUDA build of it): a GPU only if nvidia-smi says one is here. (A CuPy
+        # whose runtime module loads but whose rest is broken fails in the GPU workers: every launch is an `error`)
         listed = _nvidia_smi_gpus()
         if listed:
-            return GpuState("unusable", reason=f"nvidia-smi lists {len(listed)} GPU(s) ({listed[0]}) but CuPy "
-                                               f"cannot be imported: {_describe(e)}")
+            return GpuState("unusable", reason=f"nvidia-smi lists {len(listed)} GPU(s) ({listed[0]}) but CuPy's "
+                                               f"CUDA runtime cannot be imported: {_describe(e)}")
         return GpuState("none", reason=f"no CUDA device or driver (CuPy unavailable: {_describe(e)})")
     try:
         n = rt.getDeviceCount()
