@@ -864,7 +864,7 @@ def main(argv=None) -> int:
 def entry() -> None:
     """The command line's process (`python -m harness`, `tc-harness`): main(), then out without tearing the
     interpreter down where nothing is left to finish. A sweep holds its plan (~56,000 cases) and every module it
-    imported; freeing them took 0.6-0.7 s after main returned, on the CPU machine, a sixth of a warm sweep
+    imported; freeing them took 0.6-0.7 s after main returned, on the CPU machine
     (results/2026-11-26-cpu/fast-exit.txt). Where a child process or another thread that is not a daemon is still
     alive (nothing the commands leave behind), the ordinary exit joins them."""
     import multiprocessing
