@@ -141,17 +141,11 @@ def build_free_plans(pairs) -> None:
     test of every worker could start."""
     for fam, arch in pairs:
         path = plan_path(fam, arch)
-        if path is None or path in LOADED_PLANS or path.exists():
-            continue
-        fd = lock_file(path)
-        if fd is None:
-            continue
-        try:
-            if locked(fd, wait_s=0.0) and not path.exists():
-                LOADED_PLANS[path] = write_plan(path, with_collector_paused(fam.kernels, arch),
-                                                f"{fam.name}-{arch}-*.pkl")
-        finally:
-            os.close(fd)
+        if path is not None and path not in LOADED_PLANS and not path.exists():
+            out = built_alone(path, lambda: with_collector_paused(fam.kernels, arch), f"{fam.name}-{arch}-*.pkl",
+                              wait=False)
+            if out is not None:
+                LOADED_PLANS[path] = out
 
 
 def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
@@ -198,7 +192,7 @@ def write_plan(path: Path, plan: list, siblings: str) -> list:
 PLAN_LOCK_WAIT_S = 120.0  # a plan builds in 1-4 s: a lock held longer is a stopped or hung process's
 
 
-def built_alone(path: Path, build, siblings: str) -> list:
+def built_alone(path: Path, build, siblings: str, wait: bool = True) -> list | None:
     """The plan at `path`, built and written (write_plan) by one process at a time: processes starting together on
     an empty cache build it once. The README's pytest on an H100 node ran the controller and 16 workers, each
     building every plan at once, and every worker's collection ended 10.4 s into the run, against 5.5-6.8 s with the
@@ -209,7 +203,7 @@ def built_alone(path: Path, build, siblings: str) -> list:
     what it wrote. A waiter that finds nothing written (the writer's cache is full, or it wrote nothing) or that
     waited PLAN_LOCK_WAIT_S builds its own, without the lock, as every process does where no lock can be had
     (no fcntl, a lock file that cannot be made). Not re-entrant: a build that asked for this plan again would wait
-    for itself."""
+    for itself. With wait=False, a plan another process is building is left to it: None."""
     fd = lock_file(path)
     if fd is None:
         return write_plan(path, build(), siblings)
@@ -217,6 +211,8 @@ def built_alone(path: Path, build, siblings: str) -> list:
         if locked(fd, wait_s=0.0):  # nobody is building it: this process does, holding the lock
             out = read_plan(path)  # unless one finished between the read before and the lock
             return out if out is not None else write_plan(path, build(), siblings)
+        if not wait:
+            return None
         locked(fd, wait_s=PLAN_LOCK_WAIT_S)  # another is building it: wait for it to finish (or give up)
         out = read_plan(path)
     finally:
@@ -251,6 +247,11 @@ def locked(fd: int, wait_s: float) -> bool:
             return False
 
 
+def run_arch(fam, run_archs: dict[str, Arch] | None) -> Arch:
+    """The arch whose cases a family's plan has: the one run_archs names for it (a GPU of it is here), else its first."""
+    return (run_archs or {}).get(str(fam.name), fam.archs[0])
+
+
 def kernels_first(sel: Selection, run_archs: dict[str, Arch] | None = None,
                   shard: tuple[int, int] | None = None) -> list[Kernel] | None:
     """The kernels `make(sel, run_archs, shard)` plans and compiles (those it runs, then those of the families'
@@ -264,7 +265,7 @@ def kernels_first(sel: Selection, run_archs: dict[str, Arch] | None = None,
     for fam in map(families.get, list(sel.families or families.registry())):
         if not hasattr(fam, "kernel_list"):
             return None
-        arch = (run_archs or {}).get(str(fam.name), fam.archs[0])
+        arch = run_arch(fam, run_archs)
         mine = fam.kernel_list(arch)
         run += mine
         planned = {k.name for k in mine}
@@ -292,9 +293,8 @@ def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[
     names = list(sel.families or families.registry())
     if cache:  # every plan make() reads, run arch first
         fams = [f for f in map(families.get, names) if all(k in f.facets for k in filters)]
-        runs = {str(f.name): (run_archs or {}).get(str(f.name), f.archs[0]) for f in fams}
-        build_free_plans([(f, runs[str(f.name)]) for f in fams]
-                         + [(f, a) for f in fams for a in f.archs if a != runs[str(f.name)]])
+        build_free_plans([(f, run_arch(f, run_archs)) for f in fams]
+                         + [(f, a) for f in fams for a in f.archs if a != run_arch(f, run_archs)])
     plan = Plan([])
     seen_values: dict[str, set] = {k: set() for k in filters}
     for fam in map(families.get, names):
@@ -302,7 +302,7 @@ def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[
         if missing:
             plan.notes.append(f"{fam.name}: left out: its cases have no {', '.join(missing)} to select on")
             continue
-        arch = (run_archs or {}).get(str(fam.name), fam.archs[0])
+        arch = run_arch(fam, run_archs)
         first = len(plan.work)
         everything = not filters and sel.controls and not sel.match  # every case kept: none need be asked
         for kernel, cases in family_kernels(fam, arch, cache):

@@ -253,10 +253,14 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
     checked = sass_checked(cfg)
     list_key = (checked_set.key(kernels, tc.cache_key(), sass.disassembler_id())
                 if checked and cfg.kernels is None and kernels else None)
+    made = "compiled and SASS-checked" if checked else "compiled"
+
+    def say_compiled(fresh: int, cached: int) -> None:
+        log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} ({fresh} {made}, {cached} cached) in "
+            f"{time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
     cubins = checked_set.recorded(nvrtc.cache_dir(), list_key, len(kernels)) if list_key else None
     if cubins is not None:
-        log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} (0 compiled and SASS-checked, "
-            f"{len(kernels)} cached) in {time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
+        say_compiled(0, len(kernels))
         log(f"SASS: {len(kernels)} kernels checked, 0 lack what they test: the cubins checked by an earlier sweep of "
             f"this source and toolchain, unchanged since (harness/run/checked_set.py)")
         return {k: nvrtc.Compiled(k.name, str(k.arch), path, True) for k, path in zip(kernels, cubins)}
@@ -272,10 +276,8 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
                 for k in kernels]
         compiled = dict(zip(kernels, nvrtc.compile_many(jobs, cfg.workers, failed_dir, raise_on_error=False,
                                                         toolchain=tc)))
-        fresh = sum(not c.cached and c.error is None for c in compiled.values())
-        made = "compiled and SASS-checked" if checked else "compiled"
-        log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} ({fresh} {made}, "
-            f"{sum(c.cached for c in compiled.values())} cached) in {time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
+        say_compiled(sum(not c.cached and c.error is None for c in compiled.values()),
+                     sum(c.cached for c in compiled.values()))
     if not checked:  # PTX: the driver's JIT makes the SASS when the module loads
         log("SASS: not checked (driver-jit: the driver compiles each module's PTX when it loads it)")
         return compiled
