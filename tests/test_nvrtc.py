@@ -168,7 +168,7 @@ def test_a_sparse_kernels_check_rejects_the_other_selectors_sass():
     check = sparse_kernel.sass_check(key)
     flipped = dataclasses.replace(check, rules=tuple(
         sass.SassRule(r.opcode, r.what, r.count, r.operands.replace("0x0", "0x9").replace("0x1", "0x0"))
-        for r in check.rules))
+        if r.operands else r for r in check.rules))
     assert sass.verify(out.cubin_path, check).ok and not sass.verify(out.cubin_path, flipped).ok
 
 
@@ -182,3 +182,24 @@ def test_the_naive_baselines_one_variant_kernel_issues_only_that_variant(tmp_pat
     (out,) = C.compile_many([C.CompileJob(f"{key.name}", wgmma_kernel.source(key, idx), "sm_90a")], workers=1)
     instrs = sass.functions(out.cubin_path)[key.name]
     assert [i.opcode for i in instrs if "GMMA" in i.opcode] == [wgmma_kernel.sass_opcode(key, v)]
+
+
+def test_a_commit_no_variant_carries_gets_ptxas_own_gmma_and_the_check_rejects_it():
+    """The dispatch guards each variant's commit with its wgmma. One commit after the guarded wgmmas instead makes
+    ptxas add a GMMA of its own (HGMMA.64x8x16.F16 RZ, gdesc[URZ]) that every case would run: the kernel's check
+    wants its variants' tensor-core instructions and no other, so it fails that kernel and passes the real one."""
+    key = next(k for k in wgmma.all_kernel_keys() if k.kind == "tf32" and k.n == 16 and k.a_src == "SS")
+    real = wgmma_kernel.source(key)
+    guarded = "@v wgmma.commit_group.sync.aligned;\\n"
+    assert guarded in real
+    one_commit = real.replace(f'"{guarded}"', '""').replace('"wgmma.wait_group.sync.aligned 0;\\n"',
+                                                           '"wgmma.commit_group.sync.aligned;\\n"\n'
+                                                           '        "wgmma.wait_group.sync.aligned 0;\\n"')
+    assert guarded not in one_commit and one_commit.count("wgmma.commit_group") == 1
+    outs = C.compile_many([C.CompileJob(key.name, real, "sm_90a"), C.CompileJob(key.name, one_commit, "sm_90a")],
+                          workers=1)
+    check = wgmma_kernel.sass_check(key)
+    assert sass.verify(outs[0].cubin_path, check).ok
+    verdict = sass.verify(outs[1].cubin_path, check)
+    assert not verdict.ok and "and no other" in str(verdict)
+    assert "RZ, gdesc[URZ]" in C.sass_of_bytes(outs[1].cubin_path.read_bytes())

@@ -44,20 +44,36 @@ extern "C" __global__ void __launch_bounds__(128, 1)
     (void)desc_a;
 
     const unsigned long long slot = (unsigned long long)blockIdx.x * 128ull + tid;
+    // C in and D out a vector of ACC_WORDS words at a time (uint4, or uint2 where the register count is not a multiple
+    // of 4; each thread's registers start at a multiple of that size): ptxas's time for the largest kernels fell by a
+    // tenth against one word at a time.
+    typedef {{ACC_WORDS}} AccWords;
+    constexpr int W = sizeof(AccWords) / 4;
     {{ACC_TYPE}} d[{{ACC_REGS}}];
-    const unsigned int* c = c_regs + slot * {{ACC_REGS}}ull;
+    const AccWords* c = reinterpret_cast<const AccWords*>(c_regs + slot * {{ACC_REGS}}ull);
 #pragma unroll
-    for (int i = 0; i < {{ACC_REGS}}; ++i) d[i] = {{FROM_BITS}}(c[i]);
+    for (int i = 0; i < {{ACC_REGS}}; i += W) {
+        const AccWords w = c[i / W];
+        const unsigned int* u = reinterpret_cast<const unsigned int*>(&w);
+#pragma unroll
+        for (int j = 0; j < W; ++j) d[i + j] = {{FROM_BITS}}(u[j]);
+    }
     {{A_REGS}}
 
-    // One asm statement issues the case's variant: a uniform branch in PTX to one block per compiled immediate
-    // combination (none for an unknown variant), each block fence, wgmma, commit, wait 0. A C++ switch of one asm
-    // statement per variant made NVRTC's optimizer merge every accumulator over every branch (several times the
-    // compile time of the kernel itself); and with the fence, commit or wait outside the branches ptxas 12.8 to
-    // 13.0 inject a warpgroup.arrive (info C7519) at the merge.
+    // One asm statement issues the case's variant: fence, then for each compiled immediate combination its wgmma and
+    // a commit, guarded by "variant == its index" (none runs for an unknown variant), then wait 0. A C++ switch of
+    // one asm statement per variant made NVRTC's optimizer merge every accumulator over every branch (several times
+    // the compile time of the kernel itself); PTX branches to one fenced block per variant cost ptxas more time than
+    // these guards (AsmOperands.dispatch in families/wgmma/kernel.py says how much, and why the commit is guarded).
 {{MMA_DISPATCH}}
 
-    unsigned int* out = d_out + slot * {{ACC_REGS}}ull;
+    AccWords* out = reinterpret_cast<AccWords*>(d_out + slot * {{ACC_REGS}}ull);
 #pragma unroll
-    for (int i = 0; i < {{ACC_REGS}}; ++i) out[i] = {{TO_BITS}}(d[i]);
+    for (int i = 0; i < {{ACC_REGS}}; i += W) {
+        AccWords w;
+        unsigned int* u = reinterpret_cast<unsigned int*>(&w);
+#pragma unroll
+        for (int j = 0; j < W; ++j) u[j] = {{TO_BITS}}(d[i + j]);
+        out[i / W] = w;
+    }
 }

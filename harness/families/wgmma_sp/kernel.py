@@ -57,4 +57,4 @@ def sass_check(key: forms.KernelKey) -> SassCheck:
         operands = a + (rf".*, 0x{sel}(, gsb0)?$" if op.startswith("HGMMA") else "")
         out.append(SassRule(re.escape(op), f"{op} (selector {sel}) for {', '.join(tags)}, one per variant",
                             count=len(tags), operands=operands))
-    return SassCheck("sm_90a", tuple(out), function=key.name)
+    return SassCheck("sm_90a", (*out, dense.no_other_gmma(len(forms.variants(key)))), function=key.name)
