@@ -185,17 +185,17 @@ def test_the_naive_baselines_one_variant_kernel_issues_only_that_variant(tmp_pat
 
 
 def test_a_commit_no_variant_carries_gets_ptxas_own_gmma_and_the_check_rejects_it():
-    """The dispatch guards each variant's commit with its wgmma. One commit after the guarded wgmmas instead makes
-    ptxas add a GMMA of its own (HGMMA.64x8x16.F16 RZ, gdesc[URZ]) that every case would run: the kernel's check
-    wants its variants' tensor-core instructions and no other, so it fails that kernel and passes the real one."""
+    """The dispatch commits in each variant's block. One commit where the blocks meet instead (where the path of an
+    unknown variant, no GMMA on it, comes too) makes ptxas add a GMMA of its own (HGMMA.64x8x16.F16 RZ,
+    gdesc[URZ]) that every case would run: the kernel's check wants its variants' tensor-core instructions and no
+    other, so it fails that kernel and passes the real one."""
     key = next(k for k in wgmma.all_kernel_keys() if k.kind == "tf32" and k.n == 16 and k.a_src == "SS")
     real = wgmma_kernel.source(key)
-    guarded = "@v wgmma.commit_group.sync.aligned;\\n"
-    assert guarded in real
-    one_commit = real.replace(f'"{guarded}"', '""').replace('"wgmma.wait_group.sync.aligned 0;\\n"',
-                                                           '"wgmma.commit_group.sync.aligned;\\n"\n'
-                                                           '        "wgmma.wait_group.sync.aligned 0;\\n"')
-    assert guarded not in one_commit and one_commit.count("wgmma.commit_group") == 1
+    commit = '"wgmma.commit_group.sync.aligned;\\n"'
+    assert real.count(commit) == len(wgmma.variants(key))
+    one_commit = re.sub(r"\n *" + re.escape(commit), "", real).replace(
+        '"TC_DONE:\\n"', '"TC_DONE:\\n"\n        ' + commit)
+    assert one_commit.count(commit) == 1
     outs = C.compile_many([C.CompileJob(key.name, real, "sm_90a"), C.CompileJob(key.name, one_commit, "sm_90a")],
                           workers=1)
     check = wgmma_kernel.sass_check(key)

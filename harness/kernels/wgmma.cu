@@ -60,11 +60,12 @@ extern "C" __global__ void __launch_bounds__(128, 1)
     }
     {{A_REGS}}
 
-    // One asm statement issues the case's variant: fence, then for each compiled immediate combination its wgmma and
-    // a commit, guarded by "variant == its index" (none runs for an unknown variant), then wait 0. A C++ switch of
-    // one asm statement per variant made NVRTC's optimizer merge every accumulator over every branch (several times
-    // the compile time of the kernel itself); PTX branches to one fenced block per variant cost ptxas more time than
-    // these guards (AsmOperands.dispatch in families/wgmma/kernel.py says how much, and why the commit is guarded).
+    // One asm statement issues the case's variant: a uniform branch in PTX to one block per compiled immediate
+    // combination (none for an unknown variant), each block fence, wgmma, commit; then wait 0 where the blocks meet.
+    // A C++ switch of one asm statement per variant made NVRTC's optimizer merge every accumulator over every branch
+    // (several times the compile time of the kernel itself); with the fence or the commit outside the blocks ptxas
+    // 12.8 to 13.0 inject a warpgroup.arrive (info C7519); a wait in each block cost ptxas more time
+    // (AsmOperands.dispatch in families/wgmma/kernel.py).
 {{MMA_DISPATCH}}
 
     AccWords* out = reinterpret_cast<AccWords*>(d_out + slot * {{ACC_REGS}}ull);

@@ -47,28 +47,28 @@ class AsmOperands:
     def dispatch(self, variants: list[tuple[str, str] | None], extra_inputs: tuple[str, ...] = (),
                  selector: str = "p.variant", indent: str = "    ") -> str:
         """One asm statement issuing the instruction of the variant `selector` names: `variants` are (comment,
-        PTX instruction) in index order (None: that index issues nothing). One fence; then each variant's
-        instruction and a commit_group, both guarded by "selector == its index" (none runs for an index out of
-        range); then wait_group 0. `extra_inputs` (constraint strings) follow scale-d, as the sparse form's metadata
-        register; the selector comes last.
+        PTX instruction) in index order (None: that index issues nothing), and a uniform branch in PTX picks one
+        (none for an index out of range), which runs fenced and committed (wgmma.fence, the instruction,
+        commit_group) in its own block; every block then meets the one wait_group 0. `extra_inputs` (constraint
+        strings) follow scale-d, as the sparse form's metadata register; the selector comes last.
 
-        Why this shape: ptxas makes of each guarded pair a uniform branch around a WARPGROUP.ARRIVE and the
-        variant's GMMA, as it did of the PTX branch to one fenced, committed and waited block per variant that came
-        before, in less time (a 32-variant m64n256 f32 kernel: 0.64 s against 0.90 s on this project's CPU machine,
-        results/2026-11-27-cpu/compile-work.txt). The commit must be guarded too: with one commit after the guarded
-        instructions, ptxas adds a GMMA of its own (HGMMA.64x8x16.F16 RZ, gdesc[URZ]) to carry the commit in case
-        none ran, an instruction no case asked for.
-        """
+        The wait after the blocks meet, not one in each: ptxas took a quarter to a third less time on the largest
+        accumulators (a 32-variant m64n256 f32 kernel: 0.61 s against 0.86 s with NVRTC 13.0,
+        results/2026-11-27-cpu/compile-work.txt). The fence and the commit stay in the blocks: outside them ptxas
+        12.8 to 13.0 inject a warpgroup.arrive (info C7519), and ptxas adds a GMMA of its own
+        (HGMMA.64x8x16.F16 RZ, gdesc[URZ]) to carry a commit that follows no GMMA (no_other_gmma)."""
         if isinstance(extra_inputs, str):  # one constraint string would be counted character by character
             raise TypeError("extra_inputs: a tuple of constraint strings, e.g. ('\"r\"(meta)',)")
         sel = f"%{self.next_operand + len(extra_inputs)}"
-        lines = [".reg .pred p;", ".reg .pred v;", f"setp.ne.b32 p, {self.scale_op}, 0;", "wgmma.fence.sync.aligned;"]
-        for idx, variant in enumerate(variants):
-            if variant is not None:
-                comment, instruction = variant
-                lines += [f"setp.eq.u32 v, {sel}, {idx};  // {comment}", f"@v {instruction}",
-                          "@v wgmma.commit_group.sync.aligned;"]
-        lines.append("wgmma.wait_group.sync.aligned 0;")
+        lines = [".reg .pred p;", ".reg .pred v;", f"setp.ne.b32 p, {self.scale_op}, 0;"]
+        present = [(idx, v) for idx, v in enumerate(variants) if v is not None]
+        for idx, _ in present:
+            lines += [f"setp.eq.u32 v, {sel}, {idx};", f"@v bra.uni TC_VARIANT_{idx};"]
+        lines.append("bra.uni TC_DONE;")
+        for idx, (comment, instruction) in present:
+            lines += [f"TC_VARIANT_{idx}:  // {comment}", "wgmma.fence.sync.aligned;", instruction,
+                      "wgmma.commit_group.sync.aligned;", "bra.uni TC_DONE;"]
+        lines += ["TC_DONE:", "wgmma.wait_group.sync.aligned 0;"]
         body = [f'{indent}    "{line}\\n"' for line in lines]
         inputs = ", ".join([self.inputs, *extra_inputs, f'"r"({selector})'])
         return (f'{indent}asm volatile("{{\\n"\n' + "\n".join(body) + f'\n{indent}    "}}\\n"\n'
