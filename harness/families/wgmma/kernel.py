@@ -53,8 +53,9 @@ class AsmOperands:
         strings) follow scale-d, as the sparse form's metadata register; the selector comes last.
 
         The wait after the blocks meet, not one in each: ptxas took a quarter to a third less time on the largest
-        accumulators (a 32-variant m64n256 f32 kernel: 0.61 s against 0.86 s with NVRTC 13.0,
-        results/2026-11-27-cpu/compile-work.txt). The fence and the commit stay in the blocks: outside them ptxas
+        accumulators (a 32-variant m64n256 f32 kernel: 0.61 s against 0.86 s with NVRTC 13.0; the sweep's 48
+        sm_90a modules 78 core-seconds against 102 with the vector moves of C and D, results/2026-11-26-cpu/
+        compile-work.txt). The fence and the commit stay in the blocks: outside them ptxas
         12.8 to 13.0 inject a warpgroup.arrive (info C7519), and ptxas adds a GMMA of its own
         (HGMMA.64x8x16.F16 RZ, gdesc[URZ]) to carry a commit that follows no GMMA (no_other_gmma)."""
         if isinstance(extra_inputs, str):  # one constraint string would be counted character by character
