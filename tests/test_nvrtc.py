@@ -184,22 +184,37 @@ def test_the_naive_baselines_one_variant_kernel_issues_only_that_variant(tmp_pat
     assert [i.opcode for i in instrs if "GMMA" in i.opcode] == [wgmma_kernel.sass_opcode(key, v)]
 
 
-def test_a_commit_no_variant_carries_gets_ptxas_own_gmma_and_the_check_rejects_it():
+@pytest.mark.parametrize("family", ["wgmma", "wgmma_sp"])
+def test_a_commit_no_variant_carries_gets_ptxas_own_gmma_and_the_check_rejects_it(family):
     """The dispatch commits in each variant's block. One commit where the blocks meet instead (where the path of an
     unknown variant, no GMMA on it, comes too) makes ptxas add a GMMA of its own (HGMMA.64x8x16.F16 RZ,
     gdesc[URZ]) that every case would run: the kernel's check wants its variants' tensor-core instructions and no
     other, so it fails that kernel and passes the real one."""
-    key = next(k for k in wgmma.all_kernel_keys() if k.kind == "tf32" and k.n == 16 and k.a_src == "SS")
-    real = wgmma_kernel.source(key)
+    if family == "wgmma":
+        key = next(k for k in wgmma.all_kernel_keys() if k.kind == "tf32" and k.n == 16 and k.a_src == "SS")
+        kernel, variants = wgmma_kernel, wgmma.variants(key)
+    else:
+        key = next(k for k in sparse_forms.all_kernel_keys(n_values=(16,)) if k.dense.a_src == "SS")
+        kernel, variants = sparse_kernel, sparse_forms.variants(key)
+    real = kernel.source(key)
     commit = '"wgmma.commit_group.sync.aligned;\\n"'
-    assert real.count(commit) == len(wgmma.variants(key))
+    assert real.count(commit) == len(variants)
     one_commit = re.sub(r"\n *" + re.escape(commit), "", real).replace(
         '"TC_DONE:\\n"', '"TC_DONE:\\n"\n        ' + commit)
     assert one_commit.count(commit) == 1
     outs = C.compile_many([C.CompileJob(key.name, real, "sm_90a"), C.CompileJob(key.name, one_commit, "sm_90a")],
                           workers=1)
-    check = wgmma_kernel.sass_check(key)
+    check = kernel.sass_check(key)
     assert sass.verify(outs[0].cubin_path, check).ok
     verdict = sass.verify(outs[1].cubin_path, check)
     assert not verdict.ok and "and no other" in str(verdict)
     assert "RZ, gdesc[URZ]" in C.sass_of_bytes(outs[1].cubin_path.read_bytes())
+
+
+def test_the_template_takes_no_odd_accumulator_count():
+    """kernels/wgmma.cu moves C and D as uint4 or uint2 vectors: a key with an odd register count is refused by name
+    before any source is made (every real form has an even count: N / 4 or N / 2, N a multiple of 8)."""
+    assert all(k.acc_regs % 2 == 0 for k in wgmma.all_kernel_keys())
+    odd = dataclasses.make_dataclass("OddKey", [("dtype", str), ("acc_regs", int)])("f32", 3)
+    with pytest.raises(ValueError, match="3 accumulator registers"):
+        wgmma_kernel.fill_template("odd_kernel", odd, "", "")

@@ -106,6 +106,8 @@ def fill_template(name: str, key, a_regs: str, dispatch: str, meta_param: str = 
     """kernels/wgmma.cu for a kernel named `name` with `key`'s accumulators (dtype, acc_regs); `meta_param` is
     the sparse form's extra kernel parameter (nothing for the dense form)."""
     is_f32 = key.dtype == "f32"
+    if key.acc_regs % 2:  # the template moves C and D two or four words at a time, from each thread's first register
+        raise ValueError(f"{name}: {key.acc_regs} accumulator registers; kernels/wgmma.cu moves them in pairs")
     return kernels.fill(kernels.template("wgmma.cu"), KERNEL_NAME=name,
                         ACC_TYPE="float" if is_f32 else "unsigned int", ACC_REGS=key.acc_regs,
                         ACC_WORDS="uint4" if key.acc_regs % 4 == 0 else "uint2",
