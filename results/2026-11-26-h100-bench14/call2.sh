@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# call2: OLD (abtree/old: 6700b87, the session's start) against NEW (73239a4: each variant's block fenced and committed,
+# call2: OLD (abtree/old: 6700b87, the session's start) against NEW (1d23fc2: each variant's block fenced and committed,
 # the one wait where the blocks meet; C and D moved as vectors): cold sweeps OLD NEW NEW OLD, each with its own empty
 # caches (the harness's and NVIDIA's compute cache), after a warm-up of the libraries; NEW's second cold sweep with its
 # timeline; two rounds of warm sweeps in turn; then the README's test command on NEW (its own default caches, empty on a
