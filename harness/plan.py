@@ -19,6 +19,7 @@ from pathlib import Path
 from harness import families
 from harness.enums import Arch, OperandSource
 from harness.families.base import Kernel
+from harness.run.files import write_atomically
 
 try:
     import fcntl
@@ -178,9 +179,7 @@ def write_plan(path: Path, plan: list, siblings: str) -> list:
     other sources. Their lock files stay: empty, and perhaps held by a process of those sources."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-        tmp.write_bytes(pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL))
-        tmp.replace(path)  # atomic: a concurrent sweep never reads half a plan
+        write_atomically(path, pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL))  # never half a plan
         for stale in path.parent.glob(siblings):  # plans of other sources are never read again
             if stale != path:
                 stale.unlink(missing_ok=True)

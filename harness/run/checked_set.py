@@ -28,6 +28,8 @@ import json
 import os
 from pathlib import Path
 
+from harness.run.files import write_atomically
+
 FOLDER = "checked"
 # lists recorded (a sweep's; each GPU shard's of a test run, one per pytest-xdist worker; each selection's), a few
 # kB to ~130 kB each (the default sweep's 823 kernels): past KEEP, the oldest are removed when one is recorded
@@ -84,9 +86,7 @@ def record(root: Path, list_key: str, cubins: list[Path]) -> None:
         entries = [{"path": str(p), "identity": identity(p)} for p in cubins]
         if any(e["identity"] is None for e in entries):
             return
-        tmp = folder / f"{list_key}.json.tmp{os.getpid()}"
-        tmp.write_text(json.dumps({"cubins": entries}))
-        tmp.replace(folder / f"{list_key}.json")
+        write_atomically(folder / f"{list_key}.json", json.dumps({"cubins": entries}))
         lists = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         for old in lists[KEEP:]:
             old.unlink(missing_ok=True)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from harness.families.base import Kernel
 from harness.run.compile import CompileError, Compiled
+from harness.run.files import write_atomically
 from harness.run.toolchain import Toolchain
 
 FORMAT = "tc-harness-kernels"
@@ -184,7 +185,5 @@ def write(path, toolchain: Toolchain, kernels: list[tuple[Kernel, str]], compile
                 "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "selection": selection,
                 "options": list(options), "toolchain": {**toolchain.record(), "archs": list(toolchain.archs)},
                 "kernels": [vars(e) for e in entries]}
-    tmp = folder / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
-    tmp.replace(old)
+    write_atomically(old, json.dumps(manifest, indent=1) + "\n")
     return load(folder)

@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.run import compile as nvrtc, cores
+from harness.run.files import write_atomically
 
 CHECKER_SOURCE = Path(__file__).read_bytes()
 
@@ -145,9 +146,7 @@ def _cached_or_disassembled(cached: Path, data: bytes, folder: Path) -> str:
     text = nvrtc.sass_of_bytes(data)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
-        tmp.write_text(text)
-        tmp.replace(cached)  # atomic: a concurrent process reads the whole listing or none
+        write_atomically(cached, text)  # a concurrent process reads the whole listing or none
     except OSError:
         pass  # a read-only cache: disassembled again next time
     return text
@@ -233,10 +232,8 @@ def verdict_path(cubin_path: Path, content: str, check: SassCheck) -> Path:
 
 def save_verdict(path: Path, verdict: Verdict) -> None:
     try:
-        # the process and the thread: verify_many's threads and compile_many's parent both save verdicts
-        tmp = path.with_suffix(f".tmp{os.getpid()}-{threading.get_ident()}")
-        tmp.write_text(json.dumps({"broken": verdict.broken, "tensor_core": verdict.tensor_core}))
-        tmp.replace(path)  # atomic: a concurrent sweep never reads half a verdict
+        # verify_many's threads and compile_many's parent both save verdicts: the temporary file is the thread's
+        write_atomically(path, json.dumps({"broken": verdict.broken, "tensor_core": verdict.tensor_core}))
     except OSError:
         pass  # a cubin in a read-only folder is checked again next time
 
