@@ -105,14 +105,12 @@ def compile_one(job: CompileJob, tc: Toolchain | None = None) -> Compiled:
 # with one nvdisasm start, which costs about as much per module as the work (16 single-kernel cubins: 5.4 s,
 # one cubin of the same 16: 0.5 s, on this project's CPU machine; 64 sparse wgmma kernels: 3.6 s in modules of 8,
 # 1.3 s in modules of 32). Fewer modules also mean fewer module loads on the GPU.
-KERNELS_PER_MODULE = 32
-MODULES_PER_WORKER = 3
-# Each module's SASS check starts a disassembler, ~0.36 s of CPU before its first instruction however small the cubin
-# (results/2026-11-26-cpu/module-size.txt): a module of a kernel or two spends more on that than its spread saves.
-# Without this floor a small group went out a kernel a module (the 34 and 27 compile-only tcgen05 kernels of a
-# cold sweep on 16 workers: 61 modules). One size for every group, from all the jobs, cut those to 4 but left a
-# compile of few processes with fewer, larger modules: tcgen05's compile test (4 processes) took 1.5-2.5 s longer
-# cold on H100 nodes (results/2026-11-26-h100-bench11/call4/).
+# One module a worker, of up to 48 kernels: a cold sweep's 823 kernels on 16 workers in 32 modules took 104 core-s
+# of NVRTC 13.0 and disassembly, against 129 in the 64 modules of three a worker and up to 32 kernels. Its largest
+# module (6.6 s) goes out first: handed out heaviest first to 16 processes, those modules' times end 0.3 s after an
+# even share of the work would (results/2026-11-26-cpu/modules-per-worker.txt).
+KERNELS_PER_MODULE = 48
+MODULES_PER_WORKER = 1
 MIN_KERNELS_PER_MODULE = 4
 
 
@@ -158,8 +156,8 @@ def _run_job(args):
 
 def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
     """The jobs to compile, grouped into modules: cubins of one arch and options, at most KERNELS_PER_MODULE a
-    module and, with several workers, no fewer modules than MODULES_PER_WORKER per worker (the compiling and the
-    SASS check's one disassembly per module keep every core busy to the end), but a group in modules of up to no
+    module and, with several workers, no fewer modules than MODULES_PER_WORKER per worker (every core busy to the
+    end, the heaviest module first), but a group in modules of up to no
     fewer than MIN_KERNELS_PER_MODULE (a group of 6 in two of 3); PTX one kernel a module (the driver's JIT would
     compile the whole module for each kernel it loads)."""
     if tc.kind.module_suffix != ".cubin":
