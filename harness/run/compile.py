@@ -105,12 +105,18 @@ def compile_one(job: CompileJob, tc: Toolchain | None = None) -> Compiled:
 # with one nvdisasm start, which costs about as much per module as the work (16 single-kernel cubins: 5.4 s,
 # one cubin of the same 16: 0.5 s, on this project's CPU machine; 64 sparse wgmma kernels: 3.6 s in modules of 8,
 # 1.3 s in modules of 32). Fewer modules also mean fewer module loads on the GPU.
-# One module a worker, of up to 48 kernels: a cold sweep's 823 kernels on 16 workers in 32 modules took 104 core-s
-# of NVRTC 13.0 and disassembly, against 129 in the 64 modules of three a worker and up to 32 kernels. Its largest
-# module (6.6 s) goes out first: handed out heaviest first to 16 processes, those modules' times end 0.3 s after an
-# even share of the work would (results/2026-11-26-cpu/modules-per-worker.txt).
-KERNELS_PER_MODULE = 48
-MODULES_PER_WORKER = 1
+# Two modules a worker, of up to 32 kernels, balanced by estimated cost (`compile_cost`): on an H200 node's 16 cores
+# the sweep's 823 kernels in the 64 modules of three a worker spent 42-45 core-s disassembling, in 32 modules of one a
+# worker 23-25; but with one a worker the slowest module (10.5 s of NVRTC under the compile's load) set the compile's
+# end: 11.8 s, against 12.6-13.2 s in 64 (results/2026-11-26-h200-bench15/call3/). Two a worker halves that module.
+KERNELS_PER_MODULE = 32
+MODULES_PER_WORKER = 2
+# Each module's SASS check starts a disassembler, ~0.36 s of CPU before its first instruction however small the cubin
+# (results/2026-11-26-cpu/module-size.txt): a module of a kernel or two spends more on that than its spread saves.
+# Without this floor a small group went out a kernel a module (the 34 and 27 compile-only tcgen05 kernels of a
+# cold sweep on 16 workers: 61 modules). One size for every group, from all the jobs, cut those to 4 but left a
+# compile of few processes with fewer, larger modules: tcgen05's compile test (4 processes) took 1.5-2.5 s longer
+# cold on H100 nodes (results/2026-11-26-h100-bench11/call4/).
 MIN_KERNELS_PER_MODULE = 4
 
 
@@ -175,21 +181,28 @@ def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
     for group in groups.values():
         size = min(KERNELS_PER_MODULE, max(MIN_KERNELS_PER_MODULE, -(-len(group) // spread)))
         out += balanced(group, size)
-    return sorted(out, key=lambda m: -sum(len(t[1].source) for t in m)) + singles
+    return sorted(out, key=lambda m: -sum(compile_cost(t[1]) for t in m)) + singles
+
+
+def compile_cost(job: CompileJob) -> int:
+    """A kernel's NVRTC time, up to a factor: the square of its source's length. A kernel's variants are its source's
+    asm blocks, and NVRTC's time grows faster than they do: over the sweep's 762 sm_90a kernels compiled one at a time
+    (NVRTC 13.0), the square fits the times better than the length (r^2 0.78 against 0.68; the slowest, 54 KB of
+    source, 1.62 s against 0.14 s on average; results/2026-11-26-cpu/modules-per-worker.txt)."""
+    return len(job.source) ** 2
 
 
 def balanced(group: list, size: int) -> list[list]:
-    """The group's jobs in as few modules of at most `size` as hold them, of about equal work: the longest source
-    first (a kernel's variants are its source's asm blocks, and NVRTC's time grows with them) onto the module with
-    the least source so far. In plan order, the sparse kernels' modules (three times a dense one's compile) came
-    last and ran alone at the end of a cold compile."""
+    """The group's jobs in as few modules of at most `size` as hold them, of about equal work: the costliest job
+    first (compile_cost) onto the module with the least cost so far. In plan order, the sparse kernels' modules
+    (three times a dense one's compile) came last and ran alone at the end of a cold compile."""
     count = -(-len(group) // size)
     modules: list[list] = [[] for _ in range(count)]
     load = [0] * count
-    for t in sorted(group, key=lambda t: (-len(t[1].source), t[1].name)):
+    for t in sorted(group, key=lambda t: (-compile_cost(t[1]), t[1].name)):
         m = min((i for i in range(count) if len(modules[i]) < size), key=lambda i: (load[i], i))
         modules[m].append(t)
-        load[m] += len(t[1].source)
+        load[m] += compile_cost(t[1])
     return modules
 
 

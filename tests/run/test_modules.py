@@ -72,24 +72,35 @@ def test_modules_are_balanced_by_source_and_handed_out_heaviest_first():
 
 
 def test_a_small_group_goes_out_in_modules_of_at_least_the_floor():
-    """240 kernels of one arch and 12 of another on 16 workers: one module a worker gives the large group modules of
-    ceil(240 / 16) = 15, and the small one modules of MIN_KERNELS_PER_MODULE = 4, not 12 single-kernel modules (each
+    """240 kernels of one arch and 12 of another on 16 workers: two modules a worker give the large group modules of
+    ceil(240 / 32) = 8, and the small one modules of MIN_KERNELS_PER_MODULE = 4, not 12 single-kernel modules (each
     module's SASS check starts a disassembler); on 4 workers 44 kernels of one arch go out in modules of
-    ceil(44 / 4) = 11 and 6 of another in two of 3, not six of 1; 1,000 kernels on 16 workers in modules of at most
+    ceil(44 / 8) = 6 and 6 of another in two of 3, not six of 1; 1,000 kernels on 16 workers in modules of at most
     KERNELS_PER_MODULE."""
     jobs = [C.CompileJob(f"k{i}", "x" * 100, "sm_90a") for i in range(240)]
     jobs += [C.CompileJob(f"t{i}", "y" * 100, "sm_100a") for i in range(12)]
     modules = C.modules_to_compile([(i, j, None) for i, j in enumerate(jobs)], toolchain.default(), workers=16)
     sizes = {arch: sorted({len(m) for m in modules if m[0][1].arch == arch}) for arch in ("sm_90a", "sm_100a")}
-    assert sizes == {"sm_90a": [15], "sm_100a": [C.MIN_KERNELS_PER_MODULE]} and len(modules) == 16 + 3
+    assert sizes == {"sm_90a": [8], "sm_100a": [C.MIN_KERNELS_PER_MODULE]} and len(modules) == 30 + 3
     assert all(len({t[1].arch for t in m}) == 1 for m in modules)
     few = C.modules_to_compile([(i, j, None) for i, j in enumerate(jobs[:44] + jobs[240:246])], toolchain.default(),
                                workers=4)
-    assert sorted(len(m) for m in few if m[0][1].arch == "sm_90a") == [11] * 4
+    assert sorted(len(m) for m in few if m[0][1].arch == "sm_90a") == [5] * 4 + [6] * 4
     assert sorted(len(m) for m in few if m[0][1].arch == "sm_100a") == [3, 3]
     many = [C.CompileJob(f"k{i}", "x" * 100, "sm_90a") for i in range(1000)]
     capped = C.modules_to_compile([(i, j, None) for i, j in enumerate(many)], toolchain.default(), workers=16)
     assert max(map(len, capped)) == C.KERNELS_PER_MODULE and len(capped) == -(-1000 // C.KERNELS_PER_MODULE)
+
+
+def test_modules_are_balanced_by_estimated_cost_not_by_source_length():
+    """NVRTC's time grows with the square of a kernel's source (compile_cost): one kernel of three times the length
+    of nine others costs as much as all nine, and goes out in a module of its own, the nine in the other (by length
+    it would have shared its module with short ones, four and six)."""
+    jobs = [C.CompileJob(f"k{i}", "x" * n, "sm_90a") for i, n in enumerate([300] + [100] * 9)]
+    modules = C.balanced([(i, j, None) for i, j in enumerate(jobs)], 9)
+    assert sorted(len(m) for m in modules) == [1, 9]
+    assert {len(m[0][1].source) for m in modules if len(m) == 1} == {300}
+    assert C.compile_cost(jobs[0]) == 9 * C.compile_cost(jobs[1])
 
 
 def test_a_compile_that_checks_leaves_the_sass_check_nothing_to_judge(tmp_path, monkeypatch):
