@@ -105,10 +105,11 @@ def compile_one(job: CompileJob, tc: Toolchain | None = None) -> Compiled:
 # with one nvdisasm start, which costs about as much per module as the work (16 single-kernel cubins: 5.4 s,
 # one cubin of the same 16: 0.5 s, on this project's CPU machine; 64 sparse wgmma kernels: 3.6 s in modules of 8,
 # 1.3 s in modules of 32). Fewer modules also mean fewer module loads on the GPU.
-# Two modules a worker, of up to 32 kernels, balanced by estimated cost (`compile_cost`): on an H200 node's 16 cores
-# the sweep's 823 kernels in the 64 modules of three a worker spent 42-45 core-s disassembling, in 32 modules of one a
-# worker 23-25; but with one a worker the slowest module (10.5 s of NVRTC under the compile's load) set the compile's
-# end: 11.8 s, against 12.6-13.2 s in 64 (results/2026-11-26-h200-bench15/call3/). Two a worker halves that module.
+# Two modules a worker, of up to 32 kernels, balanced by estimated cost (`compile_cost`). Fewer modules mean fewer
+# disassembler starts: on H200 nodes the compile's disassembly took 42-45 core-s in the 64 modules of three a worker,
+# 23-25 in 32 of one a worker, 31.7 in 48 of two (results/2026-11-26-h200-bench15/call3/, call4/). One a worker left
+# the compile uneven: its modules' NVRTC took 6.2-10.6 s under load, and the compile ended 1.0-1.7 s after an even share
+# of its work on 16 processes would have; three a worker 0.7-1.1 s, two 0.45 s (the modtimes-*.json there).
 KERNELS_PER_MODULE = 32
 MODULES_PER_WORKER = 2
 # Each module's SASS check starts a disassembler, ~0.36 s of CPU before its first instruction however small the cubin
@@ -188,7 +189,8 @@ def compile_cost(job: CompileJob) -> int:
     """A kernel's NVRTC time, up to a factor: the square of its source's length. A kernel's variants are its source's
     asm blocks, and NVRTC's time grows faster than they do: over the sweep's 762 sm_90a kernels compiled one at a time
     (NVRTC 13.0), the square fits the times better than the length (r^2 0.78 against 0.68; the slowest, 54 KB of
-    source, 1.62 s against 0.14 s on average; results/2026-11-26-cpu/modules-per-worker.txt)."""
+    source, 1.62 s against 0.14 s on average; results/2026-11-26-cpu/modules-per-worker.txt). The fit's constant is left
+    out and it was made on sm_90a kernels alone; the 32-kernel cap bounds what that costs a module's balance."""
     return len(job.source) ** 2
 
 
