@@ -164,9 +164,9 @@ def _run_job(args):
 def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
     """The jobs to compile, grouped into modules: cubins of one arch and options, at most KERNELS_PER_MODULE a
     module and, with several workers, no fewer modules than MODULES_PER_WORKER per worker (every core busy to the
-    end, the heaviest module first), but a group in modules of up to no
-    fewer than MIN_KERNELS_PER_MODULE (a group of 6 in two of 3); PTX one kernel a module (the driver's JIT would
-    compile the whole module for each kernel it loads)."""
+    end, the heaviest module first), but a group in modules of up to no fewer than MIN_KERNELS_PER_MODULE (a group
+    of 6 in two of 3); PTX one kernel a module (the driver's JIT would compile the whole module for each kernel it
+    loads)."""
     if tc.kind.module_suffix != ".cubin":
         return [[t] for t in todo]
     groups: dict[tuple, list] = {}
