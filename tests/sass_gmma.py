@@ -1,7 +1,7 @@
 """Reading the SASS of the wgmma kernels: the tensor-core instructions, how a descriptor step was compiled, and
 whether any instruction touches a register an in-flight wgmma still reads (A) or writes (D).
 
-SASS facts used (cuobjdump of sm_90a cubins; see tests/test_wgmma_seq.py for the kernels they were read from):
+SASS facts used (nvdisasm listings of sm_90a cubins; see tests/test_wgmma_seq.py for the kernels they were read from):
   * `HGMMA/QGMMA/IGMMA/BGMMA.64xNxK...` is one wgmma.mma_async; its operands are D (first register of N/2
     32-bit registers, N/4 for an .F16 accumulator), A (a register quad for RS, `gdesc[URx]` for SS), `gdesc`
     for B, ...; the one that carries `gsb0` closes a commit group (wgmma.commit_group);
@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import re
 
+from harness.run.sass import function_listings
+
 GMMA = re.compile(r"^[HQIB]GMMA\.64x(?P<n>\d+)x\d+(?P<rest>[.A-Z0-9]*)$")
 
 
 def function_text(listing: str, name: str) -> str:
-    """The part of a cuobjdump listing that is one function's code (a module may hold several kernels: a test that
-    read the whole listing could be satisfied by another kernel's instructions)."""
-    chunks = {c.split()[0]: c for c in listing.split("Function : ")[1:]}
+    """The part of a listing that is one function's code (a module may hold several kernels: a test that read the
+    whole listing could be satisfied by another kernel's instructions)."""
+    chunks = function_listings(listing)
     assert name in chunks, f"no function {name} in the listing (it has {', '.join(sorted(chunks))})"
     return chunks[name]
+
+
 REG = re.compile(r"\bR(\d+)(\.64)?\b")
 
 

@@ -5,7 +5,7 @@ launched. This is what `pytest` on a GPU node and every `python -m harness sweep
 where every kernel is compiled) check for every kernel; CI checks a representative set.
 
 A family states what each kernel's SASS must show as a `SassCheck` (rules over instructions: opcode, operands,
-how many). Disassembling costs one `cuobjdump` process per cubin (most of it the disassembler's start-up), so
+how many). Disassembling costs one `nvdisasm` process per cubin (most of it the disassembler's start-up), so
 the verdict is cached beside the cubin, keyed by the rules: a warm sweep disassembles nothing.
 """
 from __future__ import annotations
@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from harness.run.files import write_atomically
 
 CHECKER_SOURCE = Path(__file__).read_bytes()
 
-# one instruction of cuobjdump's listing: /*0090*/  @!P0 HGMMA.64x8x16.F32 R24, gdesc[UR4], RZ, !UPT, gsb0 ;
+# one instruction of nvdisasm's listing: /*0090*/  @!P0 HGMMA.64x8x16.F32 R24, gdesc[UR4], RZ, !UPT, gsb0 ;
 INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)([^;]*);")
 
 
@@ -91,8 +90,33 @@ class SassCheck:
 
 
 def instructions(sass_text: str) -> list[Instruction]:
-    """Every instruction of a cuobjdump listing, in order."""
-    return [Instruction(m.group(1), m.group(2).strip()) for m in INSTRUCTION.finditer(sass_text)]
+    """Every instruction of a listing (or of part of one), in order; a target the listing names by a label of its own
+    (a branch's `(.L_x_12), a call's or return's `($__internal_0_...) or `(kernel)) as that label's offset in its
+    function, 0x1a0, as cuobjdump prints it: nvdisasm numbers its labels across the module, so that a kernel's code
+    reads the same in a module of one and in a module of many (tests/run/test_modules.py)."""
+    found = [(m.group(1), m.group(2).strip()) for m in INSTRUCTION.finditer(sass_text)]
+    if "`(" not in sass_text:
+        return [Instruction(op, operands) for op, operands in found]
+    offsets = label_offsets(sass_text)
+
+    def offset(m: re.Match) -> str:
+        return hex(offsets[m.group(1)]) if m.group(1) in offsets else m.group(0)
+    return [Instruction(op, TARGET.sub(offset, operands) if "`(" in operands else operands) for op, operands in found]
+
+
+LABEL = re.compile(r"^[ \t]*([.$\w]+):[ \t]*$", re.M)  # a label's definition, alone on its line: .L_x_12:
+OFFSET = re.compile(r"/\*([0-9a-f]{4,})\*/")  # an instruction's offset in its function's section
+TARGET = re.compile(r"`\(([^)\s]+)\)")  # a target named by a label: `(.L_x_12)
+
+
+def label_offsets(sass_text: str) -> dict[str, int]:
+    """Each label defined in a listing -> the offset of the instruction it labels (the next one after it)."""
+    out = {}
+    for m in LABEL.finditer(sass_text):
+        at = OFFSET.search(sass_text, m.end())
+        if at is not None:
+            out[m.group(1)] = int(at.group(1), 16)
+    return out
 
 
 def tensor_core_opcodes(instrs) -> list[str]:
@@ -109,22 +133,21 @@ def content_digest(data: bytes) -> str:
 
 @lru_cache(maxsize=1)
 def disassembler_id() -> str:
-    """Which tools make the listings: cuobjdump and the nvdisasm it runs (each one's path, size and time), and
-    how it is asked (LISTING_FORMAT); another of either may print them otherwise."""
-    exe = Path(nvrtc.cuobjdump_path())
-    nvdisasm = shutil.which("nvdisasm", path=str(exe.parent) + os.pathsep + os.environ.get("PATH", ""))
-    parts = [LISTING_FORMAT]
-    for tool in (exe, nvdisasm):
-        st = Path(tool).stat() if tool else None
-        parts.append(f"{tool}\0{st.st_size}\0{st.st_mtime_ns}" if st else "absent")
+    """Which tool makes the listings: nvdisasm's path, size and time, and how it is asked (LISTING_FORMAT); another
+    nvdisasm, or other options, may print them otherwise."""
+    tool = Path(nvrtc.nvdisasm_path())
+    st = tool.stat()
+    parts = [LISTING_FORMAT, f"{tool}\0{st.st_size}\0{st.st_mtime_ns}"]
     return hashlib.sha256("\1".join(parts).encode()).hexdigest()[:12]
 
 
-LISTING_FORMAT = "cuobjdump --dump-sass"  # what harness.run.compile.sass runs
+LISTING_FORMAT = " ".join(("nvdisasm", *nvrtc.DISASSEMBLER_OPTIONS))  # what harness.run.compile.sass runs
+# a section's header in a listing: a function's code is its .text.<name> section's   .section  .text.k,"ax",@progbits
+SECTION = re.compile(r"^[ \t]*\.section[ \t]+([^\s,]+)", re.M)
 
 
 def disassembly(data: bytes) -> str:
-    """cuobjdump's SASS listing of these cubin bytes, kept in the compile cache keyed by the bytes and the
+    """nvdisasm's SASS listing of these cubin bytes, kept in the compile cache keyed by the bytes and the
     disassembler: the processes of a test run or of sweeps after it (xdist workers, CLI subprocesses) disassemble
     each cubin once, not once each (131 of the 314 disassemblies of a CI run were repeats). The bytes hashed are
     the bytes disassembled: a cubin rewritten meanwhile cannot file its listing under another's name."""
@@ -160,8 +183,15 @@ def listing_of(content: str, data: bytes) -> tuple[str | None, tuple[Instruction
 
 
 def listing_arch(text: str) -> str | None:
-    m = re.search(r"code for (sm_\w+)", text)
+    """The arch a listing says its cubin is code for (its `.target` line)."""
+    m = re.search(r"^[ \t]*\.target[ \t]+(sm_\w+)", text, re.M)
     return m.group(1) if m else None
+
+
+def function_listings(text: str) -> dict[str, str]:
+    """Each function of a listing -> its part of the listing (from its section's header to the next section's)."""
+    parts = SECTION.split(text)
+    return {parts[i][len(".text."):]: parts[i + 1] for i in range(1, len(parts), 2) if parts[i].startswith(".text.")}
 
 
 def functions(cubin_path: Path | str) -> dict[str, tuple[Instruction, ...]]:
@@ -175,7 +205,7 @@ def functions_of(content: str, data: bytes) -> tuple[str | None, dict[str, tuple
     """(the arch the cubin is code for, each of its functions -> its instructions): a module's listing parsed once
     for all its kernels (verify_many gives each module's kernels to one thread)."""
     text = disassembly(data)
-    return listing_arch(text), {chunk.split()[0]: tuple(instructions(chunk)) for chunk in text.split("Function : ")[1:]}
+    return listing_arch(text), {name: tuple(instructions(part)) for name, part in function_listings(text).items()}
 
 
 @dataclass(frozen=True)
@@ -239,7 +269,7 @@ def save_verdict(path: Path, verdict: Verdict) -> None:
 
 
 def verify_many(items: list[tuple[Path | str, SassCheck]], workers: int | None = None) -> list[Verdict]:
-    """verify() over many cubins in parallel (threads: the work is in cuobjdump processes), one module at a time
+    """verify() over many cubins in parallel (threads: the work is in nvdisasm processes), one module at a time
     per thread: a module's kernels all need its one disassembly and one parse, so a thread takes all of them (in
     plan order, threads holding one module's kernels each waited on its disassembly, and the modules went one after
     another: 35 s of an H100 node's cold sweep), and a module is not parsed again after others pushed it out of the

@@ -11,19 +11,50 @@ from harness.records import results
 from harness.run import sass
 
 LISTING = """
-        code for sm_90a
-                Function : k
-        /*0080*/                   MOV R1, c[0x0][0x28] ;                        /* 0x00000a0000017a02 */
-        /*0090*/               @P0 HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], R24, UP0, gsb0 ;  /* 0x80000 */
-        /*00a0*/              @!P1 HGMMA.64x8x16.F32 R24, R20, gdesc[UR4].negB, R24, UP0, gsb0 ; /* 0x8 */
-        /*00b0*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;              /* 0x0 */
+	.target	sm_90a
+
+//--------------------- .text.k --------------------------
+	.section	.text.k,"ax",@progbits
+k:
+.text.k:
+        /*0080*/                   MOV R1, c[0x0][0x28] ;
+        /*0090*/               @P0 HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], R24, UP0, gsb0 ;
+        /*00a0*/              @!P1 HGMMA.64x8x16.F32 R24, R20, gdesc[UR4].negB, R24, UP0, gsb0 ;
+.L_x_0:
+        /*00b0*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*00c0*/               @P1 BRA `(.L_x_0) ;
+        /*00d0*/                   RET.REL.NODEC R2 `(k) ;
+.L_x_1:
+//--------------------- .text.k2 --------------------------
+	.section	.text.k2,"ax",@progbits
+k2:
+.text.k2:
+        /*0000*/               @P0 BRA `(.L_x_9) ;
+//--------------------- .nv.reservedSmem --------------------------
+	.section	.nv.reservedSmem,"aw",@nobits
+        /*0000*/                   NOT_AN_INSTRUCTION_OF_K2 ;
 """
 
 
 def test_a_listing_is_read_as_opcodes_and_operands_with_predicates_dropped():
-    ins = sass.instructions(LISTING)
-    assert [i.opcode for i in ins] == ["MOV", "HGMMA.64x8x16.F32.BF16", "HGMMA.64x8x16.F32", "WARPGROUP.DEPBAR.LE"]
+    ins = sass.instructions(sass.function_listings(LISTING)["k"])
+    assert [i.opcode for i in ins] == ["MOV", "HGMMA.64x8x16.F32.BF16", "HGMMA.64x8x16.F32", "WARPGROUP.DEPBAR.LE",
+                                       "BRA", "RET.REL.NODEC"]
     assert ins[2].operands == "R24, R20, gdesc[UR4].negB, R24, UP0, gsb0"
+
+
+def test_a_target_named_by_a_label_reads_as_the_offset_it_labels():
+    """nvdisasm names branch targets by labels numbered across the module; read as offsets in the function (as
+    cuobjdump prints them), a kernel's code is the same in any module. A label the listing does not define stays."""
+    k, k2 = (sass.instructions(sass.function_listings(LISTING)[f]) for f in ("k", "k2"))
+    assert [i.operands for i in k[4:]] == ["0xb0", "R2 0x80"] and k2[0].operands == "`(.L_x_9)"
+
+
+def test_a_listing_is_split_into_its_functions_and_names_its_arch():
+    fns = sass.function_listings(LISTING)
+    assert list(fns) == ["k", "k2"] and sass.listing_arch(LISTING) == "sm_90a"
+    assert [i.opcode for i in sass.instructions(fns["k2"])] == ["BRA"]  # neither k's nor another section's
+    assert sass.function_listings("\t.target\tsm_90a\n") == {} and sass.listing_arch("no target") is None
 
 
 @pytest.mark.parametrize("rule, ok", [
@@ -131,9 +162,9 @@ def test_a_cubins_listing_is_disassembled_once_for_every_process(tmp_path, monke
     monkeypatch.setattr(sass.nvrtc, "sass_of_bytes", lambda data: calls.append(data) or real(data))
     data = built.cubin_path.read_bytes()
     text = sass.disassembly(data)
-    assert "Function : wgmma_b1_m64n8k256_s32_SS" in text and "GMMA" in text and len(calls) == 1
+    assert ".text.wgmma_b1_m64n8k256_s32_SS" in text and "GMMA" in text and len(calls) == 1
     assert sass.disassembly(bytes(data)) == text and len(calls) == 1  # the same bytes, read again elsewhere
-    monkeypatch.setattr(sass, "disassembler_id", lambda: "another-cuobjdump-or-nvdisasm")
+    monkeypatch.setattr(sass, "disassembler_id", lambda: "another-nvdisasm")
     assert sass.disassembly(data) == text and len(calls) == 2
     other = [j for j in [C.CompileJob("x", wgmma_kernel.source(forms.KernelKey("b1", 16, "s32", "SS")), "sm_90a")]]
     (built16,) = C.compile_many(other, workers=1)
