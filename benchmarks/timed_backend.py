@@ -1,6 +1,7 @@
 """harness.run.launch with each launch's pieces timed (for benchmarks/sweep_timeline.py; the GPU worker imports it
 as its backend by name). Appends one JSON line a launch to $TIMED_BACKEND_LOG. The same calls as launch.run and
-launch.run_to_file, in the same order, with a wait after the copies in so that they are timed apart from the kernel."""
+launch.run_to_host, in the same order, with a wait after the copies in so that they are timed apart from the kernel.
+The outputs' file is written by the worker's writer thread, behind the next launch (worker.Answers): not timed here."""
 import json
 import os
 import time
@@ -11,24 +12,20 @@ from harness.run.launch import LaunchInput, OutputSpec  # noqa: F401
 LOG = os.environ.get("TIMED_BACKEND_LOG")
 use_device = launch.use_device
 STAGINGS, stage = launch.STAGINGS, launch.stage  # launch files read ahead as launch's are (their load_s is then ~0)
+OUTPUT_STAGINGS = launch.OUTPUT_STAGINGS
 
 
 def run(cubin_path, kernel_name, inp):
     import cupy as cp
-    return timed(cubin_path, kernel_name, inp, lambda outs: ({k: cp.asnumpy(v) for k, v in outs.items()}, 0.0))
+    return timed(cubin_path, kernel_name, inp, lambda outs: {k: cp.asnumpy(v) for k, v in outs.items()})
 
 
-def run_to_file(cubin_path, kernel_name, inp, out_path):
-    def copy_out(outs):
-        host = launch.to_host(outs, launch.OUTPUT_STAGING)
-        t = time.time()
-        launch.save_outputs(host, out_path)
-        return None, time.time() - t
-    timed(cubin_path, kernel_name, inp, copy_out)
+def run_to_host(cubin_path, kernel_name, inp, slot):
+    return timed(cubin_path, kernel_name, inp, lambda outs: launch.to_host(outs, launch.OUTPUT_STAGINGS[slot]))
 
 
 def timed(cubin_path, kernel_name, inp, copy_out):
-    """copy_out(outputs on the GPU) -> (what to return, seconds of it spent writing the outputs' file)."""
+    """copy_out(outputs on the GPU) -> what to return (the outputs on the host)."""
     import cupy as cp
     t = [time.time()]
     inp = LaunchInput.load(inp, launch.STAGING)  # as launch.launched loads it
@@ -42,12 +39,11 @@ def timed(cubin_path, kernel_name, inp, copy_out):
     fn((n,), (inp.threads,), args, shared_mem=inp.smem)
     cp.cuda.get_current_stream().synchronize()
     t.append(time.time())
-    result, write_s = copy_out(outs)
+    result = copy_out(outs)
     t.append(time.time())
     if LOG:
         with open(LOG, "a") as fh:
             fh.write(json.dumps({"t": t[0], "event": "launch", "kernel": kernel_name, "ctas": n,
                                  "load_s": t[1] - t[0], "module_s": t[2] - t[1], "copy_in_s": t[3] - t[2],
-                                 "kernel_s": t[4] - t[3], "copy_out_s": t[5] - t[4] - write_s,
-                                 "write_s": write_s}) + "\n")
+                                 "kernel_s": t[4] - t[3], "copy_out_s": t[5] - t[4]}) + "\n")
     return result

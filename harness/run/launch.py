@@ -186,12 +186,14 @@ def page_locked(nbytes: int):
 
 STAGING = PinnedStaging()  # this process's (a GPU worker's): the inputs of a launch `run` is given the file of
 STAGINGS = (PinnedStaging(), PinnedStaging())  # the slots `stage` reads launches into, one ahead of the one running
-OUTPUT_STAGING = PinnedStaging()  # and the outputs, on their way to the outputs' file
+# the slots `run_to_host` copies a launch's outputs into: one written to its outputs' file (by the GPU worker's writer
+# thread) while the next launch runs
+OUTPUT_STAGINGS = (PinnedStaging(), PinnedStaging())
 
 
 def stage(path: str, slot: int) -> "LaunchInput":
     """The launch saved at `path`, read into STAGINGS[slot] (views of it: the slot must not be given to another
-    launch until this one's copies in are done, i.e. until run_to_file has returned). The GPU worker reads the next
+    launch until this one's copies in are done, i.e. until run_to_host has returned). The GPU worker reads the next
     launch so while it runs the one before (worker._receive)."""
     return LaunchInput.load(path, STAGINGS[slot])
 
@@ -257,11 +259,12 @@ def run(cubin_path: str, kernel_name: str, launch) -> dict[str, np.ndarray]:
     return {k: cp.asnumpy(v) for k, v in launched(cubin_path, kernel_name, launch).items()}
 
 
-def run_to_file(cubin_path: str, kernel_name: str, launch, out_path: str) -> None:
-    """`run`, its outputs written to `out_path` as save_outputs writes them, through page-locked memory this process
-    keeps (the GPU worker's way: a warm H100 sweep's 762 launches spent 1.14 s writing their outputs after 0.21 s
-    copying them into fresh memory, results/2026-11-26-h100-bench12/call2)."""
-    save_outputs(to_host(launched(cubin_path, kernel_name, launch), OUTPUT_STAGING), out_path)
+def run_to_host(cubin_path: str, kernel_name: str, launch, slot: int) -> dict[str, np.ndarray]:
+    """`run`, its outputs copied into OUTPUT_STAGINGS[slot], page-locked memory this process keeps (views of it: valid
+    until the slot is handed to another launch). The GPU worker's way: its writer thread writes them to the outputs'
+    file while the next launch runs (worker.Answers). Written after the copy, in turn, the 762 launches of a warm sweep
+    on an H200 node spent 0.67 s of the worker's 1.23 s writing (results/2026-11-26-h200-bench16/call3/)."""
+    return to_host(launched(cubin_path, kernel_name, launch), OUTPUT_STAGINGS[slot])
 
 
 def launched(cubin_path: str, kernel_name: str, launch) -> dict:

@@ -2,7 +2,8 @@
 
 The parent sends (module path: a cubin, or PTX for the driver's JIT; kernel name; LaunchInput or the file it is
 saved in; where the outputs go, or None); the worker answers with the kernel's outputs (or writes them to that file:
-with the backend's `run_to_file` where it has one, else `run` then save_outputs) and its timings, or the error text (a module the driver
+from the backend's output stagings with `run_to_host` where it has one, behind the next launch, else `run` then
+save_outputs) and its timings, or the error text (a module the driver
 cannot load answers `load-error`, which the parent raises as LaunchFailed('compile-error')). After any error the parent replaces the worker: a CUDA context that saw an
 illegal instruction, a misaligned address or an out-of-range access is unusable. A launch that does not
 answer within the timeout is a hang: the worker is killed (which tears down its context and the kernel with
@@ -38,18 +39,84 @@ def _serve(conn, device: int, backend: str) -> None:
     launch.use_device(device)
     jobs: queue.Queue = queue.Queue()
     slots = threading.Semaphore(len(getattr(launch, "STAGINGS", ())))
+    answers = Answers(conn, launch)
     threading.Thread(target=_receive, args=(conn, device, launch, jobs, slots), daemon=True).start()
-    while True:
-        item = jobs.get()
-        if item is None:
-            return
-        job, staged, slot = item
-        try:
-            if not _launch(conn, launch, job, staged):
+    try:
+        while True:
+            item = jobs.get()
+            if item is None:
                 return
-        finally:
-            if slot is not None:
-                slots.release()
+            job, staged, slot = item
+            try:
+                if not _launch(answers, launch, job, staged):
+                    return
+            finally:
+                if slot is not None:
+                    slots.release()
+    finally:
+        answers.close()  # the outputs still being written are written and answered before the worker ends
+
+
+class Answers:
+    """The worker's answers to the parent, in the order of its launches. A launch whose outputs the backend copies into
+    one of its OUTPUT_STAGINGS (`run_to_host`) is answered by a writer thread once its outputs' file is written, while
+    the next launch runs; any other answer waits for those writes first, so that it is never read as the answer to a
+    launch before it (a fault in the next launch, say). A write that fails answers its launch `error`, and the worker
+    stops at its next launch (`failed`)."""
+
+    def __init__(self, conn, launch):
+        self.conn, self.launch = conn, launch
+        self.lock = threading.Lock()  # one message on the pipe at a time
+        self.free = threading.Semaphore(len(getattr(launch, "OUTPUT_STAGINGS", ())))
+        self.count = 0
+        self.writes: queue.Queue = queue.Queue()
+        self.failed = False
+        self.writer = threading.Thread(target=self._write, daemon=True)
+        self.writer.start()
+
+    def send(self, msg: tuple, after_writes: bool = True) -> None:
+        if after_writes:
+            self.writes.join()
+        with self.lock:
+            self.conn.send(msg)
+
+    def output_slot(self) -> int:
+        """An output staging no write still reads (they are written in turn, so the oldest is the next free)."""
+        self.free.acquire()
+        slot, self.count = self.count % len(self.launch.OUTPUT_STAGINGS), self.count + 1
+        return slot
+
+    def release(self, slot: int) -> None:
+        self.free.release()
+
+    def write_then_answer(self, outputs: dict, out_path: str, slot: int, t0: float) -> None:
+        self.writes.put((outputs, out_path, slot, t0))
+
+    def _write(self) -> None:
+        from harness.run.launch import save_outputs
+        while True:
+            outputs, out_path, slot, t0 = self.writes.get()
+            if outputs is None:
+                self.writes.task_done()
+                return
+            try:
+                save_outputs(outputs, out_path)
+                msg = ("ok", None, time.perf_counter() - t0)
+            except Exception as e:  # noqa: BLE001 (the launch's answer: error)
+                self.failed = True
+                msg = ("error", f"writing the outputs' file: {type(e).__name__}: {e}", 0.0)
+            self.release(slot)
+            try:
+                with self.lock:
+                    self.conn.send(msg)
+            except OSError:
+                pass  # the parent is gone
+            finally:
+                self.writes.task_done()  # after the answer: `send` waits for it
+
+    def close(self) -> None:
+        self.writes.put((None, None, None, None))
+        self.writer.join()
 
 
 def _receive(conn, device: int, launch, jobs: queue.Queue, slots: threading.Semaphore) -> None:
@@ -82,32 +149,41 @@ def _receive(conn, device: int, launch, jobs: queue.Queue, slots: threading.Sema
             jobs.put((job, e, slot))
 
 
-def _launch(conn, launch, job: tuple, staged) -> bool:
-    """Run one job and answer it; False when the worker must stop (its context may be poisoned)."""
+def _launch(answers: Answers, launch, job: tuple, staged) -> bool:
+    """Run one job and answer it (or hand it to the writer, which answers once the outputs' file is written); False
+    when the worker must stop (its context may be poisoned, or an outputs' file could not be written)."""
     from harness.run.launch import ModuleLoadError, save_outputs
 
+    if answers.failed:
+        return False
     cubin_path, name, inp, out_path = job
-    conn.send(("started", time.monotonic(), 0.0))  # the launch's own timeout runs from here (one clock system-wide)
+    # the launch's own timeout runs from here (one clock system-wide); the writes of launches before may still be on
+    answers.send(("started", time.monotonic(), 0.0), after_writes=False)
     try:
         t = time.perf_counter()
         if isinstance(staged, Exception):
             raise staged
         inp = staged if staged is not None else inp
-        if out_path and hasattr(launch, "run_to_file"):  # a backend that writes the outputs' file its own way
-            launch.run_to_file(cubin_path, name, inp, out_path)
-            outputs = None
-        else:
-            outputs = launch.run(cubin_path, name, inp)
+        if out_path and hasattr(launch, "run_to_host"):  # outputs copied into a staging, written behind the next launch
+            slot = answers.output_slot()
+            try:
+                outputs = launch.run_to_host(cubin_path, name, inp, slot)
+            except BaseException:
+                answers.release(slot)
+                raise
+            answers.write_then_answer(outputs, out_path, slot, t)
+            return True
+        outputs = launch.run(cubin_path, name, inp)
         if out_path and outputs is not None:  # the outputs go to a file for the read-back, not through the pipe
             save_outputs(outputs, out_path)
             outputs = None
-        conn.send(("ok", outputs, time.perf_counter() - t))
+        answers.send(("ok", outputs, time.perf_counter() - t))
         return True
     except ModuleLoadError as e:  # the module, not the launch: no bisection (the worker is replaced all the same)
-        conn.send(("load-error", str(e), 0.0))
+        answers.send(("load-error", str(e), 0.0))
         return False
     except Exception as e:  # report, then exit: the context may be poisoned
-        conn.send(("error", f"{type(e).__name__}: {e}".strip() or traceback.format_exc(limit=1), 0.0))
+        answers.send(("error", f"{type(e).__name__}: {e}".strip() or traceback.format_exc(limit=1), 0.0))
         return False
 
 
@@ -133,7 +209,7 @@ class Pending:
 
 class GpuWorker:
     """`backend` is the module that launches: `harness.run.launch`, or a simulated device (tests/simulated/)
-    with the same `use_device` and `run` (and, optionally, `run_to_file`). Up to DEPTH launches are held at once and
+    with the same `use_device` and `run` (and, optionally, `stage` and `run_to_host`). Up to DEPTH launches are held at once and
     answered in the order sent; `collect` returns the oldest's answer. After a failure the worker is replaced, and
     a launch sent behind the failed one (which the old worker never took up) is sent to the new one."""
 

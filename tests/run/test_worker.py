@@ -6,6 +6,7 @@ launch still gets its own inputs, and a file that cannot be read is its own laun
 import dataclasses
 import multiprocessing
 import time
+import types
 
 import numpy as np
 import pytest
@@ -114,6 +115,45 @@ def test_launches_read_ahead_each_get_their_own_inputs(launches, tmp_path, stage
     assert answers == [None, None, None]
     for i in range(3):
         assert (load_outputs(str(tmp_path / f"o{i}.out.pkl"))["d_out"] == c_regs(good)[i:i + 1]).all()
+
+
+def test_a_fault_behind_a_launch_whose_outputs_are_still_being_written_is_answered_after_it(launches, tmp_path,
+                                                                                            staged_worker):
+    """The worker writes a launch's outputs' file while the next launch runs (worker.Answers): a fault in that next
+    launch must not be answered before the launch being written, or the parent would take it for that one's."""
+    name, good, good_path, bad_path = launches
+    w = staged_worker
+    w.submit("unused.cubin", name, good_path, 20.0, out_path=str(tmp_path / "good.out.pkl"))
+    w.submit("unused.cubin", name, bad_path, 20.0, out_path=str(tmp_path / "bad.out.pkl"))
+    assert w.collect() is None and (load_outputs(str(tmp_path / "good.out.pkl"))["d_out"] == c_regs(good)).all()
+    with pytest.raises(LaunchFailed, match="unspecified launch failure"):
+        w.collect()
+
+
+def test_an_output_staging_goes_to_another_launch_only_once_its_outputs_are_written(tmp_path):
+    """worker.Answers in this process: with both output stagings still being written, the next launch waits for the
+    older; each launch is answered `ok`, in turn, once its file is whole."""
+    from tests.simulated.file_writing_device import WRITE_DELAY_S, SlowToWrite
+    sent = []
+
+    class Pipe:
+        def send(self, msg):
+            sent.append(msg)
+
+    answers = worker.Answers(Pipe(), types.SimpleNamespace(OUTPUT_STAGINGS=(None, None)))
+    slots = []
+    for i in range(2):
+        slots.append(answers.output_slot())
+        answers.write_then_answer({"d_out": SlowToWrite(np.full(4, i, np.uint32))}, str(tmp_path / f"{i}.out.pkl"),
+                                  slots[-1], time.perf_counter())
+    t = time.perf_counter()
+    slots.append(answers.output_slot())
+    waited = time.perf_counter() - t
+    answers.release(slots[-1])
+    answers.close()
+    assert slots == [0, 1, 0] and waited > WRITE_DELAY_S / 2
+    assert [m[0] for m in sent] == ["ok", "ok"]
+    assert [int(load_outputs(str(tmp_path / f"{i}.out.pkl"))["d_out"][0]) for i in range(2)] == [0, 1]
 
 
 def test_a_launch_file_that_cannot_be_read_is_its_own_launchs_error(launches, tmp_path, staged_worker):
