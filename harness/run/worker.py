@@ -65,6 +65,8 @@ class Answers:
     stops at its next launch (`failed`)."""
 
     def __init__(self, conn, launch):
+        if hasattr(launch, "run_to_host") and not getattr(launch, "OUTPUT_STAGINGS", ()):
+            raise TypeError(f"{launch.__name__} has run_to_host but no OUTPUT_STAGINGS to copy outputs into")
         self.conn, self.launch = conn, launch
         self.lock = threading.Lock()  # one message on the pipe at a time
         self.free = threading.Semaphore(len(getattr(launch, "OUTPUT_STAGINGS", ())))
@@ -89,19 +91,21 @@ class Answers:
     def release(self, slot: int) -> None:
         self.free.release()
 
-    def write_then_answer(self, outputs: dict, out_path: str, slot: int, t0: float) -> None:
-        self.writes.put((outputs, out_path, slot, t0))
+    def write_then_answer(self, outputs: dict, out_path: str, slot: int, seconds: float) -> None:
+        """Answer `ok` once the outputs are written to `out_path`, with the launch's `seconds` (its write not counted:
+        it runs behind the next launch)."""
+        self.writes.put((outputs, out_path, slot, seconds))
 
     def _write(self) -> None:
         from harness.run.launch import save_outputs
         while True:
-            outputs, out_path, slot, t0 = self.writes.get()
+            outputs, out_path, slot, seconds = self.writes.get()
             if outputs is None:
                 self.writes.task_done()
                 return
             try:
                 save_outputs(outputs, out_path)
-                msg = ("ok", None, time.perf_counter() - t0)
+                msg = ("ok", None, seconds)
             except Exception as e:  # noqa: BLE001 (the launch's answer: error)
                 self.failed = True
                 msg = ("error", f"writing the outputs' file: {type(e).__name__}: {e}", 0.0)
@@ -171,7 +175,7 @@ def _launch(answers: Answers, launch, job: tuple, staged) -> bool:
             except BaseException:
                 answers.release(slot)
                 raise
-            answers.write_then_answer(outputs, out_path, slot, t)
+            answers.write_then_answer(outputs, out_path, slot, time.perf_counter() - t)
             return True
         outputs = launch.run(cubin_path, name, inp)
         if out_path and outputs is not None:  # the outputs go to a file for the read-back, not through the pipe
@@ -209,7 +213,8 @@ class Pending:
 
 class GpuWorker:
     """`backend` is the module that launches: `harness.run.launch`, or a simulated device (tests/simulated/)
-    with the same `use_device` and `run` (and, optionally, `stage` and `run_to_host`). Up to DEPTH launches are held at once and
+    with the same `use_device` and `run` (and, optionally, `stage` with its STAGINGS and `run_to_host` with its
+    OUTPUT_STAGINGS). Up to DEPTH launches are held at once and
     answered in the order sent; `collect` returns the oldest's answer. After a failure the worker is replaced, and
     a launch sent behind the failed one (which the old worker never took up) is sent to the new one."""
 
@@ -219,7 +224,8 @@ class GpuWorker:
         self._proc = None
         self._conn = None
         self._pending: deque[Pending] = deque()
-        self.gpu_s = 0.0  # time the worker spent in launches (transfers, module loads, kernels)
+        self.gpu_s = 0.0  # time the worker spent in launches (transfers, module loads, kernels; not the writes of
+        # outputs' files, which run behind the next launch)
         self.last_s = 0.0  # the last successful launch's time in the worker
 
     def start(self) -> None:
@@ -294,15 +300,18 @@ class GpuWorker:
             if not earlier:
                 self._restart()
 
-    def _restart(self) -> None:
-        """A fresh worker, sent every launch still held (none of which the old one answered)."""
+    def _restart(self, alone: bool = False) -> None:
+        """A fresh worker, sent every launch still held (none of which the old one answered), or with `alone` the
+        oldest only (the others wait, unsent, until it is answered)."""
         self._stop()
         self._start()
         for i, pending in enumerate(self._pending):
             pending.started, pending.answer = False, None
             pending.deadline = time.monotonic() + max(pending.timeout, STARTUP_S) if i == 0 else None
-            self._conn.send(pending.job)
-            pending.sent = True
+            pending.sent = False
+            if i == 0 or not alone:
+                self._conn.send(pending.job)
+                pending.sent = True
 
     def take_message(self) -> bool:
         """Read one message of a busy worker (one is waiting): True when it is an answer (kept for collect); a
@@ -338,6 +347,12 @@ class GpuWorker:
                                                   "worker killed")
                 self.take_message()
         except (EOFError, OSError):
+            if head.started and any(p.started for p in list(self._pending)[1:]):
+                # the worker died in a launch behind the head, whose kernel had run (its outputs' file was still being
+                # written, Answers): not the head's doing. A fresh worker runs the head again, alone; the launches
+                # behind it are sent once it is answered (as the head, each goes to a fresh worker: collect's restart)
+                self._restart(alone=True)
+                return self.collect()
             code, started = (self._proc.exitcode if self._proc else None), head.started
             self._fail()
             if not started:

@@ -31,6 +31,15 @@ def launches(tmp_path_factory):
     return kernel.name, good, good.save(str(folder / "good.launch.pkl")), bad.save(str(folder / "bad.launch.pkl"))
 
 
+@pytest.fixture(scope="module")
+def dying_launch(tmp_path_factory):
+    """A launch whose worker dies under it (file_writing_device: a planted misaligned load), saved to a file."""
+    kernel, cases = plan.make(plan.Selection(families=("wgmma",), kinds=("f16",), n_values=(8,), a_srcs=("SS",)),
+                              cache=True).work[0]
+    dies, _ = engine.prepare(kernel, [dataclasses.replace(cases[0], inject="misaligned")])
+    return dies.save(str(tmp_path_factory.mktemp("dying") / "dies.launch.pkl"))
+
+
 @pytest.fixture
 def passthrough_worker():
     w = GpuWorker(0, BACKEND)
@@ -130,6 +139,20 @@ def test_a_fault_behind_a_launch_whose_outputs_are_still_being_written_is_answer
         w.collect()
 
 
+def test_a_worker_dying_behind_a_launch_still_being_written_is_not_that_launchs_fault(launches, dying_launch, tmp_path,
+                                                                                        staged_worker):
+    """The worker dies in the next launch while the one before is still being written (its kernel ran): that one runs
+    again on a fresh worker and is answered; the death is the next one's."""
+    name, good, good_path, _ = launches
+    w = staged_worker
+    w.submit("unused.cubin", name, good_path, 20.0, out_path=str(tmp_path / "good.out.pkl"))
+    w.submit("unused.cubin", name, dying_launch, 20.0, out_path=str(tmp_path / "dies.out.pkl"))
+    assert w.collect() is None and (load_outputs(str(tmp_path / "good.out.pkl"))["d_out"] == c_regs(good)).all()
+    with pytest.raises(LaunchFailed, match="died") as e:
+        w.collect()
+    assert e.value.status == "fault" and not w.busy
+
+
 def test_an_output_staging_goes_to_another_launch_only_once_its_outputs_are_written(tmp_path):
     """worker.Answers in this process: with both output stagings still being written, the next launch waits for the
     older; each launch is answered `ok`, in turn, once its file is whole."""
@@ -154,6 +177,12 @@ def test_an_output_staging_goes_to_another_launch_only_once_its_outputs_are_writ
     assert slots == [0, 1, 0] and waited > WRITE_DELAY_S / 2
     assert [m[0] for m in sent] == ["ok", "ok"]
     assert [int(load_outputs(str(tmp_path / f"{i}.out.pkl"))["d_out"][0]) for i in range(2)] == [0, 1]
+
+
+def test_a_backend_that_copies_outputs_to_the_host_must_have_output_stagings():
+    """Without them every launch would wait for a staging forever, and be recorded as a hang."""
+    with pytest.raises(TypeError, match="OUTPUT_STAGINGS"):
+        worker.Answers(None, types.SimpleNamespace(__name__="backend", run_to_host=lambda *a: None))
 
 
 def test_a_launch_file_that_cannot_be_read_is_its_own_launchs_error(launches, tmp_path, staged_worker):

@@ -2,11 +2,14 @@
 outputs copied into one of its output stagings (`run_to_host`, `OUTPUT_STAGINGS`; the worker writes the outputs'
 file behind the next launch, and must never call `run`), and launch files read ahead into staging slots (`stage`,
 `STAGINGS`). Ordinary memory here, page-locked on a GPU. Every output takes WRITE_DELAY_S to be written, so that a
-launch's answer comes after the next launch has run, as it may on a GPU."""
+launch's answer comes after the next launch has run, as it may on a GPU; a launch holding a planted misaligned load
+ends the worker's process at once (os._exit), as a crashing driver would, while the launch before is being written."""
+import os
 import time
 
 import numpy as np
 
+from harness.families.wgmma.kernel import INJECT
 from harness.run.launch import LaunchInput, PinnedStaging
 from tests.simulated import passthrough_device
 
@@ -36,6 +39,9 @@ def run(cubin_path, kernel_name, launch):
 
 
 def run_to_host(cubin_path, kernel_name, launch, slot):
+    launch = LaunchInput.load(launch)
+    if (launch.params["inject"] == INJECT["misaligned"]).any():
+        os._exit(1)
     outputs = passthrough_device.run(cubin_path, kernel_name, launch)
     views = OUTPUT_STAGINGS[slot].slices([v.nbytes for v in outputs.values()])
     host = {}
