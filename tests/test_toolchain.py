@@ -394,3 +394,21 @@ def test_a_driver_jit_sweep_hands_the_gpu_ptx_and_a_jit_rejection_is_a_compile_e
     assert "CUDA_ERROR_INVALID_PTX" in recs[c2[0].id]["error"]
     assert summary["compile-error"] == 2 and sweep.exit_code(summary) == ExitCode.FAILED
     assert not any("isolating" in m for m in logs)
+
+
+def test_a_toolchains_probe_that_built_is_remembered_in_the_compile_cache(tmp_path, monkeypatch):
+    """A warm sweep does not compile the probe kernel again (a file per toolchain build and arch in the cache); without
+    that file it does."""
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path))
+    tc = T.default()
+    T._probe_failure.cache_clear()
+    assert tc.cannot_build(["sm_90a"]) == {} and len(list(tmp_path.glob("probe-sm_90a-*.ok"))) == 1
+    calls = []
+    monkeypatch.setattr(T.Toolchain, "compile", lambda self, *a: calls.append(a) or (None, "error: planted"))
+    T._probe_failure.cache_clear()
+    assert tc.cannot_build(["sm_90a"]) == {} and calls == []
+    for f in tmp_path.glob("probe-*.ok"):
+        f.unlink()
+    T._probe_failure.cache_clear()
+    assert tc.cannot_build(["sm_90a"]) == {"sm_90a": "error: planted"} and len(calls) == 1
+    T._probe_failure.cache_clear()
