@@ -412,3 +412,11 @@ def test_a_toolchains_probe_that_built_is_remembered_in_the_compile_cache(tmp_pa
     T._probe_failure.cache_clear()
     assert tc.cannot_build(["sm_90a"]) == {"sm_90a": "error: planted"} and len(calls) == 1
     T._probe_failure.cache_clear()
+
+
+def test_a_toolchains_probe_runs_where_no_compile_cache_can_be_made(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "file" / "cache"))  # under a file: mkdir fails
+    T._probe_failure.cache_clear()
+    assert T.default().cannot_build(["sm_90a"]) == {}
+    T._probe_failure.cache_clear()

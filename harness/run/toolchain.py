@@ -391,14 +391,18 @@ def _probe_failure(tc: Toolchain, arch: str) -> str | None:
     call8/stacks.txt)."""
     from harness.run.compile import cache_dir  # here: compile.py imports this module
     key = hashlib.sha256("\0".join((*tc.cache_key(), tc.target(arch), PROBE_SOURCE, *PROBE_OPTIONS)).encode())
-    built = cache_dir() / f"probe-{arch}-{key.hexdigest()[:16]}.ok"
-    if built.exists():
-        return None
+    try:
+        built = cache_dir() / f"probe-{arch}-{key.hexdigest()[:16]}.ok"
+        if built.exists():
+            return None
+    except OSError:  # no cache folder can be made: probed every time
+        built = None
     data, log = tc.compile(PROBE_SOURCE, PROBE_NAME, arch, PROBE_OPTIONS)
     if not data:
         return first_error(log)
     try:
-        built.touch()
+        if built is not None:
+            built.touch()
     except OSError:
         pass  # a read-only cache: probed again next time
     return None
