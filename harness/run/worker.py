@@ -57,6 +57,13 @@ def _serve(conn, device: int, backend: str) -> None:
         answers.close()  # the outputs still being written are written and answered before the worker ends
 
 
+def check_backend(launch) -> None:
+    """TypeError for a backend module the worker cannot use: one with `run_to_host` but no OUTPUT_STAGINGS (every
+    launch would wait for a staging forever, and be recorded as a hang)."""
+    if hasattr(launch, "run_to_host") and not getattr(launch, "OUTPUT_STAGINGS", ()):
+        raise TypeError(f"{launch.__name__} has run_to_host but no OUTPUT_STAGINGS to copy outputs into")
+
+
 class Answers:
     """The worker's answers to the parent, in the order of its launches. A launch whose outputs the backend copies into
     one of its OUTPUT_STAGINGS (`run_to_host`) is answered by a writer thread once its outputs' file is written, while
@@ -65,8 +72,7 @@ class Answers:
     stops at its next launch (`failed`)."""
 
     def __init__(self, conn, launch):
-        if hasattr(launch, "run_to_host") and not getattr(launch, "OUTPUT_STAGINGS", ()):
-            raise TypeError(f"{launch.__name__} has run_to_host but no OUTPUT_STAGINGS to copy outputs into")
+        check_backend(launch)
         self.conn, self.launch = conn, launch
         self.lock = threading.Lock()  # one message on the pipe at a time
         self.free = threading.Semaphore(len(getattr(launch, "OUTPUT_STAGINGS", ())))
@@ -203,7 +209,8 @@ DEPTH = 2
 @dataclass
 class Pending:
     """A launch sent to the worker and not yet collected."""
-    job: tuple  # what was sent (sent again, as it is, to a fresh worker if the one before never took it up)
+    job: tuple  # what was sent (sent again, as it is, to a fresh worker if the one before never took it up, or, the
+    # oldest held, if that one died in a launch behind it)
     timeout: float
     deadline: float | None = None  # set once it is the next to answer: its start-up, then its own timeout
     sent: bool = False  # to the worker that is running now
@@ -216,9 +223,13 @@ class GpuWorker:
     with the same `use_device` and `run` (and, optionally, `stage` with its STAGINGS and `run_to_host` with its
     OUTPUT_STAGINGS). Up to DEPTH launches are held at once and
     answered in the order sent; `collect` returns the oldest's answer. After a failure the worker is replaced, and
-    a launch sent behind the failed one (which the old worker never took up) is sent to the new one."""
+    a launch sent behind the failed one (which the old worker never took up) is sent to the new one. A worker that dies
+    in a launch while the oldest's outputs are still being written is no fault of the oldest: it runs again, alone, on
+    a fresh worker."""
 
     def __init__(self, device: int = 0, backend: str = "harness.run.launch"):
+        import importlib
+        check_backend(importlib.import_module(backend))  # here, where a wrong one is one clear error, not a dead worker
         self.device = device
         self.backend = backend
         self._proc = None

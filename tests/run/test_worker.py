@@ -183,6 +183,8 @@ def test_a_backend_that_copies_outputs_to_the_host_must_have_output_stagings():
     """Without them every launch would wait for a staging forever, and be recorded as a hang."""
     with pytest.raises(TypeError, match="OUTPUT_STAGINGS"):
         worker.Answers(None, types.SimpleNamespace(__name__="backend", run_to_host=lambda *a: None))
+    with pytest.raises(TypeError, match="OUTPUT_STAGINGS"):  # refused in the sweep's process, before any worker starts
+        GpuWorker(0, "tests.simulated.no_output_stagings_device")
 
 
 def test_a_launch_file_that_cannot_be_read_is_its_own_launchs_error(launches, tmp_path, staged_worker):
