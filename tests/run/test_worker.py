@@ -168,7 +168,7 @@ def test_an_output_staging_goes_to_another_launch_only_once_its_outputs_are_writ
     for i in range(2):
         slots.append(answers.output_slot())
         answers.write_then_answer({"d_out": SlowToWrite(np.full(4, i, np.uint32))}, str(tmp_path / f"{i}.out.pkl"),
-                                  slots[-1], time.perf_counter())
+                                  slots[-1], 0.0)
     t = time.perf_counter()
     slots.append(answers.output_slot())
     waited = time.perf_counter() - t
