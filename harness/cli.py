@@ -435,7 +435,8 @@ def cmd_sweep(a) -> int:
         raise UsageError(f"sweep: {e}") from None
     tc, folder = _toolchain("sweep", a)
     cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
-                            shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches)
+                            shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches,
+                            hold_plan=True)  # this process ends with the sweep
     try:  # an empty or impossible selection is refused while planning, before anything is compiled
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:

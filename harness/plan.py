@@ -283,6 +283,23 @@ def sharded(run: list, compile_only: list, shard: tuple[int, int] | None) -> tup
     return run[i::n], (compile_only if i == 0 else [])
 
 
+def make_held(sel: Selection, run_archs: dict[str, Arch] | None = None,
+              shard: tuple[int, int] | None = None) -> Plan:
+    """make(..., cache=True) for a process that holds the plan until it ends (the sweep command's): made with the
+    cyclic garbage collector paused throughout, then moved out of its sight (gc.freeze). A plan is ~300,000 objects
+    (wgmma's and wgmma_sp's), none of them garbage. Paused only while each family's plan is read, they were left to
+    the collector's youngest generation: a simulated warm sweep's process spent 0.28-0.54 s collecting (0.03 s held),
+    0.16-0.19 s of it in one pass over them between the plan and the first launch and 0.21-0.24 s in a full one at the
+    end (results/2026-11-27-cpu/held-plan.txt; on an H100 node no end-to-end difference showed,
+    results/2026-11-27-h100-bench17/call1/). Cycles already garbage at the freeze stay until the process ends (the
+    collections at this point found 0-18 objects); cycles made afterwards are collected as ever."""
+    def made_and_frozen() -> Plan:
+        plan = make(sel, run_archs, shard, cache=True)
+        gc.freeze()
+        return plan
+    return with_collector_paused(made_and_frozen)
+
+
 def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[int, int] | None = None,
          cache: bool = False) -> Plan:
     """run_archs: family -> the arch whose cases to plan (a GPU of it is here); a family not in it plans its

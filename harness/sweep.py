@@ -52,6 +52,8 @@ class SweepConfig:
     toolchain: Toolchain | None = None  # what compiles the kernels (None: NVRTC cubins, the NVRTC cuda.bindings binds)
     kernels: KernelFolder | None = None  # launch the modules of this folder instead of compiling (its toolchain's)
     keep_launches: bool = False  # read and add to the cache's kept launches (harness/run/launch_cache.py)
+    hold_plan: bool = False  # the process ends with the sweep (the sweep command's): its plan is made out of the
+    # cyclic garbage collector's sight (planning.make_held)
 
 
 def devices(cfg: SweepConfig, archs) -> list[tuple[int, str]]:
@@ -84,7 +86,8 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     try:
         t = time.time()
         early = start_compiling(sel, cfg, devs)
-        p = planning.make(sel, run_archs(devs), cfg.shard, cache=True)
+        p = (planning.make_held(sel, run_archs(devs), cfg.shard) if cfg.hold_plan
+             else planning.make(sel, run_archs(devs), cfg.shard, cache=True))
         for note in p.notes:
             log(note)
         return execute(p, cfg, log, plan_s=time.time() - t, engine=engine, devs=devs, early=early)

@@ -113,6 +113,40 @@ def test_the_collector_is_left_as_it_was_found_whatever_the_build_does():
         gc.enable()
 
 
+def test_a_held_plan_is_made_with_the_collector_paused_then_frozen_out_of_its_sight(private_cache, monkeypatch):
+    """The sweep command's process holds its plan to the end: made with the collector paused throughout (every
+    family's plan, not one at a time), then frozen, so that no collection walks it again; the collector runs after."""
+    seen = []
+    frozen_when = []
+    freeze = gc.freeze
+    monkeypatch.setattr(tcgen05.Tcgen05Family, "kernels", lambda self, arch: seen.append(gc.isenabled()) or [])
+    monkeypatch.setattr(gc, "freeze", lambda: frozen_when.append(gc.isenabled()) or freeze())
+    before = gc.get_freeze_count()
+    held = plan.make_held(plan.Selection(families=("tcgen05", "wgmma_seq")), {"wgmma_seq": "sm_90a"})
+    assert seen and not any(seen) and frozen_when == [False] and gc.isenabled()
+    assert gc.get_freeze_count() > before + sum(len(cs) for _, cs in held.work) > before
+    assert ids(held) == ids(plan.make(plan.Selection(families=("tcgen05", "wgmma_seq")), {"wgmma_seq": "sm_90a"},
+                                      cache=True))
+
+
+def test_only_the_sweep_command_holds_its_plan(monkeypatch, tmp_path):
+    from harness import cli, sweep
+    from tests.simulated import fake_gpus
+    fake_gpus.hide_real_gpus(monkeypatch)
+    made = []
+    monkeypatch.setattr(plan, "make_held", lambda *a: made.append("held") or plan.Plan([]))
+    monkeypatch.setattr(plan, "make", lambda *a, **k: made.append("make") or plan.Plan([]))
+    monkeypatch.setattr(sweep, "start_compiling", lambda *a: None)
+    monkeypatch.setattr(sweep, "execute", lambda p, cfg, *a, **k: {"cases": 0, "cfg": cfg})
+    run = sweep.run
+    seen = []
+    monkeypatch.setattr(sweep, "run", lambda sel, cfg: seen.append(cfg) or run(sel, cfg))
+    cli.main(["sweep", "--out", str(tmp_path / "a.jsonl")])
+    assert [c.hold_plan for c in seen] == [True] and made == ["held"]
+    run(plan.Selection(), sweep.SweepConfig())  # a library caller (the test session's GPU shards) freezes nothing
+    assert made == ["held", "make"]
+
+
 BUILD_SLOWLY = """
 import sys, time
 from harness import families, plan
