@@ -47,8 +47,16 @@ def main():
     a = ap.parse_args()
     note("python up")
     from harness import cli, plan, sweep
-    from harness.run import compile as nvrtc, engine, sass, worker
+    from harness.run import compile as nvrtc, engine, gpu, sass, worker
     note("imports done")
+    real_ahead = sweep.worker_ahead
+
+    def worker_ahead(cfg, *a, **k):  # the worker the sweep command starts ahead runs the timed backend too
+        import dataclasses
+        return real_ahead(dataclasses.replace(cfg, backend="timed_backend"), *a, **k)
+    sweep.worker_ahead = worker_ahead
+    timed(sweep, "worker_ahead", "worker ahead")
+    timed(gpu, "state", "gpu state")
     timed(plan, "make", "plan")
     timed(sweep, "compile_kernels")
     timed(nvrtc, "compile_many")

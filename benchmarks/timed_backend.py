@@ -4,13 +4,34 @@ launch.run_to_host, in the same order, with a wait after the copies in so that t
 The outputs' file is written by the worker's writer thread, behind the next launch (worker.Answers): not timed here."""
 import json
 import os
+import sys
 import time
 
-from harness.run import launch
-from harness.run.launch import LaunchInput, OutputSpec  # noqa: F401
+IMPORTED = time.time()  # the GPU worker's process is up and imports its backend (this module) from here
+
+from harness.run import launch  # noqa: E402
+from harness.run.launch import LaunchInput, OutputSpec  # noqa: E402,F401
 
 LOG = os.environ.get("TIMED_BACKEND_LOG")
-use_device = launch.use_device
+
+
+def note(event: str, t: float, **more) -> None:
+    if LOG:
+        with open(LOG, "a") as fh:
+            fh.write(json.dumps({"t": t, "event": event, **more}) + "\n")
+
+
+def use_device(index: int) -> None:
+    """launch.use_device, with when the worker began importing its backend and when its device was ready (the first
+    call: the worker's; its reading thread calls it again)."""
+    first = not getattr(use_device, "done", False)
+    t = time.time()
+    launch.use_device(index)
+    if first:
+        use_device.done = True
+        note("gpu worker backend import", IMPORTED, forked="harness.cli" in sys.modules)  # only a forked worker has the CLI
+        note("gpu worker use_device start", t)
+        note("gpu worker device ready", time.time())
 STAGINGS, stage = launch.STAGINGS, launch.stage  # launch files read ahead as launch's are (their load_s is then ~0)
 OUTPUT_STAGINGS = launch.OUTPUT_STAGINGS
 
@@ -41,9 +62,6 @@ def timed(cubin_path, kernel_name, inp, copy_out):
     t.append(time.time())
     result = copy_out(outs)
     t.append(time.time())
-    if LOG:
-        with open(LOG, "a") as fh:
-            fh.write(json.dumps({"t": t[0], "event": "launch", "kernel": kernel_name, "ctas": n,
-                                 "load_s": t[1] - t[0], "module_s": t[2] - t[1], "copy_in_s": t[3] - t[2],
-                                 "kernel_s": t[4] - t[3], "copy_out_s": t[5] - t[4]}) + "\n")
+    note("launch", t[0], kernel=kernel_name, ctas=n, load_s=t[1] - t[0], module_s=t[2] - t[1], copy_in_s=t[3] - t[2],
+         kernel_s=t[4] - t[3], copy_out_s=t[5] - t[4])
     return result

@@ -413,6 +413,19 @@ def cmd_toolchains(a) -> int:
 
 def cmd_sweep(a) -> int:
     from harness import sweep
+    # the first GPU's worker starts now, forked while this process has made no CUDA call, its start-up (importing
+    # CuPy and making its CUDA context) running while the input is checked and the plan read; the sweep takes it
+    # (sweep.worker_ahead)
+    ahead = sweep.worker_ahead(sweep.SweepConfig(gpus=a.gpus), fork=True)
+    try:
+        return _sweep_command(a, ahead)
+    finally:
+        if ahead is not None:
+            ahead.kill()  # already stopped where the sweep ran on it; else (an input refused, say) only starting
+
+
+def _sweep_command(a, ahead) -> int:
+    from harness import sweep
     sel = _selection("sweep", a)
     if a.resume and a.out is None:
         raise UsageError("sweep: --resume needs the --out file to continue")
@@ -436,7 +449,7 @@ def cmd_sweep(a) -> int:
     tc, folder = _toolchain("sweep", a)
     cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
                             shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches,
-                            hold_plan=True)  # this process ends with the sweep
+                            hold_plan=True, ahead=ahead)  # this process ends with the sweep
     try:  # an empty or impossible selection is refused while planning, before anything is compiled
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:

@@ -4,6 +4,7 @@ diagnosis of what failed. Nothing here knows an instruction family: each kernel'
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import threading
 import time
@@ -54,6 +55,8 @@ class SweepConfig:
     keep_launches: bool = False  # read and add to the cache's kept launches (harness/run/launch_cache.py)
     hold_plan: bool = False  # the process ends with the sweep (the sweep command's): its plan is made out of the
     # cyclic garbage collector's sight (planning.make_held)
+    ahead: GpuWorker | None = None  # a GPU worker already starting (worker_ahead, the sweep command's); else the sweep
+    # starts its own ahead
 
 
 def devices(cfg: SweepConfig, archs) -> list[tuple[int, str]]:
@@ -78,10 +81,13 @@ def run_archs(devs) -> dict[str, str]:
 def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     """Plan, compile and run (where a GPU of the kernel's arch is) the selection; returns the summary. Where the
     kernels are known before the cases (`planning.kernels_first`), they compile while the cases are planned."""
+    ahead = cfg.ahead if cfg.ahead is not None else worker_ahead(cfg)
     results.host_tools()  # the environment record's answers from other programs, asked meanwhile
     all_archs = [a for fam in families.all_families() for a in fam.archs]
     devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
-    engine = start_engine(devs, cfg) if devs else None  # comes up while we plan and compile
+    engine = start_engine(devs, cfg, ahead) if devs else None  # comes up while we plan and compile
+    if ahead is not None and (engine is None or ahead not in engine.gpu_workers):
+        ahead.kill()  # not a GPU this sweep runs on (or none is usable): it was only starting
     early = None
     try:
         t = time.time()
@@ -98,10 +104,37 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
             engine.close()
 
 
-def start_engine(devs, cfg: SweepConfig) -> Engine:
-    """The engine of a sweep on these GPUs (its pool and GPU workers start now)."""
+def start_engine(devs, cfg: SweepConfig, started: GpuWorker | None = None) -> Engine:
+    """The engine of a sweep on these GPUs (its pool and GPU workers start now; `started`, a GPU worker already
+    starting, is taken for its GPU)."""
     return Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total),
-                  keep_launches=nvrtc.cache_dir() if cfg.keep_launches else None)
+                  keep_launches=nvrtc.cache_dir() if cfg.keep_launches else None, started=started)
+
+
+# Where a GPU may be: the NVIDIA driver's control device (in a container given a GPU as on a host). Without it no GPU
+# worker is started ahead of the sweep asking CUDA.
+NVIDIA_CONTROL_DEVICE = "/dev/nvidiactl"
+
+
+def worker_ahead(cfg: SweepConfig, fork: bool = False) -> GpuWorker | None:
+    """The GPU worker of the first GPU `--gpus` names, started before the sweep asks CUDA which GPUs are here (the
+    engine takes it if it runs on that GPU; else it is stopped). A GPU worker's start-up (a process importing CuPy
+    and making its CUDA context) took 0.62-0.77 s on H100 and H200 nodes: started with the engine, it was still going
+    when a warm sweep's plan had been read, and held back the first launch by 0.27 s (results/2026-11-27-h100-bench17/
+    call1/new-warm.timeline.gz); started as the sweep's run began, by 0.16-0.32 s (call3/). The sweep command starts
+    it before it checks its input, forked (`fork`: where this process has made no CUDA call; GpuWorker.start): on an
+    H100 node ready 0.35-0.47 s later, and the first launch went as the engine's run began (call7/). None where no GPU
+    can be here (NVIDIA_CONTROL_DEVICE), or the selection is not one gpu.parse_gpus reads (the sweep then refuses it
+    as before)."""
+    if not os.path.exists(NVIDIA_CONTROL_DEVICE):
+        return None
+    try:
+        how, val = gpu.parse_gpus(cfg.gpus)
+    except gpu.GpuSelectionError:
+        return None
+    worker = GpuWorker(val[0] if how == "indices" else 0, cfg.backend)
+    worker.start(fork=fork and gpu.cuda_untouched())
+    return worker
 
 
 class EarlyCompile:

@@ -117,8 +117,8 @@ def test_the_ab_script_runs_each_tree_in_turn_from_its_own_folder_and_tabulates(
 
 def test_the_sweep_timeline_times_a_sweeps_phases_from_the_shells_clock(tmp_path):
     """benchmarks/sweep_timeline.py: the sweep the command line asks for, its phases stamped from T0 (set by the
-    shell before Python started), in order, and its exit status; where a GPU ran the cases, the engine's run and
-    each launch's pieces (the GPU worker's records), else exit 3 (nothing ran)."""
+    shell before Python started), in order, and its exit status; where a GPU ran the cases, the engine's run, the GPU
+    worker's start-up and each launch's pieces (the GPU worker's records), else exit 3 (nothing ran)."""
     timeline, out = tmp_path / "timeline.jsonl", tmp_path / "sweep.jsonl"
     env = dict(os.environ, T0=str(time.time()))
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sweep_timeline.py"), "--timeline", str(timeline),
@@ -131,11 +131,17 @@ def test_the_sweep_timeline_times_a_sweeps_phases_from_the_shells_clock(tmp_path
     names = [e["event"] for e in events]
     for phase in ("plan", "compile_kernels", "execute") + (("engine run",) if ran else ()):
         assert names.index(f"{phase} start") < names.index(f"{phase} end")
-    main = [e for e in events if e["event"] != "launch"]
+    main = [e for e in events if e["event"] != "launch" and not e["event"].startswith("gpu worker")]
     assert names[0] == "python up" and main[-1] == {**main[-1], "event": "main returned", "exit": proc.returncode}
     assert all(0 <= a["t"] <= b["t"] for a, b in zip(main, main[1:]))
     launches = [e for e in events if e["event"] == "launch"]
     assert bool(launches) == ran and all(e["load_s"] >= 0 and e["kernel_s"] >= 0 for e in launches)
+    # the GPU worker's start-up, once, in order, before its first launch
+    start_up = [e for e in events if e["event"].startswith("gpu worker")]
+    assert [e["event"] for e in start_up] == (["gpu worker backend import", "gpu worker use_device start",
+                                               "gpu worker device ready"] if ran else [])
+    seq = start_up + launches[:1]
+    assert all(a["t"] <= b["t"] for a, b in zip(seq, seq[1:]))
 
 
 def test_gc_site_logs_the_collectors_time_of_every_python_process(tmp_path):

@@ -232,15 +232,19 @@ class Engine:
     each GPU index with its arch: a job goes only to a GPU of its kernel's arch."""
 
     def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND,
-                 isolation: IsolationBudget | None = None, keep_launches: Path | None = None):
+                 isolation: IsolationBudget | None = None, keep_launches: Path | None = None,
+                 started: GpuWorker | None = None):
         """keep_launches: the cache folder (compile.cache_dir()) whose kept launches this engine reads and adds to;
-        None: every launch is prepared and spooled, and none is kept."""
+        None: every launch is prepared and spooled, and none is kept. started: a GPU worker already starting (the
+        sweep's worker_ahead), taken as the worker of its GPU where it is one of `devices` and runs `backend`; the
+        engine closes it with the others."""
         self.devices, self.backend = devices, backend
         self._kept_folder = KeptFolder(keep_launches) if keep_launches is not None else None
         self.kept = self._kept_folder.launches if self._kept_folder else None
         self.isolation = isolation or IsolationBudget()
         self.nworkers = max(1, workers or cores.default_workers())
-        self.gpu_workers = [GpuWorker(d, backend) for d, _ in devices]
+        self.gpu_workers = [started if started is not None and (started.device, started.backend) == (d, backend)
+                            else GpuWorker(d, backend) for d, _ in devices]
         self.arch_of = {w: str(a) for w, (_, a) in zip(self.gpu_workers, devices)}
         for w in self.gpu_workers:
             w.start()

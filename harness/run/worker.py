@@ -239,13 +239,16 @@ class GpuWorker:
         # outputs' files, which run behind the next launch)
         self.last_s = 0.0  # the last successful launch's time in the worker
 
-    def start(self) -> None:
-        """Start the worker process now (it imports CuPy and makes its context while the caller works)."""
+    def start(self, fork: bool = False) -> None:
+        """Start the worker process now (it imports CuPy and makes its context while the caller works). fork: this
+        process has made no CUDA call (gpu.cuda_untouched), so the worker may be forked from it rather than spawned:
+        it then skips a Python start-up and the imports made here. A worker started again (after a fault) is
+        spawned: by then this process has asked CUDA which GPUs are here, and CUDA does not survive a fork."""
         if self._proc is None or not self._proc.is_alive():
-            self._start()
+            self._start(fork)
 
-    def _start(self):
-        ctx = multiprocessing.get_context("spawn")
+    def _start(self, fork: bool = False):
+        ctx = multiprocessing.get_context("fork" if fork else "spawn")
         parent, child = ctx.Pipe()
         self._proc = ctx.Process(target=_serve, args=(child, self.device, self.backend), daemon=True)
         with cores.one_blas_thread_per_process():

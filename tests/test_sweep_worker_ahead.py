@@ -1,0 +1,139 @@
+"""The GPU worker started ahead (harness/sweep.py worker_ahead): where a GPU may be, the worker of the first GPU
+`--gpus` names starts before the sweep asks CUDA which GPUs are here, and the engine runs on that very worker; where
+the GPU is not one the sweep runs on, or none is usable, it is stopped, and no process is left behind. The GPUs
+and their backend are stand-ins (tests/simulated/): this tests the hand-over, not a GPU."""
+import multiprocessing
+
+import pytest
+
+from harness import sweep
+from harness.run import engine as engine_mod, gpu
+from harness.run.worker import GpuWorker
+from tests.simulated import fake_gpus
+
+SEL = sweep.Selection(families=("wgmma",), kinds=("f16",), n_values=(8,), a_srcs=("RS",), data_modes=("exact",))
+
+
+@pytest.fixture
+def events(monkeypatch, tmp_path):
+    """What happened, in order: ('start', device) for each GPU worker started, 'count' when CUDA is asked how many
+    GPUs there are; the control device is there (a file standing in for it)."""
+    seen = []
+    control = tmp_path / "nvidiactl"
+    control.write_text("")
+    monkeypatch.setattr(sweep, "NVIDIA_CONTROL_DEVICE", str(control))
+    start = GpuWorker.start
+    monkeypatch.setattr(GpuWorker, "start", lambda self, fork=False: seen.append(("start", self.device)) or start(self, fork))
+    return seen
+
+
+def count_asked(monkeypatch, seen):
+    count = gpu.device_count
+    monkeypatch.setattr(gpu, "device_count", lambda: seen.append("count") or count())
+
+
+def engines(monkeypatch) -> list:
+    made = []
+    init = engine_mod.Engine.__init__
+
+    def recorded(self, *a, **k):
+        init(self, *a, **k)
+        made.append(self)
+    monkeypatch.setattr(engine_mod.Engine, "__init__", recorded)
+    return made
+
+
+def config(tmp_path, gpus="all"):
+    return sweep.SweepConfig(out_path=tmp_path / "r.jsonl", backend="tests.simulated.passthrough_device", workers=2,
+                             diagnose=0, gpus=gpus)
+
+
+def test_the_first_gpus_worker_starts_before_cuda_is_asked_and_the_engine_runs_on_it(events, monkeypatch, tmp_path):
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    count_asked(monkeypatch, events)
+    made = engines(monkeypatch)
+    ahead = []
+    worker_ahead = sweep.worker_ahead
+    monkeypatch.setattr(sweep, "worker_ahead", lambda cfg, fork=False: ahead.append(worker_ahead(cfg, fork)) or ahead[-1])
+    summary = sweep.run(SEL, config(tmp_path), log=lambda m: None)
+    assert events[0] == ("start", 0) and "count" in events and events.index("count") > 0
+    assert len(made) == 1 and made[0].gpu_workers == ahead  # that very worker, not a second one for GPU 0
+    assert summary["cases"] == summary["ran"] > 0
+
+
+def test_the_worker_of_the_first_gpu_named_is_started(events, monkeypatch, tmp_path):
+    fake_gpus.install(monkeypatch, ["sm_90a", "sm_90a"])
+    made = engines(monkeypatch)
+    ahead = []
+    worker_ahead = sweep.worker_ahead
+    monkeypatch.setattr(sweep, "worker_ahead", lambda cfg, fork=False: ahead.append(worker_ahead(cfg, fork)) or ahead[-1])
+    sweep.run(SEL, config(tmp_path, "1"), log=lambda m: None)
+    assert events[0] == ("start", 1) and made[0].gpu_workers == ahead and ahead[0].device == 1
+
+
+def test_a_worker_started_for_no_usable_gpu_is_stopped(events, monkeypatch, tmp_path):
+    fake_gpus.hide_real_gpus(monkeypatch)
+    stopped = []
+    kill = GpuWorker.kill
+    monkeypatch.setattr(GpuWorker, "kill", lambda self: stopped.append(self) or kill(self))
+    ahead = []
+    worker_ahead = sweep.worker_ahead
+    monkeypatch.setattr(sweep, "worker_ahead", lambda cfg, fork=False: ahead.append(worker_ahead(cfg, fork)) or ahead[-1])
+    monkeypatch.setattr(sweep, "start_compiling", lambda *a: None)
+    monkeypatch.setattr(sweep, "execute", lambda p, cfg, *a, **k: {"cases": 0})
+    sweep.run(SEL, config(tmp_path), log=lambda m: None)
+    assert events == [("start", 0)] and stopped == ahead
+    assert not multiprocessing.active_children()  # no process left behind
+
+
+def test_no_worker_is_started_ahead_where_no_gpu_can_be_or_the_selection_is_unreadable(monkeypatch, tmp_path):
+    monkeypatch.setattr(sweep, "NVIDIA_CONTROL_DEVICE", str(tmp_path / "absent"))
+    assert sweep.worker_ahead(config(tmp_path)) is None
+    (tmp_path / "nvidiactl").write_text("")
+    monkeypatch.setattr(sweep, "NVIDIA_CONTROL_DEVICE", str(tmp_path / "nvidiactl"))
+    assert sweep.worker_ahead(config(tmp_path, "two")) is None  # refused later, with the reason
+
+
+class StubWorker:
+    """Stands in for the worker the sweep command starts ahead: records being handed on and stopped."""
+    def __init__(self):
+        self.killed = 0
+
+    def kill(self):
+        self.killed += 1
+
+
+def test_the_sweep_command_starts_the_worker_before_checking_its_input_and_stops_it_when_refused(monkeypatch, tmp_path):
+    from harness import cli
+    order, stub = [], StubWorker()
+    monkeypatch.setattr(sweep, "worker_ahead", lambda cfg, fork=False: order.append(("ahead", cfg.gpus, fork)) or stub)
+    monkeypatch.setattr(sweep, "run", lambda sel, cfg: order.append(("run", cfg.ahead)) or {"cases": 0})
+    same = str(tmp_path / "a.jsonl")
+    assert cli.main(["sweep", "--out", same, "--junit", same]) == 2  # the XML would overwrite the results
+    assert order == [("ahead", "all", True)] and stub.killed == 1  # started (forked), refused, stopped; never run
+    cli.main(["sweep", "--gpus", "0", "--out", str(tmp_path / "b.jsonl")])
+    assert order[1:] == [("ahead", "0", True), ("run", stub)] and stub.killed == 2  # handed on, stopped after
+
+
+def test_the_worker_ahead_is_forked_only_from_a_process_that_made_no_cuda_call(events, monkeypatch, tmp_path):
+    """Forked, it skips a Python start-up and its imports; CUDA does not survive a fork once initialised, so a process
+    that asked CUDA anything spawns it, as every worker started later (after a fault) is spawned."""
+    asked = []
+    get_context = multiprocessing.get_context
+    # the start method asked for is recorded; every worker here is spawned all the same (no fork in a test process)
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method=None: asked.append(method) or get_context("spawn"))
+    cfg = config(tmp_path)
+    for untouched, fork in ((True, True), (False, True), (True, False)):
+        monkeypatch.setattr(gpu, "cuda_untouched", lambda: untouched)
+        sweep.worker_ahead(cfg, fork=fork).kill()
+    assert asked == ["fork", "spawn", "spawn"]
+
+
+def test_cuda_counts_as_touched_once_a_module_that_calls_it_is_imported(monkeypatch):
+    import sys
+    monkeypatch.delitem(sys.modules, "cupy_backends.cuda.api.runtime", raising=False)
+    for name in [m for m in sys.modules if any(m == c or m.startswith(c + ".") for c in gpu.CUDA_MODULES)]:
+        monkeypatch.delitem(sys.modules, name)
+    assert gpu.cuda_untouched()
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.api.runtime", object())
+    assert not gpu.cuda_untouched()
