@@ -101,21 +101,35 @@ def prepare_job(kernel: Kernel, cases, spool: str, kept: KeptLaunches | None = N
     """(the prepared launch's files, the seconds this pool process took, whether it was kept by an earlier engine and
     so not prepared again)."""
     t = time.perf_counter()
-    name = os.path.join(spool, f"{kernel.name}-{cases[0].seed:08x}-{len(cases)}")
-
-    def files(stem: str, kept_there: bool) -> Spooled:
-        return Spooled(stem + LAUNCH_SUFFIX, stem + EXPECTATIONS_SUFFIX, name + OUTPUTS_SUFFIX, kept_there)
-
+    found = kept_launch(kernel, cases, spool, kept)
+    if found is not None:
+        return found, time.perf_counter() - t, True
+    name = spool_stem(kernel, cases, spool)
     stem = kept.stem(kernel, cases) if kept is not None else None
-    if stem is not None and kept.holds(stem):
-        return files(stem, True), time.perf_counter() - t, True
     inp, expectations = prepare(kernel, cases)
     if stem is not None and kept.writable and kept.keep(stem, inp, expectations):
-        return files(stem, True), time.perf_counter() - t, False
+        return files_of(stem, name, True), time.perf_counter() - t, False
     inp.save(name + LAUNCH_SUFFIX)
     with open(name + EXPECTATIONS_SUFFIX, "wb") as fh:
         pickle.dump(expectations, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    return files(name, False), time.perf_counter() - t, False
+    return files_of(name, name, False), time.perf_counter() - t, False
+
+
+def spool_stem(kernel: Kernel, cases, spool: str) -> str:
+    """Where a launch's files go in the spool, less their suffixes (its outputs' always)."""
+    return os.path.join(spool, f"{kernel.name}-{cases[0].seed:08x}-{len(cases)}")
+
+
+def files_of(stem: str, spooled_stem: str, kept: bool) -> Spooled:
+    return Spooled(stem + LAUNCH_SUFFIX, stem + EXPECTATIONS_SUFFIX, spooled_stem + OUTPUTS_SUFFIX, kept)
+
+
+def kept_launch(kernel: Kernel, cases, spool: str, kept: KeptLaunches | None) -> Spooled | None:
+    """The files of these cases' launch kept by an earlier engine, whole; None where there is none."""
+    stem = kept.stem(kernel, cases) if kept is not None else None
+    if stem is None or not kept.holds(stem):
+        return None
+    return files_of(stem, spool_stem(kernel, cases, spool), True)
 
 
 def load_expectations(spooled: Spooled) -> list:
@@ -258,6 +272,7 @@ class Engine:
                 self.pool.submit(int)
         self.preparing: dict[Future, Job] = {}  # submitted to the pool, in launch order
         self.queued: deque[Job] = deque()  # not yet submitted
+        self.found: deque[tuple[Job, Spooled]] = deque()  # kept by an earlier engine, found by begin: not prepared
         self.slowest_launch_s: float | None = None  # of the launches that came back (sets isolation timeouts)
 
     @property
@@ -265,8 +280,16 @@ class Engine:
         return 2 * self.nworkers  # bounded look-ahead keeps memory and the spool flat however long the sweep is
 
     def begin(self, jobs: list[Job]) -> None:
-        """Jobs in launch order; their preparation starts now."""
-        self.queued = deque(jobs)
+        """Jobs in launch order; their preparation starts now. A launch an earlier engine kept is found here, not in a
+        pool process: asking one took a round trip through the pool for each launch of a warm sweep, the cases
+        pickled there and back (10.7 MB for the default sweep), in this process, which also hands out the launches."""
+        self.found, self.queued = deque(), deque()
+        for job in jobs:
+            spooled = kept_launch(job.kernel, job.cases, self.spool, self.kept)
+            if spooled is None:
+                self.queued.append(job)
+            else:
+                self.found.append((job, spooled))
         self.preparing = {}
         while self.queued and len(self.preparing) < self.ahead:
             self.submit_next()
@@ -280,6 +303,9 @@ class Engine:
         seconds its preparation took, whether it was kept by an earlier engine). In strict launch order, one large launch held the window while the pool's
         other processes, their jobs done, waited for the next submission (about 60% of an H100 node's 16 cores
         busy in a warm sweep, vmstat)."""
+        if self.found:  # kept by an earlier engine: ready now
+            job, spooled = self.found.popleft()
+            return job, spooled, 0.0, True
         ready = next((f for f in self.preparing if f.done()), None)
         if ready is None:
             wait(self.preparing, return_when=FIRST_COMPLETED)
@@ -311,7 +337,8 @@ class Engine:
         in_flight: dict[GpuWorker, deque] = {w: deque() for w in self.gpu_workers}  # in the order sent
         reads = []  # (future, job, device, t_submitted)
         done = [0]
-        launched = sum(cubins.get(j.kernel.name) is not None for j in [*self.preparing.values(), *self.queued])
+        launched = sum(cubins.get(j.kernel.name) is not None
+                       for j in [*(j for j, _ in self.found), *self.preparing.values(), *self.queued])
 
         def finished(batch: CaseLines, job, device, t):
             done[0] += 1
@@ -361,7 +388,7 @@ class Engine:
             timing["isolate_s"] += time.time() - ti
             finished(CaseLines(recs), job, w.device, tk)
 
-        while self.preparing:
+        while self.found or self.preparing:
             tp = time.time()
             job, spooled, took, reused = self.next_prepared()
             timing["prepare_s"] += took

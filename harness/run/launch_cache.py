@@ -6,7 +6,7 @@ ml_dtypes it runs on) alone. On an H100 node it was 64-69 of a warm sweep's 97 c
 (results/2026-11-26-h100-bench11/, call1 and call3). The engine spools each prepared launch to two files anyway (the
 launch, read by the GPU worker; the expectations, read by the read-back); kept, they go to
 
-    <cache>/launches/<source key>/<kernel>-<digest of the kernel and its cases>/k.launch.pkl, k.exp.pkl
+    <cache>/launches/<source key>/<kernel>-<digest of the kernel and its cases' ids>/k.launch.pkl, k.exp.pkl
 
 instead of the spool, and stay there. The two are written into a folder of the writer's own, which is then renamed
 into place: a reader finds both or neither, and of two processes keeping the same launch at once the first to rename
@@ -73,18 +73,24 @@ class KeptLaunches:
     writable: bool  # room to keep more (KEEP_FREE_BYTES, MAX_BYTES), as found when the folder was opened
 
     def stem(self, kernel, cases) -> str | None:
-        """The path, less its suffix, of the launch of these cases (in a folder of its own); None where the key does
-        not cover what prepares them (a family from outside the package) or their text does not say all of them (an
-        object shown by its address)."""
+        """The path, less its suffix, of the launch of these cases (in a folder of its own): named by the kernel and
+        the cases' ids. Within one source key that names their content: an in-tree family's plan is a function of its
+        source (plan.py caches it under the same digest), and a selection or a shard only picks cases of it. Keyed
+        by each case's whole text instead, it cost ~30 us a case: too dear for the engine's own process, which now
+        finds a kept launch itself rather than asking a pool process (Engine.begin). None where the key does not cover
+        what prepares them (a family from outside the package), the kernel's text does not say all of it (an object
+        shown by its address), or a case has no id."""
         from harness import families
         if not families.registry().get(str(kernel.family), "").startswith("harness."):
             return None
         if process_key() != os.path.basename(self.folder):  # this process's code is not the folder's
             return None
-        text = repr((kernel, tuple(cases)))
-        if " at 0x" in text:
+        ids = [getattr(c, "id", None) for c in cases]
+        text = repr(kernel)
+        if " at 0x" in text or not all(isinstance(i, str) for i in ids):
             return None
-        return os.path.join(self.folder, f"{kernel.name}-{hashlib.sha256(text.encode()).hexdigest()[:32]}", STEM)
+        digest = hashlib.sha256("\0".join([text, *ids]).encode()).hexdigest()[:32]
+        return os.path.join(self.folder, f"{kernel.name}-{digest}", STEM)
 
     @staticmethod
     def holds(stem: str) -> bool:

@@ -31,8 +31,12 @@ def test_a_warm_sweep_reads_the_kept_launches_and_still_launches_and_diffs_every
     cold, cold_recs, _, _ = simsweep.sweep(p, tmp_path / "cold.jsonl", keep_launches=True)
     assert cold["timing"]["kept_launches_read"] == 0 and cold["pass"] == len(cold_recs) > 0
     assert len(kept_files(tmp_path / "cache")) == 2 * launches  # a launch and its expectations each
+    asked = []
+    submit_next = engine.Engine.submit_next
+    monkeypatch.setattr(engine.Engine, "submit_next", lambda self: asked.append(self.queued[0]) or submit_next(self))
     warm, warm_recs, _, _ = simsweep.sweep(p, tmp_path / "warm.jsonl", keep_launches=True)
     assert warm["timing"]["kept_launches_read"] == launches
+    assert asked == []  # each found by the engine itself: no pool process asked to prepare it (Engine.begin)
     assert {i: r["status"] for i, r in warm_recs.items()} == {i: r["status"] for i, r in cold_recs.items()}
     # the same kept launches on a GPU that swizzles 128B tiles like 64B: every case fails, so the warm sweep
     # launched each one and diffed its registers (nothing of the earlier verdicts is kept)
