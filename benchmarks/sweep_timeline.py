@@ -85,7 +85,7 @@ def main():
         finally:
             note("collected")
     worker.GpuWorker.submit, worker.GpuWorker.collect = submit_, collect_
-    code = cli.main(["sweep", *a.sweep_args])
+    code = cli.main(["sweep", *a.sweep_args], own_process=True)  # as `python -m harness sweep` runs it
     note("main returned", exit=int(code))
     with open(a.timeline, "w") as fh:
         for r in RECORDS:

@@ -413,10 +413,11 @@ def cmd_toolchains(a) -> int:
 
 def cmd_sweep(a) -> int:
     from harness import sweep
-    # the first GPU's worker starts now, forked while this process has made no CUDA call, its start-up (importing
-    # CuPy and making its CUDA context) running while the input is checked and the plan read; the sweep takes it
-    # (sweep.worker_ahead)
-    ahead = sweep.worker_ahead(sweep.SweepConfig(gpus=a.gpus), fork=True)
+    # the command line's own process: the first GPU's worker starts now, forked while this process has made no CUDA
+    # call, its start-up (importing CuPy and making its CUDA context) running while the input is checked and the plan
+    # read; the sweep takes it (sweep.worker_ahead). A caller that goes on (a test) has threads of its own, and the
+    # sweep starts its worker as it always did
+    ahead = sweep.worker_ahead(sweep.SweepConfig(gpus=a.gpus), fork=True) if a.own_process else None
     try:
         return _sweep_command(a, ahead)
     finally:
@@ -449,7 +450,7 @@ def _sweep_command(a, ahead) -> int:
     tc, folder = _toolchain("sweep", a)
     cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
                             shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches,
-                            hold_plan=True, ahead=ahead)  # this process ends with the sweep
+                            hold_plan=a.own_process, ahead=ahead)
     try:  # an empty or impossible selection is refused while planning, before anything is compiled
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:
@@ -847,8 +848,10 @@ def _quiet_stdout() -> None:
         pass
 
 
-def main(argv=None) -> int:
-    """Run one command; returns its exit status (ExitCode) and never raises for bad input."""
+def main(argv=None, own_process: bool = False) -> int:
+    """Run one command; returns its exit status (ExitCode) and never raises for bad input. own_process: the command
+    line's process, which ends with the command (`entry`): a sweep may then fork its GPU worker from it and hold its
+    plan out of the garbage collector's sight; a caller that goes on (a test, say) gets neither."""
     parser = build_parser()
     cmd = "harness"
     try:
@@ -863,6 +866,7 @@ def main(argv=None) -> int:
             raise UsageError("harness: give a command: sweep, compile, toolchains, compare, merge, junit, probe, desc, "
                              "idesc, zmask or layout")
         cores.default_workers()  # a malformed TC_HARNESS_WORKERS is refused before anything runs
+        args.own_process = own_process
         return int(args.fn(args))
     except UsageError as e:
         print(_one_line(str(e)), file=sys.stderr)
@@ -883,7 +887,7 @@ def entry() -> None:
     alive (nothing the commands leave behind), the ordinary exit joins them."""
     import multiprocessing
     import threading
-    code = int(main())
+    code = int(main(own_process=True))
     if multiprocessing.active_children() or any(not t.daemon and t is not threading.main_thread()
                                                 for t in threading.enumerate()):
         sys.exit(code)

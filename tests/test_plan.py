@@ -141,10 +141,11 @@ def test_only_the_sweep_command_holds_its_plan(monkeypatch, tmp_path):
     run = sweep.run
     seen = []
     monkeypatch.setattr(sweep, "run", lambda sel, cfg: seen.append(cfg) or run(sel, cfg))
-    cli.main(["sweep", "--out", str(tmp_path / "a.jsonl")])
+    cli.main(["sweep", "--out", str(tmp_path / "a.jsonl")], own_process=True)  # as `python -m harness sweep`
     assert [c.hold_plan for c in seen] == [True] and made == ["held"]
-    run(plan.Selection(), sweep.SweepConfig())  # a library caller (the test session's GPU shards) freezes nothing
-    assert made == ["held", "make"]
+    cli.main(["sweep", "--out", str(tmp_path / "b.jsonl")])  # called by a process that goes on: freezes nothing
+    run(plan.Selection(), sweep.SweepConfig())  # nor does a library caller
+    assert [c.hold_plan for c in seen] == [True, False] and made == ["held", "make", "make"]
 
 
 BUILD_SLOWLY = """

@@ -92,6 +92,14 @@ def test_no_worker_is_started_ahead_where_no_gpu_can_be_or_the_selection_is_unre
     (tmp_path / "nvidiactl").write_text("")
     monkeypatch.setattr(sweep, "NVIDIA_CONTROL_DEVICE", str(tmp_path / "nvidiactl"))
     assert sweep.worker_ahead(config(tmp_path, "two")) is None  # refused later, with the reason
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # every GPU hidden
+    assert sweep.worker_ahead(config(tmp_path)) is None
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+
+    def refused(self, fork=False):
+        raise OSError("no more processes")
+    monkeypatch.setattr(GpuWorker, "start", refused)
+    assert sweep.worker_ahead(config(tmp_path)) is None  # only a head start: the sweep starts its own
 
 
 class StubWorker:
@@ -109,24 +117,30 @@ def test_the_sweep_command_starts_the_worker_before_checking_its_input_and_stops
     monkeypatch.setattr(sweep, "worker_ahead", lambda cfg, fork=False: order.append(("ahead", cfg.gpus, fork)) or stub)
     monkeypatch.setattr(sweep, "run", lambda sel, cfg: order.append(("run", cfg.ahead)) or {"cases": 0})
     same = str(tmp_path / "a.jsonl")
-    assert cli.main(["sweep", "--out", same, "--junit", same]) == 2  # the XML would overwrite the results
+    assert cli.main(["sweep", "--out", same, "--junit", same], own_process=True) == 2  # the XML would overwrite it
     assert order == [("ahead", "all", True)] and stub.killed == 1  # started (forked), refused, stopped; never run
-    cli.main(["sweep", "--gpus", "0", "--out", str(tmp_path / "b.jsonl")])
+    cli.main(["sweep", "--gpus", "0", "--out", str(tmp_path / "b.jsonl")], own_process=True)
     assert order[1:] == [("ahead", "0", True), ("run", stub)] and stub.killed == 2  # handed on, stopped after
+    cli.main(["sweep", "--out", str(tmp_path / "c.jsonl")])  # a caller that goes on (with threads of its own)
+    assert order[3:] == [("run", None)]  # no worker started ahead: the sweep starts its own
 
 
 def test_the_worker_ahead_is_forked_only_from_a_process_that_made_no_cuda_call(events, monkeypatch, tmp_path):
-    """Forked, it skips a Python start-up and its imports; CUDA does not survive a fork once initialised, so a process
-    that asked CUDA anything spawns it, as every worker started later (after a fault) is spawned."""
+    """Forked, it skips a Python start-up and its imports; CUDA does not survive a fork once initialised, nor a lock
+    another thread holds, so a process that asked CUDA anything, or runs other threads, spawns it, as every worker
+    started later (after a fault) is spawned."""
     asked = []
     get_context = multiprocessing.get_context
     # the start method asked for is recorded; every worker here is spawned all the same (no fork in a test process)
     monkeypatch.setattr(multiprocessing, "get_context", lambda method=None: asked.append(method) or get_context("spawn"))
     cfg = config(tmp_path)
+    monkeypatch.setattr(sweep.threading, "active_count", lambda: 1)  # as the command line's own process: one thread
     for untouched, fork in ((True, True), (False, True), (True, False)):
         monkeypatch.setattr(gpu, "cuda_untouched", lambda: untouched)
         sweep.worker_ahead(cfg, fork=fork).kill()
-    assert asked == ["fork", "spawn", "spawn"]
+    monkeypatch.setattr(sweep.threading, "active_count", lambda: 2)  # another thread (a test runner's, say)
+    sweep.worker_ahead(cfg, fork=True).kill()
+    assert asked == ["fork", "spawn", "spawn", "spawn"]
 
 
 def test_cuda_counts_as_touched_once_a_module_that_calls_it_is_imported(monkeypatch):

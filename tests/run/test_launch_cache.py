@@ -183,3 +183,18 @@ def test_a_cache_that_cannot_hold_the_folder_keeps_nothing_and_the_engine_runs(t
         assert eng.kept is None
     finally:
         eng.close()
+
+
+def test_a_kernel_and_a_case_id_name_one_case_whatever_the_plan(monkeypatch):
+    """What keying kept launches by the cases' ids rests on (KeptLaunches.stem): within one source, the same kernel and
+    case id are the same case in every plan that has them: every selection, and each arch a family plans for."""
+    seen = {}
+    plans = [plan.make(plan.Selection(families=("tcgen05", "wgmma_seq")), {"tcgen05": arch}, cache=True)
+             for arch in ("sm_100a", "sm_103a")]
+    plans.append(plan.make(plan.Selection(families=("tcgen05",), data_modes=("exact",), controls=False),
+                           {"tcgen05": "sm_103a"}, cache=True))
+    for p in plans:
+        for kernel, cases in p.work:
+            for c in cases:
+                assert seen.setdefault((repr(kernel), c.id), repr(c)) == repr(c), c.id
+    assert len(seen) > 1000
