@@ -117,7 +117,7 @@ NVIDIA_CONTROL_DEVICE = "/dev/nvidiactl"
 
 
 def worker_ahead(cfg: SweepConfig, fork: bool = False) -> GpuWorker | None:
-    """The GPU worker of the first GPU `--gpus` names, started before the sweep asks CUDA which GPUs are here (the
+    """The GPU worker of GPU 0 where `--gpus` is `all` or a count, started before the sweep asks CUDA which GPUs are here (the
     engine takes it if it runs on that GPU; else it is stopped). A GPU worker's start-up (a process importing CuPy
     and making its CUDA context) took 0.62-0.77 s on H100 and H200 nodes: started with the engine, it was still going
     when a warm sweep's plan had been read, and held back the first launch by 0.27 s (results/2026-11-27-h100-bench17/
@@ -125,14 +125,17 @@ def worker_ahead(cfg: SweepConfig, fork: bool = False) -> GpuWorker | None:
     starts it before it checks its input, forked (`fork`: where this process has made no CUDA call and runs no other
     thread; GpuWorker.start): on an H100 node ready 0.35-0.47 s later, and the first launch went as the engine's run
     began (call7/). None where no GPU can be here (NVIDIA_CONTROL_DEVICE; CUDA_VISIBLE_DEVICES empty), the selection
-    is not one gpu.parse_gpus reads (the sweep then refuses it as before), or the process cannot be started."""
+    names GPUs by index or is not one gpu.parse_gpus reads (the sweep checks it, and refuses it with the reason), or
+    the process cannot be started."""
     if not os.path.exists(NVIDIA_CONTROL_DEVICE) or os.environ.get("CUDA_VISIBLE_DEVICES") == "":
         return None
     try:
-        how, val = gpu.parse_gpus(cfg.gpus)
+        how, _ = gpu.parse_gpus(cfg.gpus)
     except gpu.GpuSelectionError:
         return None
-    worker = GpuWorker(val[0] if how == "indices" else 0, cfg.backend)
+    if how == "indices":  # an index may name no GPU (refused once CUDA is asked): its worker would fail to start
+        return None
+    worker = GpuWorker(0, cfg.backend)
     try:  # only a head start: where the process cannot be started the sweep starts its own, or says why
         worker.start(fork=fork and gpu.cuda_untouched() and threading.active_count() == 1)
     except OSError:

@@ -61,14 +61,17 @@ def test_the_first_gpus_worker_starts_before_cuda_is_asked_and_the_engine_runs_o
     assert summary["cases"] == summary["ran"] > 0
 
 
-def test_the_worker_of_the_first_gpu_named_is_started(events, monkeypatch, tmp_path):
+def test_gpus_named_by_index_get_no_worker_ahead(events, monkeypatch, tmp_path):
+    """An index may name no GPU (refused once CUDA is asked, with the reason): no worker is started for it beforehand,
+    whose failed start-up would print beside the refusal; the engine starts the named GPU's worker as before."""
     fake_gpus.install(monkeypatch, ["sm_90a", "sm_90a"])
     made = engines(monkeypatch)
-    ahead = []
-    worker_ahead = sweep.worker_ahead
-    monkeypatch.setattr(sweep, "worker_ahead", lambda cfg, fork=False: ahead.append(worker_ahead(cfg, fork)) or ahead[-1])
+    assert sweep.worker_ahead(config(tmp_path, "1")) is None and sweep.worker_ahead(config(tmp_path, "7")) is None
     sweep.run(SEL, config(tmp_path, "1"), log=lambda m: None)
-    assert events[0] == ("start", 1) and made[0].gpu_workers == ahead and ahead[0].device == 1
+    assert events == [("start", 1)] and [w.device for w in made[0].gpu_workers] == [1]
+    counted = sweep.worker_ahead(config(tmp_path, "count:2"))
+    counted.kill()
+    assert counted.device == 0  # a count starts at GPU 0, which is there
 
 
 def test_a_worker_started_for_no_usable_gpu_is_stopped(events, monkeypatch, tmp_path):
@@ -119,8 +122,8 @@ def test_the_sweep_command_starts_the_worker_before_checking_its_input_and_stops
     same = str(tmp_path / "a.jsonl")
     assert cli.main(["sweep", "--out", same, "--junit", same], own_process=True) == 2  # the XML would overwrite it
     assert order == [("ahead", "all", True)] and stub.killed == 1  # started (forked), refused, stopped; never run
-    cli.main(["sweep", "--gpus", "0", "--out", str(tmp_path / "b.jsonl")], own_process=True)
-    assert order[1:] == [("ahead", "0", True), ("run", stub)] and stub.killed == 2  # handed on, stopped after
+    cli.main(["sweep", "--gpus", "count:1", "--out", str(tmp_path / "b.jsonl")], own_process=True)
+    assert order[1:] == [("ahead", "count:1", True), ("run", stub)] and stub.killed == 2  # handed on, stopped after
     cli.main(["sweep", "--out", str(tmp_path / "c.jsonl")])  # a caller that goes on (with threads of its own)
     assert order[3:] == [("run", None)]  # no worker started ahead: the sweep starts its own
 
