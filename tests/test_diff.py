@@ -39,11 +39,8 @@ def test_a_correct_device_passes_and_records_serialise(name):
 
 def test_one_flipped_bit_is_located():
     key, cases = next(v for v in KEYS.values() if v[0].dtype == "f32" and v[0].a_src == "SS")
-    full = [reference.prepare(c) for c in cases[:3]]
-    regs = device_registers(key, full)  # from the full preparation: slim() keeps an exact case's registers alone
-    expected = full[1].expected.copy()
-    preps = [p.slim() for p in full]
-    assert preps[1].expected is None  # an exact case's expected values are read from its registers
+    preps = [reference.prepare(c).slim() for c in cases[:3]]
+    regs = device_registers(key, preps)
     regs[1, 37, 2] ^= np.uint32(1 << 22)
     recs = diff.diff_launch(preps, regs)
     assert [r["status"] for r in recs] == ["pass", "fail", "pass"]
@@ -51,16 +48,14 @@ def test_one_flipped_bit_is_located():
     m = recs[1]["first_mismatches"][0]
     assert (m["thread"], m["register"]) == (37, 2) and recs[1]["mismatches"] == 1
     assert (m["row"], m["col"]) == (int(frag.row[37, 2]), int(frag.col[37, 2]))
-    assert m["expected"] == float(expected[m["row"], m["col"]]) != m["got"]
     assert recs[1]["bad_threads"] == "37" and recs[1]["bad_registers"] == "2"
     json.dumps(recs)
 
 
 def test_poison_left_in_a_register_is_counted():
     key, cases = next(v for v in KEYS.values() if v[0].dtype == "f16")
-    full = [reference.prepare(cases[0])]
-    regs = device_registers(key, full)
-    preps = [p.slim() for p in full]
+    preps = [reference.prepare(cases[0]).slim()]
+    regs = device_registers(key, preps)
     regs[0, 5, 0] = reference.POISON
     rec = diff.diff_launch(preps, regs)[0]
     assert rec["status"] == "fail" and rec["unwritten_registers"] == 1 and rec["mismatches"] == 2
@@ -69,9 +64,8 @@ def test_poison_left_in_a_register_is_counted():
 def test_a_control_passes_only_with_the_predicted_misread():
     key, cases = next(v for v in KEYS.values() if v[0].a_src == "SS" and v[0].dtype == "f32")
     control = next(c for c in cases if c.control)
-    prep = reference.prepare(control)
+    prep = reference.prepare(control).slim()
     regs = device_registers(key, [prep])
-    prep.slim()
     assert diff.diff_launch([prep], regs)[0]["status"] == "pass"
     regs[0, 0, 0] ^= np.uint32(1 << 22)  # still not the intended product, but not the predicted misread either
     rec = diff.diff_launch([prep], regs)[0]

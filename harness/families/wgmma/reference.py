@@ -42,15 +42,11 @@ class Prepared:
 
     def slim(self) -> "Prepared":
         """Keep only what the diff needs, in the accumulator's own width (exact results are representable
-        there), so that shipping a case between processes costs kilobytes, not hundreds of them. An exact case
-        keeps its expected registers alone: its expected values are those registers decoded (readback.
-        expected_values), the values and the registers being the same bits (expectations()). Kept twice, they were
-        a quarter of the bytes: wgmma's and wgmma_sp's expectations 4.1 GB a sweep before, 3.1 GB so, with every
-        expected value the read-back sees the same (results/2026-11-27-cpu/slim-expectations.txt)."""
+        there), so that shipping a case between processes costs kilobytes, not hundreds of them."""
         self.image = self.a_regs = self.c_regs = self.a_vals = self.b_vals = self.c_vals = None
         if self.tolerance is None:
             narrow = np.int32 if self.case.key.dtype == "s32" else np.float32
-            self.expected = None if self.expected_regs is not None else self.expected.astype(narrow)
+            self.expected = self.expected.astype(narrow)
             self.intended = self.intended.astype(narrow) if self.case.control else None
         else:
             self.intended = None
