@@ -29,7 +29,8 @@ def use_device(index: int) -> None:
     launch.use_device(index)
     if first:
         use_device.done = True
-        note("gpu worker backend import", IMPORTED, forked="harness.cli" in sys.modules)  # only a forked worker has the CLI
+        forked = "harness.cli" in sys.modules  # only a worker forked from the command line's process has it
+        note("gpu worker backend import", IMPORTED, forked=forked)
         note("gpu worker use_device start", t)
         note("gpu worker device ready", time.time())
 STAGINGS, stage = launch.STAGINGS, launch.stage  # launch files read ahead as launch's are (their load_s is then ~0)

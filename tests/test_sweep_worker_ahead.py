@@ -23,7 +23,8 @@ def events(monkeypatch, tmp_path):
     control.write_text("")
     monkeypatch.setattr(sweep, "NVIDIA_CONTROL_DEVICE", str(control))
     start = GpuWorker.start
-    monkeypatch.setattr(GpuWorker, "start", lambda self, fork=False: seen.append(("start", self.device)) or start(self, fork))
+    monkeypatch.setattr(GpuWorker, "start",
+                        lambda self, fork=False: seen.append(("start", self.device)) or start(self, fork))
     return seen
 
 
@@ -43,6 +44,18 @@ def engines(monkeypatch) -> list:
     return made
 
 
+def workers_ahead(monkeypatch) -> list:
+    """Every worker sweep.worker_ahead returns, in order (None where it starts none)."""
+    made = []
+    worker_ahead = sweep.worker_ahead
+
+    def recorded(cfg, fork=False):
+        made.append(worker_ahead(cfg, fork))
+        return made[-1]
+    monkeypatch.setattr(sweep, "worker_ahead", recorded)
+    return made
+
+
 def config(tmp_path, gpus="all"):
     return sweep.SweepConfig(out_path=tmp_path / "r.jsonl", backend="tests.simulated.passthrough_device", workers=2,
                              diagnose=0, gpus=gpus)
@@ -52,9 +65,7 @@ def test_the_first_gpus_worker_starts_before_cuda_is_asked_and_the_engine_runs_o
     fake_gpus.install(monkeypatch, ["sm_90a"])
     count_asked(monkeypatch, events)
     made = engines(monkeypatch)
-    ahead = []
-    worker_ahead = sweep.worker_ahead
-    monkeypatch.setattr(sweep, "worker_ahead", lambda cfg, fork=False: ahead.append(worker_ahead(cfg, fork)) or ahead[-1])
+    ahead = workers_ahead(monkeypatch)
     summary = sweep.run(SEL, config(tmp_path), log=lambda m: None)
     assert events[0] == ("start", 0) and "count" in events and events.index("count") > 0
     assert len(made) == 1 and made[0].gpu_workers == ahead  # that very worker, not a second one for GPU 0
@@ -79,9 +90,7 @@ def test_a_worker_started_for_no_usable_gpu_is_stopped(events, monkeypatch, tmp_
     stopped = []
     kill = GpuWorker.kill
     monkeypatch.setattr(GpuWorker, "kill", lambda self: stopped.append(self) or kill(self))
-    ahead = []
-    worker_ahead = sweep.worker_ahead
-    monkeypatch.setattr(sweep, "worker_ahead", lambda cfg, fork=False: ahead.append(worker_ahead(cfg, fork)) or ahead[-1])
+    ahead = workers_ahead(monkeypatch)
     monkeypatch.setattr(sweep, "start_compiling", lambda *a: None)
     monkeypatch.setattr(sweep, "execute", lambda p, cfg, *a, **k: {"cases": 0})
     sweep.run(SEL, config(tmp_path), log=lambda m: None)
@@ -117,7 +126,8 @@ class StubWorker:
 def test_the_sweep_command_starts_the_worker_before_checking_its_input_and_stops_it_when_refused(monkeypatch, tmp_path):
     from harness import cli
     order, stub = [], StubWorker()
-    monkeypatch.setattr(sweep, "worker_ahead", lambda cfg, fork=False: order.append(("ahead", cfg.gpus, fork)) or stub)
+    monkeypatch.setattr(sweep, "worker_ahead",
+                        lambda cfg, fork=False: order.append(("ahead", cfg.gpus, fork)) or stub)
     monkeypatch.setattr(sweep, "run", lambda sel, cfg: order.append(("run", cfg.ahead)) or {"cases": 0})
     same = str(tmp_path / "a.jsonl")
     assert cli.main(["sweep", "--out", same, "--junit", same], own_process=True) == 2  # the XML would overwrite it
@@ -135,7 +145,8 @@ def test_the_worker_ahead_is_forked_only_from_a_process_that_made_no_cuda_call(e
     asked = []
     get_context = multiprocessing.get_context
     # the start method asked for is recorded; every worker here is spawned all the same (no fork in a test process)
-    monkeypatch.setattr(multiprocessing, "get_context", lambda method=None: asked.append(method) or get_context("spawn"))
+    monkeypatch.setattr(multiprocessing, "get_context",
+                        lambda method=None: asked.append(method) or get_context("spawn"))
     cfg = config(tmp_path)
     monkeypatch.setattr(sweep.threading, "active_count", lambda: 1)  # as the command line's own process: one thread
     for untouched, fork in ((True, True), (False, True), (True, False)):
