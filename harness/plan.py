@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 from harness import families
 from harness.enums import Arch, OperandSource
@@ -127,42 +128,80 @@ def with_collector_paused(build, *args):
 
 
 def plan_path(fam, arch) -> Path | None:
-    """Where an in-tree family's plan for `arch` is cached (None for a family from outside the package)."""
+    """Where an in-tree family's whole plan for `arch` is cached (None for a family from outside the package)."""
     if not families.registry().get(str(fam.name), "").startswith("harness."):
         return None
     from harness.run.compile import cache_dir
     return cache_dir() / "plans" / f"{fam.name}-{arch}-{source_digest()}.pkl"
 
 
+# A family that plans each kernel's cases from that kernel alone (`kernel_cases`, families/base.py) is cached in this
+# many parts, part i holding every PLAN_PARTS-th kernel of kernel_list from the i-th. Processes that start together on
+# an empty cache (the README test command's 17) build different parts at once (build_free_plans): in one file, the
+# dense family's plan was built by one process while the others waited for it, and the README run's workers ended
+# their collection 9.1-10.4 s in, cold, on an H100 node (results/2026-11-27-h100-bench18/call1/; a profile of that
+# wait on an H200 node: call2/tl-pytest-cold-collect/). With the parts their first tests began 2.1-3.9 s earlier
+# (call3/, the trees in turn on one H100 node). On this project's CPU machine, in a fresh process, the dense
+# family's whole plan builds in 0.79-1.00 s, a part of it in 0.17-0.25 s; a warm read of every plan took 0.24-0.31 s
+# against 0.36-0.42 s in one file a plan (results/2026-11-27-cpu/plan-parts.txt).
+PLAN_PARTS = 8
+
+
+def plan_files(fam, arch) -> list[tuple[Path, Callable[[], list]]] | None:
+    """The files an in-tree family's plan for `arch` is cached in, each with the build of what it holds: one file for
+    the whole plan, or PLAN_PARTS parts where the family has kernel_cases (and kernel_list). None for a family from
+    outside the package (always asked)."""
+    whole = plan_path(fam, arch)
+    if whole is None:
+        return None
+    if not (hasattr(fam, "kernel_cases") and hasattr(fam, "kernel_list")):
+        return [(whole, lambda: with_collector_paused(fam.kernels, arch))]
+
+    def part(i: int) -> Callable[[], list]:
+        return lambda: with_collector_paused(lambda: [(k, fam.kernel_cases(k))
+                                                      for k in fam.kernel_list(arch)[i::PLAN_PARTS]])
+    return [(whole.with_name(f"{whole.stem}-part{i}of{PLAN_PARTS}.pkl"), part(i)) for i in range(PLAN_PARTS)]
+
+
+def interleaved(parts: list[list]) -> list:
+    """The plan the parts hold, in kernel_list's order: part i has its kernels i, i + n, i + 2n, ... (n parts)."""
+    n = len(parts)
+    return [parts[j % n][j // n] for j in range(sum(len(p) for p in parts))]
+
+
 def build_free_plans(pairs) -> None:
-    """Build each (family, arch) plan of `pairs` that is not cached and that no other process is building, skipping
-    those another is building (family_kernels then waits for them). Processes that start together on an empty cache
-    (the README test command's pytest-xdist workers) so build different plans at once rather than each waiting, in
-    turn, for the one process building the first, then the second: the plans' build times added up before the first
-    test of every worker could start."""
+    """Build each cache file of the (family, arch) plans of `pairs` (plan_files) that is not written and that no other
+    process is building, skipping those another is building (family_kernels then waits for them). Processes that
+    start together on an empty cache (the README test command's pytest-xdist workers) so build different plans and
+    parts at once rather than each waiting, in turn, for the one process building the first, then the second: the
+    plans' build times added up before the first test of every worker could start."""
     for fam, arch in pairs:
-        path = plan_path(fam, arch)
-        if path is not None and path not in LOADED_PLANS and not path.exists():
-            out = built_alone(path, lambda: with_collector_paused(fam.kernels, arch), f"{fam.name}-{arch}-*.pkl",
-                              wait=False)
-            if out is not None:
-                LOADED_PLANS[path] = out
+        for path, build in plan_files(fam, arch) or ():
+            if path not in LOADED_PLANS and not path.exists():
+                out = built_alone(path, build, f"{fam.name}-{arch}-*.pkl", wait=False)
+                if out is not None:
+                    LOADED_PLANS[path] = out
 
 
 def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
-    """fam.kernels(arch); with `cache`, an in-tree family's answer is kept in the compile cache's plans/ folder,
-    keyed by source_digest() (a warm sweep reads ~3 MB instead of building 27,554 cases and checking every
-    layout). A family from outside the package (TC_HARNESS_FAMILIES) is always asked."""
-    path = plan_path(fam, arch) if cache else None
-    if path is None:
+    """fam.kernels(arch); with `cache`, an in-tree family's answer is kept in the compile cache's plans/ folder
+    (plan_files), keyed by source_digest() (a warm sweep reads ~3 MB instead of building 27,554 cases and checking
+    every layout). A family from outside the package (TC_HARNESS_FAMILIES) is always asked."""
+    files = plan_files(fam, arch) if cache else None
+    if files is None:
         return with_collector_paused(fam.kernels, arch)
-    if path in LOADED_PLANS:  # unpickling 27,554 cases takes ~0.5 s: once a process
-        return [(k, list(cs)) for k, cs in LOADED_PLANS[path]]  # the caller may edit its lists; kernels and
-    out = read_plan(path)                                        # cases are frozen
-    if out is None:  # absent or unreadable: build it, one process at a time where they start together
-        out = built_alone(path, lambda: with_collector_paused(fam.kernels, arch), f"{fam.name}-{arch}-*.pkl")
-    LOADED_PLANS[path] = out
-    return [(k, list(cs)) for k, cs in out]
+
+    def parts() -> list[list]:  # run with the collector paused over all of them (between parts it would walk those
+        build_free_plans([(fam, arch)])  # read so far); the parts no other process is building are built first
+        for path, build in files:
+            if path not in LOADED_PLANS:  # unpickling 27,554 cases takes ~0.5 s: once a process
+                out = read_plan(path)
+                if out is None:  # absent or unreadable: build it, one process at a time where they start together
+                    out = built_alone(path, build, f"{fam.name}-{arch}-*.pkl")
+                LOADED_PLANS[path] = out
+        return [LOADED_PLANS[path] for path, _ in files]
+    return [(k, list(cs)) for k, cs in interleaved(with_collector_paused(parts))]  # the caller may edit its lists;
+                                                                                  # kernels and cases are frozen
 
 
 def read_plan(path: Path) -> list | None:
@@ -175,13 +214,13 @@ def read_plan(path: Path) -> list | None:
 
 
 def write_plan(path: Path, plan: list, siblings: str) -> list:
-    """Cache a plan (and return it); the other plans matching `siblings` (a glob: the family's and arch's) are of
-    other sources. Their lock files stay: empty, and perhaps held by a process of those sources."""
+    """Cache a plan or a part of one (and return it); the files matching `siblings` (a glob: the family's and arch's)
+    that are not of this source (their names lack its digest) are removed. Their lock files stay: empty, and perhaps held by a process of those sources."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(path, pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL))  # never half a plan
-        for stale in path.parent.glob(siblings):  # plans of other sources are never read again
-            if stale != path:
+        for stale in path.parent.glob(siblings):  # plans of other sources are never read again (a name with this
+            if source_digest() not in stale.name:  # source's digest is another part of its plan)
                 stale.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only cache only costs the next sweep the time to build it
@@ -303,7 +342,17 @@ def make_held(sel: Selection, run_archs: dict[str, Arch] | None = None,
 def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[int, int] | None = None,
          cache: bool = False) -> Plan:
     """run_archs: family -> the arch whose cases to plan (a GPU of it is here); a family not in it plans its
-    first arch's cases (to record them as not run) and compiles its other archs. `cache`: see family_kernels."""
+    first arch's cases (to record them as not run) and compiles its other archs. `cache`: see family_kernels.
+    Made with the cyclic garbage collector paused throughout (with_collector_paused), not only while plans are read:
+    a selection's filters make a dict for each of the family's cases, and the collections they set off walked every
+    plan the process holds. Seven makes as a test session's collection asks them took 0.46-0.51 s paused, 0.66-0.77 s
+    not, five fresh processes each (results/2026-11-27-cpu/plan-parts.txt)."""
+    return with_collector_paused(selected, sel, run_archs, shard, cache)
+
+
+def selected(sel: Selection, run_archs: dict[str, Arch] | None, shard: tuple[int, int] | None,
+             cache: bool) -> Plan:
+    """make's plan (its arguments, as they are), built or read."""
     sel.validate()
     filters = sel.filters()
     names = list(sel.families or families.registry())

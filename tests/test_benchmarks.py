@@ -46,12 +46,18 @@ def test_the_pytest_timeline_says_which_worker_ran_what_and_when(tmp_path):
     import pytest_timeline
     (tmp_path / "test_slow.py").write_text("import time\ndef test_a():\n    time.sleep(1.0)\n")
     (tmp_path / "test_quick.py").write_text("def test_b():\n    pass\ndef test_c():\n    pass\n")
+    # CPU in the test's own process, and in a child it starts and waits for: both are the test's CPU seconds
+    (tmp_path / "test_busy.py").write_text(
+        "import subprocess, sys, time\n"
+        "SPIN = 'import time\\nt = time.process_time()\\nwhile time.process_time() - t < 0.6: pass'\n"
+        "def test_spin():\n    exec(SPIN)\n"
+        "def test_child():\n    subprocess.run([sys.executable, '-c', SPIN], check=True)\n")
     folder = tmp_path / "timeline"
     # PYTEST_XDIST_WORKER as a pytest started inside an xdist worker inherits it (gw7: no worker of this run's
     # own): the inner controller must not take that name (on a 16-core node it did, and wrote a worker file
     # with no collection in it)
     env = dict(os.environ, PYTHONPATH=str(ROOT / "benchmarks"), PYTEST_XDIST_WORKER="gw7",
-               **{pytest_timeline.FOLDER: str(folder)})
+               **{pytest_timeline.FOLDER: str(folder), pytest_timeline.PROFILE_COLLECTION: "1"})
     t = time.time()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_timeline",
                            "-n", "2", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
@@ -59,12 +65,18 @@ def test_the_pytest_timeline_says_which_worker_ran_what_and_when(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:]
     where = pytest_timeline.summary(folder, t)
     ran = [r for w in where["workers"].values() for r in w["ran"]]
-    assert {r.split(" ")[0] for r in ran} == {"test_quick.py", "test_slow.py"}, ran
+    assert {r.split(" ")[0] for r in ran} == {"test_quick.py", "test_slow.py", "test_busy.py"}, ran
     slow = next(t for t in where["tail"] if t["id"].endswith("test_a"))
     assert 1.0 <= slow["took_s"] < 30 and where["last_test_end_s"] >= slow["start_s"] + 1.0
     assert sum(w["busy_s"] for w in where["workers"].values()) >= 1.0
     assert all(w["first_test_s"] >= w["collected_s"] >= w["session_start_s"] >= w["process_start_s"] >= -5
                for w in where["workers"].values())
+    cpu = {t["id"].split("::")[1]: t["cpu_s"] for t in where["most_cpu"]}
+    assert cpu["test_spin"] >= 0.55 and cpu["test_child"] >= 0.55 and cpu["test_a"] < 0.3, cpu  # a sleep is no CPU
+    assert all(w["collect_cpu_s"] > 0 and w["tests_cpu_s"] >= 0 for w in where["workers"].values())
+    assert where["tests_cpu_s"] >= 1.1
+    for w in where["workers"]:  # each worker's profile of its collection
+        assert "pytest_collection" in (folder / f"{w}.collect.txt").read_text()
 
 
 # bench_host's digest of its 3-kernel samples: the same at commit 92e69bd (before a launch's cases were prepared

@@ -271,3 +271,72 @@ def test_a_sweeps_plan_builds_the_free_plans_before_it_waits_for_a_busy_one(priv
         assert free.stat().st_mtime - t < 0.9  # sm_103a's was written before that wait, not after it
     finally:
         os.close(fd)
+
+
+@pytest.mark.parametrize("name", [f for f in families.registry()
+                                  if hasattr(families.get(f), "kernel_cases") and families.registry()[f].startswith("harness.")])
+def test_a_family_planned_in_parts_has_in_them_the_kernels_and_cases_of_its_whole_plan(name, private_cache):
+    """The parts (every PLAN_PARTS-th kernel from the i-th, each kernel's cases from kernel_cases) put back in order
+    are kernels(arch), the same kernels and cases in the same order; cached, they are read back as built."""
+    fam = families.get(name)
+    for arch in fam.archs:
+        files = plan.plan_files(fam, arch)
+        assert len(files) == plan.PLAN_PARTS and len({p for p, _ in files}) == plan.PLAN_PARTS
+        whole = [(k, [c.id for c in cs]) for k, cs in fam.kernels(arch)]
+        assert [(k, [c.id for c in cs]) for k, cs in plan.interleaved([build() for _, build in files])] == whole
+        assert [(k, [c.id for c in cs]) for k, cs in plan.family_kernels(fam, arch, cache=True)] == whole
+        plan.LOADED_PLANS.clear()
+        assert all(p.exists() for p, _ in files)
+        assert [(k, [c.id for c in cs]) for k, cs in plan.family_kernels(fam, arch, cache=True)] == whole
+
+
+def test_a_changed_source_replaces_every_part_and_keeps_its_own(private_cache, monkeypatch):
+    """Writing a part removes the other sources' parts, never another part of its own source."""
+    fam = families.get("wgmma_seq")
+    plan.family_kernels(fam, "sm_90a", cache=True)
+    plan.LOADED_PLANS.clear()
+    monkeypatch.setattr(plan, "source_digest", lambda: "a-model-was-edited")
+    plan.family_kernels(fam, "sm_90a", cache=True)
+    kept = sorted(p.name for p in (private_cache / "plans").glob("wgmma_seq-sm_90a-*.pkl"))
+    assert kept == sorted(f"wgmma_seq-sm_90a-a-model-was-edited-part{i}of{plan.PLAN_PARTS}.pkl"
+                          for i in range(plan.PLAN_PARTS))
+
+
+BUILD_PARTS_SLOWLY = """
+import os, sys, time
+from harness import families, plan
+from harness.families import wgmma_seq
+real = wgmma_seq.WgmmaSeqFamily.kernel_cases
+def slow(kernel):  # a part long enough that every process asks for the plan while the first parts are built
+    t = time.time()
+    time.sleep(0.15)
+    with open(sys.argv[1], "a") as fh:
+        fh.write(f"{os.getpid()} {kernel.name} {t} {time.time()}\\n")
+    return real(kernel)
+wgmma_seq.WgmmaSeqFamily.kernel_cases = staticmethod(slow)
+print(sum(len(cs) for _, cs in plan.family_kernels(families.get("wgmma_seq"), "sm_90a", cache=True)))
+"""
+
+
+def test_processes_starting_together_build_a_plans_parts_at_once_each_part_once(private_cache, tmp_path):
+    """Three processes ask for an uncached plan in parts at once: each kernel's cases are built once, by processes
+    that build different parts at the same time (not one process the whole plan while the others wait), and all
+    get the whole plan."""
+    import subprocess
+    import sys
+    log = tmp_path / "built.txt"
+    procs = [subprocess.Popen([sys.executable, "-c", BUILD_PARTS_SLOWLY, str(log)], stdout=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs) and len(set(outs)) == 1
+    assert int(outs[0]) == sum(len(cs) for _, cs in families.get("wgmma_seq").kernels("sm_90a"))
+    built = [line.split() for line in log.read_text().splitlines()]
+    names = [b[1] for b in built]
+    assert sorted(names) == sorted(k.name for k in families.get("wgmma_seq").kernel_list("sm_90a"))  # each once
+    by_process = {}
+    for pid, _, start, end in built:
+        lo, hi = by_process.get(pid, (float(start), float(end)))
+        by_process[pid] = (min(lo, float(start)), max(hi, float(end)))
+    assert len(by_process) >= 2  # parts built by more than one process ...
+    spans = sorted(by_process.values())
+    assert spans[1][0] < spans[0][1]  # ... at the same time

@@ -43,6 +43,10 @@ class Family(Protocol):
     # optional: kernel_list(arch) -> list[Kernel], the kernels of kernels(arch) that have cases, in its order, worked
     # out cheaply (the sweep starts compiling them while it plans the cases; a family without it is compiled after
     # the plan). tests/test_early_compile.py holds every in-tree family to it
+    # optional, with kernel_list: kernel_cases(kernel) -> list, the cases of one kernel, planned from that kernel alone
+    # (kernels(arch) is each kernel of kernel_list(arch) with its kernel_cases): the plan cache builds such a family's
+    # plan in parts, which processes starting together build at once (harness/plan.py plan_files);
+    # tests/test_plan.py holds every in-tree family that has it to the parts making up kernels(arch)
 
     def source(self, kernel: Kernel) -> str: ...
 

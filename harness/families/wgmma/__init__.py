@@ -20,8 +20,11 @@ class WgmmaFamily:
         return importlib.import_module(f"{self.package}.{name}")
 
     def kernels(self, arch) -> list[tuple[Kernel, list]]:
-        cases = self.module("cases")
-        return [(k, cases.cases_for_key(k.form, ("exact", "normal"), True)) for k in self.kernel_list(arch)]
+        return [(k, self.kernel_cases(k)) for k in self.kernel_list(arch)]
+
+    def kernel_cases(self, kernel: Kernel) -> list:
+        """The cases of one kernel (its key's, both data modes, with the controls)."""
+        return self.module("cases").cases_for_key(kernel.form, ("exact", "normal"), True)
 
     def kernel_list(self, arch) -> list[Kernel]:
         if arch not in self.archs:

@@ -15,8 +15,13 @@ class WgmmaSeqFamily:
     facets = frozenset({"kind", "n", "dtype", "a_src", "data"})
 
     def kernels(self, arch) -> list[tuple[Kernel, list]]:
+        return [(k, self.kernel_cases(k)) for k in self.kernel_list(arch)]
+
+    @staticmethod
+    def kernel_cases(kernel: Kernel) -> list:
+        """The cases of one sequence kernel."""
         from harness.families.wgmma_seq import cases
-        return [(k, cases.cases_for_key(k.form)) for k in self.kernel_list(arch)]
+        return cases.cases_for_key(kernel.form)
 
     def kernel_list(self, arch) -> list[Kernel]:
         from harness.families.wgmma_seq import forms
