@@ -129,19 +129,48 @@ MODULE_SECONDS = {
     "tests/test_robustness_gpu.py": 56, "tests/test_addresses_gpu.py": 29, "tests/test_driver_jit_gpu.py": 14,
 }
 # Where the GPU tests run (a gpu-sweep shard is collected), the groups go out by the seconds each took on an H100
-# node instead (16 cores, 16 workers, cold compile cache; results/2026-11-26-h100-bench4/, bench_pytest's timeline).
-# Ranked by the table above, measured on 2 cores, CPU modules that take a third of that on a node went ahead of the
-# GPU shards, and the worker whose shard started 14 s late ended the README run there (62 s).
+# node instead (16 cores, 16 workers, cold compile cache): every group of 2 s or more in two README runs of
+# results/2026-11-27-h100-bench18/call3/ (new1, new2), by benchmarks/group_seconds.py; a spread module's entry is its
+# tests' sum. Ranked by the table above, measured on 2 cores, CPU modules that take a third of that on a node went ahead
+# of the GPU shards, and the worker whose shard started 14 s late ended the README run there (62 s); a module in
+# neither table weighs 0 and goes out last: test_plan.py (12 s) ended a run 9 s after most workers had finished (new2).
 NODE_GROUP_SECONDS = {
-    "test_robustness_gpu-faults": 22, "test_wgmma_seq": 21, "test_robustness_gpu-hang": 20,
-    "test_tcgen05_probe-draws-tmem": 16, "test_tcgen05-sass": 15, "test_readme": 14, "test_driver_jit_gpu": 14,
-    "test_toolchain": 13, "test_tcgen05": 13, "test_tcgen05_probe-draws-smem": 11,
-    "test_addresses_gpu": 11, "test_timing": 9, "test_nvrtc": 9, "test_packaging": 8, "test_robustness_gpu": 7,
-    "test_sweep_on_other_gpus": 6, "test_report": 6, "test_sf_probe": 6, "test_nvrtc_versions": 5, "test_sass": 5,
-    "test_xdist_grouping": 25,  # spread since; 25 s as one group (results/2026-11-26-h100-bench9/call7)
-    # groups that weighed 0 (in no table) and so went out last, ending the README run up to 5 s after a balanced end:
-    # their seconds in the cold runs of results/2026-11-26-h100-bench10 (call2, call3/ab-pytest/new-cold)
-    "test_pipeline": 5, "test_no_false_green": 4, "test_results_schema": 4, "test_compare": 3,
+    "test_xdist_grouping": 32, "test_cli": 27, "test_modules": 26, "test_robustness_gpu-hang": 23, "test_wgmma_seq": 23,
+    "test_toolchain": 20, "test_benchmarks": 19, "test_nvrtc": 19, "test_addresses_gpu": 19,
+    "test_robustness_gpu-faults": 19, "test_tcgen05": 18, "test_tcgen05-sass": 17, "test_driver_jit_gpu": 16,
+    "test_timing": 15, "test_tcgen05_probe-draws-smem": 13, "test_packaging": 13, "test_plan": 12, "test_readme": 12,
+    "test_mass_faults": 12, "test_sweep_on_other_gpus": 11, "test_pipeline": 11, "test_addresses": 11,
+    "test_cli_fuzz": 10, "test_report": 10, "test_sf_probe": 9, "test_tcgen05_probe-draws-tmem": 9, "test_worker": 8,
+    "test_sass": 7, "test_results_schema": 7, "test_checked_set": 5, "test_nvrtc_versions": 5, "test_no_false_green": 5,
+    "test_robustness_gpu": 5, "test_compare": 4, "test_cli_inputs": 4, "test_launch_cache": 4, "test_reference": 3,
+    "test_descriptors": 3, "test_wgmma_sp": 3, "test_merge": 2,
+}
+# A spread module's tests of 2 s or more on a node (call4/new1 and new2 there, `group_seconds.py --tests`): each weighs
+# its own seconds there, not an even share of its module's. As a share, test_addresses.py's PNG test (4.3 s of the
+# module's 11, 1/80 of them) went out among the last and ended README runs 3.7-6.1 s after most workers had finished
+# (results/2026-11-27-h100-bench18/call4/new1, new2).
+NODE_SPREAD_TEST_SECONDS = {
+    "test_xdist_grouping::test_a_worker_on_a_long_lone_test_is_not_handed_the_next_heavy_group_meanwhile": 7,
+    "test_mass_faults::test_every_launch_faults_bounded_and_every_case_accounted_for": 6,
+    "test_xdist_grouping::test_a_spread_modules_tests_go_to_whichever_worker_is_free": 6,
+    "test_mass_faults::test_a_planted_fault_among_passing_cases_is_still_isolated_within_the_budget": 6,
+    "test_benchmarks::test_bench_host_digests_the_same_preparation_alike_from_a_fresh_plan_and_a_cached_one": 6,
+    "test_benchmarks::test_the_pytest_timeline_says_which_worker_ran_what_and_when": 5,
+    "test_modules::test_each_kernel_of_a_shared_module_has_the_code_it_has_alone[wgmma_sp-sm_90a]": 5,
+    "test_modules::test_each_kernel_of_a_shared_module_has_the_code_it_has_alone[wgmma-sm_90a]": 5,
+    "test_cli_fuzz::test_a_malformed_results_file_is_named_with_its_line": 4,
+    "test_modules::test_each_kernel_of_a_shared_module_has_the_code_it_has_alone[tcgen05-sm_100a]": 4,
+    "test_addresses::test_comparison_png": 4,
+    "test_xdist_grouping::test_modules_and_named_groups_each_stay_on_one_worker": 4,
+    "test_xdist_grouping::test_a_spread_modules_tests_weigh_their_share_of_its_seconds": 4,
+    "test_modules::test_each_kernel_of_a_shared_module_has_the_code_it_has_alone[wgmma_seq-sm_90a]": 3,
+    "test_xdist_grouping::test_the_heaviest_group_is_handed_out_first": 3,
+    "test_modules::test_a_kernel_nvrtc_rejects_is_named_alone_and_its_module_mates_still_build": 3,
+    "test_xdist_grouping::test_where_gpu_shards_are_collected_the_node_table_orders_the_groups": 3,
+    "test_addresses::test_layout_png": 3,
+    "test_plan::test_where_the_plan_cannot_be_written_the_waiting_processes_build_at_once": 3,
+    "test_cli_inputs::test_sweep_matching_nothing_exits_2": 2,
+    "test_plan::test_a_family_planned_in_parts_has_in_them_the_kernels_and_cases_of_its_whole_plan[wgmma_sp]": 2,
 }
 # A shard of the GPU families' kernel tests (tests/gpu_sweep.py: a worker's part of the compiling, preparing and
 # launching; about 1/16 of the plan on a 16-core node: 15-23 s there, cold). Ranked above every other group: xdist
@@ -185,9 +214,10 @@ def pytest_collection_modifyitems(config, items):
                 spread_in[path] = spread_in.get(path, 0) + 1
         for i, (it, g, path) in enumerate(zip(items, group_of, path_of)):
             first.setdefault(g, i)
-            if g == it.nodeid:  # a spread test: its share of its module's seconds (0 for a module in no table)
-                module = it.module.__name__ if it.module else it.nodeid
-                weight.setdefault(g, group_seconds(module, path, gpu_run) / spread_in[path])
+            if g == it.nodeid:  # a spread test: its own seconds where the node table has them, else its share of
+                module = it.module.__name__ if it.module else it.nodeid  # its module's (0 for one in no table)
+                own = NODE_SPREAD_TEST_SECONDS.get(f"{Path(path).stem}::{it.name}") if gpu_run else None
+                weight.setdefault(g, own if own is not None else group_seconds(module, path, gpu_run) / spread_in[path])
             else:
                 weight.setdefault(g, group_seconds(g, path, gpu_run))
         companion = give_companions(items, group_of, path_of, weight, first)

@@ -1,4 +1,5 @@
 """The benchmarks that need no GPU run here, so that they do not rot between the GPU sessions that use them."""
+import gzip
 import json
 import os
 import shutil
@@ -216,3 +217,29 @@ def test_bench_sweep_counts_the_cpu_of_a_run_and_of_what_its_processes_started_a
     assert proc.returncode == 0 and 1.2 <= cpu < 3.0, cpu
     _, idle = bench_sweep.with_cpu_seconds(lambda: time.sleep(0.3))
     assert idle == 0.0
+
+
+def test_group_seconds_sums_each_groups_tests_in_their_worker_and_leaves_the_gpu_shards_out(tmp_path, capsys):
+    """What the conftest's node tables are made from: a named group's tests, a spread module's tests summed as their
+    module (or, for the table of spread tests, each alone), the mean over the timelines; the controller's copy of each
+    test and the GPU shards are not counted."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import group_seconds
+
+    def timeline(name: str, scale: float) -> Path:
+        lines = []
+        for worker, tests in (("controller", [("tests/test_a.py::t1@test_a", 99)]),
+                              ("gw0", [("tests/test_a.py::t1@test_a", 2 * scale), ("tests/test_a.py::t2@test_a", scale),
+                                       ("tests/test_s.py::x", 3 * scale), ("tests/test_w.py::k[a]@gpu-sweep-0", 50)]),
+                              ("gw1", [("tests/test_s.py::y", scale), ("tests/run/test_m.py::z@test_m-heavy", 4)])):
+            lines.append({"type": "start", "worker": worker})
+            lines += [{"type": "test", "id": i, "start": 10.0, "end": 10.0 + s} for i, s in tests]
+        path = tmp_path / name
+        with gzip.open(path, "wt") as fh:
+            fh.write("".join(json.dumps(ln) + "\n" for ln in lines))
+        return path
+    runs = [timeline("one.gz", 1.0), timeline("two.gz", 3.0)]
+    assert group_seconds.mean_seconds(runs) == {"test_a": 6.0, "test_s": 8.0, "test_m-heavy": 4.0}
+    assert group_seconds.mean_seconds(runs, group_seconds.spread_test) == {"test_s::x": 6.0, "test_s::y": 2.0}
+    group_seconds.main([str(r) for r in runs] + ["--min", "5"])
+    assert capsys.readouterr().out.splitlines() == ['    "test_s": 8,', '    "test_a": 6,']

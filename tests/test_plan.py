@@ -9,6 +9,8 @@ import pytest
 from harness import families, plan
 from harness.families import tcgen05
 
+pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
+
 
 @pytest.fixture
 def private_cache(tmp_path, monkeypatch):

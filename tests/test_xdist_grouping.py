@@ -84,12 +84,18 @@ def test_the_heaviest_group_is_handed_out_first(tmp_path):
 def test_where_gpu_shards_are_collected_the_node_table_orders_the_groups(tmp_path):
     """A run with GPU shards (a GPU node) ranks the groups by the seconds they took on a node, not by the 2-core CI
     table: here the CI table puts `many` first and the node table `few`; `many`, which the node table lacks, weighs
-    a third of its CI seconds, still more than a shard; a gpu-sweep shard is collected."""
+    a third of its CI seconds, still more than a shard; a gpu-sweep shard is collected. A spread module's test that
+    the node table of spread tests has weighs its own seconds (`sprd` 1, before the shard), the others their share of
+    their module's (`sprd` 0, in no table: after it)."""
     pytest.importorskip("xdist")
     (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text()
                                           + '\nMODULE_SECONDS.update({"test_many.py": 999})'
-                                          + '\nNODE_GROUP_SECONDS.update({"test_few": 500})\n')
-    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n")
+                                          + '\nNODE_GROUP_SECONDS.update({"test_few": 500})'
+                                          + '\nNODE_SPREAD_TEST_SECONDS.update({"test_sprd::test_x[1]": 300})\n')
+    (tmp_path / "test_sprd.py").write_text(
+        'import os, pytest\npytestmark = pytest.mark.spread\n@pytest.mark.parametrize("i", range(2))\ndef test_x(i):\n'
+        '    with open(os.environ["TC_GROUP_LOG"], "a") as f:\n        f.write(f"sprd{i}\\n")\n')
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n    spread: x\n")
     test = ('import os, pytest\n{mark}\n@pytest.mark.parametrize("i", range({n}))\ndef test_x(i):\n'
             '    with open(os.environ["TC_GROUP_LOG"], "a") as f:\n        f.write("{name}\\n")\n')
     for name, n, mark in (("many", 20, ""), ("few", 1, ""),
@@ -101,7 +107,7 @@ def test_where_gpu_shards_are_collected_the_node_table_orders_the_groups(tmp_pat
                           cwd=tmp_path, env=inner_pytest_env(log), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     order = list(dict.fromkeys(log.read_text().split()))
-    assert order == ["few", "many", "shard"], order
+    assert order == ["few", "many", "sprd1", "shard", "sprd0"], order
 
 
 TIMED_MODULE = ('import os, time, pytest\n{mark}\n@pytest.mark.parametrize("i", range({n}))\ndef test_x(i):\n'
