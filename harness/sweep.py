@@ -481,6 +481,8 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         summary["gpus"] = [d for d, _ in devs]
         summary["timing"] = timing
         summary["wall_s"] = round(time.time() - t0, 2)
+        if engine is not None:  # nothing more runs on it: its processes end while the results file is synced
+            engine.wind_down()
         if writer:
             writer.close(summary)
     return summary
