@@ -216,7 +216,8 @@ def pytest_collection_modifyitems(config, items):
             first.setdefault(g, i)
             if g == it.nodeid:  # a spread test: its own seconds where the node table has them, else its share of
                 module = it.module.__name__ if it.module else it.nodeid  # its module's (0 for one in no table)
-                own = NODE_SPREAD_TEST_SECONDS.get(f"{Path(path).stem}::{it.name}") if gpu_run else None
+                own = NODE_SPREAD_TEST_SECONDS.get(f"{Path(path).stem}::{it.nodeid.split('::', 1)[-1]}") \
+                    if gpu_run else None
                 weight.setdefault(g, own if own is not None else group_seconds(module, path, gpu_run) / spread_in[path])
             else:
                 weight.setdefault(g, group_seconds(g, path, gpu_run))

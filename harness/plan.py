@@ -200,8 +200,11 @@ def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
                     out = built_alone(path, build, f"{fam.name}-{arch}-*.pkl")
                 LOADED_PLANS[path] = out
         return [LOADED_PLANS[path] for path, _ in files]
-    return [(k, list(cs)) for k, cs in interleaved(with_collector_paused(parts))]  # the caller may edit its lists;
-                                                                                  # kernels and cases are frozen
+    plan = interleaved(with_collector_paused(parts))
+    if len(files) > 1 and [k for k, _ in plan] != fam.kernel_list(arch):  # parts that are not of one kernel_list
+        # (written by processes that listed the kernels otherwise): not one of them is trusted, the plan is built here
+        plan = with_collector_paused(fam.kernels, arch)
+    return [(k, list(cs)) for k, cs in plan]  # the caller may edit its lists; kernels and cases are frozen
 
 
 def read_plan(path: Path) -> list | None:
@@ -215,7 +218,8 @@ def read_plan(path: Path) -> list | None:
 
 def write_plan(path: Path, plan: list, siblings: str) -> list:
     """Cache a plan or a part of one (and return it); the files matching `siblings` (a glob: the family's and arch's)
-    that are not of this source (their names lack its digest) are removed. Their lock files stay: empty, and perhaps held by a process of those sources."""
+    that are not of this source (their names lack its digest) are removed. Their lock files stay: empty, and perhaps
+    held by a process of those sources."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(path, pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL))  # never half a plan

@@ -193,7 +193,8 @@ def start_compiling(sel: Selection, cfg: SweepConfig, devs) -> EarlyCompile | No
 def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: Engine | None = None,
             devs: list[tuple[int, str]] | None = None, early: EarlyCompile | None = None) -> dict:
     """Compile, run and read back a plan; then probe up to `cfg.diagnose` cases that did not do what the model
-    says, and record (and draw) what the hardware read instead."""
+    says, and record (and draw) what the hardware read instead. An `engine` handed in is wound down at the end
+    (Engine.wind_down): it runs nothing more, and its owner closes it."""
     t0 = time.time()
     progress = _terminal(log)
     log = progress.log
@@ -481,8 +482,11 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         summary["gpus"] = [d for d, _ in devs]
         summary["timing"] = timing
         summary["wall_s"] = round(time.time() - t0, 2)
-        if engine is not None:  # nothing more runs on it: its processes end while the results file is synced
-            engine.wind_down()
+        try:
+            if engine is not None:  # nothing more runs on it: its processes end while the results file is synced
+                engine.wind_down()
+        except Exception:  # (only a head start: `close` stops them in any case) the summary is written whatever
+            pass
         if writer:
             writer.close(summary)
     return summary

@@ -284,11 +284,11 @@ def test_a_family_planned_in_parts_has_in_them_the_kernels_and_cases_of_its_whol
     for arch in fam.archs:
         files = plan.plan_files(fam, arch)
         assert len(files) == plan.PLAN_PARTS and len({p for p, _ in files}) == plan.PLAN_PARTS
-        whole = [(k, [c.id for c in cs]) for k, cs in fam.kernels(arch)]
-        assert [(k, [c.id for c in cs]) for k, cs in plan.family_kernels(fam, arch, cache=True)] == whole  # built
+        whole = fam.kernels(arch)  # each case whole (its every field), not its id alone
+        assert plan.family_kernels(fam, arch, cache=True) == whole  # built
         plan.LOADED_PLANS.clear()
         assert all(p.exists() for p, _ in files)
-        assert [(k, [c.id for c in cs]) for k, cs in plan.family_kernels(fam, arch, cache=True)] == whole  # read
+        assert plan.family_kernels(fam, arch, cache=True) == whole  # read
 
 
 def test_a_changed_source_replaces_every_part_and_keeps_its_own(private_cache, monkeypatch):
@@ -303,12 +303,30 @@ def test_a_changed_source_replaces_every_part_and_keeps_its_own(private_cache, m
                           for i in range(plan.PLAN_PARTS))
 
 
+def test_parts_that_do_not_make_up_the_kernel_list_are_not_trusted(private_cache):
+    """Parts written by processes that listed a family's kernels otherwise (here: part 0's file holding part 1's
+    kernels) do not put together the kernel_list: the plan is built again, not read from them."""
+    fam = families.get("wgmma_seq")
+    whole = fam.kernels("sm_90a")
+    plan.family_kernels(fam, "sm_90a", cache=True)
+    (first, _), (second, _) = plan.plan_files(fam, "sm_90a")[:2]
+    first.write_bytes(second.read_bytes())
+    plan.LOADED_PLANS.clear()
+    assert plan.family_kernels(fam, "sm_90a", cache=True) == whole
+
+
 BUILD_PARTS_SLOWLY = """
 import os, sys, time
+from pathlib import Path
 from harness import families, plan
 from harness.families import wgmma_seq
 real = wgmma_seq.WgmmaSeqFamily.kernel_cases
-def slow(kernel):  # a part long enough that every process asks for the plan while the first parts are built
+meeting = Path(sys.argv[2])
+(meeting / f"ready-{os.getpid()}").touch()
+def slow(kernel):  # a part long enough that every process asks for the plan while the first parts are built; none
+    deadline = time.time() + 60  # begins until both have started (their start-up may differ by seconds on a busy node)
+    while len(list(meeting.glob("ready-*"))) < 2 and time.time() < deadline:
+        time.sleep(0.01)
     t = time.time()
     time.sleep(0.15)
     with open(sys.argv[1], "a") as fh:
@@ -325,9 +343,10 @@ def test_processes_starting_together_build_a_plans_parts_at_once_each_part_once(
     get the whole plan."""
     import subprocess
     import sys
-    log = tmp_path / "built.txt"
-    procs = [subprocess.Popen([sys.executable, "-c", BUILD_PARTS_SLOWLY, str(log)], stdout=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    log, meeting = tmp_path / "built.txt", tmp_path / "meeting"
+    meeting.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", BUILD_PARTS_SLOWLY, str(log), str(meeting)],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120)[0].strip() for p in procs]
     assert all(p.returncode == 0 for p in procs) and len(set(outs)) == 1
     assert int(outs[0]) == sum(len(cs) for _, cs in families.get("wgmma_seq").kernels("sm_90a"))

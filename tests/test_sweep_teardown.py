@@ -33,3 +33,19 @@ def test_the_engine_winds_down_before_the_results_file_is_closed_and_is_closed_a
     assert order == ["wind down", "results closed", "engine closed"], order
     assert results.load(tmp_path / "r.jsonl")[2]["ran"] == summary["ran"]  # the file ends with its summary
     assert len(engines) == 1 and not set(multiprocessing.active_children()) - before  # every process joined
+
+
+def test_a_wind_down_that_fails_still_leaves_the_results_file_its_summary(monkeypatch, tmp_path):
+    """Winding the engine down is only a head start: where it fails, the results file still ends with its summary
+    and the engine is still closed."""
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+
+    def broken(self):
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(engine_mod.Engine, "wind_down", broken)
+    before = set(multiprocessing.active_children())
+    cfg = sweep.SweepConfig(out_path=tmp_path / "r.jsonl", backend="tests.simulated.passthrough_device", workers=2,
+                            diagnose=0)
+    summary = sweep.run(SEL, cfg, log=lambda m: None)
+    assert results.load(tmp_path / "r.jsonl")[2]["ran"] == summary["ran"] == summary["cases"] > 0
+    assert not set(multiprocessing.active_children()) - before
