@@ -275,8 +275,11 @@ def test_a_sweeps_plan_builds_the_free_plans_before_it_waits_for_a_busy_one(priv
         os.close(fd)
 
 
-@pytest.mark.parametrize("name", [f for f in families.registry()
-                                  if hasattr(families.get(f), "kernel_cases") and families.registry()[f].startswith("harness.")])
+IN_PARTS = [f for f, where in families.registry().items()
+            if where.startswith("harness.") and hasattr(families.get(f), "kernel_cases")]
+
+
+@pytest.mark.parametrize("name", IN_PARTS)
 def test_a_family_planned_in_parts_has_in_them_the_kernels_and_cases_of_its_whole_plan(name, private_cache):
     """The parts (every PLAN_PARTS-th kernel from the i-th, each kernel's cases from kernel_cases) put back in order
     are kernels(arch), the same kernels and cases in the same order; cached, they are read back as built."""
