@@ -193,18 +193,25 @@ def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
 
     def parts() -> list[list]:  # run with the collector paused over all of them (between parts it would walk those
         build_free_plans([(fam, arch)])  # read so far); the parts no other process is building are built first
+        fresh = False
         for path, build in files:
             if path not in LOADED_PLANS:  # unpickling 27,554 cases takes ~0.5 s: once a process
                 out = read_plan(path)
                 if out is None:  # absent or unreadable: build it, one process at a time where they start together
                     out = built_alone(path, build, f"{fam.name}-{arch}-*.pkl")
                 LOADED_PLANS[path] = out
-        return [LOADED_PLANS[path] for path, _ in files]
-    plan = interleaved(with_collector_paused(parts))
-    if len(files) > 1 and [k for k, _ in plan] != fam.kernel_list(arch):  # parts that are not of one kernel_list
-        # (written by processes that listed the kernels otherwise): not one of them is trusted, the plan is built here
-        plan = with_collector_paused(fam.kernels, arch)
-    return [(k, list(cs)) for k, cs in plan]  # the caller may edit its lists; kernels and cases are frozen
+                fresh = True
+        got = [LOADED_PLANS[path] for path, _ in files]
+        if fresh and len(files) > 1 and [k for k, _ in interleaved(got)] != fam.kernel_list(arch):
+            # parts that do not make up one kernel_list (written by processes that listed the kernels otherwise):
+            # not one of them is trusted; the plan is built here, and its parts are what this process keeps
+            whole = fam.kernels(arch)
+            got = [whole[i::len(files)] for i in range(len(files))]
+            for (path, _), part in zip(files, got):
+                LOADED_PLANS[path] = part
+        return got
+    return [(k, list(cs)) for k, cs in interleaved(with_collector_paused(parts))]  # the caller may edit its lists;
+                                                                                  # kernels and cases are frozen
 
 
 def read_plan(path: Path) -> list | None:
