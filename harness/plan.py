@@ -163,6 +163,11 @@ def plan_files(fam, arch) -> list[tuple[Path, Callable[[], list]]] | None:
     return [(whole.with_name(f"{whole.stem}-part{i}of{PLAN_PARTS}.pkl"), part(i)) for i in range(PLAN_PARTS)]
 
 
+def plan_siblings(fam, arch) -> str:
+    """The glob of every cache file of a family's plans for `arch`, of any source (write_plan removes the others')."""
+    return f"{fam.name}-{arch}-*.pkl"
+
+
 def interleaved(parts: list[list]) -> list:
     """The plan the parts hold, in kernel_list's order: part i has its kernels i, i + n, i + 2n, ... (n parts)."""
     n = len(parts)
@@ -178,7 +183,7 @@ def build_free_plans(pairs) -> None:
     for fam, arch in pairs:
         for path, build in plan_files(fam, arch) or ():
             if path not in LOADED_PLANS and not path.exists():
-                out = built_alone(path, build, f"{fam.name}-{arch}-*.pkl", wait=False)
+                out = built_alone(path, build, plan_siblings(fam, arch), wait=False)
                 if out is not None:
                     LOADED_PLANS[path] = out
 
@@ -198,7 +203,7 @@ def family_kernels(fam, arch, cache: bool = False) -> list[tuple[Kernel, list]]:
             if path not in LOADED_PLANS:  # unpickling 27,554 cases takes ~0.5 s: once a process
                 out = read_plan(path)
                 if out is None:  # absent or unreadable: build it, one process at a time where they start together
-                    out = built_alone(path, build, f"{fam.name}-{arch}-*.pkl")
+                    out = built_alone(path, build, plan_siblings(fam, arch))
                 LOADED_PLANS[path] = out
                 fresh = True
         got = [LOADED_PLANS[path] for path, _ in files]
