@@ -35,6 +35,7 @@ def use_device(index: int) -> None:
         note("gpu worker device ready", time.time())
 STAGINGS, stage = launch.STAGINGS, launch.stage  # launch files read ahead as launch's are (their load_s is then ~0)
 OUTPUT_STAGINGS = launch.OUTPUT_STAGINGS
+reserve_for_launches = launch.reserve_for_launches  # the worker's memory held before its first launch, as launch's is
 
 
 def run(cubin_path, kernel_name, inp):

@@ -166,6 +166,12 @@ class PinnedStaging:
         self.memory = None
         self.capacity = 0
 
+    def reserve(self, nbytes: int) -> None:
+        """Hold at least `nbytes` now, so that no launch of up to that size waits for memory to be page-locked."""
+        if nbytes > self.capacity or self.memory is None:
+            self.capacity = max(nbytes, self.ALIGN)
+            self.memory = self.allocate(self.capacity)
+
     def slices(self, sizes) -> list[memoryview]:
         """One writable slice per size, each ALIGN-aligned; the slices handed out before are overwritten."""
         offsets, total = [], 0
@@ -189,6 +195,34 @@ STAGINGS = (PinnedStaging(), PinnedStaging())  # the slots `stage` reads launche
 # the slots `run_to_host` copies a launch's outputs into: one written to its outputs' file (by the GPU worker's writer
 # thread) while the next launch runs
 OUTPUT_STAGINGS = (PinnedStaging(), PinnedStaging())
+
+
+# What a GPU worker holds from its start, before its first launch: a launch of up to LAUNCH_RESERVE bytes of inputs and
+# OUTPUT_RESERVE bytes of outputs finds its page-locked stagings, and its GPU memory in CuPy's pool, without asking the
+# driver for more. Grown a launch at a time, from the first launch's size, the stagings and the pool stalled a warm
+# H100 sweep's GPU worker 120-264 ms in 10-24 of its 762 launches (a page-locked allocation, or a device one, of up to
+# twice the last; results/2026-11-27-h100-bench17/call1/, call5/, call8/ new-warm.timeline.gz). The default sweep's
+# largest launch holds 26.6 MB of inputs and 18.5 MB of outputs (wgmma_sp_f16_m64n256k32_f32_SS, 283 cases;
+# results/2026-11-27-cpu/launch-reserve.txt); a larger one grows its staging as before. Reserved, a warm sweep's worker
+# spent 21 ms in its 3 slow launches and 508 ms in all, against 161 ms in 13 and 637 ms, on one H100 node
+# (results/2026-11-27-h100-bench19/call1/ new-warm and old-warm timelines).
+LAUNCH_RESERVE = 32 << 20
+OUTPUT_RESERVE = 24 << 20
+DEVICE_RESERVE = 2 * (LAUNCH_RESERVE + OUTPUT_RESERVE)  # a launch's buffers, and the one before it not yet freed
+
+
+def reserve_for_launches() -> None:
+    """Called once by a GPU worker before its first launch (its device in use): the page-locked stagings and CuPy's
+    pool of GPU memory sized for LAUNCH_RESERVE / OUTPUT_RESERVE, and CuPy's fill kernel (the outputs' poison) loaded."""
+    import cupy as cp
+    for staging in STAGINGS:
+        staging.reserve(LAUNCH_RESERVE)
+    for staging in OUTPUT_STAGINGS:
+        staging.reserve(OUTPUT_RESERVE)
+    block = cp.empty(DEVICE_RESERVE, np.uint8)  # freed into the pool, which splits it for the launches' buffers
+    cp.full((1,), 0, dtype=np.uint32)
+    del block
+    cp.cuda.get_current_stream().synchronize()
 
 
 def stage(path: str, slot: int) -> "LaunchInput":

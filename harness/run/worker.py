@@ -37,6 +37,8 @@ def _serve(conn, device: int, backend: str) -> None:
 
     launch = importlib.import_module(backend)
     launch.use_device(device)
+    if hasattr(launch, "reserve_for_launches"):  # memory held before the first launch, not grown launch by launch
+        launch.reserve_for_launches()
     jobs: queue.Queue = queue.Queue()
     slots = threading.Semaphore(len(getattr(launch, "STAGINGS", ())))
     answers = Answers(conn, launch)
@@ -220,8 +222,8 @@ class Pending:
 
 class GpuWorker:
     """`backend` is the module that launches: `harness.run.launch`, or a simulated device (tests/simulated/)
-    with the same `use_device` and `run` (and, optionally, `stage` with its STAGINGS and `run_to_host` with its
-    OUTPUT_STAGINGS). Up to DEPTH launches are held at once and
+    with the same `use_device` and `run` (and, optionally, `stage` with its STAGINGS, `run_to_host` with its
+    OUTPUT_STAGINGS, and `reserve_for_launches`, called once before the first launch). Up to DEPTH launches are held at once and
     answered in the order sent; `collect` returns the oldest's answer. After a failure the worker is replaced, and
     a launch sent behind the failed one (which the old worker never took up) is sent to the new one. A worker that dies
     in a launch while the oldest's outputs are still being written is no fault of the oldest: it runs again, alone, on

@@ -76,3 +76,31 @@ def test_the_staging_hands_out_aligned_slices_that_do_not_overlap_and_grows_when
     assert starts == [0, 256, 768] and [len(s) for s in slices] == [10, 300, 1]
     assert len(staging.slices([5000])[0]) == 5000 and staging.capacity == 8192  # doubled: fewer growths
     assert [len(m) for m in PinnedStaging(allocate=bytearray).slices([0])] == [0]  # nothing, asked first
+
+
+def test_a_reserved_staging_holds_launches_up_to_its_size_without_asking_for_memory_again():
+    asked = []
+    staging = PinnedStaging(allocate=lambda n: asked.append(n) or bytearray(n))
+    staging.reserve(10_000)
+    memory = staging.memory
+    staging.slices([4000, 4000])
+    staging.slices([9000])
+    staging.reserve(5000)  # less than it holds: nothing
+    assert asked == [10_000] and staging.memory is memory
+    staging.slices([12_000])  # beyond the reserve: grown as before
+    assert asked == [10_000, 20_000]
+
+
+def test_the_reserve_holds_the_largest_launches_of_the_default_sweep():
+    """The launch with the most cases of the widest accumulator of each dense and sparse wgmma family (the default
+    sweep's largest: results/2026-11-27-cpu/launch-reserve.txt) fits the GPU worker's reserve."""
+    from harness.run import launch
+    for family in ("wgmma", "wgmma_sp"):
+        work = plan.make(plan.Selection(families=(family,)), {family: "sm_90a"}, cache=True).work
+        kernel, cases = max(work, key=lambda kc: (len(kc[1]) * kc[0].form.n * (kc[0].form.dtype != "f16"), kc[0].name))
+        inp, _ = engine.prepare(kernel, cases)
+        staged = lambda sizes: sum(-(-n // PinnedStaging.ALIGN) * PinnedStaging.ALIGN for n in sizes)  # noqa: E731
+        inputs = staged([inp.images.nbytes, inp.params.nbytes, *(v.nbytes for v in inp.inputs.values())])
+        outputs = staged([inp.ctas * int(np.prod(o.shape)) * np.dtype(o.dtype).itemsize for o in inp.outputs.values()])
+        assert (kernel.form.n, kernel.form.dtype) == (256, "f32"), kernel.name
+        assert inputs <= launch.LAUNCH_RESERVE and outputs <= launch.OUTPUT_RESERVE, (kernel.name, inputs, outputs)

@@ -18,6 +18,7 @@ from harness.run.worker import GpuWorker, LaunchFailed
 
 BACKEND = "tests.simulated.passthrough_device"
 STAGED = "tests.simulated.file_writing_device"
+RESERVING = "tests.simulated.reserving_device"
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +125,20 @@ def test_launches_read_ahead_each_get_their_own_inputs(launches, tmp_path, stage
     assert answers == [None, None, None]
     for i in range(3):
         assert (load_outputs(str(tmp_path / f"o{i}.out.pkl"))["d_out"] == c_regs(good)[i:i + 1]).all()
+
+
+def test_a_backends_reserve_is_made_once_before_the_first_launch_and_launches_within_it_never_grow_it(launches,
+                                                                                                      tmp_path):
+    name, good, _, _ = launches
+    w = GpuWorker(0, RESERVING)
+    try:
+        for i in range(4):  # through both input and both output stagings, twice
+            path = good.subset([i % 3]).save(str(tmp_path / f"l{i}.launch.pkl"))
+            w.submit("unused.cubin", name, path, 20.0, out_path=str(tmp_path / f"o{i}.out.pkl"))
+            assert w.collect() is None  # not `error`: reserved first, and found as reserved
+            assert (load_outputs(str(tmp_path / f"o{i}.out.pkl"))["d_out"] == c_regs(good)[i % 3:i % 3 + 1]).all()
+    finally:
+        w.close()
 
 
 def test_a_fault_behind_a_launch_whose_outputs_are_still_being_written_is_answered_after_it(launches, tmp_path,
