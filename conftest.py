@@ -9,10 +9,12 @@ within CUDA_VISIBLE_DEVICES if set) before anything touches CUDA, and the GPU fa
 in shards (tests/gpu_sweep.py), so each kernel is launched once, on one GPU.
 """
 import gc
+import importlib.metadata
 import importlib.util
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -76,8 +78,26 @@ def _collect_garbage_less_often() -> None:
 
 
 def pytest_collection_finish(session):
+    warn_if_xdist_groups_were_lost(session)
     gc.collect()
     gc.freeze()
+
+
+# pytest-xdist (3.8.0 and before) tells the controller an item's group by appending "@<group>" to the item's node id
+# in the worker, through a field pytest 9.2.0 no longer reads its ids from: the groups are dropped in silence, every
+# test is handed out alone, and each worker builds the module fixtures and GPU shards of whatever tests it is given
+# (pytest-dev/pytest-xdist#1386; the CI run on 2 cores took 340 s, not 275 s: results/2026-11-27-cpu/dependencies.txt).
+# The test extra keeps pytest below 9.2; where another pytest is installed the run says why it is slow, in its
+# warnings summary.
+def warn_if_xdist_groups_were_lost(session) -> None:
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [it.nodeid for it in session.items if it.get_closest_marker("xdist_group") and "@" not in it.nodeid]
+    if lost:
+        warnings.warn(pytest.PytestWarning(
+            f"pytest {pytest.__version__} with pytest-xdist {importlib.metadata.version('pytest-xdist')} dropped "
+            f"the xdist_group of {len(lost)} tests (pytest-dev/pytest-xdist#1386), so modules' fixtures and GPU "
+            f"shards are built on several workers; install pytest<9.2 (pip install -e '.[test]')"))
 
 
 _write_bytecode_in_the_test_session()

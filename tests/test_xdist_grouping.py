@@ -56,10 +56,50 @@ def test_modules_and_named_groups_each_stay_on_one_worker(tmp_path):
             group, worker = line.split()
             workers[group].add(worker)
     assert set(workers) == {"a", "b", "c", "d", "sweep"}
-    assert all(len(w) == 1 for w in workers.values()), dict(workers)
+    assert all(len(w) == 1 for w in workers.values()), (dict(workers), proc.stdout[-2000:])
+    assert "dropped the xdist_group" not in proc.stdout
     assert len(set().union(*workers.values())) == 2  # and the groups were spread over both workers
     # each worker's sweeps start pools of its share of the cores, not of all of them (harness/run/cores.py)
     assert set(Path(f"{log}.cores").read_text().split()) == {str(max(1, (os.cpu_count() or 1) // 2))}
+
+
+# A plugin that makes the inner pytest behave as pytest 9.2.0 does (pytest-dev/pytest-xdist#1386): an item's node id
+# stays what collection made it, whatever pytest-xdist writes into the field it tags ids with groups through.
+IDS_AS_PYTEST_9_2 = '''import pytest
+from _pytest.nodes import Node
+
+collected_id = Node.nodeid.fget
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    for item in items:
+        item.__dict__["id_as_collected"] = collected_id(item)
+
+
+Node.nodeid = property(lambda node: node.__dict__.get("id_as_collected") or collected_id(node))
+'''
+
+
+def test_a_pytest_that_drops_the_groups_is_named_in_the_runs_warnings(tmp_path):
+    """Where the installed pytest drops xdist's groups (pytest 9.2.0, simulated here so that the check runs on any
+    pytest), the tests are handed out one by one and the run's warnings say why, with the fix, once per worker."""
+    pytest.importorskip("xdist")
+    shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "ids_as_pytest_9_2.py").write_text(IDS_AS_PYTEST_9_2)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: x\n    xdist_group: x\n")
+    for name in "ab":
+        (tmp_path / f"test_{name}.py").write_text(MODULE.replace("{name}", name))
+    log = tmp_path / "log.txt"
+    env = inner_pytest_env(log)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(tmp_path)])
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "ids_as_pytest_9_2",
+                           "-n", "2", str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    out = " ".join(proc.stdout.split())
+    assert "dropped the xdist_group of 20 tests (pytest-dev/pytest-xdist#1386)" in out, proc.stdout[-3000:]
+    assert "install pytest<9.2" in out
 
 
 def test_the_heaviest_group_is_handed_out_first(tmp_path):
