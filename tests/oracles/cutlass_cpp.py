@@ -30,7 +30,7 @@ def include_dirs() -> tuple[str, ...] | None:
         if root and (Path(root) / "include" / "cuda_runtime_api.h").exists():
             cuda = Path(root)
             break
-    if cuda is None:  # the CUDA runtime headers of the nvidia-cuda-runtime wheel (cupy[ctk]) do too
+    if cuda is None:  # the CUDA runtime headers of the nvidia-cuda-runtime wheel (cuda-toolkit[cudart]) do too
         try:
             import nvidia.cuda_runtime as rt
             base = Path(list(rt.__path__)[0])
