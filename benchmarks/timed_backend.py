@@ -1,7 +1,8 @@
 """harness.run.launch with each launch's pieces timed (for benchmarks/sweep_timeline.py; the GPU worker imports it
 as its backend by name). Appends one JSON line a launch to $TIMED_BACKEND_LOG. The same calls as launch.run and
 launch.run_to_host, in the same order, with a wait after the copies in so that they are timed apart from the kernel.
-The outputs' file is written by the worker's writer thread, behind the next launch (worker.Answers): not timed here."""
+The reading thread's `stage` of each launch file and the writer thread's `save_outputs` of each outputs' file (behind
+the next launch, worker.Answers) are timed too: a "stage" and a "write" line each, with when it began and its seconds."""
 import json
 import os
 import sys
@@ -33,7 +34,30 @@ def use_device(index: int) -> None:
         note("gpu worker backend import", IMPORTED, forked=forked)
         note("gpu worker use_device start", t)
         note("gpu worker device ready", time.time())
-STAGINGS, stage = launch.STAGINGS, launch.stage  # launch files read ahead as launch's are (their load_s is then ~0)
+STAGINGS = launch.STAGINGS  # launch files read ahead as launch's are (their load_s is then ~0)
+
+
+def stage(path, slot):
+    """launch.stage, timed: the worker's reading thread reads the next launch file into a staging while one runs."""
+    t = time.time()
+    try:
+        return launch.stage(path, slot)
+    finally:
+        note("stage", t, seconds=time.time() - t)
+
+
+def save_outputs(outputs, path):
+    """launch.save_outputs, timed: the worker's writer thread writes each launch's outputs' file behind the next
+    launch, and answers the launch once it is written."""
+    t = time.time()
+    try:
+        return untimed_save_outputs(outputs, path)
+    finally:
+        note("write", t, seconds=time.time() - t, bytes=sum(v.nbytes for v in outputs.values()))
+
+
+# the writer thread takes save_outputs from harness.run.launch when it starts, after the worker imported this module
+untimed_save_outputs, launch.save_outputs = launch.save_outputs, save_outputs
 OUTPUT_STAGINGS = launch.OUTPUT_STAGINGS
 reserve_for_launches = launch.reserve_for_launches  # the worker's memory held before its first launch, as launch's is
 

@@ -142,7 +142,8 @@ def test_the_sweep_timeline_times_a_sweeps_phases_from_the_shells_clock(tmp_path
     names = [e["event"] for e in events]
     for phase in ("plan", "compile_kernels", "execute") + (("engine run",) if ran else ()):
         assert names.index(f"{phase} start") < names.index(f"{phase} end")
-    main = [e for e in events if e["event"] != "launch" and not e["event"].startswith("gpu worker")]
+    worker = ("launch", "stage", "write")  # the GPU worker's threads' records
+    main = [e for e in events if e["event"] not in worker and not e["event"].startswith("gpu worker")]
     assert names[0] == "python up" and main[-1] == {**main[-1], "event": "main returned", "exit": proc.returncode}
     assert all(0 <= a["t"] <= b["t"] for a, b in zip(main, main[1:]))
     launches = [e for e in events if e["event"] == "launch"]
@@ -153,6 +154,10 @@ def test_the_sweep_timeline_times_a_sweeps_phases_from_the_shells_clock(tmp_path
                                                "gpu worker device ready"] if ran else [])
     seq = start_up + launches[:1]
     assert all(a["t"] <= b["t"] for a, b in zip(seq, seq[1:]))
+    # each launch's file read ahead by the reading thread, and its outputs' file written by the writer thread
+    for kind in ("stage", "write"):
+        timed = [e for e in events if e["event"] == kind]
+        assert len(timed) == (len(launches) if ran else 0) and all(e["seconds"] >= 0 for e in timed), kind
 
 
 def test_gc_site_logs_the_collectors_time_of_every_python_process(tmp_path):
