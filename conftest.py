@@ -9,7 +9,6 @@ within CUDA_VISIBLE_DEVICES if set) before anything touches CUDA, and the GPU fa
 in shards (tests/gpu_sweep.py), so each kernel is launched once, on one GPU.
 """
 import gc
-import importlib.metadata
 import importlib.util
 import os
 import subprocess
@@ -88,14 +87,16 @@ def pytest_collection_finish(session):
 # test is handed out alone, and each worker builds the module fixtures and GPU shards of whatever tests it is given
 # (pytest-dev/pytest-xdist#1386; the CI run on 2 cores took 340 s, not 275 s: results/2026-11-27-cpu/dependencies.txt).
 # The test extra keeps pytest below 9.2; where another pytest is installed the run says why it is slow, in its
-# warnings summary.
+# warnings summary. The check reads xdist's own channel, the "@<group>" suffix: an xdist that passes groups some other
+# way would set it off on every run, and tests/test_xdist_grouping.py's run without it would then fail.
 def warn_if_xdist_groups_were_lost(session) -> None:
     if not getattr(session.config.option, "loadgroup", False):
         return
     lost = [it.nodeid for it in session.items if it.get_closest_marker("xdist_group") and "@" not in it.nodeid]
     if lost:
+        xdist_version = getattr(sys.modules.get("xdist"), "__version__", "?")
         warnings.warn(pytest.PytestWarning(
-            f"pytest {pytest.__version__} with pytest-xdist {importlib.metadata.version('pytest-xdist')} dropped "
+            f"pytest {pytest.__version__} with pytest-xdist {xdist_version} dropped "
             f"the xdist_group of {len(lost)} tests (pytest-dev/pytest-xdist#1386), so modules' fixtures and GPU "
             f"shards are built on several workers; install pytest<9.2 (pip install -e '.[test]')"))
 

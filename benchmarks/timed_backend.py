@@ -2,7 +2,7 @@
 as its backend by name). Appends one JSON line a launch to $TIMED_BACKEND_LOG. The same calls as launch.run and
 launch.run_to_host, in the same order, with a wait after the copies in so that they are timed apart from the kernel.
 The reading thread's `stage` of each launch file and the writer thread's `save_outputs` of each outputs' file (behind
-the next launch, worker.Answers) are timed too: a "stage" and a "write" line each, with when it began and its seconds."""
+the next launch, worker.Answers) are timed too: a "stage" and a "write" line each, when it began and its seconds."""
 import json
 import os
 import sys
@@ -40,23 +40,22 @@ STAGINGS = launch.STAGINGS  # launch files read ahead as launch's are (their loa
 def stage(path, slot):
     """launch.stage, timed: the worker's reading thread reads the next launch file into a staging while one runs."""
     t = time.time()
-    try:
-        return launch.stage(path, slot)
-    finally:
-        note("stage", t, seconds=time.time() - t)
+    staged = launch.stage(path, slot)
+    note("stage", t, seconds=time.time() - t)
+    return staged
 
 
 def save_outputs(outputs, path):
     """launch.save_outputs, timed: the worker's writer thread writes each launch's outputs' file behind the next
     launch, and answers the launch once it is written."""
     t = time.time()
-    try:
-        return untimed_save_outputs(outputs, path)
-    finally:
-        note("write", t, seconds=time.time() - t, bytes=sum(v.nbytes for v in outputs.values()))
+    untimed_save_outputs(outputs, path)
+    note("write", t, seconds=time.time() - t, bytes=sum(v.nbytes for v in outputs.values()))
 
 
-# the writer thread takes save_outputs from harness.run.launch when it starts, after the worker imported this module
+# the writer thread takes save_outputs from harness.run.launch when it starts (worker.Answers._write imports it then),
+# after the worker imported this module; were that import moved to worker.py's top, the writes would go untimed and
+# tests/test_benchmarks.py's timeline test would fail on a GPU
 untimed_save_outputs, launch.save_outputs = launch.save_outputs, save_outputs
 OUTPUT_STAGINGS = launch.OUTPUT_STAGINGS
 reserve_for_launches = launch.reserve_for_launches  # the worker's memory held before its first launch, as launch's is

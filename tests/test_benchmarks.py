@@ -142,8 +142,8 @@ def test_the_sweep_timeline_times_a_sweeps_phases_from_the_shells_clock(tmp_path
     names = [e["event"] for e in events]
     for phase in ("plan", "compile_kernels", "execute") + (("engine run",) if ran else ()):
         assert names.index(f"{phase} start") < names.index(f"{phase} end")
-    worker = ("launch", "stage", "write")  # the GPU worker's threads' records
-    main = [e for e in events if e["event"] not in worker and not e["event"].startswith("gpu worker")]
+    worker_events = ("launch", "stage", "write")  # the GPU worker's threads' records
+    main = [e for e in events if e["event"] not in worker_events and not e["event"].startswith("gpu worker")]
     assert names[0] == "python up" and main[-1] == {**main[-1], "event": "main returned", "exit": proc.returncode}
     assert all(0 <= a["t"] <= b["t"] for a, b in zip(main, main[1:]))
     launches = [e for e in events if e["event"] == "launch"]

@@ -66,9 +66,8 @@ def test_modules_and_named_groups_each_stay_on_one_worker(tmp_path):
 # A plugin that makes the inner pytest behave as pytest 9.2.0 does (pytest-dev/pytest-xdist#1386): an item's node id
 # stays what collection made it, whatever pytest-xdist writes into the field it tags ids with groups through.
 IDS_AS_PYTEST_9_2 = '''import pytest
-from _pytest.nodes import Node
 
-collected_id = Node.nodeid.fget
+collected_id = pytest.Item.nodeid.fget
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -77,13 +76,13 @@ def pytest_collection_modifyitems(items):
         item.__dict__["id_as_collected"] = collected_id(item)
 
 
-Node.nodeid = property(lambda node: node.__dict__.get("id_as_collected") or collected_id(node))
+pytest.Item.nodeid = property(lambda item: item.__dict__.get("id_as_collected") or collected_id(item))
 '''
 
 
 def test_a_pytest_that_drops_the_groups_is_named_in_the_runs_warnings(tmp_path):
     """Where the installed pytest drops xdist's groups (pytest 9.2.0, simulated here so that the check runs on any
-    pytest), the tests are handed out one by one and the run's warnings say why, with the fix, once per worker."""
+    pytest), the run's warnings say so: how many grouped tests lost their group, the upstream issue, and the fix."""
     pytest.importorskip("xdist")
     shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "ids_as_pytest_9_2.py").write_text(IDS_AS_PYTEST_9_2)
