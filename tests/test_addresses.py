@@ -147,14 +147,33 @@ def test_comparison_png(tmp_path):
                                                         (8, 8, 0.05, False)])
 def test_cells_are_labelled_only_where_the_label_fits_legibly(rows, cols, cell_in, labelled):
     """A picture's cells carry their numbers where a label fits its cell at 4 points or more; smaller ones would
-    overlap (and each label is an artist: a Tensor Memory picture's 21,000 took 9 s to draw)."""
+    overlap. Each cell's label is the outline of its own number (matplotlib's TextPath, up to scale and place),
+    centred on the cell, no digit in it smaller than at 4 points, the widest as wide as fits its cell."""
+    from matplotlib.textpath import TextPath
     from harness.diagnosis import pictures
     plt = pictures.pyplot()
     fig, ax = plt.subplots()
     try:
         chunk = np.arange(rows * cols).reshape(rows, cols) % 300
         pictures.draw_chunks(ax, chunk, 0, "t", cell_in=cell_in)
-        assert len(ax.texts) == (rows * cols if labelled else 0)
-        assert all(t.get_fontsize() >= pictures.MIN_LABEL_PT for t in ax.texts)
+        labels = [c for c in ax.collections if c.get_gid() == pictures.LABELS_GID]
+        assert not ax.texts and len(labels) == labelled
+        if not labelled:
+            return
+        paths, offsets = labels[0].get_paths(), labels[0].get_offsets()
+        assert sorted(map(tuple, offsets.astype(int).tolist())) == [(c, r) for c in range(cols) for r in range(rows)]
+
+        def normalised(vertices):  # the outline's shape: from its lower left corner, its height 1
+            low = vertices.min(axis=0)
+            return (vertices - low) / np.ptp(vertices[:, 1])
+        flat_digit = np.ptp(TextPath((0, 0), "1", size=pictures.MIN_LABEL_PT).vertices[:, 1])
+        for (x, y), path in zip(offsets, paths):
+            own = TextPath((0, 0), str(chunk[int(y), int(x)]), size=10).vertices
+            assert np.allclose(normalised(path.vertices), normalised(own), atol=1e-6)
+            assert np.allclose(path.vertices.min(axis=0) + path.vertices.max(axis=0), 0, atol=1e-6)  # centred
+            assert np.ptp(path.vertices[:, 1]) >= flat_digit * (1 - 1e-9)
+        # as large as fits: the widest label (in points) within its cell, and not under half of it
+        widest = max(np.ptp(p.vertices[:, 0]) for p in paths)
+        assert 0.5 * cell_in * 72 <= widest <= cell_in * 72
     finally:
         plt.close(fig)
