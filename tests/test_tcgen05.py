@@ -32,7 +32,13 @@ def cubins():
     jobs = [C.CompileJob(f.name, tcgen05_launch.source(f), arch, sass_check=tcgen05_launch.sass_check(f, arch))
             for arch in tcgen05.ARCHS for f in FORMS]
     workers = max(cores.default_workers(), COMPILING_PROCESSES)
-    built = {(j.arch, j.name): c for j, c in zip(jobs, C.compile_many(jobs, workers=workers, raise_on_error=False))}
+    # the forms the sweep compiles apart from those NVRTC is expected to refuse (i8 on sm_103a): a module NVRTC
+    # rejects is compiled again kernel by kernel, and dealt among the others' modules the refused forms made 5 of
+    # the 8 sm_103a modules so, 15 of the fixture's 28.7 s of compiling (results/2026-11-27-cpu/tcgen05-modules.txt)
+    legal = {(arch, f.name) for arch in tcgen05.ARCHS for f in T.forms_for(arch)}
+    apart = [[j for j in jobs if ((j.arch, j.name) in legal) == kept] for kept in (True, False)]
+    built = {(j.arch, j.name): c for part in apart
+             for j, c in zip(part, C.compile_many(part, workers=workers, raise_on_error=False))}
     sass.verify_many([(c.cubin_path, j.sass_check) for j in jobs if (c := built[(j.arch, j.name)]).error is None],
                      workers=workers)
     return built
