@@ -314,3 +314,10 @@ def pytest_runtest_setup(item):
         pytest.fail(f"the GPU here is unusable: {gpu.unusable()}", pytrace=False)
     if item.get_closest_marker("cute") is not None and os.environ.get("CI") and cute_dsl_missing():
         pytest.fail(f"under CI every oracle must run: {CUTE_MISSING}", pytrace=False)
+
+
+def pytest_unconfigure(config):
+    """Every process of the run (the controller, each xdist worker) waits for the fork server it started: the CPU time
+    of the helpers the tests' pools and GPU workers ran then counts in the run's (harness/run/processes.py)."""
+    from harness.run import processes
+    processes.stop_fork_server()

@@ -887,7 +887,11 @@ def entry() -> None:
     alive (nothing the commands leave behind), the ordinary exit joins them."""
     import multiprocessing
     import threading
+
+    from harness.run import processes
+    processes.one_shot_process()
     code = int(main(own_process=True))
+    processes.stop_fork_server()
     if multiprocessing.active_children() or any(not t.daemon and t is not threading.main_thread()
                                                 for t in threading.enumerate()):
         sys.exit(code)

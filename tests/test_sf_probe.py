@@ -100,7 +100,7 @@ def test_the_codes_name_64_digits_apart_from_one_exactly_in_f32():
 
 
 def test_the_sweep_diagnoses_a_misreading_planted_in_the_device_with_both_probes(monkeypatch, tmp_path):
-    """The real sweep (engine, spawned GPU worker, records) on the simulated probe device with A's and B's factors
+    """The real sweep (engine, GPU worker process, records) on the simulated probe device with A's and B's factors
     exchanged: the cases fail, and the diagnosis pass writes the Tensor Memory record (D where the model says)
     and the scale-factor record naming the exchange, every field documented."""
     from pathlib import Path

@@ -140,8 +140,8 @@ def test_the_sweep_command_starts_the_worker_before_checking_its_input_and_stops
 
 def test_the_worker_ahead_is_forked_only_from_a_process_that_made_no_cuda_call(events, monkeypatch, tmp_path):
     """Forked, it skips a Python start-up and its imports; CUDA does not survive a fork once initialised, nor a lock
-    another thread holds, so a process that asked CUDA anything, or runs other threads, spawns it, as every worker
-    started later (after a fault) is spawned."""
+    another thread holds, so a process that asked CUDA anything, or runs other threads, has the fork server start
+    it (harness.run.processes), as every worker started later (after a fault) is."""
     asked = []
     get_context = multiprocessing.get_context
     # the start method asked for is recorded; every worker here is spawned all the same (no fork in a test process)
@@ -154,7 +154,7 @@ def test_the_worker_ahead_is_forked_only_from_a_process_that_made_no_cuda_call(e
         sweep.worker_ahead(cfg, fork=fork).kill()
     monkeypatch.setattr(sweep.threading, "active_count", lambda: 2)  # another thread (a test runner's, say)
     sweep.worker_ahead(cfg, fork=True).kill()
-    assert asked == ["fork", "spawn", "spawn", "spawn"]
+    assert asked == ["fork", "forkserver", "forkserver", "forkserver"]
 
 
 def test_cuda_counts_as_touched_once_a_module_that_calls_it_is_imported(monkeypatch):

@@ -1,5 +1,5 @@
 """Adding a family is one new subpackage and no change to the engine: a toy family kept outside harness/ runs
-through the real sweep (plan, engine with spawned preparation and GPU workers, records, compare) unchanged."""
+through the real sweep (plan, engine with preparing and GPU worker processes, records, compare) unchanged."""
 from harness import families, plan, sweep
 from harness.records import compare, results
 from tests.simulated import fake_gpus

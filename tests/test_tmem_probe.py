@@ -1,5 +1,5 @@
 """The Tensor Memory D probe (harness/families/tcgen05/tmem_probe.py) on the simulated tcgen05 device, which places
-D with its own data paths: a wrong data-path model planted in this process (the device runs in a spawned worker),
+D with its own data paths: a wrong data-path model planted in this process (the device runs in a worker process),
 or a changed data path planted in the device, must be found and named."""
 import numpy as np
 import pytest

@@ -14,7 +14,7 @@ from harness.enums import FamilyName
 REGISTRY = {str(FamilyName.WGMMA): "harness.families.wgmma", str(FamilyName.WGMMA_SP): "harness.families.wgmma_sp",
             str(FamilyName.WGMMA_SEQ): "harness.families.wgmma_seq", str(FamilyName.TCGEN05): "harness.families.tcgen05"}
 # a family kept outside the tree joins without editing it: TC_HARNESS_FAMILIES="name=package.module,..." (read in
-# every process of a sweep, the spawned preparation and GPU workers too)
+# every process of a sweep, the preparing and GPU workers too)
 EXTRA = "TC_HARNESS_FAMILIES"
 
 

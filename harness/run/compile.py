@@ -11,7 +11,6 @@ the cache directory is $TC_HARNESS_CACHE or ~/.cache/tc-harness.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import re
 import shutil
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.run import cores, toolchain as toolchains
+from harness.run import cores, processes, toolchain as toolchains
 from harness.run.toolchain import Toolchain
 
 if TYPE_CHECKING:  # sass.py imports this module
@@ -230,10 +229,11 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
         modules = modules_to_compile(todo, tc, workers)
         args = [([job for _, job, _ in m], tc) for m in modules]
         if workers > 1 and len(modules) > 1:
-            # spawn: callers (pytest, the sweep) may already hold a CUDA context, which forked children
-            # must not inherit
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=min(workers, len(modules)), mp_context=ctx) as pool:
+            # started by processes.context() (a fork server, or spawned), not forked from this process: callers
+            # (pytest, the sweep) may already hold a CUDA context, which a forked child must not inherit
+            with ProcessPoolExecutor(max_workers=min(workers, len(modules)), mp_context=processes.context(),
+                                     initializer=processes.in_callers_environment,
+                                     initargs=(dict(os.environ),)) as pool:
                 outs = list(pool.map(_run_job, args))
         else:
             outs = [_run_job(a) for a in args]

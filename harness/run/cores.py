@@ -28,7 +28,7 @@ BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "B
 
 @contextmanager
 def one_blas_thread_per_process():
-    """Within this block, processes started (spawned: they take this environment) run BLAS on one thread, unless
+    """Within this block, processes started (they take this environment) run BLAS on one thread, unless
     the user set the thread counts; this process's own environment is as it was afterwards."""
     added = [v for v in BLAS_THREADS if v not in os.environ]
     for v in added:

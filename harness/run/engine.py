@@ -26,7 +26,6 @@ status (fault or timeout) and an `error` saying that they were not launched alon
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import shutil
@@ -42,7 +41,7 @@ from harness import families
 from harness.enums import Status
 from harness.families.base import Kernel, case_record
 from harness.records.results import CaseLines
-from harness.run import cores
+from harness.run import cores, processes
 from harness.run.launch import LaunchInput, load_outputs
 from harness.run.launch_cache import (EXPECTATIONS_SUFFIX, LAUNCH_SUFFIX, OUTPUTS_SUFFIX, KeptFolder, KeptLaunches,
                                       process_key)
@@ -265,10 +264,12 @@ class Engine:
             w.start()
         self._spool = tempfile.TemporaryDirectory(prefix="tc-harness-spool-", dir=spool_dir())
         self.spool = self._spool.name
-        # spawn: this process has (or will have) a CUDA context, which forked children must not inherit
-        self.pool = ProcessPoolExecutor(max_workers=self.nworkers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=ready_for_jobs)
+        # started by processes.context() (a fork server, or spawned), not forked from this process: it has (or will
+        # have) a CUDA context, which a forked child must not inherit
         with cores.one_blas_thread_per_process():
+            self.pool = ProcessPoolExecutor(max_workers=self.nworkers, mp_context=processes.context(),
+                                            initializer=processes.in_callers_environment,
+                                            initargs=(dict(os.environ), ready_for_jobs))
             for _ in range(self.nworkers):  # bring every process up now
                 self.pool.submit(int)
         self.preparing: dict[Future, Job] = {}  # submitted to the pool, in launch order

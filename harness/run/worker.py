@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import os
 import queue
 import threading
 import time
@@ -21,7 +22,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from harness.enums import Status
-from harness.run import cores
+from harness.run import cores, processes
 
 
 class LaunchFailed(RuntimeError):
@@ -243,17 +244,22 @@ class GpuWorker:
 
     def start(self, fork: bool = False) -> None:
         """Start the worker process now (it imports CuPy and makes its context while the caller works). fork: this
-        process has made no CUDA call (gpu.cuda_untouched), so the worker may be forked from it rather than spawned:
-        it then skips a Python start-up and the imports made here. A worker started again (after a fault) is
-        spawned: by then this process has asked CUDA which GPUs are here, and CUDA does not survive a fork."""
+        process has made no CUDA call (gpu.cuda_untouched), so the worker may be forked from it rather than started
+        by the fork server (harness.run.processes): it then has every module imported here. A worker started again
+        (after a fault) comes from the fork server: by then this process has asked CUDA which GPUs are here, and CUDA
+        does not survive a fork."""
         if self._proc is None or not self._proc.is_alive():
             self._start(fork)
 
     def _start(self, fork: bool = False):
-        ctx = multiprocessing.get_context("fork" if fork else "spawn")
-        parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, self.device, self.backend), daemon=True)
+        parent, child = multiprocessing.Pipe()
+        serve = (child, self.device, self.backend)
         with cores.one_blas_thread_per_process():
+            if fork:
+                self._proc = multiprocessing.get_context("fork").Process(target=_serve, args=serve, daemon=True)
+            else:
+                self._proc = processes.context().Process(target=processes.in_callers_environment,
+                                                         args=(dict(os.environ), _serve, *serve), daemon=True)
             self._proc.start()
         child.close()
         self._conn = parent

@@ -1,0 +1,66 @@
+"""How the harness starts the processes that work for it: the engine's preparing pool, the compile pool and the GPU
+workers.
+
+They come from a fork server (multiprocessing's "forkserver"), one per process that asks for helpers (the command
+line's own process, which starts its helpers once, spawns them: `one_shot_process`). It is a fresh
+interpreter, not a fork of its caller, so a CUDA context the caller holds never reaches a helper. It imports the
+helpers' modules once, and forks each helper from itself. Spawned instead, every helper started Python and imported
+them on its own, about 0.3 CPU seconds each: the README's test command starts some 250 helpers, on CI's 2 cores.
+
+A forked helper has the fork server's environment, taken when the server started. Each helper is therefore handed its
+caller's environment as it is when the pool or the worker is made (`in_callers_environment`), as a spawned one had it.
+sys.path and the working folder come with every helper as they did (multiprocessing's preparation data)."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+from multiprocessing import forkserver
+
+from harness.run import cores
+
+# what the helpers run: the fork server imports these (and numpy with them) once, before it forks any helper
+PRELOAD = ("harness.run.engine", "harness.run.compile", "harness.run.sass", "harness.run.worker")
+# how helpers start: "forkserver", or "spawn" in a process that starts its helpers once (one_shot_process)
+start_method = "forkserver"
+
+
+def one_shot_process() -> None:
+    """This process starts its helpers once, together (the command line's: a sweep's engine and compile pool): each
+    is spawned, as before the fork server. There its start gained nothing, and a warm default sweep on an H100 node
+    took 2.98 and 3.15 s against 2.91 and 2.73 s spawned (results/2026-11-27-h100-bench21/call2/): the first helper
+    waits for the server's imports, which spawned helpers make side by side."""
+    global start_method
+    start_method = "spawn"
+
+
+def context():
+    """The multiprocessing context that starts helpers (its fork server running, where it is the fork server)."""
+    if start_method == "spawn":
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(list(PRELOAD))
+    # BLAS takes its thread count from the environment when numpy loads, which happens in the fork server: one
+    # thread for each helper, as each spawned helper had
+    with cores.one_blas_thread_per_process():
+        forkserver.ensure_running()
+    return ctx
+
+
+def in_callers_environment(environ: dict, then=None, *args):
+    """A helper's first step: its caller's environment (`environ`, taken where the pool or the worker was made), then
+    `then(*args)`."""
+    if os.environ != environ:
+        os.environ.clear()
+        os.environ.update(environ)
+    return then(*args) if then is not None else None
+
+
+def stop_fork_server() -> None:
+    """Stop this process's fork server, if it started one, and wait for it: a process about to end calls this once
+    its helpers are done. The server reaps each helper it forked, so waited for, it hands their CPU time on to this
+    process's, as the helpers' own did when they were spawned children of it; left to end on its own, it would be
+    nobody's child by then, and the time of every helper it forked would count for no one (benchmarks/ count it)."""
+    server = getattr(forkserver, "_forkserver", None)
+    stop = getattr(server, "_stop", None)  # multiprocessing's own (3.11-3.13): closes the server's pipe, waits for it
+    if stop is not None and getattr(server, "_forkserver_pid", None) is not None:
+        stop()

@@ -1,0 +1,83 @@
+"""The harness's helper processes (harness/run/processes.py): the engine's and the compile's pools and the GPU
+workers come from a fork server, so none is a fork of its caller; each has its caller's environment and working
+folder as they are when it is started, not the fork server's."""
+import os
+from concurrent.futures import ProcessPoolExecutor
+
+import pytest
+
+from harness.run import processes
+from harness.run.worker import GpuWorker
+
+VARIABLE = "TC_HARNESS_TEST_HELPER"
+
+
+def what_a_helper_sees() -> dict:  # run in a pool's helper
+    from harness.run import processes as in_helper
+    return {"variable": os.getenv(VARIABLE), "home": os.getenv("HOME"), "cwd": os.getcwd(), "parent": os.getppid(),
+            "mark": getattr(in_helper, "CALLERS_MARK", None)}
+
+
+@pytest.fixture
+def changed_since_the_server_started(monkeypatch, tmp_path):
+    """The fork server running with this process's environment; then a variable set, one dropped, the folder moved
+    and a module changed in this process only."""
+    processes.context()
+    monkeypatch.setenv(VARIABLE, "set after the fork server started")
+    monkeypatch.setenv("HOME", str(tmp_path))  # the server's HOME is another
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(processes, "CALLERS_MARK", "in the caller only", raising=False)
+    return {"variable": "set after the fork server started", "home": str(tmp_path), "cwd": str(tmp_path)}
+
+
+def test_a_pools_helper_has_its_callers_environment_and_folder_and_is_not_its_fork(changed_since_the_server_started):
+    with ProcessPoolExecutor(max_workers=1, mp_context=processes.context(),
+                             initializer=processes.in_callers_environment, initargs=(dict(os.environ),)) as pool:
+        seen = pool.submit(what_a_helper_sees).result(timeout=60)
+    assert {k: seen[k] for k in ("variable", "home", "cwd")} == changed_since_the_server_started
+    assert seen["mark"] is None  # not a fork of this process: a module changed here is as imported there
+    assert seen["parent"] != os.getpid()  # the fork server's child, not this process's
+
+
+def test_a_gpu_worker_has_its_callers_environment_and_folder(changed_since_the_server_started):
+    w = GpuWorker(0, "tests.simulated.environment_device")
+    try:
+        seen = w.run("none.cubin", "k", None, timeout=60)
+    finally:
+        w.close()
+    assert {k: seen[k] for k in ("variable", "home", "cwd")} == changed_since_the_server_started
+    assert seen["parent"] != os.getpid()
+
+
+def test_an_engines_preparing_processes_have_its_callers_environment(changed_since_the_server_started):
+    from harness.run.engine import Engine
+    eng = Engine([(0, "sm_90a")], workers=1, backend="tests.simulated.environment_device")
+    try:
+        seen = eng.pool.submit(what_a_helper_sees).result(timeout=60)
+    finally:
+        eng.close()
+    assert {k: seen[k] for k in ("variable", "home", "cwd")} == changed_since_the_server_started
+    assert seen["mark"] is None and seen["parent"] != os.getpid()
+
+
+def burn_cpu(seconds: float) -> None:  # run in a pool's helper
+    import time
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_a_stopped_fork_server_hands_its_helpers_cpu_time_to_its_caller():
+    """As a spawned helper's CPU time counted in its caller's once it ended, a forked one's does once the fork server
+    that reaped it is stopped and waited for (the command line and the test session do so before they end)."""
+    import resource
+
+    def children_cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+    before = children_cpu()
+    with ProcessPoolExecutor(max_workers=1, mp_context=processes.context(),
+                             initializer=processes.in_callers_environment, initargs=(dict(os.environ),)) as pool:
+        pool.submit(burn_cpu, 0.5).result(timeout=60)
+    processes.stop_fork_server()
+    assert children_cpu() - before >= 0.45
