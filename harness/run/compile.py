@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -231,10 +230,8 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
         if workers > 1 and len(modules) > 1:
             # started by processes.context() (a fork server, or spawned), not forked from this process: callers
             # (pytest, the sweep) may already hold a CUDA context, which a forked child must not inherit
-            with ProcessPoolExecutor(max_workers=min(workers, len(modules)), mp_context=processes.context(),
-                                     initializer=processes.in_callers_environment,
-                                     initargs=(dict(os.environ),)) as pool:
-                outs = list(pool.map(_run_job, args))
+            with processes.pool(min(workers, len(modules))) as helpers:
+                outs = list(helpers.map(_run_job, args))
         else:
             outs = [_run_job(a) for a in args]
         for m, (built, shared, verdicts) in zip(modules, outs):

@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -267,9 +267,7 @@ class Engine:
         # started by processes.context() (a fork server, or spawned), not forked from this process: it has (or will
         # have) a CUDA context, which a forked child must not inherit
         with cores.one_blas_thread_per_process():
-            self.pool = ProcessPoolExecutor(max_workers=self.nworkers, mp_context=processes.context(),
-                                            initializer=processes.in_callers_environment,
-                                            initargs=(dict(os.environ), ready_for_jobs))
+            self.pool = processes.pool(self.nworkers, ready_for_jobs)
             for _ in range(self.nworkers):  # bring every process up now
                 self.pool.submit(int)
         self.preparing: dict[Future, Job] = {}  # submitted to the pool, in launch order

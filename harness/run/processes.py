@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import forkserver
 
 from harness.run import cores
@@ -44,6 +45,13 @@ def context():
     with cores.one_blas_thread_per_process():
         forkserver.ensure_running()
     return ctx
+
+
+def pool(workers: int, then=None, *args) -> ProcessPoolExecutor:
+    """A pool of `workers` helpers, each of which starts in its caller's environment of now and then runs
+    `then(*args)` (the harness's pools: the engine's, the compile's)."""
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context(), initializer=in_callers_environment,
+                               initargs=(dict(os.environ), then, *args))
 
 
 def in_callers_environment(environ: dict, then=None, *args):

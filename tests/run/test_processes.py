@@ -2,7 +2,6 @@
 workers come from a fork server, so none is a fork of its caller; each has its caller's environment and working
 folder as they are when it is started, not the fork server's."""
 import os
-from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
@@ -31,9 +30,8 @@ def changed_since_the_server_started(monkeypatch, tmp_path):
 
 
 def test_a_pools_helper_has_its_callers_environment_and_folder_and_is_not_its_fork(changed_since_the_server_started):
-    with ProcessPoolExecutor(max_workers=1, mp_context=processes.context(),
-                             initializer=processes.in_callers_environment, initargs=(dict(os.environ),)) as pool:
-        seen = pool.submit(what_a_helper_sees).result(timeout=60)
+    with processes.pool(1) as helpers:
+        seen = helpers.submit(what_a_helper_sees).result(timeout=60)
     assert {k: seen[k] for k in ("variable", "home", "cwd")} == changed_since_the_server_started
     assert seen["mark"] is None  # not a fork of this process: a module changed here is as imported there
     assert seen["parent"] != os.getpid()  # the fork server's child, not this process's
@@ -76,8 +74,7 @@ def test_a_stopped_fork_server_hands_its_helpers_cpu_time_to_its_caller():
         r = resource.getrusage(resource.RUSAGE_CHILDREN)
         return r.ru_utime + r.ru_stime
     before = children_cpu()
-    with ProcessPoolExecutor(max_workers=1, mp_context=processes.context(),
-                             initializer=processes.in_callers_environment, initargs=(dict(os.environ),)) as pool:
-        pool.submit(burn_cpu, 0.5).result(timeout=60)
+    with processes.pool(1) as helpers:
+        helpers.submit(burn_cpu, 0.5).result(timeout=60)
     processes.stop_fork_server()
     assert children_cpu() - before >= 0.45
