@@ -5,7 +5,8 @@ They come from a fork server (multiprocessing's "forkserver"), one per process t
 line's own process, which starts its helpers once, spawns them: `one_shot_process`). It is a fresh
 interpreter, not a fork of its caller, so a CUDA context the caller holds never reaches a helper. It imports the
 helpers' modules once, and forks each helper from itself. Spawned instead, every helper started Python and imported
-them on its own, about 0.3 CPU seconds each: the README's test command starts some 250 helpers, on CI's 2 cores.
+them on its own, 0.34-0.41 CPU seconds each: the README's test command starts some 255 helpers, on CI's 2 cores
+(results/2026-11-27-cpu/helper-processes.txt).
 
 A forked helper has the fork server's environment, taken when the server started. Each helper is therefore handed its
 caller's environment as it is when the pool or the worker is made (`in_callers_environment`), as a spawned one had it.
