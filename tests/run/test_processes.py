@@ -78,3 +78,17 @@ def test_a_stopped_fork_server_hands_its_helpers_cpu_time_to_its_caller():
         helpers.submit(burn_cpu, 0.5).result(timeout=60)
     processes.stop_fork_server()
     assert children_cpu() - before >= 0.45
+
+
+def test_a_one_shot_process_spawns_its_helpers():
+    """The command line's own process (cli.entry) starts its helpers once: each is spawned, its own child, as before
+    the fork server (a warm sweep waited for the server's imports)."""
+    import subprocess
+    import sys
+    code = ("import os\n"
+            "from harness.run import processes\n"
+            "processes.one_shot_process()\n"
+            "with processes.pool(1) as helpers:\n"
+            "    print(helpers.submit(os.getppid).result(timeout=60) == os.getpid())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ["True"], out.stderr[-2000:]
