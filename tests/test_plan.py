@@ -364,3 +364,53 @@ def test_processes_starting_together_build_a_plans_parts_at_once_each_part_once(
     assert len(by_process) >= 2  # parts built by more than one process ...
     spans = sorted(by_process.values())
     assert spans[1][0] < spans[0][1]  # ... at the same time
+
+
+NARROWABLE = [f for f in families.all_families() if hasattr(f, "kernel_facets_of")]
+
+
+@pytest.mark.parametrize("fam", NARROWABLE, ids=lambda f: str(f.name))
+def test_every_case_has_the_facets_its_kernel_says_and_every_kernel_has_cases(fam):
+    """What narrowed_kernels relies on: a kernel a filter on its kernel_facets_of rejects has no case the filter
+    keeps, and one it keeps has a case (its values are some case's)."""
+    assert NARROWABLE and {"wgmma", "wgmma_sp", "wgmma_seq"} <= {str(f.name) for f in NARROWABLE}
+    for arch in fam.archs:
+        for kernel in fam.kernel_list(arch):
+            shared = fam.kernel_facets_of(kernel)
+            cases = fam.kernel_cases(kernel)
+            assert shared and cases, kernel.name
+            bad = [c.id for c in cases if {k: fam.facets_of(c)[k] for k in shared} != shared]
+            assert not bad, (kernel.name, shared, bad[:3])
+
+
+def made(sel, archs, narrow):
+    try:
+        return ids(plan.with_collector_paused(plan.selected, sel, archs, None, False, narrow))
+    except plan.SweepError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize("sel", [
+    plan.Selection(families=("wgmma",), kinds=("b1", "tf32"), n_values=(8, 24), controls=False),
+    plan.Selection(families=("wgmma_seq", "tcgen05"), n_values=(64, 128), a_srcs=("RS", "SS"), data_modes=("exact",),
+                   match="B:K"),
+    plan.Selection(families=("wgmma",), kinds=("s8",), n_values=(8,), data_modes=("normal",)),  # no s8 case is normal
+    plan.Selection(families=("wgmma_seq",), kinds=("f16", "e9m9")),
+    plan.Selection(families=("wgmma_seq", "tcgen05"), cta_groups=(2,)),
+], ids=["wgmma-kinds-n-no-controls", "seq-tcgen05-n-a-data-match", "a-value-only-unplanned-cases-have",
+        "seq-unknown-kind", "a-facet-of-one-family"])
+def test_a_narrowed_plan_is_the_one_every_case_asked_makes(sel):
+    archs = {"tcgen05": "sm_100a"}
+    assert made(sel, archs, narrow=True) == made(sel, archs, narrow=False)
+
+
+def test_a_narrow_selection_plans_the_cases_of_its_kernels_only(private_cache, monkeypatch):
+    fam = families.get("wgmma")
+    asked = []
+    real = type(fam).kernel_cases
+    monkeypatch.setattr(type(fam), "kernel_cases", lambda self, k: asked.append(k.name) or real(self, k))
+    p = plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8,)))
+    assert asked == [k.name for k, _ in p.work] and len(asked) == 2
+    asked.clear()
+    plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8,)), cache=True)  # the cache: whole
+    assert len(asked) == len(fam.kernel_list("sm_90a"))

@@ -47,6 +47,9 @@ class Family(Protocol):
     # (kernels(arch) is each kernel of kernel_list(arch) with its kernel_cases): the plan cache builds such a family's
     # plan in parts, which processes starting together build at once (harness/plan.py plan_files);
     # tests/test_plan.py holds every in-tree family that has it to the parts making up kernels(arch)
+    # optional, with kernel_cases: kernel_facets_of(kernel) -> dict, the facets every case of the kernel has (a subset
+    # of facets_of's): a selection filtering on them plans the cases of the kernels it keeps only (harness/plan.py
+    # narrowed_kernels); tests/test_plan.py holds every family that has it to each case agreeing
 
     def source(self, kernel: Kernel) -> str: ...
 

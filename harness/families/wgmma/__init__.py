@@ -36,6 +36,12 @@ class WgmmaFamily:
         return Kernel(self.name, Arch.SM_90A, key.name, key)
 
     @staticmethod
+    def kernel_facets_of(kernel: Kernel) -> dict:
+        """The facets every case of the kernel has: its key's (a case's key is its kernel's form)."""
+        k = kernel.form
+        return {"kind": k.kind, "n": k.n, "dtype": k.dtype, "a_src": k.a_src}
+
+    @staticmethod
     def facets_of(case) -> dict:
         k = case.key
         return {"kind": k.kind, "n": k.n, "dtype": k.dtype, "a_src": k.a_src, "data": case.data,

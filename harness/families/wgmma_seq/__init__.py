@@ -30,6 +30,12 @@ class WgmmaSeqFamily:
         return [Kernel(self.name, Arch.SM_90A, key.name, key) for key in forms.all_keys()]
 
     @staticmethod
+    def kernel_facets_of(kernel: Kernel) -> dict:
+        """The facets every case of the kernel has: its steps' instruction's (a case's key is its kernel's form)."""
+        i = kernel.form.inst
+        return {"kind": i.kind, "n": i.n, "dtype": i.dtype, "a_src": i.a_src}
+
+    @staticmethod
     def facets_of(case) -> dict:
         i = case.key.inst
         return {"kind": i.kind, "n": i.n, "dtype": i.dtype, "a_src": i.a_src, "data": case.data,
