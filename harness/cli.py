@@ -13,6 +13,7 @@ import json
 import math
 import os
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 from harness import __version__, families
@@ -652,8 +653,8 @@ def _kinds() -> list[str]:
     return list(dict.fromkeys(forms.KINDS + idesc.KINDS))
 
 
-def _selection_args(p) -> None:
-    p.add_argument("--family", action="append", choices=list(families.registry()),
+def _selection_args(p, family_names: tuple[str, ...]) -> None:
+    p.add_argument("--family", action="append", choices=list(family_names),
                    help="instruction family (repeatable)")
     p.add_argument("--kind", action="append", choices=_kinds(), help="wgmma or tcgen05 kind (repeatable)")
     p.add_argument("--n", action="append", type=int, help="only these N (repeatable)")
@@ -677,13 +678,21 @@ def _toolchain_args(p) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser, one for each set of families (TC_HARNESS_FAMILIES may add some: --family's choices).
+    argparse takes ~10 ms to build it, and a test session runs main() ~1,000 times; a parser parses any number of
+    argument lists without changing (each parse fills a fresh namespace)."""
+    return parser_for(tuple(families.registry()))
+
+
+@lru_cache(maxsize=None)
+def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"tensor-core-harness {__version__}")
     sub = p.add_subparsers(dest="cmd", parser_class=_Parser)
     scratch = f"{DEFAULT_RESULTS_DIR}/ under the current folder"
 
     s = sub.add_parser("sweep", help="run every case the node's GPUs support (the rest recorded as not run)")
-    _selection_args(s)
+    _selection_args(s, family_names)
     _toolchain_args(s)
     s.add_argument("--kernels", metavar="DIR", help="launch the modules of this kernel folder (python -m harness "
                                                     "compile --out DIR) instead of compiling; refused unless its "
@@ -707,7 +716,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cp = sub.add_parser("compile", help="compile a selection's kernels into a folder, to launch elsewhere with "
                                         "sweep --kernels")
-    _selection_args(cp)
+    _selection_args(cp, family_names)
     _toolchain_args(cp)
     cp.add_argument("--out", required=True, metavar="DIR", help="the kernel folder: one module per kernel and "
                                                                 "manifest.json (created; an earlier kernel folder "

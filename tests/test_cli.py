@@ -177,3 +177,17 @@ def test_output_the_command_line_could_not_write_is_not_an_exit_0(tmp_path):
         out = subprocess.run([sys.executable, "-m", "harness", "desc", "--arch", "sm_90a", "--decode", "0", "--json"],
                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120, env=env)
     assert out.returncode == 120 and "stdout" in out.stderr and len(out.stderr.splitlines()) == 1
+
+
+def test_the_parser_is_built_once_for_each_set_of_families(monkeypatch, capsys):
+    """main() reuses the parser (argparse took ~10 ms a build, ~1,000 builds a test session), but a family added by
+    TC_HARNESS_FAMILIES since is still a --family choice."""
+    monkeypatch.delenv(cli.families.EXTRA, raising=False)
+    assert cli.build_parser() is cli.build_parser()
+    assert cli.main(["compile", "--family", "toy", "--out", "x", "--no-such-flag"]) == 2
+    assert "invalid choice: 'toy'" in capsys.readouterr().err
+    monkeypatch.setenv(cli.families.EXTRA, "toy=tests.simulated.toy_family")
+    assert cli.main(["compile", "--family", "toy", "--out", "x", "--no-such-flag"]) == 2
+    assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+    assert "toy" in cli.build_parser()._subparsers._group_actions[0].choices["sweep"]._option_string_actions[
+        "--family"].choices
