@@ -61,6 +61,7 @@ def test_the_pytest_timeline_says_which_worker_ran_what_and_when(tmp_path):
                **{pytest_timeline.FOLDER: str(folder), pytest_timeline.PROFILE_COLLECTION: "1"})
     t = time.time()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_timeline",
+                           "-p", "no:hypothesispytest",  # no inner test uses it: ~0.35 CPU s a process to load
                            "-n", "2", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
                           env=env)
     assert proc.returncode == 0, proc.stdout[-2000:]

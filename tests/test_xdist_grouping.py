@@ -36,6 +36,8 @@ def inner_pytest_env(log: Path) -> dict:
     env = dict(os.environ, TC_GROUP_LOG=str(log), PYTHONPATH=str(ROOT))
     for v in [v for v in env if v.startswith("PYTEST_XDIST_") or v == "TC_HARNESS_WORKERS"]:
         env.pop(v)
+    # no inner test uses hypothesis: its plugin cost each inner process ~0.35 CPU s to load (three a `pytest -n 2`)
+    env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} -p no:hypothesispytest".strip()
     return env
 
 
