@@ -366,22 +366,31 @@ def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[
     return with_collector_paused(selected, sel, run_archs, shard, cache)
 
 
-def narrowed_kernels(fam, arch, filters: dict[str, tuple],
-                     seen_values: dict[str, set]) -> list[tuple[Kernel, list]] | None:
+def kernel_level(fam, arch, filters: dict[str, tuple]) -> list[str]:
+    """The filters' facets that all the cases of each of fam's kernels share (kernel_facets_of); none where the family
+    cannot say (no kernel_facets_of, kernel_list or kernel_cases)."""
+    if not filters or not all(hasattr(fam, a) for a in ("kernel_list", "kernel_cases", "kernel_facets_of")):
+        return []
+    listed = fam.kernel_list(arch)
+    return [k for k in filters if listed and k in fam.kernel_facets_of(listed[0])]
+
+
+def plan_cached(fam, arch) -> bool:
+    """Whether every file of fam's plan for `arch` (plan_files) is read already or written."""
+    files = plan_files(fam, arch)
+    return files is not None and all(path in LOADED_PLANS or path.exists() for path, _ in files)
+
+
+def narrowed_kernels(fam, arch, filters: dict[str, tuple], seen_values: dict[str, set]) -> list[tuple[Kernel, list]]:
     """The kernels of fam's plan for `arch` (in kernel_list's order) that the filters on facets every case of a kernel
-    shares (kernel_facets_of) keep, each with its cases, planned from it alone; the others' cases are never built. The
-    values of those facets over all the family's kernels go into seen_values. None where the family cannot say (no
-    kernel_facets_of, or no filter on a facet of it): its whole plan is then built and every case asked.
+    shares (kernel_level) keep, each with its cases, planned from it alone; the others' cases are never built. The
+    values of those facets over all the family's kernels go into seen_values.
     `--kind b1 --n 8` planned 2 of the dense family's 392 kernels' cases, not all 27,554 (the whole build: ~0.5 s;
     plans made this way were ~100 of a CI test session's: results/2026-11-27-cpu/narrowed-plans.txt)."""
-    if not all(hasattr(fam, a) for a in ("kernel_list", "kernel_cases", "kernel_facets_of")):
-        return None
+    shared = kernel_level(fam, arch, filters)
     kept = []
     for kernel in fam.kernel_list(arch):
         facets = fam.kernel_facets_of(kernel)
-        shared = [k for k in filters if k in facets]
-        if not shared:
-            return None
         for k in shared:
             seen_values[k].add(facets[k])
         if all(facets[k] in filters[k] for k in shared):
@@ -391,14 +400,21 @@ def narrowed_kernels(fam, arch, filters: dict[str, tuple],
 
 def selected(sel: Selection, run_archs: dict[str, Arch] | None, shard: tuple[int, int] | None,
              cache: bool, narrow: bool = True) -> Plan:
-    """make's plan (its arguments, as they are), built or read. Without the cache (and with `narrow`), a family that
-    can plans only the kernels its filters keep (narrowed_kernels); where a value asked for then shows in none of the
-    cases planned, the plan is made again the whole way, so that the error, or the plan, is what it would have been."""
+    """make's plan (its arguments, as they are), built or read. With `narrow`, a family whose kernels a filter can
+    keep or drop plans only the kernels kept (narrowed_kernels), unless the cache is asked for and holds its plan
+    already (read, it is filtered case by case at less cost than building); where a value asked for then shows in
+    none of the cases planned, the plan is made again the whole way, so that the error, or the plan, is what it would
+    have been. A filtered sweep on an empty cache so plans in a fraction of a second, not the 2-4 s of building
+    every plan, and leaves the whole plans for a sweep that needs them to build and cache."""
     sel.validate()
     filters = sel.filters()
     names = list(sel.families or families.registry())
+    narrowing = {str(f.name) for f in map(families.get, names)
+                 if narrow and kernel_level(f, run_arch(f, run_archs), filters)
+                 and not (cache and plan_cached(f, run_arch(f, run_archs)))}
     if cache:  # every plan make() reads, run arch first
-        fams = [f for f in map(families.get, names) if all(k in f.facets for k in filters)]
+        fams = [f for f in map(families.get, names)
+                if all(k in f.facets for k in filters) and str(f.name) not in narrowing]
         build_free_plans([(f, run_arch(f, run_archs)) for f in fams]
                          + [(f, a) for f in fams for a in f.archs if a != run_arch(f, run_archs)])
     plan = Plan([])
@@ -412,7 +428,7 @@ def selected(sel: Selection, run_archs: dict[str, Arch] | None, shard: tuple[int
         arch = run_arch(fam, run_archs)
         first = len(plan.work)
         everything = not filters and sel.controls and not sel.match  # every case kept: none need be asked
-        pairs = narrowed_kernels(fam, arch, filters, seen_values) if narrow and filters and not cache else None
+        pairs = narrowed_kernels(fam, arch, filters, seen_values) if str(fam.name) in narrowing else None
         narrowed_any |= pairs is not None
         for kernel, cases in pairs if pairs is not None else family_kernels(fam, arch, cache):
             if everything:

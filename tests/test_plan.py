@@ -383,9 +383,9 @@ def test_every_case_has_the_facets_its_kernel_says_and_every_kernel_has_cases(fa
             assert not bad, (kernel.name, shared, bad[:3])
 
 
-def made(sel, archs, narrow):
+def made(sel, archs, narrow, cache=False):
     try:
-        return ids(plan.with_collector_paused(plan.selected, sel, archs, None, False, narrow))
+        return ids(plan.with_collector_paused(plan.selected, sel, archs, None, cache, narrow))
     except plan.SweepError as e:
         return str(e)
 
@@ -404,13 +404,31 @@ def test_a_narrowed_plan_is_the_one_every_case_asked_makes(sel):
     assert made(sel, archs, narrow=True) == made(sel, archs, narrow=False)
 
 
+@pytest.mark.parametrize("sel", [
+    plan.Selection(families=("wgmma", "wgmma_seq"), kinds=("tf32",), n_values=(24, 64), a_srcs=("RS",)),
+    plan.Selection(families=("wgmma_seq", "tcgen05"), kinds=("s8", "f16"), data_modes=("normal",)),
+], ids=["wgmma-seq-kind-n-a", "a-value-only-unplanned-cases-have"])
+def test_with_the_cache_a_narrowed_plan_and_a_read_one_are_the_one_every_case_asked_makes(sel, private_cache):
+    archs = {"tcgen05": "sm_100a"}
+    narrowed = made(sel, archs, narrow=True, cache=True)  # the cache empty: narrowed, and nothing of it written
+    whole = made(sel, archs, narrow=False, cache=True)  # every case asked; the whole plans written
+    assert narrowed == whole == made(sel, archs, narrow=True, cache=True)  # the last read from the cache
+
+
 def test_a_narrow_selection_plans_the_cases_of_its_kernels_only(private_cache, monkeypatch):
+    """Without the cache, or with it before it holds the family's plan; where it does, the plan is read."""
     fam = families.get("wgmma")
     asked = []
     real = type(fam).kernel_cases
     monkeypatch.setattr(type(fam), "kernel_cases", lambda self, k: asked.append(k.name) or real(self, k))
-    p = plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8,)))
-    assert asked == [k.name for k, _ in p.work] and len(asked) == 2
+    b1 = plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8,))
+    for cache in (False, True):
+        asked.clear()
+        p = plan.make(b1, cache=cache)
+        assert asked == [k.name for k, _ in p.work] and len(asked) == 2
+    assert not list((private_cache / "plans").glob("wgmma-*.pkl"))  # a narrowed plan is not cached
+    whole = plan.make(plan.Selection(families=("wgmma",)), cache=True)
+    assert len(asked) == 2 + len(fam.kernel_list("sm_90a")) and list((private_cache / "plans").glob("wgmma-*.pkl"))
     asked.clear()
-    plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8,)), cache=True)  # the cache: whole
-    assert len(asked) == len(fam.kernel_list("sm_90a"))
+    assert ids(plan.make(b1, cache=True))[0] == [(k.name, [c.id for c in cs]) for k, cs in whole.work
+                                                 if k.name in {n for n, _ in ids(p)[0]}] and not asked
