@@ -9,12 +9,9 @@ import pytest
 
 from harness import cli
 from harness.spec import layouts
+from tests.cli_in_process import run
 
 pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
-
-
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_desc_encode_and_decode_agree():

@@ -1,11 +1,10 @@
 """compare OLD NEW on synthetic results files: categories, fingerprint differences, exit status, bad input."""
 import json
-import subprocess
-import sys
 
 import pytest
 
 from harness.records import compare, results
+from tests.cli_in_process import run
 
 
 def write(path, env_extra, cases, schema=results.SCHEMA):
@@ -50,10 +49,6 @@ def test_identical_runs_do_not_regress(tmp_path):
     q = write(tmp_path / "b.jsonl", {"host": "other"}, [case("a"), case("b", "fail", **FAIL)])
     r = compare.compare(p, q)
     assert not r["regressed"] and r["environment"] == {"host": [None, "other"]}
-
-
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_cli_table_json_and_exit_status(pair):

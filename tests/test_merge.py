@@ -4,11 +4,8 @@ import subprocess
 import sys
 
 from harness.records import compare, merge, results
+from tests.cli_in_process import run
 from test_compare import FAIL, case, write
-
-
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_disjoint_shards_union(tmp_path):
