@@ -11,10 +11,15 @@ processes never re-run CUTLASS's CuTe DSL.
   * tcgen05 Tensor Memory cells of D (and of A for TS f16/bf16): CuTe DSL's TMEM fragment layouts
     (tests/cute_oracle_sm100.py tmem_mma_layouts), per CTA. 32-bit accumulators (f32, s32) share one layout.
 
-Cache: $TC_HARNESS_CACHE (or ~/.cache/tc-harness) / sim-oracle / *.json, written atomically.
+Cache: $TC_SIM_ORACLE_DIR, *.json, written atomically. The first process to import this module names it (its
+$TC_HARNESS_CACHE, or ~/.cache/tc-harness, / sim-oracle) for itself and every process it starts: a test that gives
+the harness a private cache, and the GPU workers of its sweeps, still read the session's layouts. The first
+wgmma layout missing is computed with every other one the simulated devices can ask (every_wgmma_request), in one
+DSL process, one process at a time: a CI run started 13 DSL processes of ~1.4 CPU s each, most for one layout.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -27,8 +32,12 @@ ROOT = Path(__file__).resolve().parents[2]
 VERSION = 1
 
 
+os.environ.setdefault("TC_SIM_ORACLE_DIR", str(Path(os.environ.get("TC_HARNESS_CACHE",
+                                                                   Path.home() / ".cache" / "tc-harness")) / "sim-oracle"))
+
+
 def cache_dir() -> Path:
-    d = Path(os.environ.get("TC_HARNESS_CACHE", Path.home() / ".cache" / "tc-harness")) / "sim-oracle"
+    d = Path(os.environ["TC_SIM_ORACLE_DIR"])
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -62,12 +71,35 @@ def _wgmma_name(atype: str, acc: str, n: int) -> str:
     return f"wgmma-{atype}-{acc}-n{n}"
 
 
+def every_wgmma_request() -> list[tuple]:
+    """Every (atype, acc, n) the simulated wgmma devices can ask: the accumulator layout of each dense, sparse and
+    sequence kernel's N and accumulator, and the A layouts (which kernels exist is the harness's list; the layouts
+    are the DSL's)."""
+    from harness import families
+    reqs = {(t, A_ACC[t], 8) for t in A_ACC}
+    for name in ("wgmma", "wgmma_sp", "wgmma_seq"):
+        fam = families.get(name)
+        for kernel in fam.kernel_list(fam.archs[0]):
+            f = fam.kernel_facets_of(kernel)
+            reqs.add((D_ATOM[f["dtype"]], f["dtype"], f["n"]))
+    return sorted(reqs)
+
+
 def ensure_wgmma(requests) -> None:
-    """Compute (in one DSL process) and cache every (atype, acc, n) request not cached yet."""
-    todo = [r for r in dict.fromkeys(map(tuple, requests)) if not _path(_wgmma_name(*r)).exists()]
-    if todo:
-        for r, ans in zip(todo, _subprocess("wgmma", todo)):
-            _store(_wgmma_name(*r), ans)
+    """Cache every (atype, acc, n) request not cached yet: where one is missing, every request the simulated devices
+    can ask is computed with it, in one DSL process, while this process holds the cache's lock (another waits for it,
+    then reads)."""
+    def missing(reqs):
+        return [r for r in dict.fromkeys(map(tuple, reqs)) if not _path(_wgmma_name(*r)).exists()]
+    if not missing(requests):
+        return
+    with open(cache_dir() / "wgmma.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        todo = missing(requests)
+        if todo:
+            todo = list(dict.fromkeys(todo + missing(every_wgmma_request())))
+            for r, ans in zip(todo, _subprocess("wgmma", todo)):
+                _store(_wgmma_name(*r), ans)
 
 
 def _wgmma(atype: str, acc: str, n: int) -> dict:
