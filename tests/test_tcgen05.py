@@ -3,6 +3,7 @@ the compiler's own words), the SASS holds the tensor-core instructions each form
 case's reference is computed and consistent with the data-path model it will be diffed through."""
 import dataclasses
 import re
+from functools import lru_cache
 
 import numpy as np
 import pytest
@@ -152,6 +153,14 @@ def _row_col_of_cell(m: int, n: int, cta_group: int, ws: bool, cta: int, lane: i
     return (lane, col) if col < n else None  # layout D
 
 
+@lru_cache(maxsize=None)  # 26 shapes among the cases checked: each cell asked once a shape, not once a case
+def _placement(m: int, n: int, cta_group: int, ws: bool, read_cols: int) -> tuple[np.ndarray, ...]:
+    """(cta, lane, column, row, col) index arrays: every cell the data-path layouts (above) give an element of D."""
+    cells = [(cta, lane, c, *rc) for cta in range(cta_group) for lane in range(128) for c in range(read_cols)
+             if (rc := _row_col_of_cell(m, n, cta_group, ws, cta, lane, c)) is not None and rc[0] < m]
+    return tuple(np.array(x, dtype=np.int64) for x in zip(*cells))
+
+
 def device_tmem(case, prep, values):
     """Tensor Memory as a correct device leaves it: `values` [m, n] placed by the data-path layouts (above), each
     in the low bits of its 32-bit cell (an f16 accumulator takes a whole column), by numpy's own encodings."""
@@ -160,15 +169,9 @@ def device_tmem(case, prep, values):
     raw = {"f16": lambda: v.astype(np.float16).view(np.uint16).astype(np.uint32),
            "f32": lambda: v.astype(np.float32).view(np.uint32),
            "s32": lambda: (v.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)}[case.dtype]()
-    written = 0
-    for cta in range(case.form.cta_group):
-        for lane in range(128):
-            for col in range(prep.read_cols):
-                rc = _row_col_of_cell(case.m, case.n, case.form.cta_group, case.form.ws, cta, lane, col)
-                if rc is not None and rc[0] < case.m:
-                    out[cta, lane, col] = raw[rc]
-                    written += 1
-    assert written == case.m * case.n, "the data-path layouts must place every element once"
+    cta, lane, col, row, c = _placement(case.m, case.n, case.form.cta_group, case.form.ws, prep.read_cols)
+    assert len(row) == case.m * case.n, "the data-path layouts must place every element once"
+    out[cta, lane, col] = raw[row, c]
     return out
 
 
