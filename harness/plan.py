@@ -381,13 +381,13 @@ def plan_cached(fam, arch) -> bool:
     return files is not None and all(path in LOADED_PLANS or path.exists() for path, _ in files)
 
 
-def narrowed_kernels(fam, arch, filters: dict[str, tuple], seen_values: dict[str, set]) -> list[tuple[Kernel, list]]:
-    """The kernels of fam's plan for `arch` (in kernel_list's order) that the filters on facets every case of a kernel
-    shares (kernel_level) keep, each with its cases, planned from it alone; the others' cases are never built. The
-    values of those facets over all the family's kernels go into seen_values.
+def narrowed_kernels(fam, arch, filters: dict[str, tuple], shared: list[str],
+                     seen_values: dict[str, set]) -> list[tuple[Kernel, list]]:
+    """The kernels of fam's plan for `arch` (in kernel_list's order) that the filters on `shared` (kernel_level: the
+    facets every case of a kernel shares) keep, each with its cases, planned from it alone; the others' cases are
+    never built. The values of those facets over all the family's kernels go into seen_values.
     `--kind b1 --n 8` planned 2 of the dense family's 392 kernels' cases, not all 27,554 (the whole build: ~0.5 s;
     plans made this way were ~100 of a CI test session's: results/2026-11-27-cpu/narrowed-plans.txt)."""
-    shared = kernel_level(fam, arch, filters)
     kept = []
     for kernel in fam.kernel_list(arch):
         facets = fam.kernel_facets_of(kernel)
@@ -409,9 +409,11 @@ def selected(sel: Selection, run_archs: dict[str, Arch] | None, shard: tuple[int
     sel.validate()
     filters = sel.filters()
     names = list(sel.families or families.registry())
-    narrowing = {str(f.name) for f in map(families.get, names)
-                 if narrow and kernel_level(f, run_arch(f, run_archs), filters)
-                 and not (cache and plan_cached(f, run_arch(f, run_archs)))}
+    narrowing = {}  # family -> the filters' facets its kernels share, for the families planned kernel by kernel
+    for f in map(families.get, names) if narrow else ():
+        shared = kernel_level(f, run_arch(f, run_archs), filters)
+        if shared and not (cache and plan_cached(f, run_arch(f, run_archs))):
+            narrowing[str(f.name)] = shared
     if cache:  # every plan make() reads, run arch first
         fams = [f for f in map(families.get, names)
                 if all(k in f.facets for k in filters) and str(f.name) not in narrowing]
@@ -428,7 +430,8 @@ def selected(sel: Selection, run_archs: dict[str, Arch] | None, shard: tuple[int
         arch = run_arch(fam, run_archs)
         first = len(plan.work)
         everything = not filters and sel.controls and not sel.match  # every case kept: none need be asked
-        pairs = narrowed_kernels(fam, arch, filters, seen_values) if str(fam.name) in narrowing else None
+        pairs = (narrowed_kernels(fam, arch, filters, narrowing[str(fam.name)], seen_values)
+                 if str(fam.name) in narrowing else None)
         narrowed_any |= pairs is not None
         for kernel, cases in pairs if pairs is not None else family_kernels(fam, arch, cache):
             if everything:

@@ -36,16 +36,16 @@ class WgmmaFamily:
         return Kernel(self.name, Arch.SM_90A, key.name, key)
 
     @staticmethod
-    def kernel_facets_of(kernel: Kernel) -> dict:
-        """The facets every case of the kernel has: its key's (a case's key is its kernel's form)."""
-        k = kernel.form
-        return {"kind": k.kind, "n": k.n, "dtype": k.dtype, "a_src": k.a_src}
+    def key_facets(key) -> dict:
+        """The facets a kernel key fixes (a dense or sparse one: they have the same fields)."""
+        return {"kind": key.kind, "n": key.n, "dtype": key.dtype, "a_src": key.a_src}
 
-    @staticmethod
-    def facets_of(case) -> dict:
-        k = case.key
-        return {"kind": k.kind, "n": k.n, "dtype": k.dtype, "a_src": k.a_src, "data": case.data,
-                "control": bool(case.control)}
+    def kernel_facets_of(self, kernel: Kernel) -> dict:
+        """The facets every case of the kernel has: its key's (a case's key is its kernel's form)."""
+        return self.key_facets(kernel.form)
+
+    def facets_of(self, case) -> dict:
+        return {**self.key_facets(case.key), "data": case.data, "control": bool(case.control)}
 
     def source(self, kernel: Kernel) -> str:
         return self.module("kernel").source(kernel.form)

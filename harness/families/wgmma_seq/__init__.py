@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from harness.enums import Arch, FamilyName
 from harness.families.base import Kernel, case_record
+from harness.families.wgmma import WgmmaFamily
 
 
 class WgmmaSeqFamily:
@@ -32,14 +33,11 @@ class WgmmaSeqFamily:
     @staticmethod
     def kernel_facets_of(kernel: Kernel) -> dict:
         """The facets every case of the kernel has: its steps' instruction's (a case's key is its kernel's form)."""
-        i = kernel.form.inst
-        return {"kind": i.kind, "n": i.n, "dtype": i.dtype, "a_src": i.a_src}
+        return WgmmaFamily.key_facets(kernel.form.inst)
 
     @staticmethod
     def facets_of(case) -> dict:
-        i = case.key.inst
-        return {"kind": i.kind, "n": i.n, "dtype": i.dtype, "a_src": i.a_src, "data": case.data,
-                "control": case.control is not None}
+        return {**WgmmaFamily.key_facets(case.key.inst), "data": case.data, "control": case.control is not None}
 
     def source(self, kernel: Kernel) -> str:
         from harness.families.wgmma_seq import kernel as sk
