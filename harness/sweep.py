@@ -247,7 +247,7 @@ def check_kernels_toolchain(kernels: list[Kernel], cfg: SweepConfig, devs) -> To
     if cfg.kernels is not None:
         tc = cfg.kernels.toolchain
         try:
-            cfg.kernels.check([(k, families.get(k.family).source(k)) for k in kernels], nvrtc.DEFAULT_OPTIONS)
+            cfg.kernels.check([(k, families.compile_job(k)) for k in kernels])
         except kernel_folder.KernelFolderError as e:
             raise SweepError(f"--kernels {cfg.kernels.path}: {e}") from None
     else:
@@ -315,8 +315,7 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
             f"{cfg.kernels.host} at {cfg.kernels.date})")
     else:
         failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
-        jobs = [nvrtc.CompileJob(k.name, families.get(k.family).source(k), str(k.arch), sass_check=checks.get(k))
-                for k in kernels]
+        jobs = [families.compile_job(k, checks.get(k)) for k in kernels]
         compiled = dict(zip(kernels, nvrtc.compile_many(jobs, cfg.workers, failed_dir, raise_on_error=False,
                                                         toolchain=tc)))
         say_compiled(sum(not c.cached and c.error is None for c in compiled.values()),
@@ -347,11 +346,10 @@ def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int
     cfg = SweepConfig(workers=workers, toolchain=tc)
     check_toolchain(p, cfg, [])
     kernels = plan_kernels(p)
-    sources = [(k, families.get(k.family).source(k)) for k in kernels]
-    jobs = [nvrtc.CompileJob(k.name, src, str(k.arch)) for k, src in sources]
+    jobs = [families.compile_job(k) for k in kernels]
     compiled = dict(zip(kernels, nvrtc.compile_many(jobs, workers, Path(out_dir) / kernel_folder.ERRORS,
                                                     raise_on_error=False, toolchain=tc)))
-    folder = kernel_folder.write(out_dir, tc, sources, compiled, nvrtc.DEFAULT_OPTIONS, sel.flags())
+    folder = kernel_folder.write(out_dir, tc, list(zip(kernels, jobs)), compiled, sel.flags())
     files = [Path(out_dir) / k.file for k in folder.kernels if k.file]
     rejected = [{"kernel": k.name, "arch": k.arch, "error": k.error} for k in folder.kernels if k.error]
     by_arch: dict[str, int] = {}

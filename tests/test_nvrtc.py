@@ -6,7 +6,7 @@ import re
 import pytest
 
 from harness.run import compile as C, sass, toolchain
-from harness import kernels
+from harness import families, kernels
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma_sp import forms as sparse_forms, kernel as sparse_kernel
@@ -33,6 +33,69 @@ def test_cache_hit_and_key():
     other = C.CompileJob("smoke", kernels.smoke_source(), "sm_90a", C.DEFAULT_OPTIONS + ("-G",))
     tc = toolchain.default()
     assert other.key(tc) != job.key(tc)
+
+
+def as_version(tc: toolchain.Toolchain, version: str) -> toolchain.Toolchain:
+    """`tc` as if its NVRTC were of `version` (to see which options that version gets, not to compile)."""
+    return dataclasses.replace(tc, library=dataclasses.replace(tc.library, version=version))
+
+
+FAST = ("--Ofast-compile=min",)
+
+
+def test_a_job_compiles_at_the_fast_compile_level_where_nvrtc_has_it_unless_it_asks_for_full_optimization():
+    tc = toolchain.default()
+    job = C.CompileJob("smoke", kernels.smoke_source(), "sm_90a")
+    assert job.options_for(as_version(tc, "12.8")) == C.DEFAULT_OPTIONS  # 12.8 knows only max and 0
+    for version in ("12.9", "13.0", "13.5"):
+        assert job.options_for(as_version(tc, version)) == C.DEFAULT_OPTIONS + FAST
+    full = dataclasses.replace(job, fast_compile=False)
+    assert full.options_for(tc) == C.DEFAULT_OPTIONS
+    assert full.key(tc) != job.key(tc)  # a cubin of one level is never taken from the cache for the other
+
+
+def test_each_family_compiles_at_the_level_it_declares_and_the_timing_bench_at_full_optimization(monkeypatch):
+    tc = toolchain.default()
+    level = {}
+    for name in families.registry():
+        kernel = next(iter(families.get(name).kernel_list(families.get(name).archs[0])))
+        level[name] = families.compile_job(kernel).options_for(tc)[len(C.DEFAULT_OPTIONS):]
+    # the sequences' RS pipeline is a schedule ptxas makes: at full optimization
+    assert level == {"wgmma": FAST, "wgmma_sp": FAST, "wgmma_seq": (), "tcgen05": FAST}
+    from harness.timing import bench, forms as timing_forms
+    asked = []
+    monkeypatch.setattr(C, "compile_many", lambda jobs, **kw: asked.extend(jobs) or [])
+    bench.compile_modules(timing_forms.all_default())
+    assert asked and all(j.options_for(tc) == C.DEFAULT_OPTIONS for j in asked)
+
+
+def test_the_fast_compile_level_reaches_nvrtc():
+    """A kernel's cached cubin is NVRTC's at the fast-compile level, byte for byte, not the one at full optimization
+    (they differ for this kernel)."""
+    tc = toolchain.default()
+    key = wgmma.KernelKey("f16", 64, "f32", "SS")
+    src = wgmma_kernel.source(key)
+    (built,) = C.compile_many([C.CompileJob(key.name, src, "sm_90a")], workers=1)
+    fast, _ = tc.compile(src, key.name, "sm_90a", C.DEFAULT_OPTIONS + FAST)
+    full, _ = tc.compile(src, key.name, "sm_90a", C.DEFAULT_OPTIONS)
+    assert fast != full and built.cubin_path.read_bytes() == fast
+
+
+def test_a_serialised_rs_pipeline_fails_the_sequence_familys_sass_check():
+    """The fast-compile level makes every wait_group 1 of an RS pipeline a wait_group 0 (why the sequences compile at
+    full optimization): the family's own check, the one every sweep applies, says so; at full optimization it holds."""
+    from harness.families.wgmma_seq import FAMILY as SEQ, forms as seq_forms
+    kernel = next(k for k in SEQ.kernel_list("sm_90a") if k.form.pattern == seq_forms.SeqPattern.RS_PIPELINE)
+    job = families.compile_job(kernel, SEQ.sass_check(kernel))
+    serialised = dataclasses.replace(job, fast_compile=True)
+    full, fast = C.compile_many([job, serialised], workers=1)
+    assert sass.verify(full.cubin_path, job.sass_check).ok
+    verdict = sass.verify(fast.cubin_path, job.sass_check)
+    want = len(seq_forms.variants(kernel.form)) * (kernel.form.steps - 1)
+    opcode, operands = r"WARPGROUP\.DEPBAR\.LE", r"\bgsb0, 0x1$"
+    assert tuple(verdict.broken) == (f"wait_group 1 between the {kernel.form.steps} steps of each variant (the "
+                                     f"pipeline kept): want exactly {want} instruction matching {opcode!r} with "
+                                     f"operands ~ {operands!r}, found 0",), verdict.broken
 
 
 @pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])

@@ -37,6 +37,17 @@ def test_each_version_builds_the_archs_it_should(version):
     assert tuple(a for a in Arch.values() if a not in cannot) == BUILDS[version], cannot
 
 
+@pytest.mark.parametrize("version", BUILDS)
+def test_the_fast_compile_level_is_asked_only_of_a_version_that_has_it(version):
+    """12.8 refuses --Ofast-compile=min, which is why its kernels compile without it (Toolchain.fast_compile_options)."""
+    tc = toolchain_or_skip(version)
+    asked = C.DEFAULT_OPTIONS + ("--Ofast-compile=min",)
+    data, log = tc.compile(T.PROBE_SOURCE, T.PROBE_NAME, "sm_90a", asked)
+    assert (data is not None) == (version != "12.8"), log[:300]
+    job = C.CompileJob(T.PROBE_NAME, T.PROBE_SOURCE, "sm_90a")
+    assert job.options_for(tc) == (asked if data is not None else C.DEFAULT_OPTIONS)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("version", BUILDS)
 def test_every_wgmma_kernel_compiles_for_sm_90a_with_its_sass(version):
@@ -53,7 +64,8 @@ def assert_no_warpgroup_arrive_injected(version: str, selection: plan.Selection,
     tc = toolchain_or_skip(version)
     p = plan.make(selection, {}, cache=True)
     for k in [k for k, _ in p.work][::stride]:
-        data, log = tc.compile(families.get(k.family).source(k), k.name, "sm_90a", C.DEFAULT_OPTIONS)
+        job = families.compile_job(k)
+        data, log = tc.compile(job.source, k.name, "sm_90a", job.options_for(tc))
         assert data is not None and "C7519" not in log and "warpgroup.arrive is injected" not in log, \
             f"NVRTC {version}: {k.name}: {log[:500]}"
 
@@ -78,12 +90,12 @@ def test_no_warpgroup_arrive_is_injected_into_any_sweep_kernel(version):
 @pytest.mark.slow
 @pytest.mark.parametrize("version", BUILDS)
 def test_every_tcgen05_kernel_compiles_for_each_blackwell_arch_it_builds(version):
-    from tests.test_tcgen05 import MNEMONIC
+    from harness.families.tcgen05.kernel import MNEMONIC
     tc = toolchain_or_skip(version)
     fam = families.get("tcgen05")
     for arch in (a for a in BUILDS[version] if a != "sm_90a"):
         kernels = [k for k, _ in fam.kernels(arch)]
-        jobs = [C.CompileJob(k.name, fam.source(k), arch) for k in kernels]
+        jobs = [families.compile_job(k) for k in kernels]
         for k, out in zip(kernels, C.compile_many(jobs, toolchain=tc, raise_on_error=False)):
             assert out.error is None, f"NVRTC {version} {arch}: {out.error}"
             assert MNEMONIC[k.form.kind] in function_text(sass.disassembly(out.cubin_path.read_bytes()), k.form.name), \
@@ -98,7 +110,8 @@ def test_the_timing_loop_of_nvrtc_13_0_passes_the_bench_sass_check():
     tc = toolchain_or_skip("13.0")
     f = F.WgmmaTiming("bf16", "bf16", "f32", 256, "SS")
     ((name, arch), mf), = S.module_forms([f]).items()
-    (out,) = C.compile_many([C.CompileJob(name, S.source(mf), arch)], toolchain=tc)
+    # at full optimization, as bench.compile_modules compiles it (the fast-compile level serialises the loop's MMAs)
+    (out,) = C.compile_many([C.CompileJob(name, S.source(mf), arch, fast_compile=False)], toolchain=tc)
     listing = sass.functions(str(out.cubin_path))[f"{f.module_name}_tput"]
     assert any(i.opcode == "NOP" for i in listing)  # what 13.0 does (13.5 does not): the case this test is for
     assert bench.sass_problems(f, out) == []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, plan, sweep
+from harness import cli, families, plan, sweep
 from harness.enums import ExitCode, ToolchainKind
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma import kernel as wgmma_kernel
@@ -244,11 +244,11 @@ def tamper(folder, how):
     elif how == "source":
         edit_manifest(folder, lambda m: m["kernels"][0].update(source_sha256="0" * 64))
     elif how == "options":
-        edit_manifest(folder, lambda m: m.update(options=["-G"]))
+        edit_manifest(folder, lambda m: m["kernels"][0].update(options=["-G"]))
     elif how == "format":
         edit_manifest(folder, lambda m: m.update(format="something-else"))
     elif how == "version":
-        edit_manifest(folder, lambda m: m.update(version=1))  # a folder of before kernels shared modules
+        edit_manifest(folder, lambda m: m.update(version=2))  # a folder of before each kernel had its options
     elif how == "malformed":
         edit_manifest(folder, lambda m: m.pop("toolchain"))
     elif how == "json":
@@ -263,18 +263,18 @@ def tamper(folder, how):
     ("source", "compiled from another source than this harness writes"),
     ("options", "compiled with options -G"),
     ("format", "is not a kernel folder's manifest"),
-    ("version", "this harness reads version 2"),
+    ("version", "is version 2; this harness reads version 3"),
     ("malformed", "manifest.json is malformed"),
     ("json", "manifest.json is not readable JSON"),
     ("no-manifest", "has no manifest.json: not a kernel folder"),
 ])
 def test_a_manifest_that_does_not_match_is_refused_in_one_line(folder, how, says):
     p = plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8,)))
-    kernels = [(k, wgmma_kernel.source(k.form)) for k in sweep.plan_kernels(p)]
-    kernel_folder.load(folder).check(kernels, C.DEFAULT_OPTIONS)  # untouched, it matches
+    kernels = [(k, families.compile_job(k)) for k in sweep.plan_kernels(p)]
+    kernel_folder.load(folder).check(kernels)  # untouched, it matches
     tamper(folder, how)
     with pytest.raises(kernel_folder.KernelFolderError) as e:
-        kernel_folder.load(folder).check(kernels, C.DEFAULT_OPTIONS)
+        kernel_folder.load(folder).check(kernels)
     assert says in str(e.value) and "\n" not in str(e.value)
 
 
@@ -283,7 +283,7 @@ def test_a_manifest_that_does_not_match_is_refused_in_one_line(folder, how, says
     (None, [*B1, "--nvrtc", "13"], "leave out --nvrtc"),
     (None, [*B1, "--toolchain", "nvrtc"], "--toolchain nvrtc, but --kernels"),
     ("bytes", B1, "differ from the manifest's sha256"),
-    ("version", B1, "this harness reads version 2"),
+    ("version", B1, "is version 2; this harness reads version 3"),
 ])
 def test_sweep_refuses_a_folder_that_does_not_match_with_one_line(folder, how, argv, says, capsys, tmp_path,
                                                                   monkeypatch):

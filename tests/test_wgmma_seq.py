@@ -291,7 +291,7 @@ def cubins(tmp_path_factory):
 
     def sass(name):
         if not done:
-            jobs = [nvrtc.CompileJob(n, K.source(BY_NAME[n][0].form), "sm_90a") for n in BY_NAME]
+            jobs = [families.compile_job(BY_NAME[n][0]) for n in BY_NAME]  # as the sweep compiles them
             for job, out in zip(jobs, nvrtc.compile_many(jobs)):  # a shared program's listing is read from the cache
                 done[job.name] = sass_gmma.function_text(sass_rules.disassembly(out.cubin_path.read_bytes()), job.name)
         return done[name]

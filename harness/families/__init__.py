@@ -45,3 +45,12 @@ def get(name):
 
 def all_families():
     return [get(n) for n in registry()]
+
+
+def compile_job(kernel, sass_check=None):
+    """The compile job of a family's kernel: its source, at the toolchain's fast-compile level where the family
+    allows it (its `fast_compile`; a family without one compiles at full optimization)."""
+    from harness.run.compile import CompileJob
+    fam = get(kernel.family)
+    return CompileJob(kernel.name, fam.source(kernel), str(kernel.arch), sass_check=sass_check,
+                      fast_compile=getattr(fam, "fast_compile", False))

@@ -51,6 +51,10 @@ class Family(Protocol):
     # of facets_of's): a selection filtering on them plans the cases of the kernels it keeps only (harness/plan.py
     # narrowed_kernels); tests/test_plan.py holds every family that has it to each case agreeing
 
+    # optional: fast_compile = True, where no schedule ptxas makes is under test (a pipeline's waits are one): the
+    # family's kernels compile at the toolchain's fast-compile level (harness.families.compile_job); without it, at
+    # full optimization
+
     def source(self, kernel: Kernel) -> str: ...
 
     def prepare(self, kernel: Kernel, cases: list): ...

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # sass.py imports this module
     from harness.run.sass import SassCheck, Verdict
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
+# a kernel's options at full optimization; a CompileJob adds its toolchain's fast-compile level unless it asks not to
 DEFAULT_OPTIONS = ("-std=c++17", "--device-as-default-execution-space", "-lineinfo")
 
 
@@ -63,14 +64,21 @@ class CompileJob:
     source: str
     arch: str
     options: tuple[str, ...] = DEFAULT_OPTIONS
+    # whether the toolchain's fast-compile level is added to the options (Toolchain.fast_compile_options): not where
+    # the schedule ptxas makes is under test (a sequence's pipeline, the timing bench's loop)
+    fast_compile: bool = True
     # what the cubin's SASS must show: the process that builds it checks it too (disassembly, parse, rules), and
     # its verdict is cached beside the cubin, where the sweep's SASS check (sass.verify_many) finds it. Not part of
     # the cache key: a cached cubin is checked by verify_many.
     sass_check: SassCheck | None = None
 
+    def options_for(self, tc: Toolchain) -> tuple[str, ...]:
+        """The options NVRTC gets for this job from `tc`."""
+        return self.options + (tc.fast_compile_options if self.fast_compile else ())
+
     def key(self, tc: Toolchain) -> str:
         h = hashlib.sha256()
-        for part in (self.source, self.arch, "\0".join(self.options), *tc.cache_key()):
+        for part in (self.source, self.arch, "\0".join(self.options_for(tc)), *tc.cache_key()):
             h.update(part.encode())
             h.update(b"\1")
         return h.hexdigest()[:32]
@@ -137,18 +145,18 @@ def shares_a_module(job: CompileJob) -> bool:
 
 def _run_job(args):
     """One module's jobs -> ([(module bytes or None, log)] for each, whether they share one module, [(the module's
-    content digest, the verdict of the job's sass_check), or None, for each]). A shared module NVRTC rejects is compiled again kernel by kernel, so each error
-    is the rejected kernel's own. A cubin is SASS-checked here, while other processes still compile: the check after
-    the compile parsed every listing in one process (GIL-bound threads: 3-5 s of an H100 node's cold sweep with
-    one core busy, results/2026-11-23-h100-bench3/vmstat.txt.gz)."""
+    content digest, the verdict of the job's sass_check), or None, for each]). A shared module NVRTC rejects is
+    compiled again kernel by kernel, so each error is the rejected kernel's own. A cubin is SASS-checked here, while
+    other processes still compile: the check after the compile parsed every listing in one process (GIL-bound
+    threads: 3-5 s of an H100 node's cold sweep with one core busy, results/2026-11-23-h100-bench3/vmstat.txt.gz)."""
     jobs, tc = args
     built, shared = None, False
     if len(jobs) > 1:
-        module, log = tc.compile(module_source(jobs), f"module_{jobs[0].name}", jobs[0].arch, jobs[0].options)
+        module, log = tc.compile(module_source(jobs), f"module_{jobs[0].name}", jobs[0].arch, jobs[0].options_for(tc))
         if module is not None:
             built, shared = [(module, log)] * len(jobs), True
     if built is None:
-        built = [tc.compile(job.source, job.name, job.arch, job.options) for job in jobs]
+        built = [tc.compile(job.source, job.name, job.arch, job.options_for(tc)) for job in jobs]
     verdicts: list[tuple[str, Verdict] | None] = [None] * len(jobs)
     if tc.kind.module_suffix == ".cubin" and any(job.sass_check is not None for job in jobs):
         from harness.run import sass  # here, not at the top: sass.py imports this module
@@ -172,7 +180,7 @@ def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
     for t in todo:
         job = t[1]
         if shares_a_module(job):
-            groups.setdefault((job.arch, job.options), []).append(t)
+            groups.setdefault((job.arch, job.options_for(tc)), []).append(t)
         else:
             singles.append([t])
     out = []

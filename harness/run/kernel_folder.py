@@ -5,16 +5,17 @@ compiles here (`python -m harness compile --nvrtc 12.8 --out DIR`) and launches 
 --kernels DIR`). The folder holds one module per kernel (`<kernel>-<arch>.cubin`, or `.ptx` for the driver's JIT),
 `compile-errors/` (source and NVRTC log of each kernel NVRTC rejected) and `manifest.json`:
 
-    {"format": "tc-harness-kernels", "version": 2, "harness": "0.1.0", "host": ..., "date": ...,
-     "selection": "--family wgmma", "options": ["-std=c++17", ...],
+    {"format": "tc-harness-kernels", "version": 3, "harness": "0.1.0", "host": ..., "date": ...,
+     "selection": "--family wgmma",
      "toolchain": {"toolchain": "nvrtc", "nvrtc": "12.8", "nvrtc_build": "12.8.93", "nvrtc_library": ...,
                    "ptx_isa": "8.7", "archs": [...]},
-     "kernels": [{"name": ..., "family": ..., "arch": ..., "source_sha256": ..., "file": ..., "sha256": ...,
-                  "error": null}, ...]}
+     "kernels": [{"name": ..., "family": ..., "arch": ..., "source_sha256": ..., "options": ["-std=c++17", ...],
+                  "file": ..., "sha256": ..., "error": null}, ...]}
 
 A sweep takes the folder only if it matches its plan (`KernelFolder.check`): every kernel the plan compiles is
-there, for its arch, from the same CUDA source and options as this harness writes, and each module's bytes are the
-ones the manifest names. A kernel NVRTC rejected is in the manifest with its error; the sweep records its cases
+there, for its arch, from the same CUDA source and NVRTC options as this harness writes (a kernel's options are its
+own: a family compiles at the toolchain's fast-compile level or at full optimization), and each module's bytes are
+the ones the manifest names. A kernel NVRTC rejected is in the manifest with its error; the sweep records its cases
 compile-error, as if it had compiled them itself.
 """
 from __future__ import annotations
@@ -27,12 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.families.base import Kernel
-from harness.run.compile import CompileError, Compiled
+from harness.run.compile import CompileError, CompileJob, Compiled
 from harness.run.files import write_atomically
 from harness.run.toolchain import Toolchain
 
 FORMAT = "tc-harness-kernels"
-VERSION = 2  # 2: kernels may share a module file (an older harness would check a whole module as one kernel)
+# 2: kernels may share a module file (an older harness would check a whole module as one kernel); 3: each kernel's
+# NVRTC options, in place of one list for the folder
+VERSION = 3
 MANIFEST = "manifest.json"
 ERRORS = "compile-errors"
 
@@ -52,6 +55,7 @@ class FolderKernel:
     family: str
     arch: str
     source_sha256: str
+    options: tuple[str, ...]
     file: str | None
     sha256: str | None
     error: str | None = None
@@ -72,7 +76,6 @@ class KernelFolder:
     host: str
     date: str
     selection: str
-    options: tuple[str, ...]
     kernels: tuple[FolderKernel, ...]
 
     def find(self, name: str, arch: str) -> FolderKernel | None:
@@ -82,22 +85,24 @@ class KernelFolder:
         """The environment record's fields that say where the kernels came from."""
         return {"kernels_dir": str(self.path), "kernels_host": self.host, "kernels_date": self.date}
 
-    def check(self, kernels: list[tuple[Kernel, str]], options: tuple[str, ...]) -> None:
-        """KernelFolderError unless every (kernel, its CUDA source now) is in the folder, built from that source
-        with `options`, and its module's bytes are the manifest's."""
-        if tuple(options) != self.options:
-            raise KernelFolderError(f"compiled with options {' '.join(self.options)}; this harness compiles with "
-                                    f"{' '.join(options)}")
-        for kernel, source in kernels:
+    def check(self, kernels: list[tuple[Kernel, CompileJob]]) -> None:
+        """KernelFolderError unless every (kernel, the job this harness would compile it with) is in the folder,
+        built from the job's source with the options the job gets from the folder's toolchain, and its module's bytes
+        are the manifest's."""
+        for kernel, job in kernels:
             entry = self.find(kernel.name, str(kernel.arch))
             if entry is None:
                 raise KernelFolderError(f"has no {kernel.name} for {kernel.arch}, which this sweep needs (the folder "
                                         f"holds the kernels of `{self.selection or 'every family'}`: compile the "
                                         f"selection you sweep)")
-            if entry.source_sha256 != digest(source):
+            if entry.source_sha256 != digest(job.source):
                 raise KernelFolderError(f"{kernel.name} for {kernel.arch} was compiled from another source than this "
                                         f"harness writes (harness {self.harness} on {self.host}, {self.date}): "
                                         f"compile it again from this checkout")
+            options = job.options_for(self.toolchain)
+            if entry.options != options:
+                raise KernelFolderError(f"{kernel.name} for {kernel.arch} was compiled with options "
+                                        f"{' '.join(entry.options)}; this harness compiles it with {' '.join(options)}")
             if entry.file is not None:
                 module = self.path / entry.file
                 if not module.is_file():
@@ -140,18 +145,19 @@ def load(path) -> KernelFolder:
     try:
         tc = m["toolchain"]
         toolchain = Toolchain.from_record(tc, tuple(tc.get("archs", ())))
-        kernels = tuple(FolderKernel(k["name"], k["family"], k["arch"], k["source_sha256"], k.get("file"),
-                                     k.get("sha256"), k.get("error")) for k in m["kernels"])
+        kernels = tuple(FolderKernel(k["name"], k["family"], k["arch"], k["source_sha256"],
+                                     tuple(map(str, k["options"])), k.get("file"), k.get("sha256"), k.get("error"))
+                        for k in m["kernels"])
         return KernelFolder(folder, toolchain, str(m["harness"]), str(m["host"]), str(m["date"]),
-                            str(m.get("selection", "")), tuple(m["options"]), kernels)
+                            str(m.get("selection", "")), kernels)
     except KernelFolderError:
         raise
     except (KeyError, TypeError, ValueError) as e:
         raise KernelFolderError(f"{MANIFEST} is malformed ({type(e).__name__}: {e})"[:300]) from None
 
 
-def write(path, toolchain: Toolchain, kernels: list[tuple[Kernel, str]], compiled: dict[Kernel, Compiled],
-          options: tuple[str, ...], selection: str) -> KernelFolder:
+def write(path, toolchain: Toolchain, kernels: list[tuple[Kernel, CompileJob]], compiled: dict[Kernel, Compiled],
+          selection: str) -> KernelFolder:
     """Copy each compiled module into the folder and write the manifest (last, so a folder cut short has none).
     A folder that held an earlier manifest loses the modules it named first."""
     from harness import __version__
@@ -168,22 +174,22 @@ def write(path, toolchain: Toolchain, kernels: list[tuple[Kernel, str]], compile
         old.unlink()
     entries = []
     written: dict[str, str] = {}  # module digest -> its file: the kernels of one module share it (stored once)
-    for kernel, source in kernels:
+    for kernel, job in kernels:
         c = compiled[kernel]
+        made = dict(name=kernel.name, family=str(kernel.family), arch=str(kernel.arch),
+                    source_sha256=digest(job.source), options=job.options_for(toolchain))
         if c.error is None:
             data = Path(c.cubin_path).read_bytes()
             sha = digest(data)
             if sha not in written:
                 written[sha] = f"{kernel.name}-{kernel.arch}{toolchain.kind.module_suffix}"
                 (folder / written[sha]).write_bytes(data)
-            entries.append(FolderKernel(kernel.name, str(kernel.family), str(kernel.arch), digest(source),
-                                        written[sha], sha))
+            entries.append(FolderKernel(**made, file=written[sha], sha256=sha))
         else:
-            entries.append(FolderKernel(kernel.name, str(kernel.family), str(kernel.arch), digest(source), None, None,
-                                        str(c.error)))
+            entries.append(FolderKernel(**made, file=None, sha256=None, error=str(c.error)))
     manifest = {"format": FORMAT, "version": VERSION, "harness": __version__, "host": socket.gethostname(),
                 "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "selection": selection,
-                "options": list(options), "toolchain": {**toolchain.record(), "archs": list(toolchain.archs)},
-                "kernels": [vars(e) for e in entries]}
+                "toolchain": {**toolchain.record(), "archs": list(toolchain.archs)},
+                "kernels": [{**vars(e), "options": list(e.options)} for e in entries]}
     write_atomically(old, json.dumps(manifest, indent=1) + "\n")
     return load(folder)

@@ -2,6 +2,7 @@
 the code it gets compiled alone, a kernel NVRTC rejects is named alone, the SASS check reads each kernel's own
 function, and a kernel folder stores a shared module once."""
 import os
+import re
 
 import pytest
 
@@ -18,7 +19,15 @@ def jobs_of(family: str, arch: str, names: int) -> list:
     # (and builds in milliseconds); the wgmma families' kernel_list names theirs without building ~27,000 cases
     listed = [k for k, _ in fam.kernels(arch)] if family == "tcgen05" else fam.kernel_list(arch)
     kernels = listed[:: max(1, len(listed) // names)][:names]
-    return [C.CompileJob(k.name, fam.source(k), arch) for k in kernels]
+    return [families.compile_job(k) for k in kernels]
+
+
+def code(cubin_path, function: str) -> list[tuple[str, str]]:
+    """A function's instructions, its local labels (.L_x_N, numbered across the whole module) renumbered in the order
+    the function names them: a module of several kernels numbers them on from the kernels before."""
+    labels: dict[str, str] = {}
+    rename = lambda m: labels.setdefault(m.group(0), f".L_x_#{len(labels)}")  # noqa: E731
+    return [(i.opcode, re.sub(r"\.L_x_\d+", rename, i.operands)) for i in sass.functions(cubin_path)[function]]
 
 
 @pytest.mark.parametrize("family, arch", [("wgmma", "sm_90a"), ("wgmma_sp", "sm_90a"), ("wgmma_seq", "sm_90a"),
@@ -31,7 +40,7 @@ def test_each_kernel_of_a_shared_module_has_the_code_it_has_alone(family, arch, 
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "alone"))
     for job, mod in zip(jobs, shared):
         alone = C.compile_one(job)
-        assert sass.functions(mod.cubin_path)[job.name] == sass.functions(alone.cubin_path)[job.name], job.name
+        assert code(mod.cubin_path, job.name) == code(alone.cubin_path, job.name), job.name
 
 
 def test_a_kernel_nvrtc_rejects_is_named_alone_and_its_module_mates_still_build(tmp_path, monkeypatch):
@@ -140,13 +149,12 @@ def test_a_kernel_folder_stores_a_shared_module_once(tmp_path, monkeypatch):
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
     p = plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8, 16, 24, 32)))
     fam = families.get("wgmma")
-    kernels = [(k, fam.source(k)) for k, _ in p.work]
-    compiled = dict(zip([k for k, _ in kernels],
-                        C.compile_many([C.CompileJob(k.name, s, "sm_90a") for k, s in kernels], workers=1)))
-    folder = kernel_folder.write(tmp_path / "k", toolchain.default(), kernels, compiled, C.DEFAULT_OPTIONS, "b1")
+    kernels = [(k, families.compile_job(k)) for k, _ in p.work]
+    compiled = dict(zip([k for k, _ in kernels], C.compile_many([j for _, j in kernels], workers=1)))
+    folder = kernel_folder.write(tmp_path / "k", toolchain.default(), kernels, compiled, "b1")
     files = [f for f in (tmp_path / "k").iterdir() if f.suffix == ".cubin"]
     assert len(files) == 1 < len(kernels)  # 8 kernels, one module
-    folder.check(kernels, C.DEFAULT_OPTIONS)  # every entry's file and digest hold
+    folder.check(kernels)  # every entry's file, digest and options hold
     assert {e.file for e in folder.kernels} == {files[0].name}
 
 

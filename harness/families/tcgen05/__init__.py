@@ -10,6 +10,7 @@ class Tcgen05Family:
     name = FamilyName.TCGEN05
     archs = (Arch.SM_100A, Arch.SM_103A)
     facets = frozenset({"kind", "n", "dtype", "a_src", "cta_group", "data"})
+    fast_compile = True  # one MMA a case, committed and waited on: no schedule is under test
 
     def kernels(self, arch) -> list[tuple[Kernel, list]]:
         from harness.families.tcgen05 import cases

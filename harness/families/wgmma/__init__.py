@@ -15,6 +15,7 @@ class WgmmaFamily:
     package = "harness.families.wgmma"
     archs = (Arch.SM_90A,)
     facets = frozenset({"kind", "n", "dtype", "a_src", "data"})
+    fast_compile = True  # one wgmma a variant, waited on at once: no schedule is under test
 
     def module(self, name: str):
         return importlib.import_module(f"{self.package}.{name}")

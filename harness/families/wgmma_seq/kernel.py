@@ -124,13 +124,19 @@ def pack(preps: list[SeqPrepared]) -> LaunchInput:
 
 def sass_check(key: forms.SeqKey) -> SassCheck:
     """What a sequence kernel's SASS must show: each variant's wgmma once per step (the dense family's opcode for
-    it, A from a descriptor or from registers), so a step that ptxas dropped or merged shows. How each step's
-    descriptor was advanced (add or or) and whether an in-flight wgmma's registers are touched early are read by
+    it, A from a descriptor or from registers), so a step that ptxas dropped or merged shows; and, in the RS pipeline,
+    each variant's wait_group 1 between its steps (WARPGROUP.DEPBAR.LE gsb0, 0x1: a pipeline ptxas serialised, whose
+    waits became wait_group 0, computes the same D and tests nothing of the pipeline). How each step's descriptor was
+    advanced (add or or) and whether an in-flight wgmma's registers are touched early are read by
     tests/sass_gmma.py."""
     counts: dict[str, list[str]] = {}
     for v in forms.variants(key):
         counts.setdefault(wgmma_kernel.sass_opcode(key.inst, v), []).append(v.tag(key.inst.dtype))
     a_operand = wgmma_kernel.sass_a_operand(key.inst.a_src)
-    return SassCheck("sm_90a", function=key.name, rules=tuple(
-        SassRule(re.escape(op), f"{op} for {', '.join(tags)}, once per step ({key.steps} steps)",
-                 count=len(tags) * key.steps, operands=a_operand) for op, tags in counts.items()))
+    rules = [SassRule(re.escape(op), f"{op} for {', '.join(tags)}, once per step ({key.steps} steps)",
+                      count=len(tags) * key.steps, operands=a_operand) for op, tags in counts.items()]
+    if key.pattern == SeqPattern.RS_PIPELINE:
+        pipelined = len(forms.variants(key)) * (key.steps - 1)
+        rules.append(SassRule(r"WARPGROUP\.DEPBAR\.LE", f"wait_group 1 between the {key.steps} steps of each variant "
+                              f"(the pipeline kept)", count=pipelined, operands=r"\bgsb0, 0x1$"))
+    return SassCheck("sm_90a", function=key.name, rules=tuple(rules))
