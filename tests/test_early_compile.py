@@ -2,6 +2,7 @@
 (plan.kernels_first): the same kernels the plan compiles, begun before the plan is built, never left running."""
 import json
 import threading
+import time
 
 import pytest
 
@@ -115,3 +116,35 @@ def test_the_plans_kernels_the_early_list_lacked_compile_after_it_and_its_others
     assert summary["not-run"] == summary["cases"] > 0 and not summary.get("compile_errors")
     _, recs, _ = results.load(out)
     assert {r["kernel"] for r in recs.values()} == {k.name for k in planned}
+
+
+def test_launches_are_prepared_while_the_kernels_compile(monkeypatch, tmp_path):
+    """A cold sweep's preparation goes on while its kernels compile (sweep.EarlyCompile.wait tops the engine up):
+    where every launch is kept, past the `ahead` launches the engine prepares before the first one otherwise. The
+    compile here ends only once it has seen that, or after 20 s: a sweep that did not top up would fail, not hang."""
+    from harness.run import engine as engine_module
+    fake_gpus.hide_real_gpus(monkeypatch)
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    engines = []
+    real_top_up = engine_module.Engine.top_up
+    monkeypatch.setattr(engine_module.Engine, "top_up", lambda self: engines.append(self) or real_top_up(self))
+    simulated, seen = sweep.compile_kernels, []
+
+    def ahead_of_the_launches() -> bool:
+        return bool(engines) and len(engines[-1].preparing) > engines[-1].ahead
+
+    def compile_kernels(kernels, cfg, log):
+        end = time.time() + 20
+        while time.time() < end and not ahead_of_the_launches():
+            time.sleep(0.02)
+        seen.append(ahead_of_the_launches())
+        return simulated(kernels, cfg, log)
+    monkeypatch.setattr(sweep, "compile_kernels", compile_kernels)
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    whole = planning.make(Selection(families=("wgmma_seq",)), {"wgmma_seq": "sm_90a"}, cache=True)
+    p = planning.Plan([(k, cs[:2]) for k, cs in whole.work[:6]])  # 6 launches; one preparing process: `ahead` 2
+    cfg = sweep.SweepConfig(out_path=tmp_path / "r.jsonl", workers=1, backend=fake_gpus.BACKEND, keep_launches=True)
+    summary = sweep.execute(p, cfg, log=lambda m: None, early=sweep.EarlyCompile(sweep.plan_kernels(p), cfg))
+    assert seen == [True]
+    _, recs, _ = results.load(tmp_path / "r.jsonl")
+    assert len(recs) == summary["cases"] == 12 and summary["unaccounted"] == 0 and not summary.get("compile_errors")

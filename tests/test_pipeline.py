@@ -100,3 +100,53 @@ def test_a_launch_whose_preparation_is_done_goes_before_an_earlier_one_still_pre
     finally:
         engine.close()
         real_pool.shutdown()
+
+
+def preparations_submitted(engine, jobs, done: int) -> int:
+    """How many preparations `engine` (its pool a HeldPool) has submitted once `done` of them have finished and it
+    has been topped up (as the sweep does while its kernels compile), none launched."""
+    engine.begin(jobs)
+    for i in range(done):
+        engine.pool.futures[i].set_result((f"prepared {i}", 0.1, False))
+        engine.top_up()
+    return len(engine.pool.futures)
+
+
+def test_preparation_runs_ahead_of_the_launches_only_where_every_launch_is_kept(tmp_path, monkeypatch):
+    """Where each prepared launch lies in the kept-launches folder until it is launched, preparation goes on without
+    a launch (a cold sweep's, while its kernels compile), `ahead` of them at a time; where one would lie in the spool,
+    at most `ahead` are prepared and not launched. Either way no more than `ahead` run at once."""
+    from harness.run import launch_cache
+    jobs = [Job(k, (c,)) for k, cs in WORK for c in cs[:3]]
+    assert len(jobs) >= 8
+    monkeypatch.setattr(launch_cache, "KEEP_FREE_BYTES", 0)  # room to keep, whatever this disk has
+    kept = Engine([], workers=1, backend=BACKEND, keep_launches=tmp_path / "cache")  # a look-ahead of 2 jobs
+    monkeypatch.setattr(launch_cache, "KEEP_FREE_BYTES", 1 << 62)  # none
+    no_room = Engine([], workers=1, backend=BACKEND, keep_launches=tmp_path / "full")
+    spooled = Engine([], workers=1, backend=BACKEND)
+    engines = (kept, no_room, spooled)
+    pools = [e.pool for e in engines]
+    try:
+        for e in engines:
+            e.pool = HeldPool()
+        assert kept.kept.writable and not no_room.kept.writable
+        assert preparations_submitted(kept, jobs, done=5) == 7  # the 5 done and 2 running
+        assert kept.waiting_limit is None and sum(not f.done() for f in kept.pool.futures) == 2
+        assert preparations_submitted(no_room, jobs, done=2) == 2  # 2 prepared, waiting for their launches
+        assert preparations_submitted(spooled, jobs, done=2) == 2
+        # a launch taken frees its place in the window
+        assert spooled.next_prepared()[0] == jobs[0] and len(spooled.pool.futures) == 3
+    finally:
+        for e, pool in zip(engines, pools):
+            e.close()
+            pool.shutdown()
+
+
+def test_the_preparing_processes_yield_to_the_compile():
+    import os
+    from harness.run import engine as engine_module
+    e = Engine([], workers=1, backend=BACKEND)
+    try:
+        assert e.pool.submit(os.nice, 0).result() == os.nice(0) + engine_module.PREPARE_NICENESS
+    finally:
+        e.close()

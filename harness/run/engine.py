@@ -74,11 +74,20 @@ class Job:
     cases: tuple
 
 
+# The pool's processes yield to everything else a sweep runs: while the kernels compile, preparation takes the cores
+# the compile leaves idle (Engine.top_up) and slows the compile, whose cubins the first launch waits for, little.
+PREPARE_NICENESS = 10
+
+
 def ready_for_jobs() -> None:
-    """A pool process's start: every family imported and its source key taken (launch_cache.process_key), while the
-    sweep still plans and compiles. Done at its first job instead, this came after the plan: in a warm sweep on an H100
-    node the first launch went 0.28 s after the engine was handed its jobs (results/2026-11-26-h100-bench13/call4/
-    tl-warm.timeline.gz)."""
+    """A pool process's start: at PREPARE_NICENESS, every family imported and its source key taken
+    (launch_cache.process_key), while the sweep still plans and compiles. Done at its first job instead, this came
+    after the plan: in a warm sweep on an H100 node the first launch went 0.28 s after the engine was handed its jobs
+    (results/2026-11-26-h100-bench13/call4/tl-warm.timeline.gz)."""
+    try:
+        os.nice(PREPARE_NICENESS)
+    except OSError:  # a platform without nice: the pool runs at its caller's priority
+        pass
     families.all_families()
     process_key()
 
@@ -126,8 +135,12 @@ def files_of(stem: str, spooled_stem: str, kept: bool) -> Spooled:
 
 def kept_launch(kernel: Kernel, cases, spool: str, kept: KeptLaunches | None) -> Spooled | None:
     """The files of these cases' launch kept by an earlier engine, whole; None where there is none."""
-    stem = kept.stem(kernel, cases) if kept is not None else None
-    if stem is None or not kept.holds(stem):
+    return launch_kept_under(kept.stem(kernel, cases) if kept is not None else None, kernel, cases, spool)
+
+
+def launch_kept_under(stem: str | None, kernel: Kernel, cases, spool: str) -> Spooled | None:
+    """The files of the launch kept under `stem` (KeptLaunches.stem), whole; None where there is none."""
+    if stem is None or not KeptLaunches.holds(stem):
         return None
     return files_of(stem, spool_stem(kernel, cases, spool), True)
 
@@ -272,6 +285,7 @@ class Engine:
                 self.pool.submit(int)
         self.preparing: dict[Future, Job] = {}  # submitted to the pool, in launch order
         self.queued: deque[Job] = deque()  # not yet submitted
+        self.waiting_limit: int | None = self.ahead  # prepared and not launched, at most (None: any number, begin)
         self.found: deque[tuple[Job, Spooled]] = deque()  # kept by an earlier engine, found by begin: not prepared
         self.slowest_launch_s: float | None = None  # of the launches that came back (sets isolation timeouts)
         self._pool_ending: threading.Thread | None = None  # the pool's shutdown, where wind_down began it
@@ -283,17 +297,35 @@ class Engine:
     def begin(self, jobs: list[Job]) -> None:
         """Jobs in launch order; their preparation starts now. A launch an earlier engine kept is found here, not in a
         pool process: asking one took a round trip through the pool for each launch of a warm sweep, the cases
-        pickled there and back (10.7 MB for the default sweep), in this process, which also hands out the launches."""
+        pickled there and back (10.7 MB for the default sweep), in this process, which also hands out the launches.
+
+        At most `ahead` preparations run at once (a read-back submitted to the pool waits behind no more). Where every
+        launch left to prepare will be kept (in-tree families, a kept-launches folder with room), a prepared launch
+        lies in that folder, not in the spool, until it is launched, so any number of them may wait there
+        (`top_up`): a cold sweep's preparation then runs while its kernels compile, on the cores the compile leaves
+        idle, where the spool's bound held all but `ahead` of it back until the first launch."""
         self.found, self.queued = deque(), deque()
+        every_one_kept = self.kept is not None and self.kept.writable
         for job in jobs:
-            spooled = kept_launch(job.kernel, job.cases, self.spool, self.kept)
-            if spooled is None:
-                self.queued.append(job)
-            else:
+            stem = self.kept.stem(job.kernel, job.cases) if self.kept is not None else None
+            spooled = launch_kept_under(stem, job.kernel, job.cases, self.spool)
+            if spooled is not None:
                 self.found.append((job, spooled))
+            else:
+                self.queued.append(job)
+                every_one_kept = every_one_kept and stem is not None
+        self.waiting_limit = None if every_one_kept else self.ahead
         self.preparing = {}
-        while self.queued and len(self.preparing) < self.ahead:
+        self.top_up()
+
+    def top_up(self) -> None:
+        """Submit the next jobs' preparation while fewer than `ahead` run and, unless every one is kept (`begin`),
+        fewer than `ahead` are prepared and not yet launched. The sweep calls it while its kernels compile, too."""
+        running = sum(not f.done() for f in self.preparing)
+        while self.queued and running < self.ahead and (self.waiting_limit is None
+                                                        or len(self.preparing) < self.waiting_limit):
             self.submit_next()
+            running += 1
 
     def submit_next(self) -> None:
         job = self.queued.popleft()
@@ -312,8 +344,7 @@ class Engine:
             wait(self.preparing, return_when=FIRST_COMPLETED)
             ready = next(f for f in self.preparing if f.done())
         job = self.preparing.pop(ready)
-        if self.queued:
-            self.submit_next()
+        self.top_up()
         spooled, took, reused = ready.result()
         return job, spooled, took, reused
 
