@@ -359,7 +359,7 @@ def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int
     compiled = dict(zip(kernels, nvrtc.compile_many(jobs, workers, Path(out_dir) / kernel_folder.ERRORS,
                                                     raise_on_error=False, toolchain=tc)))
     folder = kernel_folder.write(out_dir, tc, list(zip(kernels, jobs)), compiled, sel.flags())
-    files = [Path(out_dir) / k.file for k in folder.kernels if k.file]
+    files = sorted({Path(out_dir) / k.file for k in folder.kernels if k.file})  # kernels of one module share its file
     rejected = [{"kernel": k.name, "arch": k.arch, "error": k.error} for k in folder.kernels if k.error]
     by_arch: dict[str, int] = {}
     for k in kernels:

@@ -42,6 +42,15 @@ def test_bench_nvrtc_times_a_kernel_with_all_its_variants_and_with_one(tmp_path)
     assert r["kernels"] == 1 and r["s_per_kernel"] > 0 and r["one_variant_s_per_kernel"] > 0
 
 
+def test_bench_compile_compiles_and_checks_every_kernel_of_a_selection_on_an_empty_cache(tmp_path):
+    from harness import plan, sweep
+    out = bench("bench_compile.py", "--family", "tcgen05", "--workers", "2", "--out", tmp_path / "c.json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads((tmp_path / "c.json").read_text())
+    kernels = sweep.plan_kernels(plan.make(plan.Selection(families=("tcgen05",)), {}, None))
+    assert got["kernels"] == len(kernels) > 0 and got["errors"] == 0 and got["wall_s"] > 0 and got["machine_cpu_s"] > 0
+
+
 def test_the_pytest_timeline_says_which_worker_ran_what_and_when(tmp_path):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import pytest_timeline

@@ -158,6 +158,16 @@ def test_a_kernel_folder_stores_a_shared_module_once(tmp_path, monkeypatch):
     assert {e.file for e in folder.kernels} == {files[0].name}
 
 
+def test_the_compile_command_counts_each_module_file_once(tmp_path, monkeypatch):
+    from harness import sweep
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    sel = plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8, 16, 24, 32))
+    summary = sweep.compile_to_folder(sel, toolchain.default(), tmp_path / "k", workers=1)
+    files = [f for f in (tmp_path / "k").iterdir() if f.suffix == ".cubin"]
+    assert summary["kernels"] == 8 and summary["files"] == len(files) == 1  # one module of 8 kernels
+    assert summary["bytes"] == files[0].stat().st_size
+
+
 def test_no_private_copy_of_a_shared_module_is_left_in_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
     out = C.compile_many(jobs_of("wgmma", "sm_90a", 3), workers=1)
