@@ -85,13 +85,17 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     results.host_tools()  # the environment record's answers from other programs, asked meanwhile
     all_archs = [a for fam in families.all_families() for a in fam.archs]
     devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
-    engine = start_engine(devs, cfg, ahead) if devs else None  # comes up while we plan and compile
-    if ahead is not None and (engine is None or ahead not in engine.gpu_workers):
-        ahead.kill()  # not a GPU this sweep runs on (or none is usable): it was only starting
-    early = None
+    early = engine = None
     try:
+        try:
+            # the compile first: it is a cold sweep's longest path (the engine's start took 0.42 s before it began,
+            # results/2026-11-27-h100-bench23/call4/new-cold.timeline.gz)
+            early = start_compiling(sel, cfg, devs)
+            engine = start_engine(devs, cfg, ahead) if devs else None  # comes up while we plan and compile
+        finally:
+            if ahead is not None and (engine is None or ahead not in engine.gpu_workers):
+                ahead.kill()  # not a GPU this sweep runs on (or none is usable, or the sweep is refused)
         t = time.time()
-        early = start_compiling(sel, cfg, devs)
         p = (planning.make_held(sel, run_archs(devs), cfg.shard) if cfg.hold_plan
              else planning.make(sel, run_archs(devs), cfg.shard, cache=True))
         for note in p.notes:

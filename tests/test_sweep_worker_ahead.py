@@ -85,6 +85,25 @@ def test_gpus_named_by_index_get_no_worker_ahead(events, monkeypatch, tmp_path):
     assert counted.device == 0  # a count starts at GPU 0, which is there
 
 
+def test_a_worker_started_for_a_sweep_refused_before_its_compile_is_stopped(events, monkeypatch, tmp_path):
+    """The compile starts before the engine (it is a cold sweep's longest path): a sweep its toolchain check refuses
+    there has no engine to hand the worker to, and stops it."""
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    stopped = []
+    kill = GpuWorker.kill
+    monkeypatch.setattr(GpuWorker, "kill", lambda self: stopped.append(self) or kill(self))
+    ahead = workers_ahead(monkeypatch)
+
+    def refused(*a):
+        raise sweep.SweepError("the toolchain cannot build sm_90a")
+    monkeypatch.setattr(sweep, "start_compiling", refused)
+    made = engines(monkeypatch)
+    with pytest.raises(sweep.SweepError, match="cannot build"):
+        sweep.run(SEL, config(tmp_path), log=lambda m: None)
+    assert events == [("start", 0)] and stopped == ahead and made == []
+    assert not multiprocessing.active_children()  # no process left behind
+
+
 def test_a_worker_started_for_no_usable_gpu_is_stopped(events, monkeypatch, tmp_path):
     fake_gpus.hide_real_gpus(monkeypatch)
     stopped = []
