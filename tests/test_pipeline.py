@@ -6,7 +6,7 @@ import json
 import threading
 
 from harness import plan
-from harness.run.engine import Engine, Job
+from harness.run.engine import Engine, Job, Spooled
 
 WORK = plan.make(plan.Selection(families=("wgmma",), kinds=("f16", "s8"), n_values=(8, 16), a_srcs=("SS",)), cache=True).work
 BACKEND = "tests.simulated.passthrough_device"
@@ -82,19 +82,20 @@ def test_a_launch_whose_preparation_is_done_goes_before_an_earlier_one_still_pre
     try:
         engine.begin(jobs)
         assert len(engine.pool.futures) == 2
-        engine.pool.futures[1].set_result(("second", 0.5, False))  # the first is still being prepared
+        second = prepared("second", kept=False)
+        engine.pool.futures[1].set_result(second)  # the first is still being prepared
         # an engine that waits for the first job anyway fails here after 10 s, not hangs
         first = engine.pool.futures[0]
         watchdog = threading.Timer(10, lambda: first.done() or first.set_exception(
             AssertionError("the engine waited for the first job's preparation though the second's was done")))
         watchdog.start()
         try:
-            assert engine.next_prepared() == (jobs[1], "second", 0.5, False)
+            assert engine.next_prepared() == (jobs[1], *second)
         finally:
             watchdog.cancel()
         assert len(engine.pool.futures) == 3  # the third took the freed place in the window
-        engine.pool.futures[0].set_result(("first", 0.25, False))
-        engine.pool.futures[2].set_result(("third", 0.75, False))
+        engine.pool.futures[0].set_result(prepared("first", kept=False))
+        engine.pool.futures[2].set_result(prepared("third", kept=False))
         assert [engine.next_prepared()[0] for _ in range(2)] == [jobs[0], jobs[2]]  # launch order among the done
         assert not engine.preparing and not engine.queued
     finally:
@@ -102,44 +103,39 @@ def test_a_launch_whose_preparation_is_done_goes_before_an_earlier_one_still_pre
         real_pool.shutdown()
 
 
-def preparations_submitted(engine, jobs, done: int) -> int:
-    """How many preparations `engine` (its pool a HeldPool) has submitted once `done` of them have finished and it
-    has been topped up (as the sweep does while its kernels compile), none launched."""
-    engine.begin(jobs)
-    for i in range(done):
-        engine.pool.futures[i].set_result((f"prepared {i}", 0.1, False))
-        engine.top_up()
-    return len(engine.pool.futures)
+def prepared(name: str, kept: bool):
+    """What a preparation returns (engine.prepare_job): its files, kept or in the spool; its seconds; not reused."""
+    return Spooled(f"{name}.launch", f"{name}.exp", f"{name}.out", kept), 0.1, False
 
 
-def test_preparation_runs_ahead_of_the_launches_only_where_every_launch_is_kept(tmp_path, monkeypatch):
-    """Where each prepared launch lies in the kept-launches folder until it is launched, preparation goes on without
-    a launch (a cold sweep's, while its kernels compile), `ahead` of them at a time; where one would lie in the spool,
-    at most `ahead` are prepared and not launched. Either way no more than `ahead` run at once."""
-    from harness.run import launch_cache
+def test_preparation_runs_ahead_of_the_launches_where_they_are_kept_and_the_spool_holds_no_more_than_ahead():
+    """A kept launch waits for its launch in the kept-launches folder on disk: preparation goes on past any number of
+    them (a cold sweep's, while its kernels compile), `ahead` at a time. A launch prepared into the spool counts
+    against `ahead` until it is launched: where none is kept, or keeping stops (a disk that fills), at most `ahead`
+    wait there, as before preparation ran ahead."""
     jobs = [Job(k, (c,)) for k, cs in WORK for c in cs[:3]]
-    assert len(jobs) >= 8
-    monkeypatch.setattr(launch_cache, "KEEP_FREE_BYTES", 0)  # room to keep, whatever this disk has
-    kept = Engine([], workers=1, backend=BACKEND, keep_launches=tmp_path / "cache")  # a look-ahead of 2 jobs
-    monkeypatch.setattr(launch_cache, "KEEP_FREE_BYTES", 1 << 62)  # none
-    no_room = Engine([], workers=1, backend=BACKEND, keep_launches=tmp_path / "full")
-    spooled = Engine([], workers=1, backend=BACKEND)
-    engines = (kept, no_room, spooled)
-    pools = [e.pool for e in engines]
+    assert len(jobs) >= 10
+    engine = Engine([], workers=1, backend=BACKEND)  # a look-ahead of 2 jobs
+    real_pool, engine.pool = engine.pool, HeldPool()
     try:
-        for e in engines:
-            e.pool = HeldPool()
-        assert kept.kept.writable and not no_room.kept.writable
-        assert preparations_submitted(kept, jobs, done=5) == 7  # the 5 done and 2 running
-        assert kept.waiting_limit is None and sum(not f.done() for f in kept.pool.futures) == 2
-        assert preparations_submitted(no_room, jobs, done=2) == 2  # 2 prepared, waiting for their launches
-        assert preparations_submitted(spooled, jobs, done=2) == 2
-        # a launch taken frees its place in the window
-        assert spooled.next_prepared()[0] == jobs[0] and len(spooled.pool.futures) == 3
+        engine.begin(jobs)
+        futures = engine.pool.futures
+        for i in range(5):  # kept, one after another: each frees its place
+            futures[i].set_result(prepared(f"k{i}", kept=True))
+            engine.top_up()
+        assert len(futures) == 7 and sum(not f.done() for f in futures) == 2  # 5 waiting on disk, 2 running
+        futures[5].set_result(prepared("s5", kept=False))  # the disk refused it: it waits in the spool
+        engine.top_up()
+        assert len(futures) == 7  # one running and one in the spool fill the window
+        futures[6].set_result(prepared("s6", kept=False))
+        engine.top_up()
+        assert len(futures) == 7  # two in the spool: nothing more until a launch takes one
+        taken = [engine.next_prepared()[1] for _ in range(5)]  # the kept ones first, in launch order
+        assert [s.launch for s in taken] == [f"k{i}.launch" for i in range(5)] and len(futures) == 7
+        assert engine.next_prepared()[1].launch == "s5.launch" and len(futures) == 8  # a place in the spool freed
     finally:
-        for e, pool in zip(engines, pools):
-            e.close()
-            pool.shutdown()
+        engine.close()
+        real_pool.shutdown()
 
 
 def test_the_preparing_processes_yield_to_the_compile():

@@ -135,12 +135,8 @@ def files_of(stem: str, spooled_stem: str, kept: bool) -> Spooled:
 
 def kept_launch(kernel: Kernel, cases, spool: str, kept: KeptLaunches | None) -> Spooled | None:
     """The files of these cases' launch kept by an earlier engine, whole; None where there is none."""
-    return launch_kept_under(kept.stem(kernel, cases) if kept is not None else None, kernel, cases, spool)
-
-
-def launch_kept_under(stem: str | None, kernel: Kernel, cases, spool: str) -> Spooled | None:
-    """The files of the launch kept under `stem` (KeptLaunches.stem), whole; None where there is none."""
-    if stem is None or not KeptLaunches.holds(stem):
+    stem = kept.stem(kernel, cases) if kept is not None else None
+    if stem is None or not kept.holds(stem):
         return None
     return files_of(stem, spool_stem(kernel, cases, spool), True)
 
@@ -285,7 +281,6 @@ class Engine:
                 self.pool.submit(int)
         self.preparing: dict[Future, Job] = {}  # submitted to the pool, in launch order
         self.queued: deque[Job] = deque()  # not yet submitted
-        self.waiting_limit: int | None = self.ahead  # prepared and not launched, at most (None: any number, begin)
         self.found: deque[tuple[Job, Spooled]] = deque()  # kept by an earlier engine, found by begin: not prepared
         self.slowest_launch_s: float | None = None  # of the launches that came back (sets isolation timeouts)
         self._pool_ending: threading.Thread | None = None  # the pool's shutdown, where wind_down began it
@@ -297,33 +292,32 @@ class Engine:
     def begin(self, jobs: list[Job]) -> None:
         """Jobs in launch order; their preparation starts now. A launch an earlier engine kept is found here, not in a
         pool process: asking one took a round trip through the pool for each launch of a warm sweep, the cases
-        pickled there and back (10.7 MB for the default sweep), in this process, which also hands out the launches.
-
-        At most `ahead` preparations run at once (a read-back submitted to the pool waits behind no more). Where every
-        launch left to prepare will be kept (in-tree families, a kept-launches folder with room), a prepared launch
-        lies in that folder, not in the spool, until it is launched, so any number of them may wait there
-        (`top_up`): a cold sweep's preparation then runs while its kernels compile, on the cores the compile leaves
-        idle, where the spool's bound held all but `ahead` of it back until the first launch."""
+        pickled there and back (10.7 MB for the default sweep), in this process, which also hands out the launches."""
         self.found, self.queued = deque(), deque()
-        every_one_kept = self.kept is not None and self.kept.writable
         for job in jobs:
-            stem = self.kept.stem(job.kernel, job.cases) if self.kept is not None else None
-            spooled = launch_kept_under(stem, job.kernel, job.cases, self.spool)
-            if spooled is not None:
-                self.found.append((job, spooled))
-            else:
+            spooled = kept_launch(job.kernel, job.cases, self.spool, self.kept)
+            if spooled is None:
                 self.queued.append(job)
-                every_one_kept = every_one_kept and stem is not None
-        self.waiting_limit = None if every_one_kept else self.ahead
+            else:
+                self.found.append((job, spooled))
         self.preparing = {}
         self.top_up()
 
     def top_up(self) -> None:
-        """Submit the next jobs' preparation while fewer than `ahead` run and, unless every one is kept (`begin`),
-        fewer than `ahead` are prepared and not yet launched. The sweep calls it while its kernels compile, too."""
-        running = sum(not f.done() for f in self.preparing)
-        while self.queued and running < self.ahead and (self.waiting_limit is None
-                                                        or len(self.preparing) < self.waiting_limit):
+        """Submit the next jobs' preparation while those running and the prepared ones waiting in the spool number
+        fewer than `ahead` (a read-back submitted to the pool waits behind no more than that). A kept launch (in-tree
+        families, a kept-launches folder with room) waits for its launch in that folder on disk, not in the spool, so
+        any number of them may: a cold sweep's preparation runs while its kernels compile (the sweep calls this as it
+        waits), on the cores the compile leaves idle, where before all but `ahead` launches waited for the compile's
+        end. The spool still holds no more than `ahead` prepared launches, however many are kept or not (a cache
+        that has no room, or stops having it, keeps none)."""
+        running = spooled = 0
+        for f in self.preparing:
+            if not f.done():
+                running += 1
+            elif f.exception() is not None or not f.result()[0].kept:
+                spooled += 1
+        while self.queued and running + spooled < self.ahead:
             self.submit_next()
             running += 1
 
