@@ -143,6 +143,7 @@ def test_the_preparing_processes_yield_to_the_compile():
     from harness.run import engine as engine_module
     e = Engine([], workers=1, backend=BACKEND)
     try:
-        assert e.pool.submit(os.nice, 0).result() == os.nice(0) + engine_module.PREPARE_NICENESS
+        # niceness stops at 19 (a test session already niced past 9 sees its pool at 19)
+        assert e.pool.submit(os.nice, 0).result() == min(19, os.nice(0) + engine_module.PREPARE_NICENESS)
     finally:
         e.close()
