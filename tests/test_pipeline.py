@@ -133,6 +133,9 @@ def test_preparation_runs_ahead_of_the_launches_where_they_are_kept_and_the_spoo
         taken = [engine.next_prepared()[1] for _ in range(5)]  # the kept ones first, in launch order
         assert [s.launch for s in taken] == [f"k{i}.launch" for i in range(5)] and len(futures) == 7
         assert engine.next_prepared()[1].launch == "s5.launch" and len(futures) == 8  # a place in the spool freed
+        assert futures[7].cancel()  # as the pool's shutdown cancels one: it holds its place, and counting it raises not
+        engine.top_up()
+        assert len(futures) == 8
     finally:
         engine.close()
         real_pool.shutdown()

@@ -315,7 +315,7 @@ class Engine:
         for f in self.preparing:
             if not f.done():
                 running += 1
-            elif f.exception() is not None or not f.result()[0].kept:
+            elif f.cancelled() or f.exception() is not None or not f.result()[0].kept:  # kept: on disk
                 spooled += 1
         while self.queued and running + spooled < self.ahead:
             self.submit_next()
