@@ -183,9 +183,18 @@ def listing_of(content: str, data: bytes) -> tuple[str | None, tuple[Instruction
 
 
 def listing_arch(text: str) -> str | None:
-    """The arch a listing says its cubin is code for (its `.target` line)."""
+    """The arch a listing says its cubin is code for: its `.target` line, else its ELF header flags. nvdisasm 13
+    writes the flags, not a `.target`, for an sm_90a cubin of NVRTC 12.8 or 12.9 (`.headerflags @"...
+    EF_CUDA_ACCELERATORS EF_CUDA_SM90 ..."`: the arch and its `a`); read as no arch, every such kernel failed its
+    SASS check."""
     m = re.search(r"^[ \t]*\.target[ \t]+(sm_\w+)", text, re.M)
-    return m.group(1) if m else None
+    if m:
+        return m.group(1)
+    flags = re.search(r'^[ \t]*\.headerflags[ \t]+@"([^"]*)"', text, re.M)
+    sm = re.search(r"\bEF_CUDA_SM(\d+)\b", flags.group(1)) if flags else None
+    if sm is None:
+        return None
+    return f"sm_{sm.group(1)}" + ("a" if re.search(r"\bEF_CUDA_ACCELERATORS\b", flags.group(1)) else "")
 
 
 def function_listings(text: str) -> dict[str, str]:

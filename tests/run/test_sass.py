@@ -55,6 +55,11 @@ def test_a_listing_is_split_into_its_functions_and_names_its_arch():
     assert list(fns) == ["k", "k2"] and sass.listing_arch(LISTING) == "sm_90a"
     assert [i.opcode for i in sass.instructions(fns["k2"])] == ["BRA"]  # neither k's nor another section's
     assert sass.function_listings("\t.target\tsm_90a\n") == {} and sass.listing_arch("no target") is None
+    # nvdisasm 13's header of an sm_90a cubin of NVRTC 12.8 and 12.9: flags, no .target
+    flags = '\t.headerflags\t@"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS EF_CUDA_ACCELERATORS EF_CUDA_SM90 ' \
+            'EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"\n'
+    assert sass.listing_arch(flags) == "sm_90a"
+    assert sass.listing_arch(flags.replace("EF_CUDA_ACCELERATORS ", "")) == "sm_90"
 
 
 @pytest.mark.parametrize("rule, ok", [
