@@ -20,7 +20,7 @@ KEYS = {k.name: (k.form, cs) for k, cs in plan.make(plan.Selection(families=("wg
 
 def device_registers(key, preps):
     frag = fragments.wgmma_d_fragment(key.n, key.dtype)
-    return np.stack([fragments.gather_registers(frag, acc_bits(key.dtype, p.expected)) for p in preps])
+    return np.stack([fragments.gather_registers(frag, acc_bits(key.dtype, diff.expected_of(p))) for p in preps])
 
 
 @pytest.mark.parametrize("name", sorted(KEYS)[::5])

@@ -33,7 +33,8 @@ class Prepared:
     a_vals: np.ndarray  # logical A (M x K) values
     b_vals: np.ndarray  # logical B as stored: N x K (row = n, col = k)
     c_vals: np.ndarray  # M x N
-    expected: np.ndarray  # M x N accumulator values (float64 / int64) the descriptors should produce
+    expected: np.ndarray | None  # M x N accumulator values (float64 / int64) the descriptors should produce;
+    # after slim(), None where expected_regs holds them
     intended: np.ndarray  # M x N values of the intended product (== expected unless a negative control)
     tolerance: np.ndarray | None  # per-element bound for 'normal' data, None for exact
     expected_regs: np.ndarray | None = None  # exact data: `expected` as the device's registers [128, acc_regs]
@@ -42,11 +43,14 @@ class Prepared:
 
     def slim(self) -> "Prepared":
         """Keep only what the diff needs, in the accumulator's own width (exact results are representable
-        there), so that shipping a case between processes costs kilobytes, not hundreds of them."""
+        there), so that shipping a case between processes costs kilobytes, not hundreds of them. An exact case's
+        expected registers are its expected values, bit for bit: those values are left out (readback.expected_of
+        decodes them where a diff needs them), as much again as the registers (results/2026-11-27-cpu/
+        expectations.txt)."""
         self.image = self.a_regs = self.c_regs = self.a_vals = self.b_vals = self.c_vals = None
         if self.tolerance is None:
             narrow = np.int32 if self.case.key.dtype == "s32" else np.float32
-            self.expected = self.expected.astype(narrow)
+            self.expected = None if self.expected_regs is not None else self.expected.astype(narrow)
             self.intended = self.intended.astype(narrow) if self.case.control else None
         else:
             self.intended = None
