@@ -88,10 +88,12 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     early = engine = None
     try:
         try:
-            # the compile first: it is a cold sweep's longest path (the engine's start took 0.42 s before it began,
-            # results/2026-11-27-h100-bench23/call4/new-cold.timeline.gz)
-            early = start_compiling(sel, cfg, devs)
-            engine = start_engine(devs, cfg, ahead) if devs else None  # comes up while we plan and compile
+            # the engine first: its pool's processes compile the kernels, then prepare the launches (one pool, where a
+            # compile pool of its own beside it had sixteen more processes start, at a cold sweep's start, on an H100
+            # node's 16 cores); they come up while the kernels' sources are made
+            first = compile_first(sel, cfg, devs)  # a toolchain that cannot build them is refused before any start
+            engine = start_engine(devs, cfg, ahead) if devs else None
+            early = EarlyCompile(*first, engine) if first is not None else None
         finally:
             if ahead is not None and (engine is None or ahead not in engine.gpu_workers):
                 ahead.kill()  # not a GPU this sweep runs on (or none is usable, or the sweep is refused)
@@ -157,8 +159,8 @@ class EarlyCompile:
     compiling runs in its own processes; the plan, in this one). Its messages wait for `result`, which hands them
     to the sweep's log (a progress bar on a terminal is drawn by that one thread)."""
 
-    def __init__(self, kernels: list[Kernel], cfg: SweepConfig):
-        self.kernels, self.seconds = kernels, 0.0
+    def __init__(self, kernels: list[Kernel], cfg: SweepConfig, engine: Engine | None = None):
+        self.kernels, self.seconds, self.engine = kernels, 0.0, engine
         self.messages: list[str] = []
         self._out: dict | None = None
         self._error: BaseException | None = None
@@ -168,7 +170,7 @@ class EarlyCompile:
     def _compile(self, cfg: SweepConfig) -> None:
         t = time.time()
         try:
-            self._out = compile_kernels(self.kernels, cfg, self.messages.append)
+            self._out = compile_kernels(self.kernels, cfg, self.messages.append, self.engine)
         except BaseException as e:  # handed to whoever asks for the result
             self._error = e
         self.seconds = time.time() - t
@@ -189,18 +191,18 @@ class EarlyCompile:
         return dict(self._out)
 
 
-def start_compiling(sel: Selection, cfg: SweepConfig, devs) -> EarlyCompile | None:
-    """The plan's kernels compiling while its cases are planned, where they are known first and are to be compiled
-    here (not a --kernels folder, a usable GPU or none), and nothing checked after the plan can refuse the run (a
-    --resume file is read and checked then); the toolchain checked against them first (SweepError, exit 2, before
-    anything is compiled). None: compiled after the plan, as ever."""
+def compile_first(sel: Selection, cfg: SweepConfig, devs) -> tuple[list[Kernel], SweepConfig] | None:
+    """The kernels to compile while the cases are planned (an EarlyCompile of them, with the config returned), where
+    they are known first and are to be compiled here (not a --kernels folder, a usable GPU or none), and nothing
+    checked after the plan can refuse the run (a --resume file is read and checked then); the toolchain checked
+    against them here (SweepError, exit 2, before anything is started). None: compiled after the plan, as ever."""
     if cfg.kernels is not None or cfg.resume or gpu.unusable():
         return None
     kernels = planning.kernels_first(sel, run_archs(devs), cfg.shard)
     if not kernels:
         return None
     tc = check_kernels_toolchain(kernels, cfg, devs)
-    return EarlyCompile(kernels, dataclasses.replace(cfg, toolchain=tc))
+    return kernels, dataclasses.replace(cfg, toolchain=tc)
 
 
 def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: Engine | None = None,
@@ -299,10 +301,12 @@ def sass_checked(cfg: SweepConfig) -> bool:
     return tc.kind is not ToolchainKind.DRIVER_JIT
 
 
-def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel, nvrtc.Compiled]:
-    """Compile every kernel (cached, in parallel) or take it from the --kernels folder, then check each cubin's
-    SASS against its family's `sass_check` (cached beside the cubin): a kernel whose SASS lacks what it tests gets
-    a SassMismatch as its error, so its cases are recorded `compile-error` with the missing instruction named."""
+def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, engine: Engine | None = None
+                    ) -> dict[Kernel, nvrtc.Compiled]:
+    """Compile every kernel (cached, in parallel: in `engine`'s pool where one is given) or take it from the
+    --kernels folder, then check each cubin's SASS against its family's `sass_check` (cached beside the cubin): a
+    kernel whose SASS lacks what it tests gets a SassMismatch as its error, so its cases are recorded `compile-error`
+    with the missing instruction named."""
     t = time.time()
     archs = ", ".join(sorted({str(k.arch) for k in kernels}))
     tc = cfg.kernels.toolchain if cfg.kernels is not None else (cfg.toolchain or toolchains.default())
@@ -329,8 +333,9 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log) -> dict[Kernel
     else:
         failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
         jobs = [families.compile_job(k, checks.get(k)) for k in kernels]
-        compiled = dict(zip(kernels, nvrtc.compile_many(jobs, cfg.workers, failed_dir, raise_on_error=False,
-                                                        toolchain=tc)))
+        compiled = dict(zip(kernels, nvrtc.compile_many(
+            jobs, engine.nworkers if engine is not None else cfg.workers, failed_dir, raise_on_error=False,
+            toolchain=tc, helpers=engine.pool if engine is not None else None)))
         say_compiled(sum(not c.cached and c.error is None for c in compiled.values()),
                      sum(c.cached for c in compiled.values()))
     if not checked:  # PTX: the driver's JIT makes the SASS when the module loads
@@ -394,10 +399,10 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         early_s, tc = early.seconds, time.time()
         missing = [k for k in kernels if k not in compiled]
         if missing:
-            compiled.update(compile_kernels(missing, cfg, log))
+            compiled.update(compile_kernels(missing, cfg, log, engine))
         compiled = {k: compiled[k] for k in kernels}
     else:
-        compiled = compile_kernels(plan_kernels(p), cfg, log)
+        compiled = compile_kernels(plan_kernels(p), cfg, log, engine)
     compile_s = round(early_s + time.time() - tc, 2)
     cubins = {k.name: (str(c.cubin_path) if c.error is None else None) for k, c in compiled.items()
               if k in run_set}

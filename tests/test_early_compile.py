@@ -9,6 +9,7 @@ import pytest
 from harness import plan as planning, sweep
 from harness.plan import Selection, SweepError
 from harness.records import results
+from harness.run import engine as engine_module
 from tests.simulated import fake_gpus
 
 GPU_ARCHS = {"wgmma": "sm_90a", "wgmma_sp": "sm_90a", "wgmma_seq": "sm_90a", "tcgen05": "sm_100a"}
@@ -40,9 +41,9 @@ def _watch(monkeypatch):
     began = {"compile": threading.Event(), "plan": threading.Event(), "compiling_while_planned": []}
     real_compile, real_make = sweep.compile_kernels, planning.make
 
-    def compile_kernels(kernels, cfg, log):
+    def compile_kernels(kernels, cfg, log, engine=None):
         began["compile"].set()
-        return real_compile(kernels, cfg, log)
+        return real_compile(kernels, cfg, log, engine)
 
     def make(*args, **kwargs):
         began["plan"].set()
@@ -67,7 +68,8 @@ def test_a_selection_of_cases_is_planned_before_it_compiles(monkeypatch, tmp_pat
     order = []
     real = sweep.compile_kernels
     monkeypatch.setattr(sweep, "compile_kernels",
-                        lambda k, c, log: order.append(("compile", began["plan"].is_set())) or real(k, c, log))
+                        lambda k, c, log, engine=None: order.append(("compile", began["plan"].is_set()))
+                        or real(k, c, log, engine))
     sweep.run(Selection(families=("wgmma_seq",), match="kloop-add"),
               sweep.SweepConfig(out_path=tmp_path / "r.jsonl"), log=lambda m: None)
     assert order == [("compile", True)]
@@ -90,7 +92,7 @@ def test_a_resumed_sweep_is_checked_before_it_compiles(monkeypatch, tmp_path):
     """A --resume file is read and checked after the plan: a refused one must leave nothing compiled."""
     fake_gpus.hide_real_gpus(monkeypatch)
     compiled = []
-    monkeypatch.setattr(sweep, "compile_kernels", lambda k, c, log: compiled.append(len(k)) or {})
+    monkeypatch.setattr(sweep, "compile_kernels", lambda k, c, log, engine=None: compiled.append(len(k)) or {})
     out = tmp_path / "r.jsonl"
     out.write_text(json.dumps({"type": "environment", "schema": results.SCHEMA, "toolchain": "driver-jit",
                                "nvrtc": "12.0"}) + "\n")
@@ -109,7 +111,8 @@ def test_the_plans_kernels_the_early_list_lacked_compile_after_it_and_its_others
     monkeypatch.setattr(planning, "kernels_first", lambda *a: planned[:5] + [stranger])
     calls = []
     real = sweep.compile_kernels
-    monkeypatch.setattr(sweep, "compile_kernels", lambda k, c, log: calls.append(list(k)) or real(k, c, log))
+    monkeypatch.setattr(sweep, "compile_kernels",
+                        lambda k, c, log, engine=None: calls.append(list(k)) or real(k, c, log, engine))
     out = tmp_path / "r.jsonl"
     summary = sweep.run(sel, sweep.SweepConfig(out_path=out), log=lambda m: None)
     assert calls == [planned[:5] + [stranger], planned[5:]]
@@ -118,11 +121,25 @@ def test_the_plans_kernels_the_early_list_lacked_compile_after_it_and_its_others
     assert {r["kernel"] for r in recs.values()} == {k.name for k in planned}
 
 
+@pytest.mark.parametrize("match", [None, "kloop-add"], ids=["compiled-while-planned", "compiled-after-the-plan"])
+def test_a_sweep_with_a_gpu_compiles_in_its_engines_pool(match, monkeypatch, tmp_path):
+    """One pool of helpers a sweep: the engine's processes compile the kernels, then prepare the launches (a compile
+    pool beside it started as many processes again, at the sweep's start). Without a GPU there is no engine, and the
+    compile makes its own pool."""
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    simulated, given = sweep.compile_kernels, []
+    monkeypatch.setattr(sweep, "compile_kernels",
+                        lambda k, c, log, engine=None: given.append(engine) or simulated(k, c, log, engine))
+    summary = sweep.run(Selection(families=("wgmma_seq",), match=match),
+                        sweep.SweepConfig(out_path=tmp_path / "r.jsonl", backend=fake_gpus.BACKEND),
+                        log=lambda m: None)
+    assert summary["cases"] > 0 and len(given) == 1 and isinstance(given[0], engine_module.Engine)
+
+
 def test_launches_are_prepared_while_the_kernels_compile(monkeypatch, tmp_path):
     """A cold sweep's preparation goes on while its kernels compile (sweep.EarlyCompile.wait tops the engine up):
     where every launch is kept, past the `ahead` launches the engine prepares before the first one otherwise. The
     compile here ends only once it has seen that, or after 20 s: a sweep that did not top up would fail, not hang."""
-    from harness.run import engine as engine_module
     fake_gpus.hide_real_gpus(monkeypatch)
     fake_gpus.install(monkeypatch, ["sm_90a"])
     engines = []
@@ -133,12 +150,12 @@ def test_launches_are_prepared_while_the_kernels_compile(monkeypatch, tmp_path):
     def ahead_of_the_launches() -> bool:
         return bool(engines) and len(engines[-1].preparing) > engines[-1].ahead
 
-    def compile_kernels(kernels, cfg, log):
+    def compile_kernels(kernels, cfg, log, engine=None):
         end = time.time() + 20
         while time.time() < end and not ahead_of_the_launches():
             time.sleep(0.02)
         seen.append(ahead_of_the_launches())
-        return simulated(kernels, cfg, log)
+        return simulated(kernels, cfg, log, engine)
     monkeypatch.setattr(sweep, "compile_kernels", compile_kernels)
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
     whole = planning.make(Selection(families=("wgmma_seq",)), {"wgmma_seq": "sm_90a"}, cache=True)

@@ -138,7 +138,7 @@ def test_only_the_sweep_command_holds_its_plan(monkeypatch, tmp_path):
     made = []
     monkeypatch.setattr(plan, "make_held", lambda *a: made.append("held") or plan.Plan([]))
     monkeypatch.setattr(plan, "make", lambda *a, **k: made.append("make") or plan.Plan([]))
-    monkeypatch.setattr(sweep, "start_compiling", lambda *a: None)
+    monkeypatch.setattr(sweep, "compile_first", lambda *a: None)
     monkeypatch.setattr(sweep, "execute", lambda p, cfg, *a, **k: {"cases": 0, "cfg": cfg})
     run = sweep.run
     seen = []

@@ -86,8 +86,8 @@ def test_gpus_named_by_index_get_no_worker_ahead(events, monkeypatch, tmp_path):
 
 
 def test_a_worker_started_for_a_sweep_refused_before_its_compile_is_stopped(events, monkeypatch, tmp_path):
-    """The compile starts before the engine (it is a cold sweep's longest path): a sweep its toolchain check refuses
-    there has no engine to hand the worker to, and stops it."""
+    """The toolchain is checked against the kernels before the engine starts: a sweep it refuses there has no engine
+    to hand the worker to, and stops it."""
     fake_gpus.install(monkeypatch, ["sm_90a"])
     stopped = []
     kill = GpuWorker.kill
@@ -96,7 +96,7 @@ def test_a_worker_started_for_a_sweep_refused_before_its_compile_is_stopped(even
 
     def refused(*a):
         raise sweep.SweepError("the toolchain cannot build sm_90a")
-    monkeypatch.setattr(sweep, "start_compiling", refused)
+    monkeypatch.setattr(sweep, "compile_first", refused)
     made = engines(monkeypatch)
     with pytest.raises(sweep.SweepError, match="cannot build"):
         sweep.run(SEL, config(tmp_path), log=lambda m: None)
@@ -110,7 +110,7 @@ def test_a_worker_started_for_no_usable_gpu_is_stopped(events, monkeypatch, tmp_
     kill = GpuWorker.kill
     monkeypatch.setattr(GpuWorker, "kill", lambda self: stopped.append(self) or kill(self))
     ahead = workers_ahead(monkeypatch)
-    monkeypatch.setattr(sweep, "start_compiling", lambda *a: None)
+    monkeypatch.setattr(sweep, "compile_first", lambda *a: None)
     monkeypatch.setattr(sweep, "execute", lambda p, cfg, *a, **k: {"cases": 0})
     sweep.run(SEL, config(tmp_path), log=lambda m: None)
     assert events == [("start", 0)] and stopped == ahead

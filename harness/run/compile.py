@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -215,12 +216,14 @@ def balanced(group: list, size: int) -> list[list]:
 
 
 def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir: Path | None = None,
-                 raise_on_error: bool = True, toolchain: Toolchain | None = None) -> list[Compiled]:
+                 raise_on_error: bool = True, toolchain: Toolchain | None = None,
+                 helpers: Executor | None = None) -> list[Compiled]:
     """Compile what the cache lacks, in parallel processes, with `toolchain` (default: NVRTC cubins from the
     NVRTC cuda.bindings binds). A rejected job's source and NVRTC log are saved (under `failed_dir`, else the
     cache's failed/); then CompileError is raised, or, with raise_on_error=False, returned in that job's
     Compiled.error. A job's sass_check is judged by the process that builds its cubin, the verdict cached beside
-    the cubin (for the SASS check that follows)."""
+    the cubin (for the SASS check that follows). `helpers`: processes already running (processes.pool: the sweep's
+    engine's) that compile the modules instead of a pool of this call's own; `workers` is then how many they are."""
     tc = toolchain or toolchains.default()
     root = cache_dir()
     results: list[Compiled | None] = [None] * len(jobs)
@@ -235,11 +238,13 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
         workers = workers or min(len(todo), cores.default_workers())
         modules = modules_to_compile(todo, tc, workers)
         args = [([job for _, job, _ in m], tc) for m in modules]
-        if workers > 1 and len(modules) > 1:
+        if helpers is not None:
+            outs = list(helpers.map(_run_job, args))
+        elif workers > 1 and len(modules) > 1:
             # started by processes.context() (a fork server, or spawned), not forked from this process: callers
             # (pytest, the sweep) may already hold a CUDA context, which a forked child must not inherit
-            with processes.pool(min(workers, len(modules))) as helpers:
-                outs = list(helpers.map(_run_job, args))
+            with processes.pool(min(workers, len(modules))) as own:
+                outs = list(own.map(_run_job, args))
         else:
             outs = [_run_job(a) for a in args]
         for m, (built, shared, verdicts) in zip(modules, outs):

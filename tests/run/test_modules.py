@@ -190,3 +190,17 @@ def test_the_gpu_worker_loads_a_module_file_once_whatever_link_names_it(tmp_path
     other.write_bytes(b"\x7fELF another module")
     launch.module(str(other))
     assert len(loads) == 2
+
+
+def test_modules_compile_on_the_helpers_handed_in(tmp_path, monkeypatch):
+    """compile_many with `helpers` (the sweep's engine's pool) runs its modules there and starts no pool of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path))
+    monkeypatch.setattr(C.processes, "pool", lambda *a, **k: pytest.fail("a pool of its own was started"))
+    jobs = jobs_of("tcgen05", "sm_100a", 8)
+    ran = []
+    with ThreadPoolExecutor(2) as helpers:
+        real_map = helpers.map
+        monkeypatch.setattr(helpers, "map", lambda fn, args: ran.append(len(args := list(args))) or real_map(fn, args))
+        out = C.compile_many(jobs, workers=2, helpers=helpers)
+    assert ran == [2] and all(c.error is None and c.cubin_path.exists() for c in out)
