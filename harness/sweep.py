@@ -343,7 +343,11 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, engine: Engine
         return compiled
     t = time.time()
     built = [k for k, c in compiled.items() if c.error is None]
-    verdicts = sass.verify_many([(compiled[k].cubin_path, checks[k]) for k in built], cfg.workers)
+    # a cubin compiled now was judged by the process that built it; one from the cache or a folder is judged here
+    unjudged = [k for k in built if compiled[k].verdict is None]
+    judged = dict(zip(unjudged, sass.verify_many([(compiled[k].cubin_path, checks[k]) for k in unjudged],
+                                                 cfg.workers)))
+    verdicts = [judged[k] if k in judged else compiled[k].verdict for k in built]
     for k, v in zip(built, verdicts):
         if not v.ok:
             compiled[k].error = sass.SassMismatch(k.name, str(k.arch), v, compiled[k].cubin_path)

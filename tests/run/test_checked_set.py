@@ -103,3 +103,20 @@ def test_only_the_newest_lists_are_kept(tmp_path):
     assert len(kept) == checked_set.KEEP and "list99" in kept and "list00" not in kept
     assert checked_set.recorded(tmp_path, "list99", 1) == [cubin]
     assert checked_set.recorded(tmp_path, "list99", 2) is None
+
+
+def test_the_sweep_takes_the_verdicts_its_compile_made_and_judges_only_cached_cubins(cache, monkeypatch):
+    """A cubin compiled now comes with the verdict of the process that built it (Compiled.verdict): the SASS check
+    after the compile reads no module again for it; a cubin taken from the cache (its list not remembered) is judged."""
+    kernels = small_kernels()
+    judged = []
+    real = sass.verify_many
+    monkeypatch.setattr(sass, "verify_many",
+                        lambda items, workers=None: judged.append(len(items)) or real(items, workers))
+    compiled = compile_kernels(kernels)
+    assert all(c.verdict is not None and c.verdict.ok and c.error is None for c in compiled.values())
+    for record in (cache / checked_set.FOLDER).glob("*.json"):
+        record.unlink()
+    again = compile_kernels(kernels)
+    assert judged == [0, len(kernels)] and all(c.cached and c.verdict is None and c.error is None
+                                               for c in again.values())
