@@ -419,14 +419,19 @@ def cmd_sweep(a) -> int:
     # read; the sweep takes it (sweep.worker_ahead). A caller that goes on (a test) has threads of its own, and the
     # sweep starts its worker as it always did
     ahead = sweep.worker_ahead(sweep.SweepConfig(gpus=a.gpus), fork=True) if a.own_process else None
+    # and its helpers (the processes that compile, then prepare), started in a thread while the input is checked
+    # (the toolchain's check alone took 0.47 s on an H100 node: results/2026-11-27-h100-bench24/call1/)
+    helpers = sweep.helpers_ahead(sweep.SweepConfig(workers=a.jobs)) if a.own_process else None
     try:
-        return _sweep_command(a, ahead)
+        return _sweep_command(a, ahead, helpers)
     finally:
         if ahead is not None:
             ahead.kill()  # already stopped where the sweep ran on it; else (an input refused, say) only starting
+        if helpers is not None:
+            helpers.shutdown()  # shut down with the sweep's engine already; else (an input refused) only starting
 
 
-def _sweep_command(a, ahead) -> int:
+def _sweep_command(a, ahead, helpers) -> int:
     from harness import sweep
     sel = _selection("sweep", a)
     if a.resume and a.out is None:
@@ -451,7 +456,7 @@ def _sweep_command(a, ahead) -> int:
     tc, folder = _toolchain("sweep", a)
     cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
                             shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches,
-                            hold_plan=a.own_process, ahead=ahead)
+                            hold_plan=a.own_process, ahead=ahead, helpers=helpers)
     try:  # an empty or impossible selection is refused while planning, before anything is compiled
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:

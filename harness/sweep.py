@@ -17,10 +17,12 @@ from harness.families.base import Kernel, case_record
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
 from harness.enums import ToolchainKind
-from harness.run import checked_set, compile as nvrtc, gpu, kernel_folder, sass, toolchain as toolchains
+from harness.run import (checked_set, compile as nvrtc, cores, gpu, kernel_folder, processes, sass,
+                         toolchain as toolchains)
 from harness.run.kernel_folder import KernelFolder
 from harness.run.toolchain import Toolchain
-from harness.run.engine import DEFAULT_BACKEND, MAX_ISOLATION_FAILURES_TOTAL, Engine, IsolationBudget, Job
+from harness.run.engine import (DEFAULT_BACKEND, MAX_ISOLATION_FAILURES_TOTAL, Engine, IsolationBudget, Job,
+                                helpers_for_jobs)
 from harness.run.worker import GpuWorker
 
 
@@ -57,6 +59,8 @@ class SweepConfig:
     # cyclic garbage collector's sight (planning.make_held)
     ahead: GpuWorker | None = None  # a GPU worker already starting (worker_ahead, the sweep command's); else the sweep
     # starts its own ahead
+    helpers: processes.Helpers | None = None  # helpers already starting (helpers_ahead, the sweep command's): the
+    # sweep takes them and shuts them down; else it starts its own ahead
 
 
 def devices(cfg: SweepConfig, archs) -> list[tuple[int, str]]:
@@ -82,18 +86,21 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     """Plan, compile and run (where a GPU of the kernel's arch is) the selection; returns the summary. Where the
     kernels are known before the cases (`planning.kernels_first`), they compile while the cases are planned."""
     ahead = cfg.ahead if cfg.ahead is not None else worker_ahead(cfg)
+    # one pool of helpers a sweep: they compile the kernels, then prepare the launches (a compile pool beside the
+    # engine's started sixteen more processes at a cold sweep's start on an H100 node's 16 cores); started now, in a
+    # thread, where a GPU may be (the engine's, else made with the engine)
+    helpers = cfg.helpers if cfg.helpers is not None else helpers_ahead(cfg)
     results.host_tools()  # the environment record's answers from other programs, asked meanwhile
-    all_archs = [a for fam in families.all_families() for a in fam.archs]
-    devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
     early = engine = None
     try:
         try:
-            # the engine first: its pool's processes compile the kernels, then prepare the launches (one pool, where a
-            # compile pool of its own beside it had sixteen more processes start, at a cold sweep's start, on an H100
-            # node's 16 cores); they come up while the kernels' sources are made
+            all_archs = [a for fam in families.all_families() for a in fam.archs]
+            devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
             first = compile_first(sel, cfg, devs)  # a toolchain that cannot build them is refused before any start
-            engine = start_engine(devs, cfg, ahead) if devs else None
-            early = EarlyCompile(*first, engine) if first is not None else None
+            engine = start_engine(devs, cfg, ahead, helpers) if devs else None
+            if engine is not None:
+                helpers = engine.helpers
+            early = EarlyCompile(*first, helpers) if first is not None else None
         finally:
             if ahead is not None and (engine is None or ahead not in engine.gpu_workers):
                 ahead.kill()  # not a GPU this sweep runs on (or none is usable, or the sweep is refused)
@@ -107,14 +114,27 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
         if early is not None:
             early.wait()  # a plan that failed leaves no compile running behind it
         if engine is not None:
-            engine.close()
+            engine.close()  # its helpers with it
+        elif helpers is not None:
+            helpers.shutdown()
 
 
-def start_engine(devs, cfg: SweepConfig, started: GpuWorker | None = None) -> Engine:
+def start_engine(devs, cfg: SweepConfig, started: GpuWorker | None = None,
+                 helpers: processes.Helpers | None = None) -> Engine:
     """The engine of a sweep on these GPUs (its pool and GPU workers start now; `started`, a GPU worker already
-    starting, is taken for its GPU)."""
+    starting, is taken for its GPU; `helpers`, processes already starting, as its pool)."""
     return Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total),
-                  keep_launches=nvrtc.cache_dir() if cfg.keep_launches else None, started=started)
+                  keep_launches=nvrtc.cache_dir() if cfg.keep_launches else None, started=started, helpers=helpers)
+
+
+def helpers_ahead(cfg: SweepConfig) -> processes.Helpers | None:
+    """The sweep's helpers (engine.helpers_for_jobs), started as its run begins, where a GPU may be here
+    (NVIDIA_CONTROL_DEVICE): they compile the kernels while the sweep asks CUDA for its GPUs and makes the kernels'
+    sources, and the engine takes them. None elsewhere: a machine without a GPU has no engine, and its compile starts
+    a pool of its own only if something is not cached."""
+    if not os.path.exists(NVIDIA_CONTROL_DEVICE) or os.environ.get("CUDA_VISIBLE_DEVICES") == "":
+        return None
+    return helpers_for_jobs(cfg.workers or cores.default_workers())
 
 
 # Where a GPU may be: the NVIDIA driver's control device (in a container given a GPU as on a host). Without it no GPU
@@ -159,8 +179,8 @@ class EarlyCompile:
     compiling runs in its own processes; the plan, in this one). Its messages wait for `result`, which hands them
     to the sweep's log (a progress bar on a terminal is drawn by that one thread)."""
 
-    def __init__(self, kernels: list[Kernel], cfg: SweepConfig, engine: Engine | None = None):
-        self.kernels, self.seconds, self.engine = kernels, 0.0, engine
+    def __init__(self, kernels: list[Kernel], cfg: SweepConfig, helpers: processes.Helpers | None = None):
+        self.kernels, self.seconds, self.helpers = kernels, 0.0, helpers
         self.messages: list[str] = []
         self._out: dict | None = None
         self._error: BaseException | None = None
@@ -170,7 +190,7 @@ class EarlyCompile:
     def _compile(self, cfg: SweepConfig) -> None:
         t = time.time()
         try:
-            self._out = compile_kernels(self.kernels, cfg, self.messages.append, self.engine)
+            self._out = compile_kernels(self.kernels, cfg, self.messages.append, self.helpers)
         except BaseException as e:  # handed to whoever asks for the result
             self._error = e
         self.seconds = time.time() - t
@@ -301,9 +321,9 @@ def sass_checked(cfg: SweepConfig) -> bool:
     return tc.kind is not ToolchainKind.DRIVER_JIT
 
 
-def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, engine: Engine | None = None
+def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, helpers: processes.Helpers | None = None
                     ) -> dict[Kernel, nvrtc.Compiled]:
-    """Compile every kernel (cached, in parallel: in `engine`'s pool where one is given) or take it from the
+    """Compile every kernel (cached, in parallel: on `helpers` where given) or take it from the
     --kernels folder, then check each cubin's SASS against its family's `sass_check` (cached beside the cubin): a
     kernel whose SASS lacks what it tests gets a SassMismatch as its error, so its cases are recorded `compile-error`
     with the missing instruction named."""
@@ -334,8 +354,8 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, engine: Engine
         failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
         jobs = [families.compile_job(k, checks.get(k)) for k in kernels]
         compiled = dict(zip(kernels, nvrtc.compile_many(
-            jobs, engine.nworkers if engine is not None else cfg.workers, failed_dir, raise_on_error=False,
-            toolchain=tc, helpers=engine.pool if engine is not None else None)))
+            jobs, helpers.workers if helpers is not None else cfg.workers, failed_dir, raise_on_error=False,
+            toolchain=tc, helpers=helpers.executor if helpers is not None else None)))
         say_compiled(sum(not c.cached and c.error is None for c in compiled.values()),
                      sum(c.cached for c in compiled.values()))
     if not checked:  # PTX: the driver's JIT makes the SASS when the module loads
@@ -403,10 +423,10 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         early_s, tc = early.seconds, time.time()
         missing = [k for k in kernels if k not in compiled]
         if missing:
-            compiled.update(compile_kernels(missing, cfg, log, engine))
+            compiled.update(compile_kernels(missing, cfg, log, engine.helpers if engine is not None else None))
         compiled = {k: compiled[k] for k in kernels}
     else:
-        compiled = compile_kernels(plan_kernels(p), cfg, log, engine)
+        compiled = compile_kernels(plan_kernels(p), cfg, log, engine.helpers if engine is not None else None)
     compile_s = round(early_s + time.time() - tc, 2)
     cubins = {k.name: (str(c.cubin_path) if c.error is None else None) for k, c in compiled.items()
               if k in run_set}

@@ -41,9 +41,9 @@ def _watch(monkeypatch):
     began = {"compile": threading.Event(), "plan": threading.Event(), "compiling_while_planned": []}
     real_compile, real_make = sweep.compile_kernels, planning.make
 
-    def compile_kernels(kernels, cfg, log, engine=None):
+    def compile_kernels(kernels, cfg, log, helpers=None):
         began["compile"].set()
-        return real_compile(kernels, cfg, log, engine)
+        return real_compile(kernels, cfg, log, helpers)
 
     def make(*args, **kwargs):
         began["plan"].set()
@@ -68,8 +68,8 @@ def test_a_selection_of_cases_is_planned_before_it_compiles(monkeypatch, tmp_pat
     order = []
     real = sweep.compile_kernels
     monkeypatch.setattr(sweep, "compile_kernels",
-                        lambda k, c, log, engine=None: order.append(("compile", began["plan"].is_set()))
-                        or real(k, c, log, engine))
+                        lambda k, c, log, helpers=None: order.append(("compile", began["plan"].is_set()))
+                        or real(k, c, log, helpers))
     sweep.run(Selection(families=("wgmma_seq",), match="kloop-add"),
               sweep.SweepConfig(out_path=tmp_path / "r.jsonl"), log=lambda m: None)
     assert order == [("compile", True)]
@@ -92,7 +92,7 @@ def test_a_resumed_sweep_is_checked_before_it_compiles(monkeypatch, tmp_path):
     """A --resume file is read and checked after the plan: a refused one must leave nothing compiled."""
     fake_gpus.hide_real_gpus(monkeypatch)
     compiled = []
-    monkeypatch.setattr(sweep, "compile_kernels", lambda k, c, log, engine=None: compiled.append(len(k)) or {})
+    monkeypatch.setattr(sweep, "compile_kernels", lambda k, c, log, helpers=None: compiled.append(len(k)) or {})
     out = tmp_path / "r.jsonl"
     out.write_text(json.dumps({"type": "environment", "schema": results.SCHEMA, "toolchain": "driver-jit",
                                "nvrtc": "12.0"}) + "\n")
@@ -112,7 +112,7 @@ def test_the_plans_kernels_the_early_list_lacked_compile_after_it_and_its_others
     calls = []
     real = sweep.compile_kernels
     monkeypatch.setattr(sweep, "compile_kernels",
-                        lambda k, c, log, engine=None: calls.append(list(k)) or real(k, c, log, engine))
+                        lambda k, c, log, helpers=None: calls.append(list(k)) or real(k, c, log, helpers))
     out = tmp_path / "r.jsonl"
     summary = sweep.run(sel, sweep.SweepConfig(out_path=out), log=lambda m: None)
     assert calls == [planned[:5] + [stranger], planned[5:]]
@@ -122,18 +122,45 @@ def test_the_plans_kernels_the_early_list_lacked_compile_after_it_and_its_others
 
 
 @pytest.mark.parametrize("match", [None, "kloop-add"], ids=["compiled-while-planned", "compiled-after-the-plan"])
-def test_a_sweep_with_a_gpu_compiles_in_its_engines_pool(match, monkeypatch, tmp_path):
-    """One pool of helpers a sweep: the engine's processes compile the kernels, then prepare the launches (a compile
-    pool beside it started as many processes again, at the sweep's start). Without a GPU there is no engine, and the
-    compile makes its own pool."""
+@pytest.mark.parametrize("device_node", [True, False], ids=["helpers-ahead", "helpers-with-the-engine"])
+def test_a_sweep_with_a_gpu_compiles_on_its_engines_helpers(match, device_node, monkeypatch, tmp_path):
+    """One pool of helpers a sweep: they compile the kernels, then the engine prepares the launches on them (a compile
+    pool beside the engine's started as many processes again, at the sweep's start). Where NVIDIA's device node is,
+    they start as the sweep begins (helpers_ahead) and the engine takes them; else the engine starts them."""
     fake_gpus.install(monkeypatch, ["sm_90a"])
-    simulated, given = sweep.compile_kernels, []
+    node = tmp_path / "nvidiactl"
+    if device_node:
+        node.touch()
+    monkeypatch.setattr(sweep, "NVIDIA_CONTROL_DEVICE", str(node))
+    simulated, given, engines, ahead = sweep.compile_kernels, [], [], []
     monkeypatch.setattr(sweep, "compile_kernels",
-                        lambda k, c, log, engine=None: given.append(engine) or simulated(k, c, log, engine))
+                        lambda k, c, log, helpers=None: given.append(helpers) or simulated(k, c, log, helpers))
+    real_start, real_ahead = sweep.start_engine, sweep.helpers_ahead
+    monkeypatch.setattr(sweep, "start_engine", lambda *a, **k: engines.append(real_start(*a, **k)) or engines[-1])
+    monkeypatch.setattr(sweep, "helpers_ahead", lambda cfg: ahead.append(real_ahead(cfg)) or ahead[-1])
     summary = sweep.run(Selection(families=("wgmma_seq",), match=match),
                         sweep.SweepConfig(out_path=tmp_path / "r.jsonl", backend=fake_gpus.BACKEND),
                         log=lambda m: None)
-    assert summary["cases"] > 0 and len(given) == 1 and isinstance(given[0], engine_module.Engine)
+    assert summary["cases"] > 0 and len(engines) == 1 and given == [engines[0].helpers]
+    assert (ahead == [engines[0].helpers]) if device_node else (ahead == [None])
+    assert not engines[0].helpers.executor._processes  # shut down with the engine
+
+
+def test_a_sweep_without_a_gpu_starts_no_helpers_ahead(monkeypatch, tmp_path):
+    """No device node: no engine, no helpers ahead; the compile gets none (it starts a pool of its own only for what
+    is not cached)."""
+    fake_gpus.hide_real_gpus(monkeypatch)
+    monkeypatch.setattr(sweep, "NVIDIA_CONTROL_DEVICE", str(tmp_path / "nvidiactl"))
+    given = []
+
+    def compile_kernels(k, c, log, helpers=None):
+        given.append(helpers)
+        raise KeyboardInterrupt  # seen what it was given: the sweep goes no further
+    monkeypatch.setattr(sweep, "compile_kernels", compile_kernels)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run(Selection(families=("wgmma_seq",)), sweep.SweepConfig(out_path=tmp_path / "r.jsonl"),
+                  log=lambda m: None)
+    assert given == [None]
 
 
 def test_launches_are_prepared_while_the_kernels_compile(monkeypatch, tmp_path):
@@ -150,12 +177,12 @@ def test_launches_are_prepared_while_the_kernels_compile(monkeypatch, tmp_path):
     def ahead_of_the_launches() -> bool:
         return bool(engines) and len(engines[-1].preparing) > engines[-1].ahead
 
-    def compile_kernels(kernels, cfg, log, engine=None):
+    def compile_kernels(kernels, cfg, log, helpers=None):
         end = time.time() + 20
         while time.time() < end and not ahead_of_the_launches():
             time.sleep(0.02)
         seen.append(ahead_of_the_launches())
-        return simulated(kernels, cfg, log, engine)
+        return simulated(kernels, cfg, log, helpers)
     monkeypatch.setattr(sweep, "compile_kernels", compile_kernels)
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
     whole = planning.make(Selection(families=("wgmma_seq",)), {"wgmma_seq": "sm_90a"}, cache=True)

@@ -142,19 +142,33 @@ class StubWorker:
         self.killed += 1
 
 
+class StubHelpers:
+    """Stands in for the helpers the sweep command starts ahead: records being shut down."""
+    def __init__(self):
+        self.shut = 0
+
+    def shutdown(self):
+        self.shut += 1
+
+
 def test_the_sweep_command_starts_the_worker_before_checking_its_input_and_stops_it_when_refused(monkeypatch, tmp_path):
+    """And its helpers (sweep.helpers_ahead), after the worker is forked: handed on to the sweep, shut down after it
+    or when the input is refused."""
     from harness import cli
-    order, stub = [], StubWorker()
+    order, stub, helpers = [], StubWorker(), StubHelpers()
     monkeypatch.setattr(sweep, "worker_ahead",
                         lambda cfg, fork=False: order.append(("ahead", cfg.gpus, fork)) or stub)
-    monkeypatch.setattr(sweep, "run", lambda sel, cfg: order.append(("run", cfg.ahead)) or {"cases": 0})
+    monkeypatch.setattr(sweep, "helpers_ahead", lambda cfg: order.append(("helpers", cfg.workers)) or helpers)
+    monkeypatch.setattr(sweep, "run", lambda sel, cfg: order.append(("run", cfg.ahead, cfg.helpers)) or {"cases": 0})
     same = str(tmp_path / "a.jsonl")
     assert cli.main(["sweep", "--out", same, "--junit", same], own_process=True) == 2  # the XML would overwrite it
-    assert order == [("ahead", "all", True)] and stub.killed == 1  # started (forked), refused, stopped; never run
-    cli.main(["sweep", "--gpus", "count:1", "--out", str(tmp_path / "b.jsonl")], own_process=True)
-    assert order[1:] == [("ahead", "count:1", True), ("run", stub)] and stub.killed == 2  # handed on, stopped after
+    # started (forked), refused, stopped; never run
+    assert order == [("ahead", "all", True), ("helpers", None)] and stub.killed == 1 and helpers.shut == 1
+    cli.main(["sweep", "--gpus", "count:1", "--jobs", "3", "--out", str(tmp_path / "b.jsonl")], own_process=True)
+    assert order[2:] == [("ahead", "count:1", True), ("helpers", 3), ("run", stub, helpers)]  # handed on
+    assert stub.killed == 2 and helpers.shut == 2  # stopped after
     cli.main(["sweep", "--out", str(tmp_path / "c.jsonl")])  # a caller that goes on (with threads of its own)
-    assert order[3:] == [("run", None)]  # no worker started ahead: the sweep starts its own
+    assert order[5:] == [("run", None, None)]  # nothing started ahead: the sweep starts its own
 
 
 def test_the_worker_ahead_is_forked_only_from_a_process_that_made_no_cuda_call(events, monkeypatch, tmp_path):

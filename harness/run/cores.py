@@ -30,11 +30,22 @@ BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "B
 def one_blas_thread_per_process():
     """Within this block, processes started (they take this environment) run BLAS on one thread, unless
     the user set the thread counts; this process's own environment is as it was afterwards."""
-    added = [v for v in BLAS_THREADS if v not in os.environ]
-    for v in added:
-        os.environ[v] = "1"
+    added = set_one_blas_thread()
     try:
         yield
     finally:
-        for v in added:
-            os.environ.pop(v, None)
+        unset(added)
+
+
+def set_one_blas_thread() -> list[str]:
+    """The thread counts one_blas_thread_per_process sets, set until `unset` of what this returns (for a block that
+    ends in another thread)."""
+    added = [v for v in BLAS_THREADS if v not in os.environ]
+    for v in added:
+        os.environ[v] = "1"
+    return added
+
+
+def unset(added: list[str]) -> None:
+    for v in added:
+        os.environ.pop(v, None)

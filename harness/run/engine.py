@@ -92,6 +92,12 @@ def ready_for_jobs() -> None:
     process_key()
 
 
+def helpers_for_jobs(workers: int) -> processes.Helpers:
+    """The processes an engine prepares and reads back on (every one started now, in a thread: ready_for_jobs); the
+    sweep makes them before its engine, and compiles its kernels on them first."""
+    return processes.Helpers(workers, ready_for_jobs)
+
+
 def prepare(kernel: Kernel, cases) -> tuple[LaunchInput, list]:
     return families.get(kernel.family).prepare(kernel, list(cases))
 
@@ -256,16 +262,18 @@ class Engine:
 
     def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND,
                  isolation: IsolationBudget | None = None, keep_launches: Path | None = None,
-                 started: GpuWorker | None = None):
+                 started: GpuWorker | None = None, helpers: processes.Helpers | None = None):
         """keep_launches: the cache folder (compile.cache_dir()) whose kept launches this engine reads and adds to;
         None: every launch is prepared and spooled, and none is kept. started: a GPU worker already starting (the
         sweep's worker_ahead), taken as the worker of its GPU where it is one of `devices` and runs `backend`; the
-        engine closes it with the others."""
+        engine closes it with the others. helpers: the pool's processes, already starting (the sweep's, which
+        compile its kernels first: helpers_for_jobs), taken as the engine's pool and shut down with it; `workers`
+        is then theirs."""
         self.devices, self.backend = devices, backend
         self._kept_folder = KeptFolder(keep_launches) if keep_launches is not None else None
         self.kept = self._kept_folder.launches if self._kept_folder else None
         self.isolation = isolation or IsolationBudget()
-        self.nworkers = max(1, workers or cores.default_workers())
+        self.nworkers = helpers.workers if helpers is not None else max(1, workers or cores.default_workers())
         self.gpu_workers = [started if started is not None and (started.device, started.backend) == (d, backend)
                             else GpuWorker(d, backend) for d, _ in devices]
         self.arch_of = {w: str(a) for w, (_, a) in zip(self.gpu_workers, devices)}
@@ -275,10 +283,8 @@ class Engine:
         self.spool = self._spool.name
         # started by processes.context() (a fork server, or spawned), not forked from this process: it has (or will
         # have) a CUDA context, which a forked child must not inherit
-        with cores.one_blas_thread_per_process():
-            self.pool = processes.pool(self.nworkers, ready_for_jobs)
-            for _ in range(self.nworkers):  # bring every process up now
-                self.pool.submit(int)
+        self.helpers = helpers if helpers is not None else helpers_for_jobs(self.nworkers)
+        self.pool = self.helpers.executor
         self.preparing: dict[Future, Job] = {}  # submitted to the pool, in launch order
         self.queued: deque[Job] = deque()  # not yet submitted
         self.found: deque[tuple[Job, Spooled]] = deque()  # kept by an earlier engine, found by begin: not prepared
