@@ -47,7 +47,7 @@ def main():
     a = ap.parse_args()
     note("python up")
     from harness import cli, plan, sweep
-    from harness.run import compile as nvrtc, engine, gpu, sass, worker
+    from harness.run import compile as nvrtc, engine, gpu, processes, sass, worker
     note("imports done")
     real_ahead = sweep.worker_ahead
 
@@ -61,6 +61,14 @@ def main():
     timed(sweep, "compile_kernels")
     timed(nvrtc, "compile_many")
     timed(sass, "verify_many")
+    # the start-up, before the compile begins
+    timed(cli, "_check_gpus", "cli gpus check")
+    timed(cli, "_toolchain", "cli toolchain")
+    timed(sweep, "helpers_ahead", "helpers ahead")
+    timed(processes.Helpers, "_start_all", "helpers spawn")  # in its own thread
+    timed(sweep, "devices", "devices")
+    timed(sweep, "compile_first", "compile first")
+    timed(sweep, "start_engine", "start engine")
     timed(engine.Engine, "__init__", "engine init")
     timed(engine.Engine, "begin", "engine begin")
     timed(engine.Engine, "run", "engine run")
