@@ -121,27 +121,34 @@ def test_the_plans_kernels_the_early_list_lacked_compile_after_it_and_its_others
     assert {r["kernel"] for r in recs.values()} == {k.name for k in planned}
 
 
-@pytest.mark.parametrize("match", [None, "kloop-add"], ids=["compiled-while-planned", "compiled-after-the-plan"])
+@pytest.mark.parametrize("early", [True, False], ids=["compiled-while-planned", "compiled-after-the-plan"])
 @pytest.mark.parametrize("device_node", [True, False], ids=["helpers-ahead", "helpers-with-the-engine"])
-def test_a_sweep_with_a_gpu_compiles_on_its_engines_helpers(match, device_node, monkeypatch, tmp_path):
+def test_a_sweep_with_a_gpu_compiles_on_its_engines_helpers(early, device_node, monkeypatch, tmp_path):
     """One pool of helpers a sweep: they compile the kernels, then the engine prepares the launches on them (a compile
     pool beside the engine's started as many processes again, at the sweep's start). Where NVIDIA's device node is,
-    they start as the sweep begins (helpers_ahead) and the engine takes them; else the engine starts them."""
+    they start as the sweep begins (helpers_ahead) and the engine takes them; else the engine starts them. The plan
+    is four cases of two kernels (the whole family's, prepared by a GPU node's one-process pool under pytest -n, took
+    40 s), compiled while it is made or after it."""
     fake_gpus.install(monkeypatch, ["sm_90a"])
     node = tmp_path / "nvidiactl"
     if device_node:
         node.touch()
     monkeypatch.setattr(sweep, "NVIDIA_CONTROL_DEVICE", str(node))
+    sel = Selection(families=("wgmma_seq",))
+    whole = planning.make(sel, {"wgmma_seq": "sm_90a"}, cache=True)
+    small = planning.Plan([(k, cs[:2]) for k, cs in whole.work[:2]])
+    monkeypatch.setattr(planning, "make", lambda *a, **k: small)
+    if not early:
+        monkeypatch.setattr(sweep, "compile_first", lambda *a: None)
     simulated, given, engines, ahead = sweep.compile_kernels, [], [], []
     monkeypatch.setattr(sweep, "compile_kernels",
                         lambda k, c, log, helpers=None: given.append(helpers) or simulated(k, c, log, helpers))
     real_start, real_ahead = sweep.start_engine, sweep.helpers_ahead
     monkeypatch.setattr(sweep, "start_engine", lambda *a, **k: engines.append(real_start(*a, **k)) or engines[-1])
     monkeypatch.setattr(sweep, "helpers_ahead", lambda cfg: ahead.append(real_ahead(cfg)) or ahead[-1])
-    summary = sweep.run(Selection(families=("wgmma_seq",), match=match),
-                        sweep.SweepConfig(out_path=tmp_path / "r.jsonl", backend=fake_gpus.BACKEND),
+    summary = sweep.run(sel, sweep.SweepConfig(out_path=tmp_path / "r.jsonl", backend=fake_gpus.BACKEND),
                         log=lambda m: None)
-    assert summary["cases"] > 0 and len(engines) == 1 and given == [engines[0].helpers]
+    assert summary["cases"] == summary["ran"] == 4 and len(engines) == 1 and given == [engines[0].helpers]
     assert (ahead == [engines[0].helpers]) if device_node else (ahead == [None])
     assert not engines[0].helpers.executor._processes  # shut down with the engine
 
