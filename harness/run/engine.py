@@ -74,8 +74,9 @@ class Job:
     cases: tuple
 
 
-# The pool's processes yield to everything else a sweep runs: while the kernels compile, preparation takes the cores
-# the compile leaves idle (Engine.top_up) and slows the compile, whose cubins the first launch waits for, little.
+# The pool's processes yield to everything else a sweep runs: its own process (the plan, built while the pool compiles;
+# handing out the launches) and its GPU workers. The pool's own work goes in the order it was submitted: the sweep's
+# compile first, then the preparation Engine.top_up hands it as the compile's last modules leave cores idle.
 PREPARE_NICENESS = 10
 
 
@@ -314,9 +315,10 @@ class Engine:
         fewer than `ahead` (a read-back submitted to the pool waits behind no more than that). A kept launch (in-tree
         families, a kept-launches folder with room) waits for its launch in that folder on disk, not in the spool, so
         any number of them may: a cold sweep's preparation runs while its kernels compile (the sweep calls this as it
-        waits), on the cores the compile leaves idle, where before all but `ahead` launches waited for the compile's
-        end. The spool still holds no more than `ahead` prepared launches, however many are kept or not (a cache
-        that has no room, or stops having it, keeps none)."""
+        waits), on the cores the compile leaves idle (the compile's modules, submitted first to the same processes,
+        go first), where before all but `ahead` launches waited for the compile's end. The spool still holds no more
+        than `ahead` prepared launches, however many are kept or not (a cache that has no room, or stops having it,
+        keeps none)."""
         running = spooled = 0
         for f in self.preparing:
             if not f.done():
