@@ -1,6 +1,7 @@
 """The engine: host preparation, GPU launches and read-backs overlapped, one GPU worker per GPU, for any family.
 
-    pool (all cores):  family.prepare(kernel, cases)   -> spool files   (launch .launch.pkl, expectations .exp.pkl)
+    pool (all cores):  first the sweep's compile (its helpers are this pool: processes.Helpers), then
+                       family.prepare(kernel, cases)   -> spool files   (launch .launch.pkl, expectations .exp.pkl)
                        (or the files kept by an earlier sweep of the same source: launch_cache.py)
     GPU worker / GPU:  launch the LaunchInput            -> spool file    (outputs .out.pkl)
     pool (all cores):  family.readback(...)              -> case records
