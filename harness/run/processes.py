@@ -57,6 +57,7 @@ class Helpers:
 
     def __init__(self, workers: int, then=None, *args):
         self.workers = workers
+        self._failed: BaseException | None = None  # what stopped a process from starting, for `executor` to raise
         added = cores.set_one_blas_thread()
         try:
             self._pool = pool(workers, then, *args)
@@ -71,17 +72,23 @@ class Helpers:
         try:
             for _ in range(self.workers):  # a pool starts a process a submission while none is idle
                 self._pool.submit(int)
+        except BaseException as e:  # raised where the pool is asked for, not lost in this thread
+            self._failed = e
         finally:
             cores.unset(added)
 
     @property
     def executor(self) -> ProcessPoolExecutor:
-        """The pool, every process of it started."""
+        """The pool, every process of it started; what stopped one from starting (an OSError: no more processes),
+        raised here."""
         self._starting.join()
+        if self._failed is not None:
+            raise self._failed
         return self._pool
 
     def shutdown(self, cancel_futures: bool = True) -> None:
-        self.executor.shutdown(cancel_futures=cancel_futures)
+        self._starting.join()
+        self._pool.shutdown(cancel_futures=cancel_futures)
 
 
 def pool(workers: int, then=None, *args) -> ProcessPoolExecutor:

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from harness.run import processes
+from harness.run import cores, processes
 from harness.run.worker import GpuWorker
 
 VARIABLE = "TC_HARNESS_TEST_HELPER"
@@ -92,3 +92,26 @@ def test_a_one_shot_process_spawns_its_helpers():
             "    print(helpers.submit(os.getppid).result(timeout=60) == os.getpid())\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.split() == ["True"], out.stderr[-2000:]
+
+
+def test_helpers_start_in_a_thread_and_a_start_that_fails_is_raised_where_the_pool_is_asked_for(monkeypatch):
+    """processes.Helpers: every process started (the pool answers at once), the BLAS thread counts gone from this
+    process's environment once they have; a process that cannot be started is the caller's error, from `executor`,
+    not a traceback of the starting thread's and a pool that breaks later."""
+    for v in cores.BLAS_THREADS:
+        monkeypatch.delenv(v, raising=False)
+    helpers = processes.Helpers(2)
+    try:
+        assert len(helpers.executor._processes) == 2 and helpers.executor.submit(os.getpid).result() != os.getpid()
+    finally:
+        helpers.shutdown()
+    assert all(os.getenv(v) is None for v in cores.BLAS_THREADS)
+
+    def no_more_processes(self, *a, **k):
+        raise OSError("no more processes")
+    monkeypatch.setattr(processes.ProcessPoolExecutor, "submit", no_more_processes)
+    failing = processes.Helpers(2)
+    with pytest.raises(OSError, match="no more processes"):
+        failing.executor
+    failing.shutdown()  # still shuts down what there is
+    assert all(os.getenv(v) is None for v in cores.BLAS_THREADS)
