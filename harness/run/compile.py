@@ -226,8 +226,9 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
     NVRTC cuda.bindings binds). A rejected job's source and NVRTC log are saved (under `failed_dir`, else the
     cache's failed/); then CompileError is raised, or, with raise_on_error=False, returned in that job's
     Compiled.error. A job's sass_check is judged by the process that builds its cubin, the verdict cached beside
-    the cubin (for the SASS check that follows). `helpers`: processes already running (processes.pool: the sweep's
-    engine's) that compile the modules instead of a pool of this call's own; `workers` is then how many they are."""
+    the cubin (for the SASS check that follows). `helpers`: a pool already running (the sweep's helpers,
+    processes.Helpers.executor) that compiles the modules instead of a pool of this call's own; `workers` is then how
+    many processes it has."""
     tc = toolchain or toolchains.default()
     root = cache_dir()
     results: list[Compiled | None] = [None] * len(jobs)

@@ -107,26 +107,23 @@ def swap_pair_threads(regs: np.ndarray, selector: int, all_threads: bool) -> np.
 
 
 def metadata(case: Case, fmt: sparsity.SparseFormat, rng,
-             made: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             made: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(the pattern's nibbles, the registers the kernel gets, the nibbles the tensor core reads from them). Only the
     'random' pattern draws (from the case's stream); every other case's are those of every case of its type,
-    pattern, selectors and control: made once a launch where `made` is given (prepare_all's, kept for that call
-    only, so that a model changed between calls, as a planted bug is, is read again), read-only. 0.2 ms a case, a
-    sixth of a sparse case's preparation (results/2026-11-27-cpu/sparse-metadata.txt)."""
+    pattern, selectors and control: made once a launch, in `made` (prepare_all's, kept for that call only, so that a
+    model changed between calls, as a planted bug is, is read again), read-only. 0.2 ms a case, a sixth of a sparse
+    case's preparation (results/2026-11-27-cpu/sparse-metadata.txt)."""
     v = case.variant
     if case.pattern == "random":
         return metadata_of(v.atype, pattern_nibbles(fmt, case.pattern, rng), case.placed_selector, case.control,
                            v.selector)
     key = (v.atype, case.pattern, case.placed_selector, case.control, v.selector)
-    if made is not None and key in made:
-        return made[key]
-    out = metadata_of(v.atype, pattern_nibbles(fmt, case.pattern, None), case.placed_selector, case.control,
-                      v.selector)
-    for a in out:
-        a.flags.writeable = False
-    if made is not None:
-        made[key] = out
-    return out
+    if key not in made:
+        made[key] = metadata_of(v.atype, pattern_nibbles(fmt, case.pattern, None), case.placed_selector,
+                                case.control, v.selector)
+        for a in made[key]:
+            a.flags.writeable = False
+    return made[key]
 
 
 def metadata_of(atype: str, truth: np.ndarray, placed: int, control: str | None,
@@ -163,7 +160,7 @@ class SparseInputs:
     read_nibbles: np.ndarray  # the metadata the tensor core reads from them
 
 
-def draw_inputs(case: Case, made: dict | None = None) -> SparseInputs:
+def draw_inputs(case: Case, made: dict) -> SparseInputs:
     """`made`: the metadata of the launch's cases so far (metadata())."""
     key, v = case.key, case.variant
     fmt = sparsity.format_of(v.atype)
