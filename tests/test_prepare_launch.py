@@ -6,6 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from harness import families
 from harness.families.wgmma import cases as dense_cases, forms as dense_forms, reference as dense
 from harness.families.wgmma_sp import cases as sp_cases, forms as sp_forms, reference as sp
 from harness.spec import dtypes, sparsity
@@ -75,3 +76,25 @@ def test_the_decoy_metadata_moves_each_legal_value_to_the_next_increasing_pair(a
     illegal = next(v for v in range(16) if v not in legal)
     with pytest.raises(KeyError):
         sp.other_pattern(fmt, np.array([[legal[0], illegal]]))
+
+
+@pytest.mark.parametrize("family,key", [("wgmma", DENSE_KEYS[0]), ("wgmma", DENSE_KEYS[1]), ("wgmma_sp", sparse_keys()[0]),
+                                        ("wgmma_sp", sparse_keys()[2])],
+                         ids=lambda x: getattr(x, "name", x))
+def test_a_launch_prepared_in_parts_is_the_launch_prepared_whole(family, key):
+    """The family's prepare (reference.prepared_in_parts, a launch packed PREPARE_PART cases at a time) gives the
+    launch and the expectations of its cases prepared and packed all at once, to the bit."""
+    fam = families.get(family)
+    kernel = fam.kernel_of(key)
+    cs = fam.kernel_cases(kernel)
+    assert len(cs) > dense.PREPARE_PART and len(cs) % dense.PREPARE_PART  # several parts, the last one short
+    launch, slim = fam.prepare(kernel, cs)
+    whole = fam.module("reference").prepare_all(cs)
+    want = fam.module("kernel").pack(whole)
+    for got, ref in [(launch.images, want.images), (launch.params, want.params),
+                     *[(launch.inputs[k], want.inputs[k]) for k in want.inputs]]:
+        assert dense.same_bits(got, ref)
+    assert list(launch.inputs) == list(want.inputs) and launch.outputs == want.outputs
+    for mine, theirs in zip(slim, [p.slim() for p in whole], strict=True):
+        for f in dataclasses.fields(theirs):
+            assert same(getattr(mine, f.name), getattr(theirs, f.name)), (mine.case.id, f.name)

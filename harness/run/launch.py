@@ -79,6 +79,30 @@ class LaunchInput:
                            {k: v[ctas] for k, v in self.inputs.items()}, self.outputs, cpc, self.threads,
                            self.extra_smem)
 
+    @classmethod
+    def concatenate(cls, parts: list["LaunchInput"]) -> "LaunchInput":
+        """One launch of the parts' cases in order (a launch prepared a few cases at a time): the images one after
+        the other, each CTA's image_offset moved by the bytes of the parts before its own, the parameters and inputs
+        stacked. The parts must agree on everything else (outputs, CTAs a case, threads, extra shared memory)."""
+        if not parts:
+            raise ValueError("a launch is concatenated from one part or more")
+        first = parts[0]
+        shape = (first.outputs, first.ctas_per_case, first.threads, first.extra_smem, tuple(first.inputs))
+        for p in parts[1:]:
+            if (p.outputs, p.ctas_per_case, p.threads, p.extra_smem, tuple(p.inputs)) != shape:
+                raise ValueError("the parts of a launch differ in its outputs, CTAs a case, threads, extra shared memory "
+                                 "or inputs")
+        if len(parts) == 1:
+            return first
+        params = np.concatenate([p.params for p in parts])
+        offset, cta, byte = params["image_offset"], 0, 0
+        for p in parts:  # each part's offsets count from its own first image
+            offset[cta:cta + p.ctas] += np.asarray(byte, offset.dtype)
+            cta, byte = cta + p.ctas, byte + p.images.size
+        return cls(np.concatenate([p.images for p in parts]), params,
+                   {k: np.concatenate([p.inputs[k] for p in parts]) for k in first.inputs}, first.outputs,
+                   first.ctas_per_case, first.threads, first.extra_smem)
+
     def save(self, path: str) -> str:
         """Write the launch to a spool file (`write_arrays`). Spool files pass between this package's own processes
         only."""

@@ -108,3 +108,19 @@ def test_the_reserve_holds_the_largest_launches_of_the_default_sweep(tmp_path):
         LaunchInput.load(inp.save(str(tmp_path / f"{kernel.name}.launch.pkl")), inputs)
         outputs.slices([inp.ctas * int(np.prod(o.shape)) * np.dtype(o.dtype).itemsize for o in inp.outputs.values()])
         assert asked == [launch.LAUNCH_RESERVE, launch.OUTPUT_RESERVE], (kernel.name, asked)  # neither grew
+
+
+def test_a_launch_concatenated_from_parts_is_the_launch_of_their_cases(prepared):
+    """Each part's image offsets count from its own first image; concatenated, every CTA's image is where its offset
+    says and is the image it had in its part; the launch cut into parts and put back together is itself."""
+    parts = [prepared.subset([0, 1]), prepared.subset([2]), prepared.subset([3, 4])]
+    assert [int(p.params["image_offset"][0]) for p in parts] == [0, 0, 0]
+    whole = LaunchInput.concatenate(parts)
+    assert same(whole, prepared)
+    assert LaunchInput.concatenate([prepared]) is prepared
+    with pytest.raises(ValueError, match="one part or more"):
+        LaunchInput.concatenate([])
+    other = prepared.subset([0])
+    other.threads = 256
+    with pytest.raises(ValueError, match="differ in"):
+        LaunchInput.concatenate([prepared, other])

@@ -5,12 +5,13 @@ import importlib
 
 from harness.enums import Arch, FamilyName, Status
 from harness.families.base import Kernel, case_record
+from harness.run.launch import LaunchInput
 
 
 class WgmmaFamily:
     """The dense family; a family built on it (wgmma_sp) names its own subpackage, whose modules have the same
-    names and functions (forms.all_kernel_keys, cases.cases_for_key, reference.prepare_all, kernel.source / pack /
-    sass_check, readback.diff_launch)."""
+    names and functions (forms.all_kernel_keys, cases.cases_for_key, reference.prepare_all / prepared_in_parts,
+    kernel.source / pack / sass_check, readback.diff_launch)."""
     name = FamilyName.WGMMA
     package = "harness.families.wgmma"
     archs = (Arch.SM_90A,)
@@ -55,9 +56,14 @@ class WgmmaFamily:
         return self.module("kernel").sass_check(kernel.form)
 
     def prepare(self, kernel: Kernel, cases: list):
-        reference = self.module("reference")
-        preps = reference.prepare_all(cases)
-        return self.module("kernel").pack(preps), [p.slim() for p in preps]
+        """The launch packed a part at a time (reference.PREPARE_PART cases), each part's cases slimmed to their
+        expectations before the next part is drawn."""
+        pack = self.module("kernel").pack
+        parts, expectations = [], []
+        for preps in self.module("reference").prepared_in_parts(cases):
+            parts.append(pack(preps))
+            expectations += [p.slim() for p in preps]
+        return LaunchInput.concatenate(parts), expectations
 
     def readback(self, kernel: Kernel, expectations: list, outputs: dict) -> list[dict]:
         return [case_record(r["id"], kernel, r["status"], **{k: v for k, v in r.items()

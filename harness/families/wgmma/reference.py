@@ -324,6 +324,21 @@ def prepare_all(cases: list[Case]) -> list[Prepared]:
     return [prepared(Prepared, case, i, e, j) for j, (case, i) in enumerate(zip(cases, inputs))]
 
 
+# Cases a launch prepares together, its launch packed a part at a time (WgmmaFamily.prepare): a part's arrays (a few
+# hundred kilobytes to a few megabytes) stay in a core's caches through the draws, the expectations, the packing and
+# the slimming, where a whole launch's (up to tens of megabytes) went out to memory and back at each step. With 16
+# processes preparing at once on an H100 node, parts of 16 cases took 10% (dense) and 9% (sparse) less CPU than whole
+# launches (results/2026-11-27-h100-bench25/call1/prep-*.json); the prepared bytes are the same
+# (results/2026-11-27-cpu/prepare-in-parts.txt).
+PREPARE_PART = 16
+
+
+def prepared_in_parts(cases: list[Case], part: int = PREPARE_PART):
+    """prepare_all of the cases, `part` at a time, in order: one list of Prepared a part."""
+    for start in range(0, len(cases), part):
+        yield prepare_all(cases[start:start + part])
+
+
 def prepared(kind, case, inputs: Inputs, e: "Expectations", j: int, **more):
     """The Prepared (`kind`: this family's or a family's built on it, with its `more` fields) of case j of a launch."""
     return kind(case, inputs.image, inputs.a_desc, inputs.b_desc, a_registers(case, inputs), e.c_regs[j],

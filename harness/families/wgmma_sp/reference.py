@@ -189,10 +189,19 @@ def prepare(case: Case) -> Prepared:
     return prepare_all([case])[0]
 
 
-def prepare_all(cases: list[Case]) -> list[Prepared]:
+def prepared_in_parts(cases: list[Case], part: int = dense.PREPARE_PART):
+    """prepare_all of the cases, `part` at a time, in order (the dense family's prepared_in_parts), the metadata made
+    once for all of them (metadata())."""
+    made: dict = {}
+    for start in range(0, len(cases), part):
+        yield prepare_all(cases[start:start + part], made)
+
+
+def prepare_all(cases: list[Case], made: dict | None = None) -> list[Prepared]:
     """Every case prepared (cases of one kernel key, as a launch has): the dense family's expectations of the
-    decompressed A, then each control checked able to fail."""
-    made: dict = {}  # the launch's metadata, each made once (metadata())
+    decompressed A, then each control checked able to fail. `made`: the metadata made so far for cases of the same
+    launch (metadata()); by default, this call's own."""
+    made = {} if made is None else made
     drawn = [draw_inputs(c, made) for c in cases]
     e = dense.expectations(cases, [d.dense for d in drawn])
     out = []
