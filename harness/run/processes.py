@@ -13,10 +13,12 @@ caller's environment as it is when the pool or the worker is made (`in_callers_e
 sys.path and the working folder come with every helper as they did (multiprocessing's preparation data)."""
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from multiprocessing import forkserver
 
 from harness.run import cores
@@ -52,8 +54,9 @@ def context():
 class Helpers:
     """A pool of `workers` helpers (`pool`) whose processes are started in a thread of its own: each start took some
     27 ms of the starting thread (0.43 s for sixteen on an H100 node, before the sweep's compile could begin), and the
-    caller goes on meanwhile. Every helper runs BLAS on one thread (cores.one_blas_thread_per_process: this process's
-    environment has the thread counts until the last helper has started)."""
+    caller goes on meanwhile. Every helper runs BLAS on one thread: the thread counts are in this process's environment
+    while the thread starts helpers, and in the environment each helper is handed (`pool`), set before its first step
+    is imported; a pool may start some of its helpers later, for the first submissions that find none idle."""
 
     def __init__(self, workers: int, then=None, *args):
         self.workers = workers
@@ -93,9 +96,34 @@ class Helpers:
 
 def pool(workers: int, then=None, *args) -> ProcessPoolExecutor:
     """A pool of `workers` helpers, each of which starts in its caller's environment of now and then runs
-    `then(*args)` (the harness's pools: the engine's, the compile's)."""
+    `then(*args)` (the harness's pools: the engine's, the compile's). `then` reaches a helper by name and is imported
+    there only once that environment is set (`ImportedWhenCalled`)."""
+    first = ImportedWhenCalled.of(then) if then is not None else None
     return ProcessPoolExecutor(max_workers=workers, mp_context=context(), initializer=in_callers_environment,
-                               initargs=(dict(os.environ), then, *args))
+                               initargs=(dict(os.environ), first, *args))
+
+
+@dataclass(frozen=True)
+class ImportedWhenCalled:
+    """A module-level function named by its module and name, imported where it is called. A spawned helper unpickles
+    its initializer's arguments before the initializer runs: handed the function itself, it imported the function's
+    module then (the engine's: numpy, whose BLAS reads its thread count from the environment once, as it loads), in
+    the environment the helper was started with. A pool starts a helper for a submission only while none is idle, so
+    on a machine where helpers come up faster than they are started, Helpers' thread started a few and the sweep's
+    first submissions the rest, after the BLAS thread counts had left this process's environment: those helpers ran
+    BLAS on a thread per core (reproduced by tests/run/test_processes.py with slow starts). Named, it is imported after
+    in_callers_environment has set the caller's environment, thread counts included."""
+    module: str
+    name: str
+
+    @classmethod
+    def of(cls, fn) -> "ImportedWhenCalled":
+        if "." in fn.__qualname__ or fn.__module__ == "__main__":
+            raise ValueError(f"{fn.__qualname__} is not a module-level function of an importable module")
+        return cls(fn.__module__, fn.__qualname__)
+
+    def __call__(self, *args):
+        return getattr(importlib.import_module(self.module), self.name)(*args)
 
 
 def in_callers_environment(environ: dict, then=None, *args):
