@@ -130,6 +130,13 @@ MODULES_PER_WORKER = 2
 # compile of few processes with fewer, larger modules: tcgen05's compile test (4 processes) took 1.5-2.5 s longer
 # cold on H100 nodes (results/2026-11-26-h100-bench11/call4/).
 MIN_KERNELS_PER_MODULE = 4
+# ... and a group's modules cost (compile_cost) at least this share of the dearest module of the compile, where the
+# group is large enough. A cold default sweep on 16 workers compiled tcgen05's 61 compile-only kernels in 16 modules of
+# 3-4: 0.22-0.24 s of NVRTC each, and 0.38-0.50 s of disassembler start-up, against 2.6 s and 0.5 s for a module of 24
+# wgmma kernels (NVRTC 13.0, this project's CPU machine). At a third they go out in 3 modules of 17-27 kernels, in
+# 4.7-5.6 s of CPU against 10.3-12.1 s, the longest within the wgmma modules' time (results/2026-11-27-cpu/
+# module-share.txt).
+MIN_MODULE_SHARE = 1 / 3
 
 
 def module_source(jobs: list[CompileJob]) -> str:
@@ -188,11 +195,17 @@ def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
             groups.setdefault((job.arch, job.options_for(tc)), []).append(t)
         else:
             singles.append([t])
-    out = []
     spread = MODULES_PER_WORKER * workers if workers > 1 else 1  # one process: nothing to spread
-    for group in groups.values():
-        size = min(KERNELS_PER_MODULE, max(MIN_KERNELS_PER_MODULE, -(-len(group) // spread)))
-        out += balanced(group, size)
+    counts = {key: -(-len(g) // min(KERNELS_PER_MODULE, max(MIN_KERNELS_PER_MODULE, -(-len(g) // spread))))
+              for key, g in groups.items()}
+    cost = {key: sum(compile_cost(t[1]) for t in g) for key, g in groups.items()}
+    dearest = max((cost[key] / counts[key] for key in groups), default=0)  # a module of the costliest group, about
+    out = []
+    for key, group in groups.items():
+        # no more modules than make each a MIN_MODULE_SHARE of the dearest one's cost (a group of cheap kernels,
+        # tcgen05's beside wgmma's, in fewer and larger modules: fewer disassembler starts)
+        count = min(counts[key], max(1, round(cost[key] / (dearest * MIN_MODULE_SHARE))))
+        out += balanced(group, -(-len(group) // count))
     return sorted(out, key=lambda m: -sum(compile_cost(t[1]) for t in m)) + singles
 
 

@@ -204,3 +204,18 @@ def test_modules_compile_on_the_helpers_handed_in(tmp_path, monkeypatch):
         monkeypatch.setattr(helpers, "map", lambda fn, args: ran.append(len(args := list(args))) or real_map(fn, args))
         out = C.compile_many(jobs, workers=2, helpers=helpers)
     assert ran == [2] and all(c.error is None and c.cubin_path.exists() for c in out)
+
+
+def test_a_group_of_cheap_kernels_goes_out_in_modules_of_at_least_a_share_of_the_dearest():
+    """240 dear kernels of one arch and 40 cheap ones (a tenth of the cost each) of another on 16 workers: the dear ones
+    in 30 modules of 8 (the count rule), the cheap ones, whose 10 modules of 4 would each cost a twentieth of a dear
+    module, in round(40 * 0.1 / (8 * MIN_MODULE_SHARE)) = 2 modules of 20 (each module starts a disassembler); a cheap
+    group that the share allows as many modules as the count rule keeps them."""
+    dear = [C.CompileJob(f"k{i}", "x" * 100, "sm_90a") for i in range(240)]
+    cheap = [C.CompileJob(f"t{i}", "y" * 32, "sm_100a") for i in range(40)]  # 32^2 / 100^2: about a tenth
+    modules = C.modules_to_compile([(i, j, None) for i, j in enumerate(dear + cheap)], toolchain.default(), workers=16)
+    sizes = {arch: sorted(len(m) for m in modules if m[0][1].arch == arch) for arch in ("sm_90a", "sm_100a")}
+    assert sizes == {"sm_90a": [8] * 30, "sm_100a": [20, 20]}
+    assert round(40 * C.compile_cost(cheap[0]) / (8 * C.compile_cost(dear[0]) * C.MIN_MODULE_SHARE)) == 2
+    alone = C.modules_to_compile([(i, j, None) for i, j in enumerate(cheap)], toolchain.default(), workers=16)
+    assert sorted(len(m) for m in alone) == [4] * 10  # its own dearest: the count rule alone
