@@ -117,40 +117,36 @@ def test_helpers_start_in_a_thread_and_a_start_that_fails_is_raised_where_the_po
     assert all(os.getenv(v) is None for v in cores.BLAS_THREADS)
 
 
-def threads_of_this_process(_task: int) -> tuple[int, int]:  # run in a pool's helper
-    import time
-    time.sleep(0.05)  # long enough that the pool hands the next task to another helper
-    return os.getpid(), len(os.listdir("/proc/self/task"))
+def threads_of_this_process() -> int:  # run in a pool's helper
+    return len(os.listdir("/proc/self/task"))
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task") or (os.cpu_count() or 1) < 2,
                     reason="counts a process's threads in /proc; BLAS starts no threads of its own on one core")
-def test_every_spawned_helper_runs_blas_on_one_thread_however_late_the_pool_starts_it(monkeypatch):
+def test_a_helper_started_after_the_blas_thread_counts_left_runs_blas_on_one_thread(monkeypatch):
     """A pool starts a helper for a submission only while none is idle: where helpers come up faster than they are
     started, Helpers' thread starts a few and later submissions the rest, after the BLAS thread counts have left this
-    process's environment. Each must still load numpy (the engine's first step, ready_for_jobs) with one BLAS thread:
-    none may have more threads than another (OpenBLAS starts a thread per core as it loads). Reproduced with slow
-    starts: before ImportedWhenCalled, 5 of 8 helpers had a BLAS thread per core."""
-    from concurrent.futures import process as futures_process
+    process's environment. Such a helper must still load numpy (the engine's first step, ready_for_jobs) with one
+    BLAS thread, as one started while they were there: as many threads as it (OpenBLAS starts a thread per core as it
+    loads). Before ImportedWhenCalled it had one more per core (5 of 8 helpers, reproduced with slow starts)."""
     from harness.run import engine
     for v in cores.BLAS_THREADS:
         monkeypatch.delenv(v, raising=False)
     monkeypatch.setattr(processes, "start_method", "spawn")  # the command line's; the fork server's helpers are forks
-    real = futures_process.ProcessPoolExecutor._spawn_process
-
-    def slow(self):  # a machine where each helper is up before the next is started
-        real(self)
-        import time
-        time.sleep(0.5)
-    monkeypatch.setattr(futures_process.ProcessPoolExecutor, "_spawn_process", slow)
-    helpers = engine.helpers_for_jobs(6)
-    try:
-        pool = helpers.executor
-        assert len(pool._processes) < 6  # the late starts this test is about did happen
-        threads = dict(pool.map(threads_of_this_process, range(6 * 8), timeout=120))
-    finally:
-        helpers.shutdown()
-    assert len(threads) == 6 and len(set(threads.values())) == 1, threads
+    counts = {}
+    for when in ("started with them", "started after them"):
+        added = cores.set_one_blas_thread()
+        try:
+            pool = processes.pool(1, engine.ready_for_jobs)  # the environment it hands its helpers: with them
+            if when == "started with them":
+                pool.submit(int).result(timeout=120)  # its helper started now
+        finally:
+            cores.unset(added)
+        try:
+            counts[when] = pool.submit(threads_of_this_process).result(timeout=120)  # the late one started here
+        finally:
+            pool.shutdown()
+    assert counts["started after them"] == counts["started with them"], counts
 
 
 def test_a_helpers_first_step_is_named_and_imported_where_it_runs():
