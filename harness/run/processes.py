@@ -111,8 +111,8 @@ class ImportedWhenCalled:
     the environment the helper was started with. A pool starts a helper for a submission only while none is idle, so
     on a machine where helpers come up faster than they are started, Helpers' thread started a few and the sweep's
     first submissions the rest, after the BLAS thread counts had left this process's environment: those helpers ran
-    BLAS on a thread per core (reproduced by tests/run/test_processes.py with slow starts). Named, it is imported after
-    in_callers_environment has set the caller's environment, thread counts included."""
+    BLAS on a thread per core (seen with slow starts; tests/run/test_processes.py starts a helper so). Named, it is
+    imported after in_callers_environment has set the caller's environment, thread counts included."""
     module: str
     name: str
 
