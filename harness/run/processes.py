@@ -13,12 +13,10 @@ caller's environment as it is when the pool or the worker is made (`in_callers_e
 sys.path and the working folder come with every helper as they did (multiprocessing's preparation data)."""
 from __future__ import annotations
 
-import importlib
 import multiprocessing
 import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from multiprocessing import forkserver
 
 from harness.run import cores
@@ -33,9 +31,19 @@ def one_shot_process() -> None:
     """This process starts its helpers once, together (the command line's: a sweep's engine and compile pool): each
     is spawned, as before the fork server. There its start gained nothing, and a warm default sweep on an H100 node
     took 2.98 and 3.15 s against 2.91 and 2.73 s spawned (results/2026-11-27-h100-bench21/call2/): the first helper
-    waits for the server's imports, which spawned helpers make side by side."""
+    waits for the server's imports, which spawned helpers make side by side.
+
+    Every process it starts runs BLAS on one thread for as long as it runs: the thread counts stay in its environment
+    (cores.set_one_blas_thread, never unset; a count the user set is theirs). A spawned helper loads numpy, whose BLAS
+    takes its thread count from the environment once, before its initializer runs: as it unpickles its first step (the
+    engine's), or as it runs the command's script again (the installed `tc-harness`, which imports the harness at its
+    top). And a pool starts a helper for a submission only while none is idle: where helpers come up faster than they
+    are started, Helpers' thread starts a few and the sweep's first submissions the rest, after that thread has ended.
+    With the counts in the environment for that thread only, such helpers ran BLAS on a thread per core
+    (results/2026-11-27-cpu/blas-threads.txt)."""
     global start_method
     start_method = "spawn"
+    cores.set_one_blas_thread()
 
 
 def context():
@@ -54,9 +62,9 @@ def context():
 class Helpers:
     """A pool of `workers` helpers (`pool`) whose processes are started in a thread of its own: each start took some
     27 ms of the starting thread (0.43 s for sixteen on an H100 node, before the sweep's compile could begin), and the
-    caller goes on meanwhile. Every helper runs BLAS on one thread: the thread counts are in this process's environment
-    while the thread starts helpers, and in the environment each helper is handed (`pool`), set before its first step
-    is imported; a pool may start some of its helpers later, for the first submissions that find none idle."""
+    caller goes on meanwhile. Every helper runs BLAS on one thread: this process's environment has the thread counts
+    until the thread has started them all (and, in the command line's process, for as long as it runs:
+    one_shot_process, where a pool may start a helper after that thread has ended)."""
 
     def __init__(self, workers: int, then=None, *args):
         self.workers = workers
@@ -96,34 +104,9 @@ class Helpers:
 
 def pool(workers: int, then=None, *args) -> ProcessPoolExecutor:
     """A pool of `workers` helpers, each of which starts in its caller's environment of now and then runs
-    `then(*args)` (the harness's pools: the engine's, the compile's). `then` reaches a helper by name and is imported
-    there only once that environment is set (`ImportedWhenCalled`)."""
-    first = ImportedWhenCalled.of(then) if then is not None else None
+    `then(*args)` (the harness's pools: the engine's, the compile's)."""
     return ProcessPoolExecutor(max_workers=workers, mp_context=context(), initializer=in_callers_environment,
-                               initargs=(dict(os.environ), first, *args))
-
-
-@dataclass(frozen=True)
-class ImportedWhenCalled:
-    """A module-level function named by its module and name, imported where it is called. A spawned helper unpickles
-    its initializer's arguments before the initializer runs: handed the function itself, it imported the function's
-    module then (the engine's: numpy, whose BLAS reads its thread count from the environment once, as it loads), in
-    the environment the helper was started with. A pool starts a helper for a submission only while none is idle, so
-    on a machine where helpers come up faster than they are started, Helpers' thread started a few and the sweep's
-    first submissions the rest, after the BLAS thread counts had left this process's environment: those helpers ran
-    BLAS on a thread per core (seen with slow starts; tests/run/test_processes.py starts a helper so). Named, it is
-    imported after in_callers_environment has set the caller's environment, thread counts included."""
-    module: str
-    name: str
-
-    @classmethod
-    def of(cls, fn) -> "ImportedWhenCalled":
-        if "." in fn.__qualname__ or fn.__module__ == "__main__":
-            raise ValueError(f"{fn.__qualname__} is not a module-level function of an importable module")
-        return cls(fn.__module__, fn.__qualname__)
-
-    def __call__(self, *args):
-        return getattr(importlib.import_module(self.module), self.name)(*args)
+                               initargs=(dict(os.environ), then, *args))
 
 
 def in_callers_environment(environ: dict, then=None, *args):

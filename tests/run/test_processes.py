@@ -2,6 +2,7 @@
 workers come from a fork server, so none is a fork of its caller; each has its caller's environment and working
 folder as they are when it is started, not the fork server's."""
 import os
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +10,7 @@ from harness.run import cores, processes
 from harness.run.worker import GpuWorker
 
 VARIABLE = "TC_HARNESS_TEST_HELPER"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def what_a_helper_sees() -> dict:  # run in a pool's helper
@@ -117,44 +119,54 @@ def test_helpers_start_in_a_thread_and_a_start_that_fails_is_raised_where_the_po
     assert all(os.getenv(v) is None for v in cores.BLAS_THREADS)
 
 
-def threads_of_this_process() -> int:  # run in a pool's helper
+# The installed `tc-harness` script, as pip writes it: the harness (numpy with it) imported at its top, which a spawned
+# helper runs again before its initializer. Each helper reports its threads: OpenBLAS starts one per core as it loads,
+# unless the environment it loaded in said otherwise.
+CONSOLE_SCRIPT = """\
+import os, sys
+from harness.cli import entry  # noqa: F401  (the script's own import: numpy loads with it)
+from harness.run import cores, engine, processes
+
+
+def threads():
     return len(os.listdir("/proc/self/task"))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "one-shot":
+        processes.one_shot_process()
+    else:  # the control: helpers spawned, the thread counts left to Helpers' thread alone
+        processes.start_method = "spawn"
+    counts = []
+    for started in ("while Helpers' thread has the counts set", "after it"):
+        added = cores.set_one_blas_thread() if started.startswith("while") else []
+        pool = processes.pool(1, engine.ready_for_jobs)
+        pool.submit(int).result(timeout=120)  # its helper started now
+        cores.unset(added)
+        counts.append(pool.submit(threads).result(timeout=120))
+        pool.shutdown()
+    print(*counts)
+"""
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task") or (os.cpu_count() or 1) < 2,
                     reason="counts a process's threads in /proc; BLAS starts no threads of its own on one core")
-def test_a_helper_started_after_the_blas_thread_counts_left_runs_blas_on_one_thread(monkeypatch):
-    """A pool starts a helper for a submission only while none is idle: where helpers come up faster than they are
-    started, Helpers' thread starts a few and later submissions the rest, after the BLAS thread counts have left this
-    process's environment. Such a helper must still load numpy (the engine's first step, ready_for_jobs) with one
-    BLAS thread, as one started while they were there: as many threads as it (OpenBLAS starts a thread per core as it
-    loads). Before ImportedWhenCalled it had one more per core (5 of 8 helpers, reproduced with slow starts)."""
-    from harness.run import engine
-    for v in cores.BLAS_THREADS:
-        monkeypatch.delenv(v, raising=False)
-    monkeypatch.setattr(processes, "start_method", "spawn")  # the command line's; the fork server's helpers are forks
+def test_the_command_lines_helpers_run_blas_on_one_thread_whenever_a_pool_starts_them(tmp_path):
+    """A pool starts a helper for a submission only while none is idle, so some may start after Helpers' thread has
+    unset the BLAS thread counts; a spawned helper of the `tc-harness` script loads numpy as it runs the script again,
+    before its initializer. The command line's process (one_shot_process) keeps the counts set: a helper started late
+    has the threads of one started while they were set. The control, the spawn method without one_shot_process,
+    shows the late helper with a BLAS thread per core (what the command line's helpers had before)."""
+    import subprocess
+    import sys
+    script = tmp_path / "tc-harness-like.py"
+    script.write_text(CONSOLE_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k not in cores.BLAS_THREADS}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     counts = {}
-    for when in ("started with them", "started after them"):
-        added = cores.set_one_blas_thread()
-        try:
-            pool = processes.pool(1, engine.ready_for_jobs)  # the environment it hands its helpers: with them
-            if when == "started with them":
-                pool.submit(int).result(timeout=120)  # its helper started now
-        finally:
-            cores.unset(added)
-        try:
-            counts[when] = pool.submit(threads_of_this_process).result(timeout=120)  # the late one started here
-        finally:
-            pool.shutdown()
-    assert counts["started after them"] == counts["started with them"], counts
-
-
-def test_a_helpers_first_step_is_named_and_imported_where_it_runs():
-    """ImportedWhenCalled: a module-level function, called by name; a nested one or one of __main__ is refused."""
-    first = processes.ImportedWhenCalled.of(os.path.join)
-    assert (first.module, first.name) == (os.path.join.__module__, "join") and first("a", "b") == os.path.join("a", "b")
-
-    def nested():
-        pass
-    with pytest.raises(ValueError, match="not a module-level function"):
-        processes.ImportedWhenCalled.of(nested)
+    for how in ("one-shot", "control"):
+        out = subprocess.run([sys.executable, str(script), how], capture_output=True, text=True, timeout=300, env=env)
+        assert out.returncode == 0, out.stderr[-2000:]
+        counts[how] = [int(x) for x in out.stdout.split()]
+    assert counts["control"][1] > counts["control"][0], counts  # the test can see a BLAS thread per core
+    assert counts["one-shot"][1] == counts["one-shot"][0] == counts["control"][0], counts
