@@ -135,7 +135,8 @@ MIN_KERNELS_PER_MODULE = 4
 # 3-4: 0.22-0.24 s of NVRTC each, and 0.38-0.50 s of disassembler start-up, against 2.6 s and 0.5 s for a module of 24
 # wgmma kernels (NVRTC 13.0, this project's CPU machine). At a third they go out in 3 modules of 17-27 kernels, in
 # 4.7-5.6 s of CPU against 10.3-12.1 s, the longest within the wgmma modules' time (results/2026-11-27-cpu/
-# module-share.txt).
+# module-share.txt). compile_cost's fit was made on sm_90a kernels; a tcgen05 module's NVRTC seconds per unit of it
+# came within a quarter of a wgmma module's there.
 MIN_MODULE_SHARE = 1 / 3
 
 
@@ -183,8 +184,8 @@ def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
     """The jobs to compile, grouped into modules: cubins of one arch and options, at most KERNELS_PER_MODULE a
     module and, with several workers, no fewer modules than MODULES_PER_WORKER per worker (every core busy to the
     end, the heaviest module first), but a group in modules of up to no fewer than MIN_KERNELS_PER_MODULE (a group
-    of 6 in two of 3); PTX one kernel a module (the driver's JIT would compile the whole module for each kernel it
-    loads)."""
+    of 6 in two of 3), and in no more modules than cost MIN_MODULE_SHARE of the dearest module each (within the cap);
+    PTX one kernel a module (the driver's JIT would compile the whole module for each kernel it loads)."""
     if tc.kind.module_suffix != ".cubin":
         return [[t] for t in todo]
     groups: dict[tuple, list] = {}
@@ -203,8 +204,11 @@ def modules_to_compile(todo: list, tc: Toolchain, workers: int) -> list[list]:
     out = []
     for key, group in groups.items():
         # no more modules than make each a MIN_MODULE_SHARE of the dearest one's cost (a group of cheap kernels,
-        # tcgen05's beside wgmma's, in fewer and larger modules: fewer disassembler starts)
-        count = min(counts[key], max(1, round(cost[key] / (dearest * MIN_MODULE_SHARE))))
+        # tcgen05's beside wgmma's, in fewer and larger modules: fewer disassembler starts), none over the cap
+        count = counts[key]
+        if dearest > 0:
+            by_cost = max(1, int(cost[key] / (dearest * MIN_MODULE_SHARE) + 0.5))
+            count = max(-(-len(group) // KERNELS_PER_MODULE), min(count, by_cost))
         out += balanced(group, -(-len(group) // count))
     return sorted(out, key=lambda m: -sum(compile_cost(t[1]) for t in m)) + singles
 

@@ -216,6 +216,15 @@ def test_a_group_of_cheap_kernels_goes_out_in_modules_of_at_least_a_share_of_the
     modules = C.modules_to_compile([(i, j, None) for i, j in enumerate(dear + cheap)], toolchain.default(), workers=16)
     sizes = {arch: sorted(len(m) for m in modules if m[0][1].arch == arch) for arch in ("sm_90a", "sm_100a")}
     assert sizes == {"sm_90a": [8] * 30, "sm_100a": [20, 20]}
-    assert round(40 * C.compile_cost(cheap[0]) / (8 * C.compile_cost(dear[0]) * C.MIN_MODULE_SHARE)) == 2
     alone = C.modules_to_compile([(i, j, None) for i, j in enumerate(cheap)], toolchain.default(), workers=16)
     assert sorted(len(m) for m in alone) == [4] * 10  # its own dearest: the count rule alone
+    # a group so cheap that the share would put it in one module over the cap: KERNELS_PER_MODULE at most, 200 kernels
+    # in 7 modules
+    many = [C.CompileJob(f"c{i}", "y" * 10, "sm_100a") for i in range(200)]
+    capped = C.modules_to_compile([(i, j, None) for i, j in enumerate(dear + many)], toolchain.default(), workers=16)
+    cheap_sizes = [len(m) for m in capped if m[0][1].arch == "sm_100a"]
+    assert max(cheap_sizes) <= C.KERNELS_PER_MODULE and len(cheap_sizes) == -(-200 // C.KERNELS_PER_MODULE)
+    # kernels of no estimated cost (empty sources): the count rule, no division by zero
+    empty = [C.CompileJob(f"e{i}", "", "sm_90a") for i in range(40)]
+    assert sorted(len(m) for m in C.modules_to_compile([(i, j, None) for i, j in enumerate(empty)],
+                                                        toolchain.default(), workers=16)) == [4] * 10
