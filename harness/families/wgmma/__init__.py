@@ -10,8 +10,8 @@ from harness.run.launch import LaunchInput
 
 class WgmmaFamily:
     """The dense family; a family built on it (wgmma_sp) names its own subpackage, whose modules have the same
-    names and functions (forms.all_kernel_keys, cases.cases_for_key, reference.prepare_all / prepared_in_parts,
-    kernel.source / pack / sass_check, readback.diff_launch)."""
+    names and functions (forms.all_kernel_keys, cases.cases_for_key, reference.prepared_in_parts (prepare_all a part
+    at a time), kernel.source / pack / sass_check, readback.diff_launch)."""
     name = FamilyName.WGMMA
     package = "harness.families.wgmma"
     archs = (Arch.SM_90A,)

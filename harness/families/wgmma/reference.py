@@ -2,9 +2,10 @@
 
 `prepare(case)` draws the case's matrices (deterministically from its id), writes the shared-memory image with
 the layout model, packs A (for RS) and C into per-thread registers with the fragment model, and computes the
-expected accumulator. `prepare_all(cases)`, what a launch prepares, does the same for the cases of one kernel:
-each case's draws and window alone (each has its own stream and layouts), the rounding of the launch's products and
-the packing of its C and D registers in one numpy call each (the same values and bits as case by case). The
+expected accumulator. `prepare_all(cases)` does the same for cases of one kernel: each case's draws and window
+alone (each has its own stream and layouts), the rounding of their products and the packing of their C and D
+registers in one numpy call each (the same values and bits as case by case); a launch prepares its cases so, 16 at a
+time (`prepared_in_parts`). The
 expected result is what the instruction must produce if the hardware reads the operands through the
 *descriptor's* layout: for a positive case that is the logical matrix; for a negative control it is the model's
 prediction of the misread (and the case must differ from the intended product).
@@ -261,7 +262,7 @@ def expectations(cases: list[Case], inputs: list[Inputs]) -> Expectations:
     """Of cases of one kernel key (one accumulator type and N): for each, the expected D, the intended product,
     the tolerance of a 'normal' case (else None), the expected registers of an exact case (else None) and C's
     registers. Each product is its own matmul; its rounding and the packing of registers are one call each for
-    the launch (elementwise and gathers: the values and bits of doing it case by case)."""
+    the cases given (elementwise and gathers: the values and bits of doing it case by case)."""
     if not cases:
         return Expectations([], [], [], [], [])
     key = cases[0].key

@@ -110,9 +110,10 @@ def metadata(case: Case, fmt: sparsity.SparseFormat, rng,
              made: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(the pattern's nibbles, the registers the kernel gets, the nibbles the tensor core reads from them). Only the
     'random' pattern draws (from the case's stream); every other case's are those of every case of its type,
-    pattern, selectors and control: made once a launch, in `made` (prepare_all's, kept for that call only, so that a
-    model changed between calls, as a planted bug is, is read again), read-only. 0.2 ms a case, a sixth of a sparse
-    case's preparation (results/2026-11-27-cpu/sparse-metadata.txt)."""
+    pattern, selectors and control: made once a launch, in `made` (the launch's: prepared_in_parts' for its parts,
+    else prepare_all's own, kept for that call only, so that a model changed between calls, as a planted bug is, is
+    read again), read-only. 0.2 ms a case, a sixth of a sparse case's preparation
+    (results/2026-11-27-cpu/sparse-metadata.txt)."""
     v = case.variant
     if case.pattern == "random":
         return metadata_of(v.atype, pattern_nibbles(fmt, case.pattern, rng), case.placed_selector, case.control,
