@@ -151,47 +151,47 @@ MODULE_SECONDS = {
 }
 # Where the GPU tests run (a gpu-sweep shard is collected), the groups go out by the seconds each took on an H100
 # node instead (16 cores, 16 workers, cold compile cache): every group of 2 s or more in two README runs of
-# results/2026-11-27-h100-bench18/call3/ (new1, new2), by benchmarks/group_seconds.py; a spread module's entry is its
-# tests' sum. Ranked by the table above, measured on 2 cores, CPU modules that take a third of that on a node went ahead
-# of the GPU shards, and the worker whose shard started 14 s late ended the README run there (62 s); a module in
-# neither table weighs 0 and goes out last: test_plan.py (12 s) ended a run 9 s after most workers had finished (new2).
+# results/2026-11-27-h100-bench25/ (call3, a middling node, and call5, a slower one), their mean, by
+# benchmarks/group_seconds.py; a spread module's entry is its tests' sum. Ranked by the table above, measured on 2
+# cores, CPU modules that take a third of that on a node went ahead of the GPU shards, and the worker whose shard
+# started 14 s late ended the README run there (62 s); a module in neither table weighs 0 and goes out last:
+# test_plan.py (12 s) ended a run 9 s after most workers had finished (results/2026-11-27-h100-bench18/call3/new2), and
+# test_early_compile.py (16 s, its tests of the helpers added since bench18's table) began at 43 s and ended call5's
+# run at 59.6 s.
 NODE_GROUP_SECONDS = {
-    "test_xdist_grouping": 32, "test_cli": 27, "test_modules": 26, "test_robustness_gpu-hang": 23, "test_wgmma_seq": 23,
-    "test_toolchain": 20, "test_benchmarks": 19, "test_nvrtc": 19, "test_addresses_gpu": 19,
-    "test_robustness_gpu-faults": 19, "test_tcgen05": 18, "test_tcgen05-sass": 17, "test_driver_jit_gpu": 16,
-    "test_timing": 15, "test_tcgen05_probe-draws-smem": 13, "test_packaging": 13, "test_plan": 12, "test_readme": 12,
-    "test_mass_faults": 12, "test_sweep_on_other_gpus": 11, "test_pipeline": 11, "test_addresses": 11,
-    "test_cli_fuzz": 10, "test_report": 10, "test_sf_probe": 9, "test_tcgen05_probe-draws-tmem": 9, "test_worker": 8,
-    "test_sass": 7, "test_results_schema": 7, "test_checked_set": 5, "test_nvrtc_versions": 5, "test_no_false_green": 5,
-    "test_robustness_gpu": 5, "test_compare": 4, "test_cli_inputs": 4, "test_launch_cache": 4, "test_reference": 3,
-    "test_descriptors": 3, "test_wgmma_sp": 3, "test_merge": 2,
+    "test_xdist_grouping": 26, "test_benchmarks": 23, "test_plan": 20, "test_modules": 19,
+    "test_robustness_gpu-hang": 17, "test_early_compile": 16, "test_nvrtc": 16, "test_addresses_gpu": 16,
+    "test_robustness_gpu-faults": 14, "test_driver_jit_gpu": 13, "test_toolchain": 11, "test_wgmma_seq": 11,
+    "test_timing": 10, "test_report": 9, "test_packaging": 9, "test_tcgen05": 9, "test_addresses": 8,
+    "test_tcgen05-sass": 7, "test_sf_probe": 6, "test_results_schema": 6, "test_tcgen05_probe-draws-smem": 5,
+    "test_sass": 5, "test_cli_fuzz": 5, "test_readme": 4, "test_processes": 4, "test_pipeline": 4,
+    "test_tcgen05_probe-draws-tmem": 4, "test_nvrtc_versions": 4, "test_descriptors": 4, "test_worker": 3,
+    "test_cli_inputs": 3, "test_checked_set": 2, "test_sweep_on_other_gpus": 2,
 }
-# A spread module's tests of 2 s or more on a node (call4/new1 and new2 there, `group_seconds.py --tests`): each weighs
-# its own seconds there, not an even share of its module's. As a share, test_addresses.py's PNG test (4.3 s of the
-# module's 11, 1/80 of them) went out among the last and ended README runs 3.7-6.1 s after most workers had finished
+# A spread module's tests of 2 s or more on a node (the same two runs, `group_seconds.py --tests`): each weighs its own
+# seconds there, not an even share of its module's. As a share, test_addresses.py's PNG test (4.3 s of the module's 11,
+# 1/80 of them) went out among the last and ended README runs 3.7-6.1 s after most workers had finished
 # (results/2026-11-27-h100-bench18/call4/new1, new2).
 NODE_SPREAD_TEST_SECONDS = {
-    "test_xdist_grouping::test_a_worker_on_a_long_lone_test_is_not_handed_the_next_heavy_group_meanwhile": 7,
-    "test_mass_faults::test_every_launch_faults_bounded_and_every_case_accounted_for": 6,
-    "test_xdist_grouping::test_a_spread_modules_tests_go_to_whichever_worker_is_free": 6,
-    "test_mass_faults::test_a_planted_fault_among_passing_cases_is_still_isolated_within_the_budget": 6,
     "test_benchmarks::test_bench_host_digests_the_same_preparation_alike_from_a_fresh_plan_and_a_cached_one": 6,
-    "test_benchmarks::test_the_pytest_timeline_says_which_worker_ran_what_and_when": 5,
-    "test_modules::test_each_kernel_of_a_shared_module_has_the_code_it_has_alone[wgmma_sp-sm_90a]": 5,
-    "test_modules::test_each_kernel_of_a_shared_module_has_the_code_it_has_alone[wgmma-sm_90a]": 5,
-    "test_cli_fuzz::test_a_malformed_results_file_is_named_with_its_line": 4,
-    "test_modules::test_each_kernel_of_a_shared_module_has_the_code_it_has_alone[tcgen05-sm_100a]": 4,
-    "test_addresses::test_comparison_png": 4,
-    "test_xdist_grouping::test_modules_and_named_groups_each_stay_on_one_worker": 4,
-    "test_xdist_grouping::test_a_spread_modules_tests_weigh_their_share_of_its_seconds": 4,
+    "test_xdist_grouping::test_a_worker_on_a_long_lone_test_is_not_handed_the_next_heavy_group_meanwhile": 5,
+    "test_benchmarks::test_bench_compile_compiles_and_checks_every_kernel_of_a_selection_on_an_empty_cache": 5,
+    "test_xdist_grouping::test_a_spread_modules_tests_go_to_whichever_worker_is_free": 5,
+    "test_modules::test_each_kernel_of_a_shared_module_has_the_code_it_has_alone[wgmma-sm_90a]": 4,
+    "test_benchmarks::test_the_pytest_timeline_says_which_worker_ran_what_and_when": 4,
+    "test_modules::test_each_kernel_of_a_shared_module_has_the_code_it_has_alone[wgmma_sp-sm_90a]": 4,
     "test_modules::test_each_kernel_of_a_shared_module_has_the_code_it_has_alone[wgmma_seq-sm_90a]": 3,
-    "test_xdist_grouping::test_the_heaviest_group_is_handed_out_first": 3,
-    "test_modules::test_a_kernel_nvrtc_rejects_is_named_alone_and_its_module_mates_still_build": 3,
-    "test_xdist_grouping::test_where_gpu_shards_are_collected_the_node_table_orders_the_groups": 3,
-    "test_addresses::test_layout_png": 3,
-    "test_plan::test_where_the_plan_cannot_be_written_the_waiting_processes_build_at_once": 3,
-    "test_cli_inputs::test_sweep_matching_nothing_exits_2": 2,
+    "test_cli_fuzz::test_a_malformed_results_file_is_named_with_its_line": 3,
+    "test_modules::test_each_kernel_of_a_shared_module_has_the_code_it_has_alone[tcgen05-sm_100a]": 3,
+    "test_xdist_grouping::test_modules_and_named_groups_each_stay_on_one_worker": 3,
+    "test_xdist_grouping::test_a_pytest_that_drops_the_groups_is_named_in_the_runs_warnings": 3,
+    "test_xdist_grouping::test_where_gpu_shards_are_collected_the_node_table_orders_the_groups": 2,
+    "test_plan::test_where_the_plan_cannot_be_written_the_waiting_processes_build_at_once": 2,
+    "test_xdist_grouping::test_the_heaviest_group_is_handed_out_first": 2,
+    "test_xdist_grouping::test_a_spread_modules_tests_weigh_their_share_of_its_seconds": 2,
+    "test_modules::test_a_kernel_nvrtc_rejects_is_named_alone_and_its_module_mates_still_build": 2,
     "test_plan::test_a_family_planned_in_parts_has_in_them_the_kernels_and_cases_of_its_whole_plan[wgmma_sp]": 2,
+    "test_plan::test_a_family_planned_in_parts_has_in_them_the_kernels_and_cases_of_its_whole_plan[wgmma]": 2,
 }
 # A shard of the GPU families' kernel tests (tests/gpu_sweep.py: a worker's part of the compiling, preparing and
 # launching; about 1/16 of the plan on a 16-core node: 15-23 s there, cold). Ranked above every other group: xdist
