@@ -192,6 +192,12 @@ NODE_SPREAD_TEST_SECONDS = {
     "test_modules::test_a_kernel_nvrtc_rejects_is_named_alone_and_its_module_mates_still_build": 2,
     "test_plan::test_a_family_planned_in_parts_has_in_them_the_kernels_and_cases_of_its_whole_plan[wgmma_sp]": 2,
     "test_plan::test_a_family_planned_in_parts_has_in_them_the_kernels_and_cases_of_its_whole_plan[wgmma]": 2,
+    # test_early_compile.py, spread since (its 16 s in one group ended call5's and call6's runs), its tests' seconds there
+    "test_early_compile::test_launches_are_prepared_while_the_kernels_compile": 6,
+    "test_early_compile::test_a_sweep_with_a_gpu_compiles_on_its_engines_helpers[helpers-ahead-compiled-while-planned]": 2,
+    "test_early_compile::test_a_sweep_with_a_gpu_compiles_on_its_engines_helpers[helpers-ahead-compiled-after-the-plan]": 2,
+    "test_early_compile::test_a_sweep_with_a_gpu_compiles_on_its_engines_helpers[helpers-with-the-engine-compiled-after-the-plan]": 2,
+    "test_early_compile::test_a_sweep_with_a_gpu_compiles_on_its_engines_helpers[helpers-with-the-engine-compiled-while-planned]": 2,
 }
 # A shard of the GPU families' kernel tests (tests/gpu_sweep.py: a worker's part of the compiling, preparing and
 # launching; about 1/16 of the plan on a 16-core node: 15-23 s there, cold). Ranked above every other group: xdist

@@ -12,6 +12,8 @@ from harness.records import results
 from harness.run import engine as engine_module
 from tests.simulated import fake_gpus
 
+pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
+
 GPU_ARCHS = {"wgmma": "sm_90a", "wgmma_sp": "sm_90a", "wgmma_seq": "sm_90a", "tcgen05": "sm_100a"}
 
 
