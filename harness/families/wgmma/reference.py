@@ -5,10 +5,9 @@ the layout model, packs A (for RS) and C into per-thread registers with the frag
 expected accumulator. `prepare_all(cases)` does the same for cases of one kernel: each case's draws and window
 alone (each has its own stream and layouts), the rounding of their products and the packing of their C and D
 registers in one numpy call each (the same values and bits as case by case); a launch prepares its cases so, 16 at a
-time (`prepared_in_parts`). The
-expected result is what the instruction must produce if the hardware reads the operands through the
-*descriptor's* layout: for a positive case that is the logical matrix; for a negative control it is the model's
-prediction of the misread (and the case must differ from the intended product).
+time (`prepared_in_parts`). The expected result is what the instruction must produce if the hardware reads the
+operands through the *descriptor's* layout: for a positive case that is the logical matrix; for a negative control
+it is the model's prediction of the misread (and the case must differ from the intended product).
 """
 from __future__ import annotations
 
