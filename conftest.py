@@ -160,13 +160,15 @@ MODULE_SECONDS = {
 # run at 59.6 s.
 NODE_GROUP_SECONDS = {
     "test_xdist_grouping": 26, "test_benchmarks": 23, "test_plan": 20, "test_modules": 19,
-    "test_robustness_gpu-hang": 17, "test_early_compile": 16, "test_nvrtc": 16, "test_addresses_gpu": 16,
-    "test_robustness_gpu-faults": 14, "test_driver_jit_gpu": 13, "test_toolchain": 11, "test_wgmma_seq": 11,
+    "test_robustness_gpu-hang": 17, "test_early_compile": 16, "test_addresses_gpu": 16, "test_robustness_gpu-faults": 14,
+    "test_driver_jit_gpu": 13, "test_toolchain": 11, "test_wgmma_seq": 11,
     "test_timing": 10, "test_report": 9, "test_packaging": 9, "test_tcgen05": 9, "test_addresses": 8,
     "test_tcgen05-sass": 7, "test_sf_probe": 6, "test_results_schema": 6, "test_tcgen05_probe-draws-smem": 5,
     "test_sass": 5, "test_cli_fuzz": 5, "test_readme": 4, "test_processes": 4, "test_pipeline": 4,
     "test_tcgen05_probe-draws-tmem": 4, "test_nvrtc_versions": 4, "test_descriptors": 4, "test_worker": 3,
     "test_cli_inputs": 3, "test_checked_set": 2, "test_sweep_on_other_gpus": 2,
+    # test_nvrtc's 16 s there, its RS pipeline test (7.4 s of them, one compile after the other) a group of its own since
+    "test_nvrtc": 9, "test_nvrtc-rspipe": 7,
 }
 # A spread module's tests of 2 s or more on a node (the same two runs, `group_seconds.py --tests`): each weighs its own
 # seconds there, not an even share of its module's. As a share, test_addresses.py's PNG test (4.3 s of the module's 11,
