@@ -335,8 +335,13 @@ PREPARE_PART = 16
 
 def prepared_in_parts(cases: list[Case], part: int = PREPARE_PART):
     """prepare_all of the cases, `part` at a time, in order: one list of Prepared a part."""
+    return in_parts(prepare_all, cases, part)
+
+
+def in_parts(prepare, cases: list, part: int):
+    """prepare(cases of one part) for each part of `part` cases, in order (a family's prepared_in_parts)."""
     for start in range(0, len(cases), part):
-        yield prepare_all(cases[start:start + part])
+        yield prepare(cases[start:start + part])
 
 
 def prepared(kind, case, inputs: Inputs, e: "Expectations", j: int, **more):

@@ -194,8 +194,7 @@ def prepared_in_parts(cases: list[Case], part: int = dense.PREPARE_PART):
     """prepare_all of the cases, `part` at a time, in order (the dense family's prepared_in_parts), the metadata made
     once for all of them (metadata())."""
     made: dict = {}
-    for start in range(0, len(cases), part):
-        yield prepare_all(cases[start:start + part], made)
+    return dense.in_parts(lambda some: prepare_all(some, made), cases, part)
 
 
 def prepare_all(cases: list[Case], made: dict | None = None) -> list[Prepared]:
