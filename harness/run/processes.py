@@ -39,8 +39,8 @@ def one_shot_process() -> None:
     engine's), or as it runs the command's script again (the installed `tc-harness`, which imports the harness at its
     top). And a pool starts a helper for a submission only while none is idle: where helpers come up faster than they
     are started, Helpers' thread starts a few and the sweep's first submissions the rest, after that thread has ended.
-    With the counts in the environment for that thread only (as Helpers had them before), such helpers ran BLAS on a
-    thread per core (results/2026-11-27-cpu/blas-threads.txt)."""
+    With the counts in the environment for that thread only, such helpers ran BLAS on a thread per core
+    (results/2026-11-27-cpu/blas-threads.txt)."""
     global start_method
     start_method = "spawn"
     cores.set_one_blas_thread()
@@ -62,23 +62,31 @@ def context():
 class Helpers:
     """A pool of `workers` helpers (`pool`) whose processes are started in a thread of its own: each start took some
     27 ms of the starting thread (0.43 s for sixteen on an H100 node, before the sweep's compile could begin), and the
-    caller goes on meanwhile. Every helper runs BLAS on one thread: a forked one has the fork server's numpy, loaded
-    with the thread counts set (context); a spawned one, the command line's, loads its own in that process's
-    environment, which has them for as long as it runs (one_shot_process), however late the pool starts it."""
+    caller goes on meanwhile. Every helper runs BLAS on one thread: this process's environment has the thread counts
+    until the thread has started them all (and, in the command line's process, for as long as it runs:
+    one_shot_process, where a pool may start a helper after that thread has ended)."""
 
     def __init__(self, workers: int, then=None, *args):
         self.workers = workers
         self._failed: BaseException | None = None  # what stopped a process from starting, for `executor` to raise
-        self._pool = pool(workers, then, *args)
-        self._starting = threading.Thread(target=self._start_all, name="helpers-start", daemon=True)
-        self._starting.start()
+        added = cores.set_one_blas_thread()
+        try:
+            self._pool = pool(workers, then, *args)
+            self._starting = threading.Thread(target=self._start_all, args=(added,), name="helpers-start",
+                                              daemon=True)
+            self._starting.start()
+        except BaseException:
+            cores.unset(added)
+            raise
 
-    def _start_all(self) -> None:
+    def _start_all(self, added: list[str]) -> None:
         try:
             for _ in range(self.workers):  # a pool starts a process a submission while none is idle
                 self._pool.submit(int)
         except BaseException as e:  # raised where the pool is asked for, not lost in this thread
             self._failed = e
+        finally:
+            cores.unset(added)
 
     @property
     def executor(self) -> ProcessPoolExecutor:

@@ -97,10 +97,9 @@ def test_a_one_shot_process_spawns_its_helpers():
 
 
 def test_helpers_start_in_a_thread_and_a_start_that_fails_is_raised_where_the_pool_is_asked_for(monkeypatch):
-    """processes.Helpers: every process started (the pool answers at once), this process's environment left without
-    BLAS thread counts (only the command line's process keeps them: one_shot_process); a process that cannot be
-    started is the caller's error, from `executor`, not a traceback of the starting thread's and a pool that breaks
-    later."""
+    """processes.Helpers: every process started (the pool answers at once), the BLAS thread counts gone from this
+    process's environment once they have; a process that cannot be started is the caller's error, from `executor`,
+    not a traceback of the starting thread's and a pool that breaks later."""
     for v in cores.BLAS_THREADS:
         monkeypatch.delenv(v, raising=False)
     helpers = processes.Helpers(2)
@@ -136,7 +135,7 @@ def threads():
 if __name__ == "__main__":
     if sys.argv[1] == "one-shot":
         processes.one_shot_process()
-    else:  # the control: helpers spawned, the thread counts set only while the first starts (as Helpers set them)
+    else:  # the control: helpers spawned, the thread counts left to Helpers' thread alone
         processes.start_method = "spawn"
     counts = []
     for started in ("while Helpers' thread has the counts set", "after it"):
