@@ -284,3 +284,25 @@ def test_the_template_takes_no_odd_accumulator_count():
     odd = dataclasses.make_dataclass("OddKey", [("dtype", str), ("acc_regs", int)])("f32", 3)
     with pytest.raises(ValueError, match="3 accumulator registers"):
         wgmma_kernel.fill_template("odd_kernel", odd, "", "")
+
+
+@pytest.mark.parametrize("key", [wgmma.KernelKey("f16", 24, "f16", "SS"), wgmma.KernelKey("tf32", 24, "f32", "RS"),
+                                 wgmma.KernelKey("s8", 256, "s32", "SS")], ids=lambda k: k.name)
+def test_the_sweep_statement_loads_and_stores_every_accumulator_once_at_its_own_word(key):
+    """The sweep kernel's statement moves C in and D out itself (AsmOperands.accumulator_moves): register i is
+    loaded from word i of this thread's C and stored to word i of its D, each once, as vectors of 4 (2 where the count
+    is not a multiple of 4), and every variant's instruction names all of them in order. A wrong offset or register
+    would put each thread's values in other words than the reference expects: here it fails before any GPU sees it."""
+    src = wgmma_kernel.source(key)
+    n, width = key.acc_regs, (4 if key.acc_regs % 4 == 0 else 2)
+    reg = wgmma_kernel.ACC_REGISTER
+    move = re.compile(rf"(ld|st)\.global\.v{width}\.[bf]32 (?:\{{([^}}]*)\}}, )?\[tc_[cd]_at\+(\d+)\]"
+                      rf"(?:, \{{([^}}]*)\}})?")
+    moved = {"ld": [], "st": []}
+    for m in move.finditer(src):
+        op, regs, offset = m.group(1), m.group(2) or m.group(4), int(m.group(3))
+        moved[op] += [(r, offset + 4 * j) for j, r in enumerate(regs.split(", "))]
+    expected = [(f"{reg}{i}", 4 * i) for i in range(n)]
+    assert sorted(moved["ld"]) == sorted(expected) and sorted(moved["st"]) == sorted(expected)
+    d_ops = "{" + ", ".join(f"{reg}{i}" for i in range(n)) + "}"
+    assert src.count(f" {d_ops}, ") == len(wgmma.variants(key))

@@ -215,7 +215,9 @@ def test_sparse_kernel_source_has_every_variant_and_the_metadata_operand():
     src = kernel.source(key)
     assert "const unsigned int* __restrict__ e_regs," in src and "const unsigned int meta = e_regs[slot];" in src
     assert src.count("wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.") == len(forms.variants(key))
-    assert '"r"(meta)' in src and "{%4, %5, %6, %7}, %8, %10, 1, p, 1, 1, 1;" in src
+    # %0, %1 C's and D's addresses, %2..%5 A's registers, %6 B's descriptor, %7 scale-d, %8 the metadata
+    assert '"r"(p.scale_d), "r"(meta), "r"(p.variant)' in src
+    assert "{tc_d0, tc_d1, tc_d2, tc_d3}, {%2, %3, %4, %5}, %6, %8, 1, p, 1, 1, 1;" in src
     dense = families.get("wgmma").source(families.get("wgmma").kernel_of(key.dense))
     assert "e_regs" not in dense and "{{" not in dense
 

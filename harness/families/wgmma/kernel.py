@@ -25,7 +25,11 @@ MAX_IMAGE = 160 * 1024
 @dataclass(frozen=True)
 class AsmOperands:
     """The operands of one wgmma asm statement: %0..%{regs-1} accumulators, then A (descriptor or 4 registers),
-    B's descriptor, scale-d; `outputs` / `inputs` are the constraint lists, `instruction(v)` the PTX text."""
+    B's descriptor, scale-d; `outputs` / `inputs` are the constraint lists, `instruction(v)` the PTX text.
+
+    With `acc_addresses` (the sweep kernel's statement, `memory_operands`) the accumulators are no C++ operands:
+    they are PTX registers the statement declares (`d_ops`), %0 and %1 hold the addresses of this thread's C and D,
+    and the statement loads C, issues the variant and stores D itself (`dispatch`)."""
     key: forms.KernelKey
     d_ops: str
     a_op: str
@@ -33,6 +37,7 @@ class AsmOperands:
     scale_op: str
     outputs: str
     inputs: str
+    acc_addresses: tuple[str, str] | None = None
 
     def instruction(self, v: forms.Variant) -> str:
         return forms.instruction(self.key, v, self.d_ops, self.a_op, self.b_op, "p")
@@ -40,6 +45,8 @@ class AsmOperands:
     def statement(self, instruction: str, indent: str = "        ") -> str:
         """The asm statement issuing one wgmma (its PTX text, e.g. instruction(v); scale-d turned into the
         predicate it takes): the sequence kernels' steps (wgmma_seq)."""
+        if self.acc_addresses is not None:
+            raise ValueError("statement: accumulators as C++ operands only (asm_operands)")
         return (f"{indent}asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, {self.scale_op}, 0;\\n"
                 f"{instruction}\\n}}\\n\"\n"
                 f"{indent}    : {self.outputs}\n{indent}    : {self.inputs} : \"memory\");")
@@ -50,7 +57,8 @@ class AsmOperands:
         PTX instruction) in index order (None: that index issues nothing), and a uniform branch in PTX picks one
         (none for an index out of range), which runs fenced and committed (wgmma.fence, the instruction,
         commit_group) in its own block; every block then meets the one wait_group 0. `extra_inputs` (constraint
-        strings) follow scale-d, as the sparse form's metadata register; the selector comes last.
+        strings) follow scale-d, as the sparse form's metadata register; the selector comes last. With
+        `acc_addresses` the statement first loads C into its accumulator registers and last stores D.
 
         The wait after the blocks meet, not one in each: ptxas took a quarter to a third less time on the largest
         accumulators (a 32-variant m64n256 f32 kernel: 0.61 s against 0.86 s with NVRTC 13.0; the sweep's 48
@@ -70,10 +78,32 @@ class AsmOperands:
             lines += [f"TC_VARIANT_{idx}:  // {comment}", "wgmma.fence.sync.aligned;", instruction,
                       "wgmma.commit_group.sync.aligned;", "bra.uni TC_DONE;"]
         lines += ["TC_DONE:", "wgmma.wait_group.sync.aligned 0;"]
+        if self.acc_addresses is not None:
+            load, store = self.accumulator_moves()
+            lines = load + lines + store
         body = [f'{indent}    "{line}\\n"' for line in lines]
         inputs = ", ".join([self.inputs, *extra_inputs, f'"r"({selector})'])
         return (f'{indent}asm volatile("{{\\n"\n' + "\n".join(body) + f'\n{indent}    "}}\\n"\n'
                 f"{indent}    : {self.outputs}\n{indent}    : {inputs} : \"memory\");")
+
+    def accumulator_moves(self) -> tuple[list[str], list[str]]:
+        """(PTX lines declaring the accumulator registers and loading C into them, lines storing them to D), four
+        registers a vector (two where the count is not a multiple of four: each thread's C and D start at a
+        multiple of the vector's size)."""
+        n = self.key.acc_regs
+        if n % 2:
+            raise ValueError(f"{self.key.name}: {n} accumulator registers; the statement moves them in pairs")
+        rtype = ".f32" if self.key.dtype == "f32" else ".b32"
+        width = 4 if n % 4 == 0 else 2
+        c_at, d_at = self.acc_addresses
+        load = [f".reg {rtype} {ACC_REGISTER}<{n}>;", ".reg .b64 tc_c_at, tc_d_at;",
+                f"cvta.to.global.u64 tc_c_at, {c_at};", f"cvta.to.global.u64 tc_d_at, {d_at};"]
+        store = []
+        for i in range(0, n, width):
+            regs = "{" + ", ".join(f"{ACC_REGISTER}{i + j}" for j in range(width)) + "}"
+            load.append(f"ld.global.v{width}{rtype} {regs}, [tc_c_at+{4 * i}];")
+            store.append(f"st.global.v{width}{rtype} [tc_d_at+{4 * i}], {regs};")
+        return load, store
 
     @property
     def next_operand(self) -> int:
@@ -81,15 +111,38 @@ class AsmOperands:
         return int(self.scale_op.lstrip("%")) + 1
 
 
+ACC_REGISTER = "tc_d"  # the sweep statement's accumulator registers: tc_d0, tc_d1, ... (memory_operands)
+
+
 def asm_operands(key: forms.KernelKey, desc_a: str = "desc_a", desc_b: str = "desc_b", scale_d: str = "p.scale_d",
                  a_regs: str = "a") -> AsmOperands:
-    """Operand numbering shared by the sweep kernel, the timing kernel and the sequence kernels (wgmma_seq);
-    desc_a / desc_b / scale_d name the C expressions holding the descriptors and scale-d, a_regs the prefix of
-    the four A register variables of an RS form (a0..a3 by default)."""
+    """Operand numbering of the timing kernel and the sequence kernels (wgmma_seq): the accumulators as C++
+    operands (%0..), then A, B, scale-d. desc_a / desc_b / scale_d name the C expressions holding the descriptors
+    and scale-d, a_regs the prefix of the four A register variables of an RS form (a0..a3 by default)."""
     nreg = key.acc_regs
     con = "f" if key.dtype == "f32" else "r"
-    d_ops = "{" + ", ".join(f"%{i}" for i in range(nreg)) + "}"
-    nxt = nreg
+    a_op, b_op, scale_op, ab_inputs = _a_b_scale(key, nreg, desc_a, desc_b, scale_d, a_regs)
+    return AsmOperands(key, "{" + ", ".join(f"%{i}" for i in range(nreg)) + "}", a_op, b_op, scale_op,
+                       ", ".join(f'"+{con}"(d[{i}])' for i in range(nreg)), ab_inputs)
+
+
+def memory_operands(key: forms.KernelKey, c_at: str = "c_at", d_at: str = "d_at") -> AsmOperands:
+    """Operand numbering of the sweep kernel (kernels/wgmma.cu): %0 and %1 the addresses of this thread's C and D
+    (c_at, d_at), then A, B, scale-d; the accumulators are the statement's own registers.
+
+    Moved by the statement, not by C++ loops into an array of operands: NVRTC's optimizer had nothing left to do on
+    the accumulators: the sweep's 748 wgmma and wgmma_sp kernels took 20-30% less NVRTC time, its optimizer a
+    quarter of its time before (results/2026-11-27-cpu/statement-moves.txt)."""
+    a_op, b_op, scale_op, ab_inputs = _a_b_scale(key, 2, "desc_a", "desc_b", "p.scale_d", "a")
+    regs = "{" + ", ".join(f"{ACC_REGISTER}{i}" for i in range(key.acc_regs)) + "}"
+    return AsmOperands(key, regs, a_op, b_op, scale_op, "", ", ".join([f'"l"({c_at})', f'"l"({d_at})', ab_inputs]),
+                       acc_addresses=("%0", "%1"))
+
+
+def _a_b_scale(key: forms.KernelKey, first: int, desc_a: str, desc_b: str, scale_d: str,
+               a_regs: str) -> tuple[str, str, str, str]:
+    """(A's operand, B's, scale-d's, their input constraints) numbered from `first`."""
+    nxt = first
     if key.a_src == "SS":
         a_op, a_inputs = f"%{nxt}", [f'"l"({desc_a})']
         nxt += 1
@@ -97,21 +150,16 @@ def asm_operands(key: forms.KernelKey, desc_a: str = "desc_a", desc_b: str = "de
         a_op = "{" + ", ".join(f"%{nxt + i}" for i in range(4)) + "}"
         a_inputs = [f'"r"({a_regs}{i})' for i in range(4)]
         nxt += 4
-    return AsmOperands(key, d_ops, a_op, f"%{nxt}", f"%{nxt + 1}",
-                       ", ".join(f'"+{con}"(d[{i}])' for i in range(nreg)),
-                       ", ".join(a_inputs + [f'"l"({desc_b})', f'"r"({scale_d})']))
+    return a_op, f"%{nxt}", f"%{nxt + 1}", ", ".join(a_inputs + [f'"l"({desc_b})', f'"r"({scale_d})'])
 
 
 def fill_template(name: str, key, a_regs: str, dispatch: str, meta_param: str = "") -> str:
-    """kernels/wgmma.cu for a kernel named `name` with `key`'s accumulators (dtype, acc_regs); `meta_param` is
-    the sparse form's extra kernel parameter (nothing for the dense form)."""
-    is_f32 = key.dtype == "f32"
-    if key.acc_regs % 2:  # the template moves C and D two or four words at a time, from each thread's first register
+    """kernels/wgmma.cu for a kernel named `name` with `key`'s accumulator count, `dispatch` the statement of
+    `memory_operands(key)` (which moves C and D); `meta_param` is the sparse form's extra kernel parameter
+    (nothing for the dense form)."""
+    if key.acc_regs % 2:  # the statement moves C and D two or four words at a time, from each thread's first register
         raise ValueError(f"{name}: {key.acc_regs} accumulator registers; kernels/wgmma.cu moves them in pairs")
-    return kernels.fill(kernels.template("wgmma.cu"), KERNEL_NAME=name,
-                        ACC_TYPE="float" if is_f32 else "unsigned int", ACC_REGS=key.acc_regs,
-                        ACC_WORDS="uint4" if key.acc_regs % 4 == 0 else "uint2",
-                        FROM_BITS="__uint_as_float" if is_f32 else "", TO_BITS="__float_as_uint" if is_f32 else "",
+    return kernels.fill(kernels.template("wgmma.cu"), KERNEL_NAME=name, ACC_REGS=key.acc_regs,
                         A_REGS=a_regs, MMA_DISPATCH=dispatch, META_PARAM=meta_param)
 
 
@@ -127,7 +175,7 @@ def source(key: forms.KernelKey, only_variant: int | None = None) -> str:
     """The kernel of one key, with every variant (or, for the naive baseline of the benchmark, one: the others'
     indices issue nothing)."""
     forms.validate_key(key)
-    ops = asm_operands(key)
+    ops = memory_operands(key)
     variants = [(f"{v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}", ops.instruction(v))
                 if only_variant is None or idx == only_variant else None
                 for idx, v in enumerate(forms.variants(key))]

@@ -18,10 +18,10 @@ META_LOAD = "\n    const unsigned int meta = e_regs[slot];"
 
 
 def source(key: forms.KernelKey) -> str:
-    """The kernel of one sparse key, with every variant; operands as the dense kernel's (D, A, B, scale-d)
-    followed by the metadata register; the sparsity selector is an immediate of each variant's instruction."""
+    """The kernel of one sparse key, with every variant; operands as the dense kernel's (C's and D's addresses, A,
+    B, scale-d) followed by the metadata register; the sparsity selector is an immediate of each variant's instruction."""
     forms.validate_key(key)
-    ops = dense.asm_operands(key.dense)
+    ops = dense.memory_operands(key.dense)
     meta_op = f"%{ops.next_operand}"
     variants = [(f"{v.tag(key.dtype)} trans_a={v.trans_a} trans_b={v.trans_b}",
                  forms.instruction(key, v, ops.d_ops, ops.a_op, ops.b_op, meta_op, "p"))
