@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# bench26 call4 (a fresh machine), from the repo root, the working tree (f50543d and its records): the issue's benchmark
+# as the README gives it, benchmarks/bench_sweep.py: the default sweep cold (empty caches) and warm, twice, the second
+# time with the naive baseline (one module and one launch per case, N = 64) side by side in the same run; each sweep
+# compared with bench5's pass list
+set -u
+R=$OUT; W=$R/call4; mkdir -p $W
+{ nvidia-smi -L; nproc; lscpu | grep -E "Model name"; uptime; python3 --version; } > $W/env.txt 2>&1
+ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+python3 -m compileall -q harness benchmarks tests conftest.py > /dev/null
+t=$(date +%s%N); timeout 120 python3 benchmarks/bench_sweep.py --out-dir $W/run1 --no-naive > $W/run1.txt 2>&1; echo "bench_sweep run1 exit $? $(ms $t) ms" >> $W/steps.txt
+t=$(date +%s%N); timeout 400 python3 benchmarks/bench_sweep.py --out-dir $W/run2 --naive-n 64 > $W/run2.txt 2>&1; echo "bench_sweep run2 (naive N=64) exit $? $(ms $t) ms" >> $W/steps.txt
+for f in $W/run*/sweep*.jsonl; do echo "$f: $(python3 -m harness compare results/2026-11-26-h100-bench5/sweep.jsonl.gz $f 2>&1 | tail -1)" >> $W/compare.txt; done
+gzip -f $W/run*/sweep*.jsonl $W/*.log 2>/dev/null
+rm -f $W/run1/sweep*.jsonl.gz $W/run2/sweep-warm.jsonl.gz
+tar czf $R/call4.tgz -C $R call4 && rm -rf $W
