@@ -126,16 +126,16 @@ def asm_operands(key: forms.KernelKey, desc_a: str = "desc_a", desc_b: str = "de
                        ", ".join(f'"+{con}"(d[{i}])' for i in range(nreg)), ab_inputs)
 
 
-def memory_operands(key: forms.KernelKey, c_at: str = "c_at", d_at: str = "d_at") -> AsmOperands:
+def memory_operands(key: forms.KernelKey) -> AsmOperands:
     """Operand numbering of the sweep kernel (kernels/wgmma.cu): %0 and %1 the addresses of this thread's C and D
-    (c_at, d_at), then A, B, scale-d; the accumulators are the statement's own registers.
+    (the template's c_at, d_at), then A, B, scale-d; the accumulators are the statement's own registers.
 
     Moved by the statement, not by C++ loops into an array of operands: NVRTC's optimizer had nothing left to do on
     the accumulators: the sweep's 748 wgmma and wgmma_sp kernels took 20-30% less NVRTC time, its optimizer a
     quarter of its time before (results/2026-11-27-cpu/statement-moves.txt)."""
     a_op, b_op, scale_op, ab_inputs = _a_b_scale(key, 2, "desc_a", "desc_b", "p.scale_d", "a")
     regs = "{" + ", ".join(f"{ACC_REGISTER}{i}" for i in range(key.acc_regs)) + "}"
-    return AsmOperands(key, regs, a_op, b_op, scale_op, "", ", ".join([f'"l"({c_at})', f'"l"({d_at})', ab_inputs]),
+    return AsmOperands(key, regs, a_op, b_op, scale_op, "", ", ".join(['"l"(c_at)', '"l"(d_at)', ab_inputs]),
                        acc_addresses=("%0", "%1"))
 
 
