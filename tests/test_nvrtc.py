@@ -278,7 +278,7 @@ def test_a_commit_no_variant_carries_gets_ptxas_own_gmma_and_the_check_rejects_i
 
 
 def test_the_template_takes_no_odd_accumulator_count():
-    """kernels/wgmma.cu moves C and D as uint4 or uint2 vectors: a key with an odd register count is refused by name
+    """The sweep statement moves C and D as vectors of 4 or 2 words: a key with an odd register count is refused by name
     before any source is made (every real form has an even count: N / 4 or N / 2, N a multiple of 8)."""
     assert all(k.acc_regs % 2 == 0 for k in wgmma.all_kernel_keys())
     odd = dataclasses.make_dataclass("OddKey", [("dtype", str), ("acc_regs", int)])("f32", 3)
@@ -287,22 +287,33 @@ def test_the_template_takes_no_odd_accumulator_count():
 
 
 @pytest.mark.parametrize("key", [wgmma.KernelKey("f16", 24, "f16", "SS"), wgmma.KernelKey("tf32", 24, "f32", "RS"),
-                                 wgmma.KernelKey("s8", 256, "s32", "SS")], ids=lambda k: k.name)
-def test_the_sweep_statement_loads_and_stores_every_accumulator_once_at_its_own_word(key):
-    """The sweep kernel's statement moves C in and D out itself (AsmOperands.accumulator_moves): register i is
-    loaded from word i of this thread's C and stored to word i of its D, each once, as vectors of 4 (2 where the count
-    is not a multiple of 4), and every variant's instruction names all of them in order. A wrong offset or register
-    would put each thread's values in other words than the reference expects: here it fails before any GPU sees it."""
+                                 wgmma.KernelKey("s8", 256, "s32", "SS"), wgmma.KernelKey("f16", 8, "f32", "SS")],
+                         ids=lambda k: k.name)
+def test_the_sweep_statement_loads_c_and_stores_d_every_accumulator_once_at_its_own_word(key):
+    """The sweep kernel's statement moves C in and D out itself (AsmOperands.accumulator_moves): %0 holds this thread's
+    C and %1 its D (the template's c_at, d_at); register i is loaded from word i of C, before any variant's block, and
+    stored to word i of D, after the wait, each once, as vectors of 4 (2 where the count is not a multiple of 4), in
+    registers of the accumulator's type; every variant's instruction names all of them in order. C and D swapped, an
+    offset or a register wrong would put values in other words than the reference expects: here it fails before any GPU
+    sees it."""
     src = wgmma_kernel.source(key)
+    lines = re.findall(r'^ *"(.*)\\n"$', src, re.M)  # the PTX lines of the kernel's asm statements
     n, width = key.acc_regs, (4 if key.acc_regs % 4 == 0 else 2)
-    reg = wgmma_kernel.ACC_REGISTER
-    move = re.compile(rf"(ld|st)\.global\.v{width}\.[bf]32 (?:\{{([^}}]*)\}}, )?\[tc_[cd]_at\+(\d+)\]"
-                      rf"(?:, \{{([^}}]*)\}})?")
-    moved = {"ld": [], "st": []}
-    for m in move.finditer(src):
-        op, regs, offset = m.group(1), m.group(2) or m.group(4), int(m.group(3))
-        moved[op] += [(r, offset + 4 * j) for j, r in enumerate(regs.split(", "))]
-    expected = [(f"{reg}{i}", 4 * i) for i in range(n)]
-    assert sorted(moved["ld"]) == sorted(expected) and sorted(moved["st"]) == sorted(expected)
+    reg, rtype = wgmma_kernel.ACC_REGISTER, (".f32" if key.dtype == "f32" else ".b32")
+    assert f".reg {rtype} {reg}<{n}>;" in lines
+    assert "cvta.to.global.u64 tc_c_at, %0;" in lines and "cvta.to.global.u64 tc_d_at, %1;" in lines
+    assert re.search(r':\s*\n\s*: "l"\(c_at\), "l"\(d_at\), ', src)  # no outputs; %0 = c_at, %1 = d_at
+    loads = [(i, m) for i, ln in enumerate(lines)
+             if (m := re.fullmatch(rf"ld\.global\.v{width}\{rtype} \{{([^}}]*)\}}, \[tc_c_at\+(\d+)\];", ln))]
+    stores = [(i, m) for i, ln in enumerate(lines)
+              if (m := re.fullmatch(rf"st\.global\.v{width}\{rtype} \[tc_d_at\+(\d+)\], \{{([^}}]*)\}};", ln))]
+    assert sum(1 for ln in lines if ln.startswith(("ld.", "st."))) == len(loads) + len(stores)  # no other move
+    expected = sorted((f"{reg}{i}", 4 * i) for i in range(n))
+    assert sorted((r, int(m.group(2)) + 4 * j) for _, m in loads for j, r in enumerate(m.group(1).split(", "))) == expected
+    assert sorted((r, int(m.group(1)) + 4 * j) for _, m in stores for j, r in enumerate(m.group(2).split(", "))) == expected
+    first_fence = lines.index("wgmma.fence.sync.aligned;")
+    wait = lines.index("wgmma.wait_group.sync.aligned 0;")
+    assert max(i for i, _ in loads) < first_fence and min(i for i, _ in stores) > wait
     d_ops = "{" + ", ".join(f"{reg}{i}" for i in range(n)) + "}"
-    assert src.count(f" {d_ops}, ") == len(wgmma.variants(key))
+    issued = [ln for ln in lines if ln.startswith("wgmma.mma_async")]
+    assert len(issued) == len(wgmma.variants(key)) and all(f" {d_ops}, " in ln for ln in issued)

@@ -24,8 +24,9 @@ MAX_IMAGE = 160 * 1024
 
 @dataclass(frozen=True)
 class AsmOperands:
-    """The operands of one wgmma asm statement: %0..%{regs-1} accumulators, then A (descriptor or 4 registers),
-    B's descriptor, scale-d; `outputs` / `inputs` are the constraint lists, `instruction(v)` the PTX text.
+    """The operands of one wgmma asm statement: the accumulators (asm_operands: %0..%{regs-1}, C++ operands; or
+    memory_operands, below), then A (descriptor or 4 registers), B's descriptor, scale-d; `outputs` / `inputs` are
+    the constraint lists, `instruction(v)` the PTX text.
 
     With `acc_addresses` (the sweep kernel's statement, `memory_operands`) the accumulators are no C++ operands:
     they are PTX registers the statement declares (`d_ops`), %0 and %1 hold the addresses of this thread's C and D,
@@ -158,7 +159,8 @@ def fill_template(name: str, key, a_regs: str, dispatch: str, meta_param: str = 
     `memory_operands(key)` (which moves C and D); `meta_param` is the sparse form's extra kernel parameter
     (nothing for the dense form)."""
     if key.acc_regs % 2:  # the statement moves C and D two or four words at a time, from each thread's first register
-        raise ValueError(f"{name}: {key.acc_regs} accumulator registers; kernels/wgmma.cu moves them in pairs")
+        raise ValueError(f"{name}: {key.acc_regs} accumulator registers; the sweep statement moves them in "
+                         "pairs")
     return kernels.fill(kernels.template("wgmma.cu"), KERNEL_NAME=name, ACC_REGS=key.acc_regs,
                         A_REGS=a_regs, MMA_DISPATCH=dispatch, META_PARAM=meta_param)
 
