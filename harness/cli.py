@@ -433,6 +433,7 @@ def cmd_sweep(a) -> int:
 
 def _sweep_command(a, ahead, helpers) -> int:
     from harness import sweep
+    from harness.run import engine
     sel = _selection("sweep", a)
     if a.resume and a.out is None:
         raise UsageError("sweep: --resume needs the --out file to continue")
@@ -456,7 +457,8 @@ def _sweep_command(a, ahead, helpers) -> int:
     tc, folder = _toolchain("sweep", a)
     cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
                             shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches,
-                            hold_plan=a.own_process, ahead=ahead, helpers=helpers)
+                            hold_plan=a.own_process, ahead=ahead, helpers=helpers,
+                            workers_on_one_gpu=engine.WORKERS_ON_ONE_GPU)
     try:  # an empty or impossible selection is refused while planning, before anything is compiled
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:

@@ -76,6 +76,42 @@ def test_a_planted_fault_among_passing_cases_is_still_isolated_within_the_budget
     assert len(by_id) == len(cases) and all(r["status"] != "fault" for i, r in by_id.items() if i != planted.id)
 
 
+def test_two_workers_on_one_gpu_share_its_launches_and_a_fault_in_one_is_isolated(tmp_path, monkeypatch):
+    """The sweep command's engine on one GPU has two GPU workers (engine.WORKERS_ON_ONE_GPU): launches go to both
+    processes, a launch that faults in one is bisected to its planted case, and every case has one record
+    (passthrough device, one trap planted in the last launch, so that the launches before it ran on the two workers
+    the engine started, not on a replacement)."""
+    import dataclasses
+
+    from harness.run.engine import WORKERS_ON_ONE_GPU
+    assert WORKERS_ON_ONE_GPU == 2
+    log = tmp_path / "launches.txt"
+    monkeypatch.setenv("TC_SIM_LAUNCH_LOG", str(log))
+    work = [(k, tuple(cs)) for k, cs in WORK]
+    kernel, cases = work[-1]
+    planted = dataclasses.replace(cases[3], inject="trap")
+    work[-1] = (kernel, cases[:3] + (planted,) + cases[4:])
+    jobs = [Job(k, cs) for k, cs in work]
+    emitted = []
+    engine = Engine([(0, "sm_90a")], workers=2, backend="tests.simulated.passthrough_device",
+                    isolation=IsolationBudget(total=10, per_kernel=24, widespread=2), workers_on_one_gpu=2)
+    try:
+        assert [w.device for w in engine.gpu_workers] == [0, 0]
+        engine.begin(jobs)
+        engine.run({j.kernel.name: "unused.cubin" for j in jobs}, 20.0, lambda batch: emitted.extend(lines_read(batch)),
+                   lambda m: None)
+    finally:
+        engine.close()
+    launches = [line.split() for line in log.read_text().splitlines()]
+    trapped = next(i for i, (_, name, _) in enumerate(launches) if name == kernel.name)
+    assert len({pid for pid, _, _ in launches[:trapped]}) == 2, launches
+    by_id = {r["id"]: r for r in emitted}
+    assert len(emitted) == len(by_id) == sum(len(cs) for _, cs in work)
+    assert by_id[planted.id]["status"] == "fault" and by_id[planted.id].get("isolated") is not False
+    assert all(r["status"] != "fault" for i, r in by_id.items() if i != planted.id)
+    assert {r["gpu"] for r in emitted} == {0}
+
+
 def test_the_benchmarks_planted_fault_points_every_cta_past_its_image_buffer():
     """benchmarks/fault_everywhere.py (for benchmarks/bench_faults.py on a GPU): its plant, on the CPU."""
     import numpy as np

@@ -1,9 +1,10 @@
-"""The engine: host preparation, GPU launches and read-backs overlapped, one GPU worker per GPU, for any family.
+"""The engine: host preparation, GPU launches and read-backs overlapped, one GPU worker per GPU (two on a sweep's only
+GPU: WORKERS_ON_ONE_GPU), for any family.
 
     pool (all cores):  first the sweep's compile (its helpers are this pool: processes.Helpers), then
                        family.prepare(kernel, cases)   -> spool files   (launch .launch.pkl, expectations .exp.pkl)
                        (or the files kept by an earlier sweep of the same source: launch_cache.py)
-    GPU worker / GPU:  launch the LaunchInput            -> spool file    (outputs .out.pkl)
+    GPU workers:       launch the LaunchInput            -> spool file    (outputs .out.pkl)
     pool (all cores):  family.readback(...)              -> case records
     this process:      hand out work (a launch as soon as its preparation is done), write records in completion order
 
@@ -52,6 +53,16 @@ MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everyw
 WIDESPREAD_SINGLES = 4  # per kernel: this many cases faulting alone, and no sub-launch coming back: stop
 MAX_ISOLATION_FAILURES_TOTAL = 96  # per sweep: failed isolation launches in all, over every kernel and GPU
 DEFAULT_BACKEND = "harness.run.launch"
+# GPU workers of a sweep on one GPU. A worker takes one launch at a time, and most of its time is not the GPU's: it
+# reads the launch's file into page-locked memory and writes the outputs' file (0.7-0.8 s each of the 1.7-2.0 s a
+# default sweep's 762 launches took on an H100 node, results/2026-11-27-h100-bench27/call2/). A second process on the
+# same GPU (a context of its own: a launch that faults there leaves the other's context alone) does that beside it:
+# the launches of a cold sweep's end took 2.4 s against 2.9 s, and the cold sweep 0.5-0.7 s less in three pairs on
+# one node, its warm sweep the same within the noise (call3/). With several GPUs, one worker each: the sweep's own
+# process, which hands out every launch, is then what sets the pace. What the sweep command asks for
+# (SweepConfig.workers_on_one_gpu); an engine's default is one, as the tests' simulated devices have (a second
+# process each would only add start-ups to CI's two cores).
+WORKERS_ON_ONE_GPU = 2
 # Bisecting a hang costs one timeout per level. Once launches have come back, a sub-launch of a hung launch gets
 # ISOLATION_TIMEOUT_FACTOR x the slowest launch seen (at least ISOLATION_TIMEOUT_MIN_S, at most the sweep's
 # timeout): a kernel that ran in milliseconds does not need the sweep's 30 s to show that it hangs. The clock
@@ -260,15 +271,18 @@ def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: 
 class Engine:
     """Started before the sweep plans and compiles, so that the pool's processes and the GPU workers'
     contexts come up meanwhile; `begin` hands it the jobs to prepare, `run` drives them. `devices` pairs
-    each GPU index with its arch: a job goes only to a GPU of its kernel's arch."""
+    each GPU index with its arch: a job goes only to a worker of a GPU of its kernel's arch, the one holding fewest
+    launches."""
 
     def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND,
                  isolation: IsolationBudget | None = None, keep_launches: Path | None = None,
-                 started: GpuWorker | None = None, helpers: processes.Helpers | None = None):
+                 started: GpuWorker | None = None, helpers: processes.Helpers | None = None,
+                 workers_on_one_gpu: int = 1):
         """keep_launches: the cache folder (compile.cache_dir()) whose kept launches this engine reads and adds to;
         None: every launch is prepared and spooled, and none is kept. started: a GPU worker already starting (the
-        sweep's worker_ahead), taken as the worker of its GPU where it is one of `devices` and runs `backend`; the
-        engine closes it with the others. helpers: the pool's processes, already starting (the sweep's, which
+        sweep's worker_ahead), taken as a worker of its GPU where it is one of `devices` and runs `backend`; the
+        engine closes it with the others. workers_on_one_gpu: GPU workers where `devices` is one GPU
+        (WORKERS_ON_ONE_GPU); with several, one each. helpers: the pool's processes, already starting (the sweep's, which
         compile its kernels first: helpers_for_jobs), taken as the engine's pool and shut down with it; `workers`
         is then theirs."""
         self.devices, self.backend = devices, backend
@@ -276,9 +290,13 @@ class Engine:
         self.kept = self._kept_folder.launches if self._kept_folder else None
         self.isolation = isolation or IsolationBudget()
         self.nworkers = helpers.workers if helpers is not None else max(1, workers or cores.default_workers())
-        self.gpu_workers = [started if started is not None and (started.device, started.backend) == (d, backend)
-                            else GpuWorker(d, backend) for d, _ in devices]
-        self.arch_of = {w: str(a) for w, (_, a) in zip(self.gpu_workers, devices)}
+        slots = [(d, a) for d, a in devices for _ in range(max(1, workers_on_one_gpu) if len(devices) == 1 else 1)]
+        self.gpu_workers = []
+        for d, _ in slots:
+            take = started is not None and (started.device, started.backend) == (d, backend)
+            self.gpu_workers.append(started if take else GpuWorker(d, backend))
+            started = None if take else started
+        self.arch_of = {w: str(a) for w, (_, a) in zip(self.gpu_workers, slots)}
         for w in self.gpu_workers:
             w.start()
         self._spool = tempfile.TemporaryDirectory(prefix="tc-harness-spool-", dir=spool_dir())
