@@ -61,6 +61,7 @@ class SweepConfig:
     # starts its own ahead
     helpers: processes.Helpers | None = None  # helpers already starting (helpers_ahead, the sweep command's): the
     # sweep takes them and shuts them down; else it starts its own ahead
+    workers_on_one_gpu: int = 1  # GPU workers where the sweep runs on one GPU (the sweep command's: engine.WORKERS_ON_ONE_GPU)
 
 
 def devices(cfg: SweepConfig, archs) -> list[tuple[int, str]]:
@@ -104,6 +105,8 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
         finally:
             if ahead is not None and (engine is None or ahead not in engine.gpu_workers):
                 ahead.kill()  # not a GPU this sweep runs on (or none is usable, or the sweep is refused)
+        if early is not None:
+            early.wait_submitted()
         t = time.time()
         p = (planning.make_held(sel, run_archs(devs), cfg.shard) if cfg.hold_plan
              else planning.make(sel, run_archs(devs), cfg.shard, cache=True))
@@ -124,7 +127,8 @@ def start_engine(devs, cfg: SweepConfig, started: GpuWorker | None = None,
     """The engine of a sweep on these GPUs (its pool and GPU workers start now; `started`, a GPU worker already
     starting, is taken for its GPU; `helpers`, processes already starting, as its pool)."""
     return Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total),
-                  keep_launches=nvrtc.cache_dir() if cfg.keep_launches else None, started=started, helpers=helpers)
+                  keep_launches=nvrtc.cache_dir() if cfg.keep_launches else None, started=started, helpers=helpers,
+                  workers_on_one_gpu=cfg.workers_on_one_gpu)
 
 
 def helpers_ahead(cfg: SweepConfig) -> processes.Helpers | None:
@@ -177,23 +181,36 @@ POLL_S = 0.05
 class EarlyCompile:
     """compile_kernels of kernels known before the plan, in a thread of its own while the plan is built (the
     compiling runs in its own processes; the plan, in this one). Its messages wait for `result`, which hands them
-    to the sweep's log (a progress bar on a terminal is drawn by that one thread)."""
+    to the sweep's log (a progress bar on a terminal is drawn by that one thread).
+
+    The plan waits until the modules have gone to the helpers (`wait_submitted`): the thread makes the kernels'
+    sources, cache keys and modules first, in this process, and the plan built beside it took its share of the
+    interpreter's lock: on an H100 node the modules went out 0.65-0.75 s after the compile began, with one core of
+    sixteen busy (results/2026-11-27-h100-bench27/call2/, the cold timelines)."""
 
     def __init__(self, kernels: list[Kernel], cfg: SweepConfig, helpers: processes.Helpers | None = None):
         self.kernels, self.seconds, self.helpers = kernels, 0.0, helpers
         self.messages: list[str] = []
         self._out: dict | None = None
         self._error: BaseException | None = None
+        self._submitted = threading.Event()
         self._thread = threading.Thread(target=self._compile, args=(cfg,), name="early-compile", daemon=True)
         self._thread.start()
 
     def _compile(self, cfg: SweepConfig) -> None:
         t = time.time()
         try:
-            self._out = compile_kernels(self.kernels, cfg, self.messages.append, self.helpers)
+            self._out = compile_kernels(self.kernels, cfg, self.messages.append, self.helpers,
+                                        submitted=self._submitted.set)
         except BaseException as e:  # handed to whoever asks for the result
             self._error = e
+        finally:
+            self._submitted.set()  # nothing to hand out (every kernel cached), or the compile failed
         self.seconds = time.time() - t
+
+    def wait_submitted(self) -> None:
+        """Until the compile's modules have gone to the helpers, or the compile has ended without any."""
+        self._submitted.wait()
 
     def wait(self, while_waiting=None) -> None:
         """Until the compile ends, calling `while_waiting()` every POLL_S meanwhile, if given."""
@@ -321,12 +338,13 @@ def sass_checked(cfg: SweepConfig) -> bool:
     return tc.kind is not ToolchainKind.DRIVER_JIT
 
 
-def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, helpers: processes.Helpers | None = None
-                    ) -> dict[Kernel, nvrtc.Compiled]:
+def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, helpers: processes.Helpers | None = None,
+                    submitted=None) -> dict[Kernel, nvrtc.Compiled]:
     """Compile every kernel (cached, in parallel: on `helpers` where given) or take it from the
     --kernels folder, then check each cubin's SASS against its family's `sass_check` (cached beside the cubin): a
     kernel whose SASS lacks what it tests gets a SassMismatch as its error, so its cases are recorded `compile-error`
-    with the missing instruction named."""
+    with the missing instruction named. `submitted()`: called once the modules to compile have gone to `helpers`
+    (compile.compile_many), if they do."""
     t = time.time()
     archs = ", ".join(sorted({str(k.arch) for k in kernels}))
     tc = cfg.kernels.toolchain if cfg.kernels is not None else (cfg.toolchain or toolchains.default())
@@ -355,7 +373,7 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, helpers: proce
         jobs = [families.compile_job(k, checks.get(k)) for k in kernels]
         compiled = dict(zip(kernels, nvrtc.compile_many(
             jobs, helpers.workers if helpers is not None else cfg.workers, failed_dir, raise_on_error=False,
-            toolchain=tc, helpers=helpers.executor if helpers is not None else None)))
+            toolchain=tc, helpers=helpers.executor if helpers is not None else None, submitted=submitted)))
         say_compiled(sum(not c.cached and c.error is None for c in compiled.values()),
                      sum(c.cached for c in compiled.values()))
     if not checked:  # PTX: the driver's JIT makes the SASS when the module loads

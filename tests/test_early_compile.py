@@ -43,9 +43,9 @@ def _watch(monkeypatch):
     began = {"compile": threading.Event(), "plan": threading.Event(), "compiling_while_planned": []}
     real_compile, real_make = sweep.compile_kernels, planning.make
 
-    def compile_kernels(kernels, cfg, log, helpers=None):
+    def compile_kernels(kernels, cfg, log, helpers=None, submitted=None):
         began["compile"].set()
-        return real_compile(kernels, cfg, log, helpers)
+        return real_compile(kernels, cfg, log, helpers, submitted=submitted)
 
     def make(*args, **kwargs):
         began["plan"].set()
@@ -64,14 +64,42 @@ def test_the_kernels_compile_while_the_cases_are_planned(monkeypatch, tmp_path):
     assert "compile_s" in summary and not summary.get("compile_errors")
 
 
+def test_the_plan_begins_once_the_modules_have_gone_to_the_helpers(monkeypatch, tmp_path):
+    """The plan, built in the sweep's own process, waits until the compile's modules have been handed out
+    (EarlyCompile.wait_submitted): before, it took the interpreter's lock from the thread making the sources and
+    modules. It is still built while they compile (a stand-in compile that takes 0.5 s once it has handed them out)."""
+    from harness.run import compile as nvrtc
+    fake_gpus.hide_real_gpus(monkeypatch)
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))  # nothing cached: the kernels go to compile
+    times = {}
+
+    def compile_many(jobs, *args, submitted=None, **kwargs):
+        times["submitted"] = time.monotonic()
+        submitted()
+        time.sleep(0.5)
+        times["compiled"] = time.monotonic()
+        return [nvrtc.Compiled(j.name, j.arch, None, False, "", nvrtc.CompileError(j.name, j.arch, "not compiled here",
+                                                                                    tmp_path / "none.cu")) for j in jobs]
+    real_make = planning.make
+
+    def make(*args, **kwargs):
+        times.setdefault("plan", time.monotonic())
+        return real_make(*args, **kwargs)
+    monkeypatch.setattr(nvrtc, "compile_many", compile_many)
+    monkeypatch.setattr(planning, "make", make)
+    sweep.run(Selection(families=("wgmma_seq",)), sweep.SweepConfig(out_path=tmp_path / "r.jsonl"), log=lambda m: None)
+    assert times["submitted"] <= times["plan"] < times["compiled"], times
+
+
 def test_a_selection_of_cases_is_planned_before_it_compiles(monkeypatch, tmp_path):
     began = _watch(monkeypatch)
     monkeypatch.setattr(began["compile"], "wait", lambda timeout=None: False)  # the plan waits for nothing
     order = []
     real = sweep.compile_kernels
     monkeypatch.setattr(sweep, "compile_kernels",
-                        lambda k, c, log, helpers=None: order.append(("compile", began["plan"].is_set()))
-                        or real(k, c, log, helpers))
+                        lambda k, c, log, helpers=None, submitted=None:
+                        order.append(("compile", began["plan"].is_set())) or real(k, c, log, helpers,
+                                                                                   submitted=submitted))
     sweep.run(Selection(families=("wgmma_seq",), match="kloop-add"),
               sweep.SweepConfig(out_path=tmp_path / "r.jsonl"), log=lambda m: None)
     assert order == [("compile", True)]
@@ -94,7 +122,8 @@ def test_a_resumed_sweep_is_checked_before_it_compiles(monkeypatch, tmp_path):
     """A --resume file is read and checked after the plan: a refused one must leave nothing compiled."""
     fake_gpus.hide_real_gpus(monkeypatch)
     compiled = []
-    monkeypatch.setattr(sweep, "compile_kernels", lambda k, c, log, helpers=None: compiled.append(len(k)) or {})
+    monkeypatch.setattr(sweep, "compile_kernels",
+                        lambda k, c, log, helpers=None, submitted=None: compiled.append(len(k)) or {})
     out = tmp_path / "r.jsonl"
     out.write_text(json.dumps({"type": "environment", "schema": results.SCHEMA, "toolchain": "driver-jit",
                                "nvrtc": "12.0"}) + "\n")
@@ -114,7 +143,8 @@ def test_the_plans_kernels_the_early_list_lacked_compile_after_it_and_its_others
     calls = []
     real = sweep.compile_kernels
     monkeypatch.setattr(sweep, "compile_kernels",
-                        lambda k, c, log, helpers=None: calls.append(list(k)) or real(k, c, log, helpers))
+                        lambda k, c, log, helpers=None, submitted=None:
+                        calls.append(list(k)) or real(k, c, log, helpers, submitted=submitted))
     out = tmp_path / "r.jsonl"
     summary = sweep.run(sel, sweep.SweepConfig(out_path=out), log=lambda m: None)
     assert calls == [planned[:5] + [stranger], planned[5:]]
@@ -144,7 +174,8 @@ def test_a_sweep_with_a_gpu_compiles_on_its_engines_helpers(early, device_node, 
         monkeypatch.setattr(sweep, "compile_first", lambda *a: None)
     simulated, given, engines, ahead = sweep.compile_kernels, [], [], []
     monkeypatch.setattr(sweep, "compile_kernels",
-                        lambda k, c, log, helpers=None: given.append(helpers) or simulated(k, c, log, helpers))
+                        lambda k, c, log, helpers=None, submitted=None:
+                        given.append(helpers) or simulated(k, c, log, helpers))
     real_start, real_ahead = sweep.start_engine, sweep.helpers_ahead
     monkeypatch.setattr(sweep, "start_engine", lambda *a, **k: engines.append(real_start(*a, **k)) or engines[-1])
     monkeypatch.setattr(sweep, "helpers_ahead", lambda cfg: ahead.append(real_ahead(cfg)) or ahead[-1])
@@ -162,7 +193,7 @@ def test_a_sweep_without_a_gpu_starts_no_helpers_ahead(monkeypatch, tmp_path):
     monkeypatch.setattr(sweep, "NVIDIA_CONTROL_DEVICE", str(tmp_path / "nvidiactl"))
     given = []
 
-    def compile_kernels(k, c, log, helpers=None):
+    def compile_kernels(k, c, log, helpers=None, submitted=None):
         given.append(helpers)
         raise KeyboardInterrupt  # seen what it was given: the sweep goes no further
     monkeypatch.setattr(sweep, "compile_kernels", compile_kernels)
@@ -186,7 +217,7 @@ def test_launches_are_prepared_while_the_kernels_compile(monkeypatch, tmp_path):
     def ahead_of_the_launches() -> bool:
         return bool(engines) and len(engines[-1].preparing) > engines[-1].ahead
 
-    def compile_kernels(kernels, cfg, log, helpers=None):
+    def compile_kernels(kernels, cfg, log, helpers=None, submitted=None):
         end = time.time() + 20
         while time.time() < end and not ahead_of_the_launches():
             time.sleep(0.02)

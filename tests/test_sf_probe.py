@@ -114,7 +114,7 @@ def test_the_sweep_diagnoses_a_misreading_planted_in_the_device_with_both_probes
     kernel, cases = p.work[0]
     fake_gpus.install(monkeypatch, ["sm_100a"])
     monkeypatch.setattr(fake_gpus, "BACKEND", "tests.simulated.tcgen05_probe_device")
-    monkeypatch.setattr(S, "compile_kernels", lambda kernels, cfg, log, helpers=None: {
+    monkeypatch.setattr(S, "compile_kernels", lambda kernels, cfg, log, helpers=None, submitted=None: {
         k: Compiled(k.name, str(k.arch), Path(f"/nonexistent/{k.name}.cubin#sf-ab-swapped"), True) for k in kernels})
     summary, recs, raw, _ = simsweep.sweep(plan.Plan([(kernel, cases[:1])]), tmp_path / "r.jsonl", diagnose=1)
     assert summary["fail"] == 1, summary

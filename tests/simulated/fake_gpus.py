@@ -31,7 +31,7 @@ def install(monkeypatch, archs) -> None:
     monkeypatch.setattr(gpu, "device_count", lambda: len(infos))
     monkeypatch.setattr(gpu, "device_info", lambda index=0: infos.get(index))
 
-    def compile_kernels(kernels, cfg, log, helpers=None):
+    def compile_kernels(kernels, cfg, log, helpers=None, submitted=None):
         suffix = cfg.toolchain.kind.module_suffix if cfg.toolchain is not None else ".cubin"  # .ptx: driver-jit
         return {k: Compiled(k.name, str(k.arch), Path(f"/nonexistent/simulated/{k.name}{suffix}"), True)
                 for k in kernels}
