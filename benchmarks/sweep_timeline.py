@@ -5,7 +5,9 @@ GPU worker's launches timed piece by piece (a launch backend that wraps harness.
 
 Each record: {"t": seconds since T0 (the shell's clock before Python started), "event": ..., ...}. The GPU worker's
 records ("launch") carry its pieces (load the spool file, the module, allocate and copy in, the kernel and its
-sync, copy out; the worker writes the outputs' file after them). For the benchmark only: the sweep it runs is the
+sync, copy out; the worker writes the outputs' file after them). With --cpu-every S, "cpu" records every S seconds
+give the whole machine's busy cores over the last interval (/proc/stat: every state but idle and iowait), so that
+the cores left idle can be read against the sweep's own events. For the benchmark only: the sweep it runs is the
 command line's.
 """
 import argparse
@@ -40,12 +42,51 @@ def timed(owner, name, label=None):
     setattr(owner, name, wrapper)
 
 
+# The sampler is a process of its own: a thread here would make the sweep start its GPU worker otherwise (it forks
+# it only from a process running no other thread: sweep.worker_ahead).
+SAMPLER = """
+import os, sys, time
+every, path, t0 = float(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+cores = os.cpu_count() or 1
+def busy():
+    with open("/proc/stat") as fh:
+        f = [int(x) for x in fh.readline().split()[1:]]
+    return sum(f) - f[3] - (f[4] if len(f) > 4 else 0), sum(f)
+last = busy()
+with open(path, "w") as out:
+    while True:
+        time.sleep(every)
+        now = busy()
+        b, t = now[0] - last[0], now[1] - last[1]
+        out.write(f"{time.time() - t0:.4f} {cores * b / t if t else 0:.1f}\\n")
+        out.flush()
+        last = now
+"""
+
+
+def start_cpu_sampler(every: float, path: str):
+    """A process writing "<t> <busy cores>" every `every` seconds: the machine's busy cores over the interval just
+    ended (/proc/stat: every state but idle and iowait)."""
+    import subprocess
+    return subprocess.Popen([sys.executable, "-c", SAMPLER, str(every), path, str(T0)])
+
+
+def cpu_records(path: str) -> list[dict]:
+    out = []
+    for line in Path(path).read_text().splitlines():
+        t, busy = line.split()
+        out.append({"t": round(float(t), 4), "event": "cpu", "busy_cores": float(busy)})
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--timeline", required=True)
+    ap.add_argument("--cpu-every", type=float, default=0.0, help="seconds between the machine's CPU records (0: none)")
     ap.add_argument("sweep_args", nargs="*")
     a = ap.parse_args()
     note("python up")
+    sampler = start_cpu_sampler(a.cpu_every, a.timeline + ".cpu") if a.cpu_every > 0 else None
     from harness import cli, plan, sweep
     from harness.run import compile as nvrtc, engine, gpu, processes, sass, worker
     note("imports done")
@@ -74,6 +115,9 @@ def main():
     timed(engine.Engine, "run", "engine run")
     timed(engine.Engine, "close", "engine close")
     timed(sweep, "execute")
+    timed(plan, "kernels_first", "kernels first")
+    timed(sweep, "check_kernels_toolchain", "kernels toolchain check")
+    timed(nvrtc, "modules_to_compile", "modules to compile")  # its end: the modules go to the helpers
     os.environ["TIMED_BACKEND_LOG"] = a.timeline + ".worker"
     real_run = sweep.run
 
@@ -95,6 +139,11 @@ def main():
     worker.GpuWorker.submit, worker.GpuWorker.collect = submit_, collect_
     code = cli.main(["sweep", *a.sweep_args], own_process=True)  # as `python -m harness sweep` runs it
     note("main returned", exit=int(code))
+    if sampler is not None:
+        sampler.kill()
+        sampler.wait()
+        RECORDS.extend(cpu_records(a.timeline + ".cpu"))
+        os.unlink(a.timeline + ".cpu")
     with open(a.timeline, "w") as fh:
         for r in RECORDS:
             fh.write(json.dumps(r) + "\n")
