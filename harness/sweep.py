@@ -61,7 +61,8 @@ class SweepConfig:
     # starts its own ahead
     helpers: processes.Helpers | None = None  # helpers already starting (helpers_ahead, the sweep command's): the
     # sweep takes them and shuts them down; else it starts its own ahead
-    workers_on_one_gpu: int = 1  # GPU workers where the sweep runs on one GPU (the sweep command's: engine.WORKERS_ON_ONE_GPU)
+    workers_on_one_gpu: int = 1  # GPU workers where the sweep runs on one GPU (the sweep command's:
+    # engine.WORKERS_ON_ONE_GPU)
 
 
 def devices(cfg: SweepConfig, archs) -> list[tuple[int, str]]:

@@ -67,7 +67,7 @@ def test_the_kernels_compile_while_the_cases_are_planned(monkeypatch, tmp_path):
 def test_the_plan_begins_once_the_modules_have_gone_to_the_helpers(monkeypatch, tmp_path):
     """The plan, built in the sweep's own process, waits until the compile's modules have been handed out
     (EarlyCompile.wait_submitted): before, it took the interpreter's lock from the thread making the sources and
-    modules. It is still built while they compile (a stand-in compile that takes 0.5 s once it has handed them out)."""
+    modules. It is still built while they compile (a stand-in compile that takes 0.3 s once it has handed them out)."""
     from harness.run import compile as nvrtc
     fake_gpus.hide_real_gpus(monkeypatch)
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))  # nothing cached: the kernels go to compile
@@ -76,10 +76,11 @@ def test_the_plan_begins_once_the_modules_have_gone_to_the_helpers(monkeypatch, 
     def compile_many(jobs, *args, submitted=None, **kwargs):
         times["submitted"] = time.monotonic()
         submitted()
-        time.sleep(0.5)
+        time.sleep(0.3)
         times["compiled"] = time.monotonic()
-        return [nvrtc.Compiled(j.name, j.arch, None, False, "", nvrtc.CompileError(j.name, j.arch, "not compiled here",
-                                                                                    tmp_path / "none.cu")) for j in jobs]
+        return [nvrtc.Compiled(j.name, j.arch, None, False, "",
+                               nvrtc.CompileError(j.name, j.arch, "not compiled here", tmp_path / "none.cu"))
+                for j in jobs]
     real_make = planning.make
 
     def make(*args, **kwargs):

@@ -282,9 +282,9 @@ class Engine:
         None: every launch is prepared and spooled, and none is kept. started: a GPU worker already starting (the
         sweep's worker_ahead), taken as a worker of its GPU where it is one of `devices` and runs `backend`; the
         engine closes it with the others. workers_on_one_gpu: GPU workers where `devices` is one GPU
-        (WORKERS_ON_ONE_GPU); with several, one each. helpers: the pool's processes, already starting (the sweep's, which
-        compile its kernels first: helpers_for_jobs), taken as the engine's pool and shut down with it; `workers`
-        is then theirs."""
+        (WORKERS_ON_ONE_GPU); with several, one each. helpers: the pool's processes, already starting (the sweep's,
+        which compile its kernels first: helpers_for_jobs), taken as the engine's pool and shut down with it;
+        `workers` is then theirs."""
         self.devices, self.backend = devices, backend
         self._kept_folder = KeptFolder(keep_launches) if keep_launches is not None else None
         self.kept = self._kept_folder.launches if self._kept_folder else None
