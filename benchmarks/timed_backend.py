@@ -2,7 +2,8 @@
 as its backend by name). Appends one JSON line a launch to $TIMED_BACKEND_LOG. The same calls as launch.run and
 launch.run_to_host, in the same order, with a wait after the copies in so that they are timed apart from the kernel.
 The reading thread's `stage` of each launch file and the writer thread's `save_outputs` of each outputs' file (behind
-the next launch, worker.Answers) are timed too: a "stage" and a "write" line each, when it began and its seconds."""
+the next launch, worker.Answers) are timed too: a "stage" and a "write" line each, when it began and its seconds.
+Each line names the worker's process ("pid"): the sweep command runs two workers on its only GPU."""
 import json
 import os
 import sys
@@ -19,7 +20,7 @@ LOG = os.environ.get("TIMED_BACKEND_LOG")
 def note(event: str, t: float, **more) -> None:
     if LOG:
         with open(LOG, "a") as fh:
-            fh.write(json.dumps({"t": t, "event": event, **more}) + "\n")
+            fh.write(json.dumps({"t": t, "event": event, "pid": os.getpid(), **more}) + "\n")
 
 
 def use_device(index: int) -> None:
