@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# bench27 call7 (a fresh machine), from the repo root at the commit after 3 of this call's: the README's test command on
+# empty caches and warm (benchmarks/bench_pytest.py), the tree sent whole where the results README's check reads it
+# (call6 lacked 2026-11-23-h200) and the sweep timeline's test mended; then the issue's benchmark with the naive
+# baseline side by side (benchmarks/bench_sweep.py --naive-n 64), every sweep compared with bench5's pass list
+set -u
+R=$OUT; W=$R/call7; mkdir -p $W
+{ nvidia-smi -L; nproc; lscpu | grep -E "Model name"; uptime; python3 --version; } > $W/env.txt 2>&1
+ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+python3 -m compileall -q harness benchmarks tests conftest.py > /dev/null
+t=$(date +%s%N); timeout 200 python3 benchmarks/bench_pytest.py --out $W/bench-pytest.json --runs readme,readme-warm > $W/bench-pytest.log 2>&1; echo "bench_pytest exit $? $(ms $t) ms" >> $W/steps.txt
+t=$(date +%s%N); timeout 250 python3 benchmarks/bench_sweep.py --out-dir $W/naive --naive-n 64 > $W/naive.txt 2>&1; echo "bench_sweep (naive N=64) exit $? $(ms $t) ms" >> $W/steps.txt
+gzip -f $W/naive/sweep*.jsonl 2>/dev/null
+for f in $W/naive/sweep*.jsonl.gz; do echo "$f: $(python3 -m harness compare results/2026-11-26-h100-bench5/sweep.jsonl.gz $f 2>&1 | tail -1)" >> $W/compare.txt; done
+rm -f $W/naive/sweep-warm.jsonl.gz
+gzip -f $W/*.log 2>/dev/null
+tar czf $R/call7.tgz -C $R call7 && rm -rf $W
