@@ -137,12 +137,16 @@ def main():
         finally:
             note("collected")
     worker.GpuWorker.submit, worker.GpuWorker.collect = submit_, collect_
-    code = cli.main(["sweep", *a.sweep_args], own_process=True)  # as `python -m harness sweep` runs it
-    note("main returned", exit=int(code))
+    try:
+        code = cli.main(["sweep", *a.sweep_args], own_process=True)  # as `python -m harness sweep` runs it
+        note("main returned", exit=int(code))
+    finally:
+        if sampler is not None:  # never left sampling after a sweep that raised (an interrupt, say)
+            sampler.kill()
+            sampler.wait()
     if sampler is not None:
-        sampler.kill()
-        sampler.wait()
         RECORDS.extend(cpu_records(a.timeline + ".cpu"))
+        RECORDS.sort(key=lambda r: r["t"])  # the machine's records among the sweep's own, in time
         os.unlink(a.timeline + ".cpu")
     with open(a.timeline, "w") as fh:
         for r in RECORDS:

@@ -72,6 +72,20 @@ def test_the_first_gpus_worker_starts_before_cuda_is_asked_and_the_engine_runs_o
     assert summary["cases"] == summary["ran"] > 0
 
 
+def test_with_two_workers_on_its_one_gpu_the_engine_takes_the_worker_ahead_and_starts_one_more(events, monkeypatch,
+                                                                                                  tmp_path):
+    """The sweep command's engine on a lone GPU (workers_on_one_gpu, engine.WORKERS_ON_ONE_GPU): the worker started
+    ahead is its first, and a second, another process on the same GPU, is started beside it."""
+    import dataclasses
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    made = engines(monkeypatch)
+    ahead = workers_ahead(monkeypatch)
+    summary = sweep.run(SEL, dataclasses.replace(config(tmp_path), workers_on_one_gpu=2), log=lambda m: None)
+    assert len(made) == 1 and len(made[0].gpu_workers) == 2 and made[0].gpu_workers[0] is ahead[0]
+    assert made[0].gpu_workers[1] is not ahead[0] and [w.device for w in made[0].gpu_workers] == [0, 0]
+    assert events[0] == ("start", 0) and summary["cases"] == summary["ran"] > 0
+
+
 def test_gpus_named_by_index_get_no_worker_ahead(events, monkeypatch, tmp_path):
     """An index may name no GPU (refused once CUDA is asked, with the reason): no worker is started for it beforehand,
     whose failed start-up would print beside the refusal; the engine starts the named GPU's worker as before."""
@@ -159,16 +173,19 @@ def test_the_sweep_command_starts_the_worker_before_checking_its_input_and_stops
     monkeypatch.setattr(sweep, "worker_ahead",
                         lambda cfg, fork=False: order.append(("ahead", cfg.gpus, fork)) or stub)
     monkeypatch.setattr(sweep, "helpers_ahead", lambda cfg: order.append(("helpers", cfg.workers)) or helpers)
-    monkeypatch.setattr(sweep, "run", lambda sel, cfg: order.append(("run", cfg.ahead, cfg.helpers)) or {"cases": 0})
+    monkeypatch.setattr(sweep, "run", lambda sel, cfg: order.append(("run", cfg.ahead, cfg.helpers))
+                        or order.append(("workers on one GPU", cfg.workers_on_one_gpu)) or {"cases": 0})
     same = str(tmp_path / "a.jsonl")
     assert cli.main(["sweep", "--out", same, "--junit", same], own_process=True) == 2  # the XML would overwrite it
     # started (forked), refused, stopped; never run
     assert order == [("ahead", "all", True), ("helpers", None)] and stub.killed == 1 and helpers.shut == 1
     cli.main(["sweep", "--gpus", "count:1", "--jobs", "3", "--out", str(tmp_path / "b.jsonl")], own_process=True)
-    assert order[2:] == [("ahead", "count:1", True), ("helpers", 3), ("run", stub, helpers)]  # handed on
+    assert order[2:] == [("ahead", "count:1", True), ("helpers", 3), ("run", stub, helpers),  # handed on
+                         ("workers on one GPU", engine_mod.WORKERS_ON_ONE_GPU)]  # the command's two on a lone GPU
     assert stub.killed == 2 and helpers.shut == 2  # stopped after
     cli.main(["sweep", "--out", str(tmp_path / "c.jsonl")])  # a caller that goes on (with threads of its own)
-    assert order[5:] == [("run", None, None)]  # nothing started ahead: the sweep starts its own
+    assert order[6:] == [("run", None, None), ("workers on one GPU", engine_mod.WORKERS_ON_ONE_GPU)]  # nothing
+    # started ahead: the sweep starts its own
 
 
 def test_the_worker_ahead_is_forked_only_from_a_process_that_made_no_cuda_call(events, monkeypatch, tmp_path):

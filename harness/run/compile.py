@@ -248,7 +248,7 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
     the cubin (for the SASS check that follows). `helpers`: a pool already running (the sweep's helpers,
     processes.Helpers.executor) that compiles the modules instead of a pool of this call's own; `workers` is then how
     many processes it has. `submitted()`, if given, is called once every module to compile has gone to the processes
-    that compile it (or, in one process, before it compiles them); not where the cache has every job."""
+    that compile it (or, in one process, before it compiles them), or at once where the cache has every job."""
     tc = toolchain or toolchains.default()
     root = cache_dir()
     results: list[Compiled | None] = [None] * len(jobs)
@@ -259,6 +259,8 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
             results[i] = Compiled(job.name, job.arch, path, True)
         else:
             todo.append((i, job, path))
+    if not todo and submitted is not None:
+        submitted()  # nothing to hand out: whatever waits for the modules (the sweep's plan) need not wait on
     if todo:
         workers = workers or min(len(todo), cores.default_workers())
         modules = modules_to_compile(todo, tc, workers)
@@ -302,9 +304,9 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
 def _compiled_on(pool: Executor, args: list, submitted=None) -> list:
     """_run_job of each module's args on `pool`, in order; `submitted()` once all have gone to it."""
     futures = [pool.submit(_run_job, a) for a in args]
-    if submitted is not None:
-        submitted()
     try:
+        if submitted is not None:
+            submitted()
         return [f.result() for f in futures]
     except BaseException:  # as Executor.map does: what has not started never starts
         for f in futures:

@@ -292,19 +292,28 @@ class Engine:
         self.nworkers = helpers.workers if helpers is not None else max(1, workers or cores.default_workers())
         slots = [(d, a) for d, a in devices for _ in range(max(1, workers_on_one_gpu) if len(devices) == 1 else 1)]
         self.gpu_workers = []
+        ahead_worker = started
         for d, _ in slots:
             take = started is not None and (started.device, started.backend) == (d, backend)
             self.gpu_workers.append(started if take else GpuWorker(d, backend))
             started = None if take else started
         self.arch_of = {w: str(a) for w, (_, a) in zip(self.gpu_workers, slots)}
-        for w in self.gpu_workers:
-            w.start()
-        self._spool = tempfile.TemporaryDirectory(prefix="tc-harness-spool-", dir=spool_dir())
-        self.spool = self._spool.name
-        # started by processes.context() (a fork server, or spawned), not forked from this process: it has (or will
-        # have) a CUDA context, which a forked child must not inherit
-        self.helpers = helpers if helpers is not None else helpers_for_jobs(self.nworkers)
-        self.pool = self.helpers.executor
+        try:
+            for w in self.gpu_workers:
+                w.start()
+            self._spool = tempfile.TemporaryDirectory(prefix="tc-harness-spool-", dir=spool_dir())
+            self.spool = self._spool.name
+            # started by processes.context() (a fork server, or spawned), not forked from this process: it has (or will
+            # have) a CUDA context, which a forked child must not inherit
+            self.helpers = helpers if helpers is not None else helpers_for_jobs(self.nworkers)
+            self.pool = self.helpers.executor
+        except BaseException:
+            # no engine for its owner to close: the workers it started end here (the one handed in, `started`, is its
+            # owner's to stop)
+            for w in self.gpu_workers:
+                if w is not ahead_worker:
+                    w.kill()
+            raise
         self.preparing: dict[Future, Job] = {}  # submitted to the pool, in launch order
         self.queued: deque[Job] = deque()  # not yet submitted
         self.found: deque[tuple[Job, Spooled]] = deque()  # kept by an earlier engine, found by begin: not prepared

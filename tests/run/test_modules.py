@@ -205,6 +205,9 @@ def test_modules_compile_on_the_helpers_handed_in(tmp_path, monkeypatch):
         out = C.compile_many(jobs, workers=2, helpers=helpers, submitted=lambda: ran.append("submitted"))
     # two modules handed to the helpers, then the caller told (the sweep's plan waits for it)
     assert ran == ["module", "module", "submitted"] and all(c.error is None and c.cubin_path.exists() for c in out)
+    # every job cached now: nothing goes out, and the caller is told at once (the sweep's plan does not wait on)
+    again = C.compile_many(jobs, workers=2, helpers=None, submitted=lambda: ran.append("nothing to hand out"))
+    assert ran[3:] == ["nothing to hand out"] and all(c.cached for c in again)
 
 
 def test_a_group_of_cheap_kernels_goes_out_in_modules_of_at_least_a_share_of_the_dearest():
