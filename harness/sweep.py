@@ -186,7 +186,7 @@ class EarlyCompile:
 
     The plan waits until the modules have gone to the helpers (`wait_submitted`): the thread makes the kernels'
     sources, cache keys and modules first, in this process, and the plan built beside it took its share of the
-    interpreter's lock: on an H100 node the modules went out 0.65-0.75 s after the compile began, with one core of
+    interpreter's lock: on an H100 node the modules went out 0.63-0.75 s after the compile began, with one core of
     sixteen busy (results/2026-11-27-h100-bench27/call2/, the cold timelines)."""
 
     def __init__(self, kernels: list[Kernel], cfg: SweepConfig, helpers: processes.Helpers | None = None):

@@ -260,7 +260,8 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
         else:
             todo.append((i, job, path))
     if not todo and submitted is not None:
-        submitted()  # nothing to hand out: whatever waits for the modules (the sweep's plan) need not wait on
+        submitted()  # nothing to hand out: what waits for the modules (the sweep's plan) goes on now, not after the
+        # SASS check of the cached cubins that follows
     if todo:
         workers = workers or min(len(todo), cores.default_workers())
         modules = modules_to_compile(todo, tc, workers)

@@ -292,11 +292,11 @@ class Engine:
         self.nworkers = helpers.workers if helpers is not None else max(1, workers or cores.default_workers())
         slots = [(d, a) for d, a in devices for _ in range(max(1, workers_on_one_gpu) if len(devices) == 1 else 1)]
         self.gpu_workers = []
-        ahead_worker = started
+        untaken = started  # the worker handed in goes to the first slot of its GPU, and to no other
         for d, _ in slots:
-            take = started is not None and (started.device, started.backend) == (d, backend)
-            self.gpu_workers.append(started if take else GpuWorker(d, backend))
-            started = None if take else started
+            take = untaken is not None and (untaken.device, untaken.backend) == (d, backend)
+            self.gpu_workers.append(untaken if take else GpuWorker(d, backend))
+            untaken = None if take else untaken
         self.arch_of = {w: str(a) for w, (_, a) in zip(self.gpu_workers, slots)}
         try:
             for w in self.gpu_workers:
@@ -311,7 +311,7 @@ class Engine:
             # no engine for its owner to close: the workers it started end here (the one handed in, `started`, is its
             # owner's to stop)
             for w in self.gpu_workers:
-                if w is not ahead_worker:
+                if w is not started:
                     w.kill()
             raise
         self.preparing: dict[Future, Job] = {}  # submitted to the pool, in launch order
