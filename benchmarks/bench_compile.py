@@ -4,7 +4,7 @@ it (sweep.compile_kernels), with nothing else running: its wall time, and the ma
 processes come from a fork server, not from this process, so no `time` of this process counts them: run nothing else
 meanwhile).
 
-    python benchmarks/bench_compile.py [--workers N] [--family F ...] [--out FILE.json]
+    python benchmarks/bench_compile.py [--workers N] [--family F ...] [--kind K ...] [--out FILE.json]
 """
 import argparse
 import json
@@ -29,6 +29,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--family", action="append", help="default: every family")
+    ap.add_argument("--kind", action="append", help="the sweep's --kind: kernels of these kinds only (default: all)")
     ap.add_argument("--out")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-compile-") as cache:
@@ -41,7 +42,7 @@ def main():
 
 def measure(a) -> dict:
     from harness import plan as planning, sweep
-    p = planning.make(planning.Selection(families=tuple(a.family or ())), {}, None)
+    p = planning.make(planning.Selection(families=tuple(a.family or ()), kinds=tuple(a.kind or ())), {}, None)
     kernels = sweep.plan_kernels(p)
     cpu0, t0 = cpu_seconds_of_all(), time.perf_counter()
     compiled = sweep.compile_kernels(kernels, sweep.SweepConfig(workers=a.workers), lambda m: None)
