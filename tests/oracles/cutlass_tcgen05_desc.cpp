@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
+#include <type_traits>
 
 // make_umma_desc reads the shared-memory address of the tile through cast_smem_ptr_to_uint, which on the host has
 // no shared window. Give it one: a 256 KiB buffer aligned to 2^18 plays the CTA's shared memory, so the low 18 bits
@@ -57,6 +59,14 @@ template <> constexpr const char* tname<float_ue4m3_t>() { return "ue4m3"; }
 template <class... Ts> struct TL {};
 
 // ------------------------------------------------------------------------------------------------ idesc (templates)
+// Build cost: the template builders take their inputs as template arguments, so each combination is one instantiation
+// of CUTLASS's function whatever we do; what made this section slow was our own per-combination wrapper functions
+// (thousands of them, each compiled and optimized). Now our code is instantiated once per type triple: the combinations
+// are a constexpr table (Combos) expanded with an index_sequence, make_instr_desc / make_instr_desc_block_scaled
+// (constexpr) fill static tables in the compiler's constant evaluator, and plain non-template loops print them (the
+// union's 32-bit value is read at run time, where GCC defines the pun). Only make_runtime_instr_desc<...>() runs per
+// combination at run time: it reads the union as uint32_t, which a constant expression may not.
+
 // One row: [src, kind, atype, btype, dtype, M, N, transpose_a, transpose_b, negate_a, negate_b, saturate, max_shift,
 //           scale_type, a_sf_id, b_sf_id, k96, value]
 static void row(const char* src, const char* kind, const char* a, const char* b, const char* c, int M, int N,
@@ -69,142 +79,181 @@ static void row(const char* src, const char* kind, const char* a, const char* b,
 constexpr UMMA::Major KM = UMMA::Major::K, MNM = UMMA::Major::MN;
 constexpr UMMA::ScaleIn ONE = UMMA::ScaleIn::One, NEG = UMMA::ScaleIn::Neg;
 
-template <class A, class B, class C, int M, int N, UMMA::Major am, UMMA::Major bm, UMMA::ScaleIn an, UMMA::ScaleIn bn,
-          UMMA::Saturate sat, UMMA::MaxShift ms>
-void plain_one(const char* kind) {
-  auto d = UMMA::make_instr_desc<A, B, C, M, N, am, bm, an, bn, sat, false, ms>();
-  // the runtime form CUTLASS hands to the MMA: the descriptor in the upper 32 bits
-  uint64_t rt = UMMA::make_runtime_instr_desc<A, B, C, M, N, am, bm, an, bn, sat, false, ms>();
-  if (uint32_t(rt >> 32) != uint32_t(d)) { fprintf(stderr, "runtime idesc differs\n"); exit(3); }
-  row("make_instr_desc", kind, tname<A>(), tname<B>(), tname<C>(), M, N, int(am), int(bm), int(an), int(bn),
-      int(sat), int(ms), "", 0, 0, 0, uint32_t(d));
-}
-
-template <class A, class B, class C, int M, int N>
-void plain_mn(const char* kind, bool sat_ok, bool ws) {
-  constexpr auto NS = UMMA::Saturate::False;
-  constexpr auto S0 = UMMA::MaxShift::NoShift;
-  plain_one<A, B, C, M, N, KM, KM, ONE, ONE, NS, S0>(kind);
-  plain_one<A, B, C, M, N, MNM, KM, ONE, ONE, NS, S0>(kind);
-  plain_one<A, B, C, M, N, KM, MNM, ONE, ONE, NS, S0>(kind);
-  plain_one<A, B, C, M, N, MNM, MNM, ONE, ONE, NS, S0>(kind);
-  if (!sat_ok) {
-    plain_one<A, B, C, M, N, KM, KM, NEG, ONE, NS, S0>(kind);
-    plain_one<A, B, C, M, N, KM, KM, ONE, NEG, NS, S0>(kind);
-    plain_one<A, B, C, M, N, MNM, MNM, NEG, NEG, NS, S0>(kind);
-  } else {
-    plain_one<A, B, C, M, N, KM, KM, ONE, ONE, UMMA::Saturate::True, S0>(kind);
+// The template inputs of one make_instr_desc / make_instr_desc_block_scaled call.
+struct Combo {
+  int M, N;
+  UMMA::Major am, bm;
+  UMMA::ScaleIn an, bn;
+  UMMA::Saturate sat;
+  UMMA::MaxShift ms;
+};
+struct Combos {
+  Combo c[96];  // more rows than this is a compile error (out-of-bounds write in a constant expression)
+  int n;
+  constexpr void add(int M, int N, UMMA::Major am, UMMA::Major bm, UMMA::ScaleIn an, UMMA::ScaleIn bn,
+                     UMMA::Saturate sat = UMMA::Saturate::False, UMMA::MaxShift ms = UMMA::MaxShift::NoShift) {
+    c[n++] = Combo{M, N, am, bm, an, bn, sat, ms};
   }
-  if (ws) {
-    plain_one<A, B, C, M, N, KM, KM, ONE, ONE, NS, UMMA::MaxShift::MaxShift8>(kind);
-    plain_one<A, B, C, M, N, KM, KM, ONE, ONE, NS, UMMA::MaxShift::MaxShift16>(kind);
-    plain_one<A, B, C, M, N, KM, MNM, ONE, ONE, NS, UMMA::MaxShift::MaxShift32>(kind);
+};
+
+// Per type triple, in row order. cta_group::1: M 64/128, N step 8 from 8; cta_group::2: M 128/256 (N from 16);
+// .ws: M 32/64/128, N 64/128/256. sat_ok (i8): saturate instead of negate.
+constexpr Combos plain_combos(bool sat_ok) {
+  Combos out{};
+  struct { int M, N; bool ws; } const mns[] = {{64, 8, false},   {64, 256, true},   {128, 24, false}, {128, 136, false},
+                                               {128, 64, true},  {256, 16, false},  {256, 256, false}, {32, 128, true}};
+  for (auto mn : mns) {
+    out.add(mn.M, mn.N, KM, KM, ONE, ONE);
+    out.add(mn.M, mn.N, MNM, KM, ONE, ONE);
+    out.add(mn.M, mn.N, KM, MNM, ONE, ONE);
+    out.add(mn.M, mn.N, MNM, MNM, ONE, ONE);
+    if (!sat_ok) {
+      out.add(mn.M, mn.N, KM, KM, NEG, ONE);
+      out.add(mn.M, mn.N, KM, KM, ONE, NEG);
+      out.add(mn.M, mn.N, MNM, MNM, NEG, NEG);
+    } else {
+      out.add(mn.M, mn.N, KM, KM, ONE, ONE, UMMA::Saturate::True);
+    }
+    if (mn.ws) {
+      out.add(mn.M, mn.N, KM, KM, ONE, ONE, UMMA::Saturate::False, UMMA::MaxShift::MaxShift8);
+      out.add(mn.M, mn.N, KM, KM, ONE, ONE, UMMA::Saturate::False, UMMA::MaxShift::MaxShift16);
+      out.add(mn.M, mn.N, KM, MNM, ONE, ONE, UMMA::Saturate::False, UMMA::MaxShift::MaxShift32);
+    }
+  }
+  return out;
+}
+constexpr Combos kPlain[2] = {plain_combos(false), plain_combos(true)};
+
+// The run-time loop over one type triple's table (not a template: instantiated once).
+static void print_plain(const char* kind, const char* a, const char* b, const char* c, const Combos& cs,
+                        const UMMA::InstrDescriptor* d, const uint64_t* rt) {
+  for (int i = 0; i < cs.n; ++i) {
+    const Combo& k = cs.c[i];
+    // the runtime form CUTLASS hands to the MMA: the descriptor in the upper 32 bits
+    if (uint32_t(rt[i] >> 32) != uint32_t(d[i])) { fprintf(stderr, "runtime idesc differs\n"); exit(3); }
+    row("make_instr_desc", kind, a, b, c, k.M, k.N, int(k.am), int(k.bm), int(k.an), int(k.bn), int(k.sat),
+        int(k.ms), "", 0, 0, 0, uint32_t(d[i]));
   }
 }
 
-template <class A, class B, class C>
-void plain_types(const char* kind, bool sat_ok) {
-  // cta_group::1: M 64/128, N step 8 from 8; cta_group::2: M 128/256 (N from 16); .ws: M 32/64/128, N 64/128/256
-  plain_mn<A, B, C, 64, 8>(kind, sat_ok, false);
-  plain_mn<A, B, C, 64, 256>(kind, sat_ok, true);
-  plain_mn<A, B, C, 128, 24>(kind, sat_ok, false);
-  plain_mn<A, B, C, 128, 136>(kind, sat_ok, false);
-  plain_mn<A, B, C, 128, 64>(kind, sat_ok, true);
-  plain_mn<A, B, C, 256, 16>(kind, sat_ok, false);
-  plain_mn<A, B, C, 256, 256>(kind, sat_ok, false);
-  plain_mn<A, B, C, 32, 128>(kind, sat_ok, true);
+template <class A, class B, class C, bool SatOk, size_t... I>
+void plain_types(const char* kind, std::index_sequence<I...>) {
+  constexpr const Combos& P = kPlain[SatOk];
+  static constexpr UMMA::InstrDescriptor d[] = {
+      UMMA::make_instr_desc<A, B, C, P.c[I].M, P.c[I].N, P.c[I].am, P.c[I].bm, P.c[I].an, P.c[I].bn, P.c[I].sat, false,
+                            P.c[I].ms>()...};
+  const uint64_t rt[] = {UMMA::make_runtime_instr_desc<A, B, C, P.c[I].M, P.c[I].N, P.c[I].am, P.c[I].bm, P.c[I].an,
+                                                       P.c[I].bn, P.c[I].sat, false, P.c[I].ms>()...};
+  print_plain(kind, tname<A>(), tname<B>(), tname<C>(), P, d, rt);
 }
 
-template <class A, class... Bs, class C>
-void plain_row(const char* kind, TL<Bs...>, C*, bool sat_ok) { (plain_types<A, Bs, C>(kind, sat_ok), ...); }
-template <class... As, class... Bs, class C>
-void plain_grid(const char* kind, TL<As...>, TL<Bs...> bs, C* c, bool sat_ok = false) {
-  (plain_row<As>(kind, bs, c, sat_ok), ...);
+template <class A, class... Bs, class C, bool SatOk>
+void plain_row(const char* kind, TL<Bs...>, C*, std::bool_constant<SatOk>) {
+  (plain_types<A, Bs, C, SatOk>(kind, std::make_index_sequence<kPlain[SatOk].n>{}), ...);
+}
+template <class... As, class... Bs, class C, bool SatOk = false>
+void plain_grid(const char* kind, TL<As...>, TL<Bs...> bs, C* c, std::bool_constant<SatOk> s = {}) {
+  (plain_row<As>(kind, bs, c, s), ...);
 }
 
 // Block-scaled: the template builder, then the scale-factor ids CUTLASS derives from the TMEM addresses of the scale
 // factors (make_runtime_instr_desc_block_scaled: bits 30-31 of each address) and the K = 96 bit that SM103's
 // mma_unpack sets (k_size_ = 1).
-template <class A, class B, class SF, int M, int N, UMMA::Major am, UMMA::Major bm, UMMA::ScaleIn an, UMMA::ScaleIn bn>
-void bs_one(const char* kind) {
-  auto d = UMMA::make_instr_desc_block_scaled<A, B, float, SF, M, N, am, bm, an, bn>();
-  row("make_instr_desc_block_scaled", kind, tname<A>(), tname<B>(), "f32", M, N, int(am), int(bm), int(an), int(bn),
-      0, 0, tname<SF>(), 0, 0, 0, uint32_t(d));
-  if constexpr (am == KM && bm == KM && an == ONE && bn == ONE) {
-    for (uint32_t asf = 0; asf < 4; ++asf)
-      for (uint32_t bsf = 0; bsf < 4; ++bsf) {
-        uint64_t rt = UMMA::make_runtime_instr_desc_block_scaled(d, (asf << 30) | 0x40u, (bsf << 30) | 0x48u);
-        row("make_runtime_instr_desc_block_scaled", kind, tname<A>(), tname<B>(), "f32", M, N, 0, 0, 0, 0, 0, 0,
-            tname<SF>(), int(asf), int(bsf), 0, uint32_t(rt >> 32));
-      }
-    auto k96 = d;
-    k96.k_size_ = 1;
-    row("k_size_", kind, tname<A>(), tname<B>(), "f32", M, N, 0, 0, 0, 0, 0, 0, tname<SF>(), 0, 0, 1, uint32_t(k96));
+constexpr Combos bs_combos() {
+  Combos out{};
+  struct { int M, N; } const mns[] = {{128, 8}, {128, 248}, {256, 16}, {256, 256}, {128, 128}};
+  for (auto mn : mns) {
+    out.add(mn.M, mn.N, KM, KM, ONE, ONE);
+    out.add(mn.M, mn.N, MNM, KM, ONE, ONE);
+    out.add(mn.M, mn.N, KM, MNM, ONE, ONE);
+    out.add(mn.M, mn.N, MNM, MNM, NEG, NEG);
+    out.add(mn.M, mn.N, KM, KM, NEG, ONE);
+    out.add(mn.M, mn.N, KM, KM, ONE, NEG);
+  }
+  return out;
+}
+constexpr Combos kBs = bs_combos();
+
+static void print_bs(const char* kind, const char* a, const char* b, const char* sf,
+                     const UMMA::InstrDescriptorBlockScaled* ds) {
+  for (int i = 0; i < kBs.n; ++i) {
+    const Combo& k = kBs.c[i];
+    auto d = ds[i];
+    row("make_instr_desc_block_scaled", kind, a, b, "f32", k.M, k.N, int(k.am), int(k.bm), int(k.an), int(k.bn),
+        0, 0, sf, 0, 0, 0, uint32_t(d));
+    if (k.am == KM && k.bm == KM && k.an == ONE && k.bn == ONE) {
+      for (uint32_t asf = 0; asf < 4; ++asf)
+        for (uint32_t bsf = 0; bsf < 4; ++bsf) {
+          uint64_t rt = UMMA::make_runtime_instr_desc_block_scaled(d, (asf << 30) | 0x40u, (bsf << 30) | 0x48u);
+          row("make_runtime_instr_desc_block_scaled", kind, a, b, "f32", k.M, k.N, 0, 0, 0, 0, 0, 0, sf, int(asf),
+              int(bsf), 0, uint32_t(rt >> 32));
+        }
+      auto k96 = d;
+      k96.k_size_ = 1;
+      row("k_size_", kind, a, b, "f32", k.M, k.N, 0, 0, 0, 0, 0, 0, sf, 0, 0, 1, uint32_t(k96));
+    }
   }
 }
 
-template <class A, class B, class SF, int M, int N>
-void bs_mn(const char* kind) {
-  bs_one<A, B, SF, M, N, KM, KM, ONE, ONE>(kind);
-  bs_one<A, B, SF, M, N, MNM, KM, ONE, ONE>(kind);
-  bs_one<A, B, SF, M, N, KM, MNM, ONE, ONE>(kind);
-  bs_one<A, B, SF, M, N, MNM, MNM, NEG, NEG>(kind);
-  bs_one<A, B, SF, M, N, KM, KM, NEG, ONE>(kind);
-  bs_one<A, B, SF, M, N, KM, KM, ONE, NEG>(kind);
-}
-
-template <class A, class B, class SF>
-void bs_types(const char* kind) {
-  bs_mn<A, B, SF, 128, 8>(kind);
-  bs_mn<A, B, SF, 128, 248>(kind);
-  bs_mn<A, B, SF, 256, 16>(kind);
-  bs_mn<A, B, SF, 256, 256>(kind);
-  bs_mn<A, B, SF, 128, 128>(kind);
+template <class A, class B, class SF, size_t... I>
+void bs_types(const char* kind, std::index_sequence<I...>) {
+  static constexpr UMMA::InstrDescriptorBlockScaled d[] = {
+      UMMA::make_instr_desc_block_scaled<A, B, float, SF, kBs.c[I].M, kBs.c[I].N, kBs.c[I].am, kBs.c[I].bm,
+                                         kBs.c[I].an, kBs.c[I].bn>()...};
+  print_bs(kind, tname<A>(), tname<B>(), tname<SF>(), d);
 }
 
 template <class A, class... Bs, class SF>
-void bs_row(const char* kind, TL<Bs...>, SF*) { (bs_types<A, Bs, SF>(kind), ...); }
+void bs_row(const char* kind, TL<Bs...>, SF*) { (bs_types<A, Bs, SF>(kind, std::make_index_sequence<kBs.n>{}), ...); }
 template <class... As, class... Bs, class SF>
 void bs_grid(const char* kind, TL<As...>, TL<Bs...> bs, SF* sf) { (bs_row<As>(kind, bs, sf), ...); }
 
-// Raw bitfields at run time: every M the field can hold that the ISA or CUTLASS mention, every N step 8.
-template <class A, class B, class C>
-void raw_plain(const char* kind) {
+// Raw bitfields at run time: every M the field can hold that the ISA or CUTLASS mention, every N step 8. The format
+// codes come from CUTLASS's to_UMMAFormat / to_CFormat / to_ScaleFormat; the loops are not templates.
+static void raw_plain(const char* kind, const char* a, const char* b, const char* c, uint8_t af, uint8_t bf,
+                      uint8_t cf) {
   for (int M : {32, 64, 128, 256})
     for (int N = 8; N <= 256; N += 8)
       for (int t = 0; t < 4; ++t) {
         UMMA::InstrDescriptor d = {};
         d.desc_ = 0;
-        d.a_format_ = uint8_t(UMMA::to_UMMAFormat<A>());
-        d.b_format_ = uint8_t(UMMA::to_UMMAFormat<B>());
-        d.c_format_ = uint8_t(UMMA::to_CFormat<C>());
+        d.a_format_ = af;
+        d.b_format_ = bf;
+        d.c_format_ = cf;
         d.m_dim_ = M >> 4;
         d.n_dim_ = N >> 3;
         d.a_major_ = t & 1;
         d.b_major_ = (t >> 1) & 1;
-        row("InstrDescriptor", kind, tname<A>(), tname<B>(), tname<C>(), M, N, t & 1, (t >> 1) & 1, 0, 0, 0, 0, "",
-            0, 0, 0, uint32_t(d));
+        row("InstrDescriptor", kind, a, b, c, M, N, t & 1, (t >> 1) & 1, 0, 0, 0, 0, "", 0, 0, 0, uint32_t(d));
       }
 }
 
-template <class A, class B, class SF>
-void raw_bs(const char* kind) {
+static void raw_bs_run(const char* kind, const char* a, const char* b, const char* sf, uint8_t af, uint8_t bf,
+                       uint8_t sff) {
   for (int M : {128, 256})
     for (int N = 8; N <= 256; N += 8) {
       UMMA::InstrDescriptorBlockScaled d = {};
       d.desc_ = 0;
-      d.a_format_ = uint8_t(UMMA::to_UMMAFormat<A>());
-      d.b_format_ = uint8_t(UMMA::to_UMMAFormat<B>());
-      d.scale_format_ = uint8_t(UMMA::to_ScaleFormat<SF>());
+      d.a_format_ = af;
+      d.b_format_ = bf;
+      d.scale_format_ = sff;
       d.m_dim_ = M >> 4;
       d.n_dim_ = N >> 3;
-      row("InstrDescriptorBlockScaled", kind, tname<A>(), tname<B>(), "f32", M, N, 0, 0, 0, 0, 0, 0, tname<SF>(),
-          0, 0, 0, uint32_t(d));
+      row("InstrDescriptorBlockScaled", kind, a, b, "f32", M, N, 0, 0, 0, 0, 0, 0, sf, 0, 0, 0, uint32_t(d));
     }
 }
 
+template <class A, class B, class SF>
+void raw_bs(const char* kind) {
+  raw_bs_run(kind, tname<A>(), tname<B>(), tname<SF>(), uint8_t(UMMA::to_UMMAFormat<A>()),
+             uint8_t(UMMA::to_UMMAFormat<B>()), uint8_t(UMMA::to_ScaleFormat<SF>()));
+}
+
 template <class A, class... Bs, class C>
-void raw_plain_row(const char* kind, TL<Bs...>, C*) { (raw_plain<A, Bs, C>(kind), ...); }
+void raw_plain_row(const char* kind, TL<Bs...>, C*) {
+  (raw_plain(kind, tname<A>(), tname<Bs>(), tname<C>(), uint8_t(UMMA::to_UMMAFormat<A>()),
+             uint8_t(UMMA::to_UMMAFormat<Bs>()), uint8_t(UMMA::to_CFormat<C>())), ...);
+}
 template <class... As, class... Bs, class C>
 void raw_plain_grid(const char* kind, TL<As...>, TL<Bs...> bs, C* c) { (raw_plain_row<As>(kind, bs, c), ...); }
 
@@ -220,7 +269,7 @@ static void emit_idesc() {
   plain_grid("f16", TL<bfloat16_t>{}, TL<bfloat16_t>{}, (float*)nullptr);
   plain_grid("f8f6f4", F8F6F4{}, F8F6F4{}, (float*)nullptr);
   plain_grid("f8f6f4", TL<float_e4m3_t>{}, TL<float_e4m3_t, float_e5m2_t>{}, (half_t*)nullptr);
-  plain_grid("i8", TL<int8_t, uint8_t>{}, TL<int8_t, uint8_t>{}, (int32_t*)nullptr, true);
+  plain_grid("i8", TL<int8_t, uint8_t>{}, TL<int8_t, uint8_t>{}, (int32_t*)nullptr, std::true_type{});
   bs_grid("mxf8f6f4", F8F6F4{}, F8F6F4{}, (float_ue8m0_t*)nullptr);
   bs_grid("mxf4", TL<float_e2m1_t>{}, TL<float_e2m1_t>{}, (float_ue8m0_t*)nullptr);
   bs_grid("mxf4nvf4", TL<float_e2m1_t>{}, TL<float_e2m1_t>{}, (float_ue8m0_t*)nullptr);
