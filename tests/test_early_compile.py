@@ -56,6 +56,24 @@ def _watch(monkeypatch):
     return began
 
 
+def _stand_in_compile(tmp_path, seconds: float, times: dict | None = None):
+    """compile.compile_many as a stand-in: it hands the modules out (`submitted`), takes `seconds`, and compiles
+    nothing (each kernel a CompileError); `times` gets when it handed them out and when it ended."""
+    from harness.run import compile as nvrtc
+
+    def compile_many(jobs, *args, submitted=None, **kwargs):
+        if times is not None:
+            times["submitted"] = time.monotonic()
+        submitted()
+        time.sleep(seconds)
+        if times is not None:
+            times["compiled"] = time.monotonic()
+        return [nvrtc.Compiled(j.name, j.arch, None, False, "",
+                               nvrtc.CompileError(j.name, j.arch, "not compiled here", tmp_path / "none.cu"))
+                for j in jobs]
+    return compile_many
+
+
 def test_the_kernels_compile_while_the_cases_are_planned(monkeypatch, tmp_path):
     began = _watch(monkeypatch)
     summary = sweep.run(Selection(families=("wgmma_seq",)), sweep.SweepConfig(out_path=tmp_path / "r.jsonl"),
@@ -72,15 +90,7 @@ def test_the_plan_begins_once_the_modules_have_gone_to_the_helpers(monkeypatch, 
     fake_gpus.hide_real_gpus(monkeypatch)
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))  # nothing cached: the kernels go to compile
     times = {}
-
-    def compile_many(jobs, *args, submitted=None, **kwargs):
-        times["submitted"] = time.monotonic()
-        submitted()
-        time.sleep(0.3)
-        times["compiled"] = time.monotonic()
-        return [nvrtc.Compiled(j.name, j.arch, None, False, "",
-                               nvrtc.CompileError(j.name, j.arch, "not compiled here", tmp_path / "none.cu"))
-                for j in jobs]
+    compile_many = _stand_in_compile(tmp_path, 0.3, times)
     real_make = planning.make
 
     def make(*args, **kwargs):
@@ -107,11 +117,17 @@ def test_a_selection_of_cases_is_planned_before_it_compiles(monkeypatch, tmp_pat
 
 
 def test_a_plan_that_fails_leaves_no_compile_running(monkeypatch, tmp_path):
+    """A stand-in compile that is still running 0.5 s after the plan failed (the real one compiled every sequence
+    kernel: 6-8 s of CI, and as much again where the test beside it compiled them at the same time)."""
+    from harness.run import compile as nvrtc
     began = _watch(monkeypatch)
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))  # nothing cached: the kernels go to compile
+    compile_many = _stand_in_compile(tmp_path, 0.5)
 
     def failing_make(*args, **kwargs):
         began["compile"].wait(60)
         raise SweepError("the plan failed")
+    monkeypatch.setattr(nvrtc, "compile_many", compile_many)
     monkeypatch.setattr(planning, "make", failing_make)
     with pytest.raises(SweepError, match="the plan failed"):
         sweep.run(Selection(families=("wgmma_seq",)), sweep.SweepConfig(out_path=tmp_path / "r.jsonl"),
