@@ -280,13 +280,12 @@ def test_a_planted_bug_fails_on_the_simulated_gpu(plant, kernel, which, monkeypa
 # ---------------------------------------------------------------------------------------------------- NVRTC + SASS
 
 @pytest.fixture(scope="module")
-def cubins(tmp_path_factory):
-    """Every sequence kernel compiled into a private cache as a sweep compiles them (NVRTC programs of several
-    kernels, one disassembly a program), at the first demand: kernel name -> its SASS. One program a kernel cost
-    14 NVRTC front ends and 14 disassemblies."""
-    import os
-    old = os.environ.get("TC_HARNESS_CACHE")
-    os.environ["TC_HARNESS_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+def cubins():
+    """Every sequence kernel compiled as a sweep compiles them (NVRTC programs of several kernels, one disassembly a
+    program), at the first demand: kernel name -> its SASS. One program a kernel cost 14 NVRTC front ends and 14
+    disassemblies. In the session's compile cache, as a sweep's: a cached cubin is keyed by its kernel's source and
+    the toolchain, so it is what NVRTC makes of that source; a private cache compiled them again in CI, where the
+    early-compile test's sweep of the family had compiled them already (7-8 s of CI)."""
     done = {}
 
     def sass(name):
@@ -295,11 +294,7 @@ def cubins(tmp_path_factory):
             for job, out in zip(jobs, nvrtc.compile_many(jobs)):  # a shared program's listing is read from the cache
                 done[job.name] = sass_gmma.function_text(sass_rules.disassembly(out.cubin_path.read_bytes()), job.name)
         return done[name]
-    yield sass
-    if old is None:
-        os.environ.pop("TC_HARNESS_CACHE", None)
-    else:
-        os.environ["TC_HARNESS_CACHE"] = old
+    return sass
 
 
 def _expected_gmma(key: F.SeqKey) -> list[str]:
