@@ -9,7 +9,7 @@ import pytest
 from harness import plan as planning, sweep
 from harness.plan import Selection, SweepError
 from harness.records import results
-from harness.run import engine as engine_module
+from harness.run import compile as nvrtc, engine as engine_module
 from tests.simulated import fake_gpus
 
 pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
@@ -59,7 +59,6 @@ def _watch(monkeypatch):
 def _stand_in_compile(tmp_path, seconds: float, times: dict | None = None):
     """compile.compile_many as a stand-in: it hands the modules out (`submitted`), takes `seconds`, and compiles
     nothing (each kernel a CompileError); `times` gets when it handed them out and when it ended."""
-    from harness.run import compile as nvrtc
 
     def compile_many(jobs, *args, submitted=None, **kwargs):
         if times is not None:
@@ -86,7 +85,6 @@ def test_the_plan_begins_once_the_modules_have_gone_to_the_helpers(monkeypatch, 
     """The plan, built in the sweep's own process, waits until the compile's modules have been handed out
     (EarlyCompile.wait_submitted): before, it took the interpreter's lock from the thread making the sources and
     modules. It is still built while they compile (a stand-in compile that takes 0.3 s once it has handed them out)."""
-    from harness.run import compile as nvrtc
     fake_gpus.hide_real_gpus(monkeypatch)
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))  # nothing cached: the kernels go to compile
     times = {}
@@ -119,7 +117,6 @@ def test_a_selection_of_cases_is_planned_before_it_compiles(monkeypatch, tmp_pat
 def test_a_plan_that_fails_leaves_no_compile_running(monkeypatch, tmp_path):
     """A stand-in compile that is still running 0.5 s after the plan failed (the real one compiled every sequence
     kernel: 6-8 s of CI, and as much again where the test beside it compiled them at the same time)."""
-    from harness.run import compile as nvrtc
     began = _watch(monkeypatch)
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))  # nothing cached: the kernels go to compile
     compile_many = _stand_in_compile(tmp_path, 0.5)

@@ -120,11 +120,12 @@ def test_the_default_results_folder_is_documented():
 
 
 def test_ci_runs_exactly_the_readmes_test_command():
-    first_block = README.read_text().split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    text = README.read_text()
+    first_block = text.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
     test_command = first_block[1].split("  #", 1)[0].strip()
     assert "pytest" in test_command
     ci = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln and not ln.startswith(("#", "set ", "cd "))]
     exports = [ln.split()[1] for ln in ci if ln.startswith("export ")]
     assert [ln for ln in ci if not ln.startswith("export ")] == [test_command]
     for setting in exports:  # what CI sets around the command, the README says (`PIP_COMPILE=0`)
-        assert f"`{setting}`" in README.read_text(), setting
+        assert f"`{setting}`" in text, setting
