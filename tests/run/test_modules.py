@@ -1,14 +1,15 @@
 """Several kernels per NVRTC program (harness/run/compile.py, KERNELS_PER_MODULE): each kernel's machine code is
 the code it gets compiled alone, a kernel NVRTC rejects is named alone, the SASS check reads each kernel's own
 function, and a kernel folder stores a shared module once."""
+import dataclasses
 import os
-import re
 
 import pytest
 
 from harness import families, plan
 from harness.families.wgmma import forms as wgmma, kernel as wgmma_kernel
 from harness.run import compile as C, kernel_folder, sass, toolchain
+from tests import cubin_elf
 
 pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
 
@@ -22,37 +23,36 @@ def jobs_of(family: str, arch: str, names: int) -> list:
     return [families.compile_job(k) for k in kernels]
 
 
-def code(cubin_path, function: str) -> list[tuple[str, str]]:
-    """A function's instructions, its local labels (.L_x_N, numbered across the whole module) renumbered in the order
-    the function names them: a module of several kernels numbers them on from the kernels before."""
-    labels: dict[str, str] = {}
-    rename = lambda m: labels.setdefault(m.group(0), f".L_x_#{len(labels)}")  # noqa: E731
-    return [(i.opcode, re.sub(r"\.L_x_\d+", rename, i.operands)) for i in sass.functions(cubin_path)[function]]
-
-
 @pytest.mark.parametrize("family, arch", [("wgmma", "sm_90a"), ("wgmma_sp", "sm_90a"), ("wgmma_seq", "sm_90a"),
                                           ("tcgen05", "sm_100a")])
 def test_each_kernel_of_a_shared_module_has_the_code_it_has_alone(family, arch, tmp_path, monkeypatch):
-    jobs = jobs_of(family, arch, 4)
+    """Bit for bit: each kernel's instruction bytes and relocations, read from the ELF (tests/cubin_elf.py; a listing
+    would leave out the scheduling control bits and cost a disassembler start a cubin). The jobs go without their
+    SASS checks, which other tests run: this one compares code."""
+    jobs = [dataclasses.replace(j, sass_check=None) for j in jobs_of(family, arch, 4)]
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "shared"))
     shared = C.compile_many(jobs, workers=1)
     assert len({os.stat(c.cubin_path).st_ino for c in shared}) == 1  # one module, linked from each cache entry
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "alone"))
-    for job, mod in zip(jobs, shared):
-        alone = C.compile_one(job)
-        assert code(mod.cubin_path, job.name) == code(alone.cubin_path, job.name), job.name
+    alone = [C.compile_one(job) for job in jobs]
+    for job, mod, own in zip(jobs, shared, alone):
+        assert cubin_elf.function_code(mod.cubin_path, job.name) == cubin_elf.function_code(own.cubin_path, job.name), \
+            job.name
+    # the comparison tells kernels apart: each kernel's code differs from the next one's
+    codes = [cubin_elf.function_code(c.cubin_path, j.name) for j, c in zip(jobs, alone)]
+    assert all(a != b for a, b in zip(codes, codes[1:]))
 
 
 def test_a_kernel_nvrtc_rejects_is_named_alone_and_its_module_mates_still_build(tmp_path, monkeypatch):
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
-    jobs = jobs_of("wgmma", "sm_90a", 4)
+    jobs = [dataclasses.replace(j, sass_check=None) for j in jobs_of("wgmma", "sm_90a", 4)]  # no listings needed
     bad = C.CompileJob(jobs[1].name, jobs[1].source.replace("wgmma.fence.sync.aligned", "wgmma.bogus"), "sm_90a")
     out = C.compile_many([jobs[0], bad, *jobs[2:]], workers=1, raise_on_error=False,
                          failed_dir=tmp_path / "failed")
     assert [c.error is None for c in out] == [True, False, True, True]
     assert bad.name in str(out[1].error) and (tmp_path / "failed" / f"{bad.name}-sm_90a" / "nvrtc.log").exists()
     for job, c in zip([jobs[0], *jobs[2:]], [out[0], *out[2:]]):
-        assert job.name in sass.functions(c.cubin_path)
+        assert job.name in cubin_elf.function_names(c.cubin_path)
 
 
 def test_the_sass_check_reads_the_kernels_own_function(tmp_path, monkeypatch):
@@ -64,7 +64,6 @@ def test_the_sass_check_reads_the_kernels_own_function(tmp_path, monkeypatch):
     assert out[0].cubin_path.read_bytes() == out[1].cubin_path.read_bytes()
     for k, c in zip(keys, out):
         assert sass.verify(c.cubin_path, wgmma_kernel.sass_check(k)).ok
-    import dataclasses
     wrong = dataclasses.replace(wgmma_kernel.sass_check(keys[0]), function=keys[1].name)
     assert not sass.verify(out[0].cubin_path, wrong).ok
 
