@@ -2,6 +2,7 @@
 the compiler's own words), the SASS holds the tensor-core instructions each form must issue, and every
 case's reference is computed and consistent with the data-path model it will be diffed through."""
 import dataclasses
+import os
 import re
 from functools import lru_cache
 
@@ -21,8 +22,11 @@ FORMS = tcgen05.all_forms()
 # The compiling and the SASS tests are an xdist group of their own, apart from this module's CPU-only tests, and
 # compile and SASS-check with at least this many processes, more than an xdist worker's share of the cores: on a
 # cold cache they were the longest chain of the README's test command on an H100 node (62 s on one worker,
-# 23 s of it compiling on one core; benchmarks/pytest_timeline.py).
-COMPILING_PROCESSES = 4
+# 23 s of it compiling on one core; benchmarks/pytest_timeline.py). No more than the machine's cores: on the CI-sized
+# machine (2 cores, TC_HARNESS_WORKERS=1 under -n 2) four processes made more modules, each a disassembler start and
+# an NVRTC program, and took 21 CPU s and 12.1 s against 14 CPU s and 8.8 s with two (results/2026-11-28-cpu/
+# ci-rehearsal.txt).
+COMPILING_PROCESSES = min(4, os.cpu_count() or 1)
 SASS_GROUP = pytest.mark.xdist_group("test_tcgen05-sass")
 
 
