@@ -7,18 +7,21 @@
 - warpgroup MMA atoms: the accumulator (C) and register-A thread-value layouts at several N.
 The DSL has no warpgroup atom for tf32 or b1, so those fragments are checked against the spec formulas only.
 """
-import os
-
 import numpy as np
 import pytest
 
 from harness.spec import fragments, layouts
 from harness.spec.layouts import SmemLayout
 
-if os.environ.get("CI"):  # CI must run every oracle: without the DSL this module errors instead of skipping
+
+def dsl():
+    """tests/cute_oracle.py, which imports the DSL: at a test's first need, not at collection, where every xdist
+    worker collects this module (the DSL's import took 1.4 s of each one's collection). Where the DSL is missing the
+    root conftest skips this module's tests (`cute`), or under CI fails them, before they ask."""
     import cute_oracle
-else:
-    cute_oracle = pytest.importorskip("cute_oracle", reason="nvidia-cutlass-dsl is not installed")
+    return cute_oracle
+
+
 pytestmark = pytest.mark.cute  # an independent oracle: always run (tests/cute_eval.py keeps it to a few seconds)
 
 ATOM_TYPES = ["f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8"]
@@ -53,7 +56,7 @@ ATOMS = [(major, sw, dtype) for major in ("K", "MN") for sw in layouts.SWIZZLES 
 @pytest.fixture(scope="module")
 def cute_tiles():
     """Every atom of the test, evaluated by the DSL in one trace."""
-    answers = cute_oracle.smem_tiles([(m, s, d, *_tile_shape(m, s, d)) for m, s, d in ATOMS])
+    answers = dsl().smem_tiles([(m, s, d, *_tile_shape(m, s, d)) for m, s, d in ATOMS])
     return dict(zip(ATOMS, answers))
 
 
@@ -78,7 +81,7 @@ NS = [8, 16, 24, 64, 128, 256]
 @pytest.fixture(scope="module")
 def cute_tv():
     reqs = [(a, acc, n) for a, acc in MMA for n in NS]
-    return dict(zip(reqs, cute_oracle.mma_tv_layouts(reqs)))
+    return dict(zip(reqs, dsl().mma_tv_layouts(reqs)))
 
 
 @pytest.mark.parametrize("n", NS)
@@ -99,6 +102,7 @@ TMEM_LD = [(shape, num) for shape in ("32x32b", "16x64b", "16x128b", "16x256b", 
 
 @pytest.fixture(scope="module")
 def cute_tmem_ld():
+    dsl()
     from cute_oracle_sm100 import tmem_ld_layouts
     return dict(zip(TMEM_LD, tmem_ld_layouts(TMEM_LD)))
 
@@ -124,6 +128,7 @@ MMA_FRAGMENTS = [("C", 128, 64, 1, "f32"), ("C", 64, 64, 1, "f32"), ("C", 128, 2
 def test_tcgen05_tmem_data_paths_match_cute():
     """Where D[row, col] (per CTA of a pair) and A[row, k] sit in Tensor Memory: tcgen05_cases' model against
     CuTe's TMEM fragments of the same MMAs (layouts D, F, A, B; f16 accumulators; A from TMEM)."""
+    dsl()
     from cute_oracle_sm100 import tmem_mma_layouts
 
     from harness.families.tcgen05 import cases as T, datapaths as DP, readback as RB, reference as R
