@@ -102,7 +102,6 @@ TMEM_LD = [(shape, num) for shape in ("32x32b", "16x64b", "16x128b", "16x256b", 
 
 @pytest.fixture(scope="module")
 def cute_tmem_ld():
-    dsl()
     from cute_oracle_sm100 import tmem_ld_layouts
     return dict(zip(TMEM_LD, tmem_ld_layouts(TMEM_LD)))
 
@@ -128,7 +127,6 @@ MMA_FRAGMENTS = [("C", 128, 64, 1, "f32"), ("C", 64, 64, 1, "f32"), ("C", 128, 2
 def test_tcgen05_tmem_data_paths_match_cute():
     """Where D[row, col] (per CTA of a pair) and A[row, k] sit in Tensor Memory: tcgen05_cases' model against
     CuTe's TMEM fragments of the same MMAs (layouts D, F, A, B; f16 accumulators; A from TMEM)."""
-    dsl()
     from cute_oracle_sm100 import tmem_mma_layouts
 
     from harness.families.tcgen05 import cases as T, datapaths as DP, readback as RB, reference as R
