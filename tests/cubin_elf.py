@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-SHT_NOBITS, SHT_SYMTAB, SHT_RELA, SHT_REL = 8, 2, 4, 9
+SHT_NOBITS = 8  # a section that takes no room in the file
 
 
 def _sections(data: bytes) -> list[tuple[str, int, int, bytes]]:
