@@ -3,8 +3,10 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from harness import cli
-from harness.records import report
+from harness.records import report, results
 
 ROOT = Path(__file__).resolve().parent.parent / "results"
 
@@ -42,3 +44,49 @@ def test_sparse_and_sequence_kernels_are_tabled_by_their_kind_accumulator_and_a_
     assert row("wgmma_sp", "wgmma_sp_tf32_m64n8k16_f32_RS") == ("wgmma_sp", "tf32", "f32", "RS")
     assert row("wgmma_seq", "wgmmaseq_f8_m64n32k32x4_kloop_add_f32_SS") == ("wgmma_seq", "f8", "f32", "SS")
     assert row("wgmma", "wgmma_s8_m64n8k32_s32_SS") == ("wgmma", "s8", "s32", "SS")
+
+
+def test_a_results_files_memo_is_kept_by_the_files_bytes_and_the_code(monkeypatch, tmp_path):
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    data, code = tmp_path / "sweep.jsonl", tmp_path / "code.py"
+    data.write_text("a\n")
+    code.write_text("v = 1\n")
+    computed = []
+
+    def compute():
+        computed.append(data.read_text())
+        return [data.read_text(), len(computed)]
+
+    def memo(what="what"):
+        return results.memo_by_content(data, what, (code,), compute)
+
+    assert memo() == ["a\n", 1] and memo() == ["a\n", 1] and len(computed) == 1  # kept
+    data.write_text("b\n")
+    assert memo() == ["b\n", 2]  # other bytes
+    code.write_text("v = 2\n")
+    assert memo() == ["b\n", 3] and memo() == ["b\n", 3]  # other code
+    assert memo("something else") == ["b\n", 4]  # another question of the same file
+    for kept in (tmp_path / "cache" / "results-memo").iterdir():
+        kept.write_text("{not json")
+    assert memo() == ["b\n", 5] and memo() == ["b\n", 5]  # a damaged entry is computed again, and replaced
+
+
+def test_a_results_files_memo_keeps_nothing_that_raised_and_needs_no_cache(monkeypatch, tmp_path):
+    data = tmp_path / "sweep.jsonl"
+    data.write_text("a\n")
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+    calls = []
+
+    def fails():
+        calls.append(1)
+        raise results.ResultsFileError("bad")
+
+    for _ in range(2):
+        with pytest.raises(results.ResultsFileError):
+            results.memo_by_content(data, "what", (), fails)
+    assert len(calls) == 2
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "a-file"))  # no cache directory can be made there
+    assert results.memo_by_content(data, "what", (), lambda: 7) == 7
+    with pytest.raises(results.ResultsFileError):  # nor can a missing file be hashed: compute() names it
+        results.memo_by_content(tmp_path / "missing.jsonl", "what", (), fails)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -22,7 +23,7 @@ import zlib
 from concurrent.futures import Future
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple, TypeVar
 
 from harness.enums import Status
 
@@ -330,6 +331,38 @@ def load(path: Path) -> tuple[dict, dict[str, dict], dict | None]:
         raise ResultsFileError(f"{path}: schema {env.get('schema')!r} is not this harness's schema {SCHEMA} "
                                f"(it reads {', '.join(map(str, READABLE_SCHEMAS))})"[:300])
     return env, cases, summary
+
+
+T = TypeVar("T")
+
+
+def memo_by_content(path: Path, what: str, code: tuple[Path, ...], compute: Callable[[], T]) -> T:
+    """compute(), a JSON value read from the results file at `path`, kept in the cache directory by `what`, the
+    sha256 of the file's bytes and that of the sources in `code` (every module whose code decides the value): a
+    committed run's file does not change, so `report --check` parses its records once, not on every run (561,646
+    records, 10 s of one CI core, for results/README.md's tables). A cache that cannot be read or written is
+    no error: compute() answers. Nothing compute() raises is kept."""
+    from harness.run.compile import cache_dir  # the harness's one cache directory ($TC_HARNESS_CACHE)
+    try:
+        h = hashlib.sha256(what.encode() + b"\0")
+        for f in (*code, path):
+            h.update(Path(f).read_bytes() + b"\0")
+        kept = cache_dir() / "results-memo" / f"{h.hexdigest()[:32]}.json"
+    except OSError:  # compute() says what is wrong with the file
+        return compute()
+    try:
+        return json.loads(kept.read_text())
+    except (OSError, ValueError):
+        pass
+    value = compute()
+    try:
+        kept.parent.mkdir(exist_ok=True)
+        tmp = kept.with_name(f"{kept.name}.tmp{os.getpid()}")  # pytest -n: two workers may write it at once
+        tmp.write_text(json.dumps(value))
+        tmp.replace(kept)
+    except OSError:
+        pass
+    return value
 
 
 SUFFIXES = (".jsonl", ".jsonl.gz")  # committed runs are gzip-compressed: a 27,554-case sweep is 8 MB, 0.2 MB gzipped
