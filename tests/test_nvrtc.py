@@ -1,6 +1,7 @@
 """NVRTC on the CPU: cubins for sm_90a, sm_100a and sm_103a, the cache, and the SASS of every wgmma form, dense and
 sparse (each form at a few N here; the sweep checks every kernel it compiles)."""
 import dataclasses
+import os
 import re
 
 import pytest
@@ -13,9 +14,26 @@ from harness.families.wgmma_sp import forms as sparse_forms, kernel as sparse_ke
 from tests.sass_gmma import function_text
 
 
+RUN_CACHE = os.environ.get("TC_HARNESS_CACHE")  # the run's compile cache, before any test's own
+
+
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path, monkeypatch):
+    """Each test compiles into an empty cache of its own: what it says of NVRTC, the cache or a rejected kernel is
+    about a compile it made, unless it asks for run_cache."""
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def run_cache(monkeypatch):
+    """The run's compile cache instead (the harness's own, as a sweep compiles into it): for a test that judges the
+    SASS of a kernel, which is the same from a cubin kept for its source, options and NVRTC build as from a fresh
+    compile. On a warm cache (CI's machine) its kernels are not compiled and disassembled again on every run: in CI
+    the tests that use it spent ~11 of the module's 15 CPU s compiling into their empty caches."""
+    if RUN_CACHE is None:
+        monkeypatch.delenv("TC_HARNESS_CACHE")
+    else:
+        monkeypatch.setenv("TC_HARNESS_CACHE", RUN_CACHE)
 
 
 @pytest.mark.parametrize("arch", C.ARCHS)
@@ -84,7 +102,7 @@ def test_the_fast_compile_level_reaches_nvrtc():
 # a group of its own under pytest -n: two compiles of the costliest sequence kernel (7.4 s of the module's 16 on an H100
 # node, where the module's group ended the README run: results/2026-11-27-h100-bench25/call7/), beside the module's
 @pytest.mark.xdist_group("test_nvrtc-rspipe")
-def test_a_serialised_rs_pipeline_fails_the_sequence_familys_sass_check():
+def test_a_serialised_rs_pipeline_fails_the_sequence_familys_sass_check(run_cache):
     """The fast-compile level makes every wait_group 1 of an RS pipeline a wait_group 0 (why the sequences compile at
     full optimization): the family's own check, the one every sweep applies, says so. At full optimization it holds:
     test_wgmma_seq.py's test_every_sequence_kernel_compiles_with_its_sass applies it to every sequence kernel as the
@@ -93,7 +111,8 @@ def test_a_serialised_rs_pipeline_fails_the_sequence_familys_sass_check():
     kernel = next(k for k in SEQ.kernel_list("sm_90a") if k.form.pattern == seq_forms.SeqPattern.RS_PIPELINE)
     job = families.compile_job(kernel, SEQ.sass_check(kernel))
     assert not job.fast_compile  # the sweep's job: full optimization
-    (fast,) = C.compile_many([dataclasses.replace(job, fast_compile=True)], workers=1)
+    # compiled without the check, so the cubin is kept (one a check rejects is not), then judged by the check
+    (fast,) = C.compile_many([dataclasses.replace(job, fast_compile=True, sass_check=None)], workers=1)
     verdict = sass.verify(fast.cubin_path, job.sass_check)
     want = len(seq_forms.variants(kernel.form)) * (kernel.form.steps - 1)
     opcode, operands = r"WARPGROUP\.DEPBAR\.LE", r"\bgsb0, 0x1$"
@@ -134,18 +153,11 @@ SMALL_KEYS = [k for k in wgmma.all_kernel_keys(n_values=(8, 64))]
 
 
 @pytest.fixture(scope="module")
-def small_cubins(tmp_path_factory):
-    import os
-    old = os.environ.get("TC_HARNESS_CACHE")
-    os.environ["TC_HARNESS_CACHE"] = str(tmp_path_factory.mktemp("cache"))
-    try:
-        outs = C.compile_many([C.CompileJob(k.name, wgmma_kernel.source(k), "sm_90a") for k in SMALL_KEYS])
-        return dict(zip(SMALL_KEYS, outs))
-    finally:
-        if old is None:
-            del os.environ["TC_HARNESS_CACHE"]
-        else:
-            os.environ["TC_HARNESS_CACHE"] = old
+def small_cubins():
+    """The kernels compiled into the run's cache (see run_cache): a module-scoped fixture is set up before the
+    autouse private cache of the test that first asks for it."""
+    outs = C.compile_many([C.CompileJob(k.name, wgmma_kernel.source(k), "sm_90a") for k in SMALL_KEYS])
+    return dict(zip(SMALL_KEYS, outs))
 
 
 @pytest.mark.parametrize("key", SMALL_KEYS, ids=lambda k: k.name)
@@ -223,12 +235,12 @@ def _check_sparse(keys):
         assert verdict.ok, verdict.broken
 
 
-def test_sparse_kernels_of_every_form_compile_with_their_sass():
+def test_sparse_kernels_of_every_form_compile_with_their_sass(run_cache):
     """Every kind, accumulator and A source at N = 8 (12 kernels, every variant, both selectors)."""
     _check_sparse(sparse_forms.all_kernel_keys(n_values=(8,)))
 
 
-def test_a_sparse_kernels_check_rejects_the_other_selectors_sass():
+def test_a_sparse_kernels_check_rejects_the_other_selectors_sass(run_cache):
     """HGMMA.SP prints its selector: a check wanting selector 1 of a kernel compiled with selector 0 only fails."""
     key = sparse_forms.all_kernel_keys(n_values=(8,))[0]
     out = C.compile_one(C.CompileJob(key.name, sparse_kernel.source(key), "sm_90a"))
@@ -239,7 +251,7 @@ def test_a_sparse_kernels_check_rejects_the_other_selectors_sass():
     assert sass.verify(out.cubin_path, check).ok and not sass.verify(out.cubin_path, flipped).ok
 
 
-def test_the_naive_baselines_one_variant_kernel_issues_only_that_variant(tmp_path):
+def test_the_naive_baselines_one_variant_kernel_issues_only_that_variant(run_cache):
     """benchmarks/bench_naive.py compiles one kernel per case holding only its variant: its SASS has that variant's
     opcode once and no other tensor-core instruction."""
     key = next(k for k in wgmma.all_kernel_keys() if k.kind == "f16" and k.n == 64 and k.a_src == "SS"
@@ -252,7 +264,7 @@ def test_the_naive_baselines_one_variant_kernel_issues_only_that_variant(tmp_pat
 
 
 @pytest.mark.parametrize("family", ["wgmma", "wgmma_sp"])
-def test_a_commit_no_variant_carries_gets_ptxas_own_gmma_and_the_check_rejects_it(family):
+def test_a_commit_no_variant_carries_gets_ptxas_own_gmma_and_the_check_rejects_it(family, run_cache):
     """The dispatch commits in each variant's block. One commit where the blocks meet instead (where the path of an
     unknown variant, no GMMA on it, comes too) makes ptxas add a GMMA of its own (HGMMA.64x8x16.F16 RZ,
     gdesc[URZ]) that every case would run: the kernel's check wants its variants' tensor-core instructions and no
