@@ -8,7 +8,6 @@ else ~/.cache/tc-harness/nvrtc); where one is absent its tests skip, saying how 
     pip install --target ~/.cache/tc-harness/nvrtc/12.9 'nvidia-cuda-nvrtc-cu12==12.9.*'
 """
 import json
-import os
 
 import pytest
 
@@ -17,6 +16,7 @@ from harness.enums import Arch, ToolchainKind
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.run import compile as C, sass, toolchain as T
+from harness.run.files import write_atomically
 from tests.sass_gmma import function_text
 
 # what each version builds of the harness's archs (a trivial kernel for the arch; NVRTC 12.8 does not know sm_103a:
@@ -75,9 +75,7 @@ def compile_log(tc: T.Toolchain, job: C.CompileJob) -> tuple[bool, str]:
         pass
     data, log = tc.compile(job.source, job.name, job.arch, job.options_for(tc))
     kept.parent.mkdir(exist_ok=True)
-    tmp = kept.with_name(f"{kept.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps({"built": data is not None, "log": log}))
-    tmp.replace(kept)
+    write_atomically(kept, json.dumps({"built": data is not None, "log": log}))
     return data is not None, log
 
 

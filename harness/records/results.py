@@ -343,6 +343,7 @@ def memo_by_content(path: Path, what: str, code: tuple[Path, ...], compute: Call
     records, 10 s of one CI core, for results/README.md's tables). A cache that cannot be read or written is
     no error: compute() answers. Nothing compute() raises is kept."""
     from harness.run.compile import cache_dir  # the harness's one cache directory ($TC_HARNESS_CACHE)
+    from harness.run.files import write_atomically
     try:
         h = hashlib.sha256(what.encode() + b"\0")
         for f in (*code, path):
@@ -357,9 +358,7 @@ def memo_by_content(path: Path, what: str, code: tuple[Path, ...], compute: Call
     value = compute()
     try:
         kept.parent.mkdir(exist_ok=True)
-        tmp = kept.with_name(f"{kept.name}.tmp{os.getpid()}")  # pytest -n: two workers may write it at once
-        tmp.write_text(json.dumps(value))
-        tmp.replace(kept)
+        write_atomically(kept, json.dumps(value))  # pytest -n: two workers may write it at once
     except OSError:
         pass
     return value
