@@ -71,11 +71,14 @@ def compile_log(tc: T.Toolchain, job: C.CompileJob) -> tuple[bool, str]:
     try:
         was = json.loads(kept.read_text())
         return was["built"], was["log"]
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, TypeError):
         pass
     data, log = tc.compile(job.source, job.name, job.arch, job.options_for(tc))
-    kept.parent.mkdir(exist_ok=True)
-    write_atomically(kept, json.dumps({"built": data is not None, "log": log}))
+    try:
+        kept.parent.mkdir(exist_ok=True)
+        write_atomically(kept, json.dumps({"built": data is not None, "log": log}))
+    except OSError:  # a read-only cache: compiled again next time
+        pass
     return data is not None, log
 
 

@@ -70,6 +70,15 @@ def test_a_results_files_memo_is_kept_by_the_files_bytes_and_the_code(monkeypatc
         kept.write_text("{not json")
     assert memo() == ["b\n", 5] and memo() == ["b\n", 5]  # a damaged entry is computed again, and replaced
 
+    def appended_meanwhile():  # a sweep still writing the file: what was read is not what was hashed
+        with data.open("a") as fh:
+            fh.write("more\n")
+        return compute()
+
+    assert results.memo_by_content(data, "appending", (code,), appended_meanwhile) == ["b\nmore\n", 6]
+    data.write_text("b\n")  # the bytes hashed before the append: nothing read after it was kept under them
+    assert memo("appending") == ["b\n", 7]
+
 
 def test_a_results_files_memo_keeps_nothing_that_raised_and_needs_no_cache(monkeypatch, tmp_path):
     data = tmp_path / "sweep.jsonl"

@@ -341,14 +341,20 @@ def memo_by_content(path: Path, what: str, code: tuple[Path, ...], compute: Call
     sha256 of the file's bytes and that of the sources in `code` (every module whose code decides the value): a
     committed run's file does not change, so `report --check` parses its records once, not on every run (561,646
     records, 10 s of one CI core, for results/README.md's tables). A cache that cannot be read or written is
-    no error: compute() answers. Nothing compute() raises is kept."""
+    no error: compute() answers. Nothing compute() raises is kept, nor a value of a file that changed while it was
+    read (a sweep still appending to it)."""
     from harness.run.compile import cache_dir  # the harness's one cache directory ($TC_HARNESS_CACHE)
     from harness.run.files import write_atomically
-    try:
-        h = hashlib.sha256(what.encode() + b"\0")
+
+    def digest() -> str:
+        h = hashlib.sha256(what.encode())
         for f in (*code, path):
-            h.update(Path(f).read_bytes() + b"\0")
-        kept = cache_dir() / "results-memo" / f"{h.hexdigest()[:32]}.json"
+            h.update(hashlib.sha256(Path(f).read_bytes()).digest())
+        return h.hexdigest()[:32]
+
+    try:
+        key = digest()
+        kept = cache_dir() / "results-memo" / f"{key}.json"
     except OSError:  # compute() says what is wrong with the file
         return compute()
     try:
@@ -357,8 +363,9 @@ def memo_by_content(path: Path, what: str, code: tuple[Path, ...], compute: Call
         pass
     value = compute()
     try:
-        kept.parent.mkdir(exist_ok=True)
-        write_atomically(kept, json.dumps(value))  # pytest -n: two workers may write it at once
+        if digest() == key:
+            kept.parent.mkdir(exist_ok=True)
+            write_atomically(kept, json.dumps(value))  # pytest -n: two workers may write it at once
     except OSError:
         pass
     return value
