@@ -126,7 +126,7 @@ def test_ci_runs_exactly_the_readmes_test_command():
     assert "pytest" in test_command
     ci = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln and not ln.startswith(("#", "set ", "cd "))]
     exports = [ln.split()[1] for ln in ci if ln.startswith("export ")]
-    # before the command, only what the README says CI does first (pip upgrading itself), and nothing after it
+    # before the command, only what the README says CI does first (upgrading pip and setuptools), and nothing after it
     before = [ln for ln in ci if not ln.startswith("export ")]
     assert ci[-1] == test_command and all(f"`{ln}`" in text for ln in before[:-1]), ci
     for setting in exports:  # what CI sets around the command, the README says (`PIP_COMPILE=0`)

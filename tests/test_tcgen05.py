@@ -187,9 +187,9 @@ def test_reference_is_consistent_with_the_data_path(case):
     cta, lane, col, half = DP.d_position(case.m, case.n, case.form.cta_group, case.form.ws, case.dtype)
     assert lane.max() < 128 and cta.max() < case.form.cta_group
     assert col.max() < 512 and half.max() < 2  # Tensor Memory's 512 columns; a column's two 16-bit halves
-    # one integer per (CTA, lane, column, half): a 1-D unique, not np.unique(axis=1)'s row sort (4.5 of this test's
-    # 7 CPU s over its cases in CI)
-    cells = ((cta.astype(np.int64) * 128 + lane) * 512 + col) * 2 + half
+    # one integer per (CTA, lane, column, half), numpy refusing any out of those bounds: a 1-D unique, not
+    # np.unique(axis=1)'s row sort (4.5 of this test's 7 CPU s over its cases in CI)
+    cells = np.ravel_multi_index((cta, lane, col, half), (case.form.cta_group, 128, 512, 2))
     assert np.unique(cells).size == case.m * case.n  # no two elements share a cell
     # a device that wrote the expected D where the data path says decodes back to it exactly
     out = device_tmem(case, prep, prep.expected)
