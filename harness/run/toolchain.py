@@ -264,6 +264,16 @@ def _numbers_of_listing(text: str) -> tuple[int, ...]:
 
 # ---------------------------------------------------------------------------------------------------- compiling
 
+def out_buffer(size: int) -> bytearray:
+    """A fresh, writable buffer for C code to write `size` bytes into (NVRTC's log, PTX, cubin).
+
+    Never an immutable `bytes`: CPython shares small bytes objects (`b" " * 1` is the interpreter's one-byte
+    singleton), so NVRTC writing its NUL into one turned every later `b" "` of the process into `b"\\x00"`, and
+    Python 3.12 then compiled f-strings without their one-space parts (`f"{a} {b}"` -> "ab"): the main job's
+    kernel sources lost their spaces and nothing compiled. tests/test_c_buffers.py holds every such call to this."""
+    return bytearray(max(int(size), 1))
+
+
 def bindings_compile(source: str, name: str, target: str, options: tuple[str, ...],
                      output: str = CUBIN) -> tuple[bytes | None, str]:
     """(cubin or PTX, or None when NVRTC rejects the source; NVRTC's log) through cuda.bindings. Cubin bytes come
@@ -279,16 +289,16 @@ def bindings_compile(source: str, name: str, target: str, options: tuple[str, ..
     try:
         opts = [f"--gpu-architecture={target}".encode()] + [o.encode() for o in options]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        log = b" " * check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        log_text = log.rstrip(b"\x00 ").decode(errors="replace")
+        log = out_buffer(check(nvrtc.nvrtcGetProgramLogSize(prog), "log size"))
+        check(nvrtc.nvrtcGetProgramLog(prog, log), "log")
+        log_text = bytes(log).rstrip(b"\x00 ").decode(errors="replace")
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             return None, log_text
         size_of, get = ((nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX) if output == PTX
                         else (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN))
-        data = b" " * check(size_of(prog), f"{output} size")
+        data = out_buffer(check(size_of(prog), f"{output} size"))
         check(get(prog, data), output)
-        return (data.rstrip(b"\x00") if output == PTX else data), log_text
+        return (bytes(data).rstrip(b"\x00") if output == PTX else bytes(data)), log_text
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
