@@ -198,7 +198,8 @@ def committed_runs(root: Path = RESULTS_DIR) -> list[Run]:
     if not root.is_dir():
         return runs
     for path in sorted(root.glob("*/*.jsonl*")):
-        if not re.match(r"(sweep|merged|shard)", path.name):
+        # a run's sweep (or its shards, merged); a benchmark's folder (`*-benchN`) records timings, not a baseline
+        if not re.match(r"(sweep|merged|shard)", path.name) or "-bench" in path.parent.name:
             continue
         try:
             opener = gzip.open if path.suffix == ".gz" else open
