@@ -199,7 +199,9 @@ def committed_runs(root: Path = RESULTS_DIR) -> list[Run]:
         return runs
     for path in sorted(root.glob("*/*.jsonl*")):
         # a run's sweep (or its shards, merged); a benchmark's folder (`*-benchN`) records timings, not a baseline
-        if not re.match(r"(sweep|merged|shard)", path.name) or "-bench" in path.parent.name:
+        # (the main job's own output, results/scratch/, is no committed run)
+        if not re.match(r"(sweep|merged|shard)", path.name) or "-bench" in path.parent.name \
+                or path.parent.name == "scratch":
             continue
         try:
             opener = gzip.open if path.suffix == ".gz" else open
