@@ -289,14 +289,31 @@ def _ranges(values) -> str:
     return ",".join(out)
 
 
+def _read_addresses(L: SmemLayout) -> np.ndarray:
+    """The byte address of every element as the tensor core computes it from the descriptor's fields, without
+    the canonical-layout rules (layouts.validate): a descriptor with a narrower swizzle than its tile, say, still
+    reads somewhere, and that is what a finding must name. The formulas are layouts.canonical_bit_offsets'."""
+    mn, k = np.arange(L.rows)[:, None], np.arange(L.cols)[None, :]
+    T, W = L.T, L.row_bytes
+    if L.major == "K":
+        chunk, row, group = k // T, mn % 8, mn // 8
+        byte = group * L.sbo + (chunk * L.lbo + row * 16 if L.swizzle == "none" else row * W + chunk * 16)
+    else:
+        chunk, krow, kgroup = mn // T, k % 8, k // 8
+        if L.swizzle == "none":
+            byte = chunk * L.sbo + kgroup * L.lbo + krow * 16
+        else:
+            per_row = W // 16
+            byte = (chunk % per_row) * 16 + (chunk // per_row) * L.lbo + krow * W + kgroup * L.sbo
+    byte = L.start + byte + ((mn if L.major == "MN" else k) % T) * L.bits // 8
+    return np.asarray(_layouts.swizzle_address(byte, L.swizzle, L.base_offset))
+
+
 def _misread(intended: SmemLayout, read: SmemLayout) -> str:
     """What the tensor core reads under `read` instead of `intended`: the rows (MN) and columns (K) of the
     elements whose address moves, and the bytes they would be read from."""
     want = _layouts.smem_address(intended)
-    try:
-        got = _layouts.smem_address(read)
-    except LayoutError as e:
-        return f"the tile cannot be read as laid out ({e})"
+    got = _read_addresses(read)
     moved = want != got
     if not moved.any():
         return "every element of this tile would still be read from where the layout puts it"
