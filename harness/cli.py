@@ -786,6 +786,8 @@ def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
 
     from harness.timing import cli as timing_cli  # python -m harness bench [compare]
     timing_cli.add_parser(sub)
+    from harness import fleet_cli  # python -m harness verdict / textfile (issue 57)
+    fleet_cli.add_parsers(sub)
     rp = sub.add_parser("report", help="results/README.md's tables from the committed results files")
     rp.add_argument("root", help="the results directory (one folder per run)")
     rp.add_argument("--update", metavar="README", help="rewrite the generated block of this file")
