@@ -469,7 +469,7 @@ def _sweep_command(a, ahead, helpers) -> int:
     cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
                             shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches,
                             hold_plan=a.own_process, ahead=ahead, helpers=helpers,
-                            workers_on_one_gpu=engine.WORKERS_ON_ONE_GPU)
+                            workers_on_one_gpu=engine.WORKERS_ON_ONE_GPU, level=a.level)
     try:  # an empty or impossible selection is refused while planning, before anything is compiled
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:
@@ -726,6 +726,8 @@ def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
     s.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case, one testsuite "
                                                    "per family) to FILE (its folder is created)")
     s.add_argument("--shard", metavar="I/N", help="run only kernel shard I of N (one per node of a fleet)")
+    s.add_argument("--level", type=int, choices=[1, 3], help="1: a seconds-long sample covering every form, "
+                   "swizzle and major-ness once (a node gate); 3: the full sweep (the default); recorded in the results")
     s.add_argument("--no-keep-launches", action="store_true",
                    help="prepare every launch afresh and keep none (by default prepared launches are kept in the "
                         "cache, about 6 GB for a whole sweep, and a later sweep of the same source reads them)")
