@@ -1,0 +1,129 @@
+"""The tap's proof kernels (tests/test_tap.py on the CPU, tests/test_tap_gpu.py and benchmarks/tap_proof.py on an
+H100): kernels that build their descriptors in device code, as a DSL's lowering does, and record them through
+harness/kernels/tc_tap.cuh.
+
+wgmma (sm_90a): one warpgroup issues wgmma m64n24k16 f32 += f16 * f16 with A (64 x 16) and B (24 x 16) K-major with
+128-byte swizzle, each in its own 1024-byte-aligned tile. B's stride between 8-row groups (SBO) is computed from
+the tile's N the way tilelang#2593 / #2603 did wrong: with N = 8 mod 16 it comes out as half a group (512 bytes, not
+8 rows x 128 bytes = 1024), unless `fixed`. The tap records A's and B's descriptors (tags 1 and 2) once per
+warpgroup, and D goes out, so the misread is a real one.
+
+tcgen05 (sm_100a): the kernel builds a tcgen05 shared-memory descriptor and the instruction descriptor of
+.kind::f16 M = 128, N = 24, f16 x f16 -> f32, and records them (tag 3). `bug` 1 leaves out the fixed version bits
+46-48 (triton#8032), 2 writes N >> 4 into the N field (the N = 8 mod 16 class again: N >> 3 is the encoding);
+compiled on the CPU, its values decoded there from the same arithmetic (tcgen05_values).
+"""
+from __future__ import annotations
+
+from harness import api, tap
+
+N = 24
+TAG_A, TAG_B, TAG_TC = 1, 2, 3
+WGMMA_NAME = "tap_wgmma_sbo"
+TCGEN05_NAME = "tap_tcgen05_desc"
+
+COMMON = r"""
+#include "tc_tap.cuh"
+
+__device__ __forceinline__ unsigned long long desc_field(unsigned int bytes) {
+    return (unsigned long long)((bytes & 0x3FFFFu) >> 4);
+}
+"""
+
+WGMMA_SOURCE = COMMON + r"""
+// SBO of a K-major 128B-swizzled operand of n_rows rows, as a lowering that thinks in 16-row blocks computed it
+// (tilelang#2593 class): rows per block = 16, except for a last block of 8 rows when n_rows = 8 mod 16, whose
+// stride it takes for the whole operand.
+__device__ __forceinline__ unsigned int b_sbo(int n_rows, int fixed) {
+    if (fixed) return 8u * 128u;
+    const unsigned int block_rows = (n_rows % 16 == 8) ? 8u : 16u;
+    return block_rows / 2u * 128u;
+}
+
+extern "C" __global__ void __launch_bounds__(128, 1)
+tap_wgmma_sbo(tc_tap_buffer* tap, const unsigned short* a_in, const unsigned short* b_in, float* d_out, int n_rows,
+              int fixed)
+{
+    __shared__ __align__(1024) unsigned char smem[2 * 8192];
+    const unsigned int tid = threadIdx.x;
+    // A: 64 rows of 128 bytes (K = 16 f16 used: chunks 0-1 of each swizzled row), B: 24 rows; both as the host
+    // laid them out (harness.api.address_map), copied 16 bytes at a time
+    const uint4* a_src = reinterpret_cast<const uint4*>(a_in);
+    const uint4* b_src = reinterpret_cast<const uint4*>(b_in);
+    uint4* a_dst = reinterpret_cast<uint4*>(smem);
+    uint4* b_dst = reinterpret_cast<uint4*>(smem + 8192);
+    for (unsigned int i = tid; i < 8192u / 16u; i += 128u) { a_dst[i] = a_src[i]; b_dst[i] = b_src[i]; }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+
+    const unsigned int a_addr = (unsigned int)__cvta_generic_to_shared(smem);
+    const unsigned int b_addr = a_addr + 8192u;
+    const unsigned long long swizzle_128b = 1ull << 62;
+    const unsigned long long desc_a = desc_field(a_addr) | desc_field(16u) << 16 | desc_field(1024u) << 32
+                                      | swizzle_128b;
+    const unsigned long long desc_b = desc_field(b_addr) | desc_field(16u) << 16
+                                      | desc_field(b_sbo(n_rows, fixed)) << 32 | swizzle_128b;
+    tc_tap_warpgroup(tap, 1u, desc_a);
+    tc_tap_warpgroup(tap, 2u, desc_b);
+
+    float d[12];
+    for (int i = 0; i < 12; ++i) d[i] = 0.0f;
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "setp.ne.b32 p, %14, 0;\n"  // scale-d 0: D = A * B
+                 "wgmma.fence.sync.aligned;\n"
+                 "wgmma.mma_async.sync.aligned.m64n24k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, %12, %13, p, 1, 1, 0, 0;\n"
+                 "wgmma.commit_group.sync.aligned;\n"
+                 "wgmma.wait_group.sync.aligned 0;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+                 : "l"(desc_a), "l"(desc_b), "r"(0u) : "memory");
+    for (int i = 0; i < 12; ++i) d_out[tid * 12u + i] = d[i];
+}
+"""
+
+TCGEN05_SOURCE = COMMON + r"""
+extern "C" __global__ void tap_tcgen05_desc(tc_tap_buffer* tap, int n, int bug)
+{
+    __shared__ __align__(1024) unsigned char smem[8192];
+    smem[threadIdx.x] = 0;
+    const unsigned int addr = (unsigned int)__cvta_generic_to_shared(smem);
+    const unsigned long long version = bug == 1 ? 0ull : 1ull << 46;  // triton#8032 left bit 46 out
+    const unsigned long long desc = desc_field(addr) | desc_field(16u) << 16 | desc_field(1024u) << 32 | version
+                                    | 2ull << 61;  // 128B swizzle is code 2 on tcgen05
+    // .kind::f16: dtype f32 (1) in bits 4-5, A and B f16 (0), N >> 3 in bits 17-22, M >> 4 in bits 24-28
+    const unsigned int n_field = bug == 2 ? (unsigned int)n >> 4 : (unsigned int)n >> 3;
+    const unsigned int idesc = 1u << 4 | n_field << 17 | (128u >> 4) << 24;
+    tc_tap_warpgroup(tap, 3u, desc, idesc);
+    if (smem[threadIdx.x] == 1) tap->count = 0;  // keeps smem alive
+}
+"""
+
+
+def options() -> tuple[str, ...]:
+    return (f"-I{tap.include_dir()}", "-std=c++17")
+
+
+def wgmma_declarations() -> list[tap.Declaration]:
+    """What the kernel's author intends: A 64 x 16 and B 24 x 16, f16, K-major, 128B swizzle, packed (SBO 1024).
+    The tiles' addresses are the kernel's own (check_start False)."""
+    a = api.canonical_layout("f16", "K", "128B", rows=64, cols=16)
+    b = api.canonical_layout("f16", "K", "128B", rows=N, cols=16)
+    return [tap.Declaration(TAG_A, "A", "sm_90a", a, check_start=False),
+            tap.Declaration(TAG_B, "B", "sm_90a", b, check_start=False)]
+
+
+def tcgen05_declaration(arch: str = "sm_100a") -> tap.Declaration:
+    b = api.canonical_layout("f16", "K", "128B", rows=N, cols=16)
+    instr = api.InstrDescriptor("f16", "f16", "f16", "f32", 128, N)
+    return tap.Declaration(TAG_TC, "B", arch, b, instr=instr, check_start=False)
+
+
+def tcgen05_values(addr: int, n: int, bug: int) -> tuple[int, int]:
+    """(desc, idesc) tap_tcgen05_desc records, the same arithmetic in Python (the kernel needs a Blackwell GPU)."""
+    version = 0 if bug == 1 else 1 << 46
+    desc = ((addr & 0x3FFFF) >> 4) | (16 >> 4) << 16 | (1024 >> 4) << 32 | version | 2 << 61
+    n_field = n >> 4 if bug == 2 else n >> 3
+    return desc, 1 << 4 | n_field << 17 | (128 >> 4) << 24
