@@ -127,3 +127,56 @@ def tcgen05_values(addr: int, n: int, bug: int) -> tuple[int, int]:
     desc = ((addr & 0x3FFFF) >> 4) | (16 >> 4) << 16 | (1024 >> 4) << 32 | version | 2 << 61
     n_field = n >> 4 if bug == 2 else n >> 3
     return desc, 1 << 4 | n_field << 17 | (128 >> 4) << 24
+
+
+def images(seed: int = 57):
+    """(A 64 x 16, B 24 x 16 as small integers in f16, exact in the f32 accumulator; A's and B's 8192-byte tile
+    images, laid out by the PTX ISA's model for a 1024-aligned tile)."""
+    import numpy as np
+    from harness.spec import layouts
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-3, 4, size=(64, 16)).astype(np.float16)
+    b = rng.integers(-3, 4, size=(N, 16)).astype(np.float16)
+    out = []
+    for m, decl in zip((a, b), wgmma_declarations()):
+        img = np.zeros(8192, np.uint8)
+        layouts.write_image(decl.layout, m.view(np.uint16), img)
+        out.append(img)
+    return a, b, out[0], out[1]
+
+
+def run_wgmma(fixed: bool, capacity: int = 16):
+    """Launch tap_wgmma_sbo on this process's GPU (one warpgroup): (the tap's records, D as the kernel wrote it
+    (64 x N), A, B, B's image). Needs CuPy and an sm_90a GPU."""
+    import tempfile
+
+    import cupy as cp
+    import numpy as np
+    from harness.run import compile as C
+    from harness.spec import fragments
+
+    cubin, log = C.nvrtc_compile(WGMMA_SOURCE, WGMMA_NAME, "sm_90a", options())
+    if cubin is None:
+        raise RuntimeError(f"NVRTC rejected {WGMMA_NAME}: {log}")
+    a, b, img_a, img_b = images()
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        fn = cp.RawModule(path=f.name).get_function(WGMMA_NAME)
+        buf = cp.asarray(np.frombuffer(bytes(tap.new_buffer(capacity)), np.uint8))
+        d_out = cp.full(128 * 12, np.nan, np.float32)  # poisoned: a register the kernel does not write shows
+        fn((1,), (128,), (buf, cp.asarray(img_a), cp.asarray(img_b), d_out, np.int32(N), np.int32(int(fixed))))
+        cp.cuda.Device().synchronize()
+        raw, regs = buf.get().tobytes(), d_out.get().reshape(128, 12)
+    frag = fragments.wgmma_d_fragment(N, "f32")
+    d = np.full((64, N), np.nan, np.float32)
+    d[frag.row, frag.col] = regs
+    return tap.read(raw), d, a, b, img_b
+
+
+def misread_b(img_b, sbo: int):
+    """B as the tensor core reads it from its tile with SBO `sbo` (the layout model: what a finding predicts)."""
+    import numpy as np
+    from harness.spec import layouts
+    lay = wgmma_declarations()[1].layout.moved(sbo=sbo)
+    return layouts.read_image(lay, img_b).astype(np.uint16).view(np.float16)
