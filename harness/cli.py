@@ -461,6 +461,8 @@ def _sweep_command(a, ahead, helpers) -> int:
         raise UsageError(f"sweep: --junit {a.junit} is the --out file; give the XML its own name")
     shard = _shard(a.shard)
     _check_gpus(a.gpus)
+    if a.bundle is not None and (not a.bundle.strip() or (Path(a.bundle).exists() and not Path(a.bundle).is_dir())):
+        raise UsageError(f"sweep: --bundle {a.bundle!r}: give a folder (created if absent)")
     try:
         sel.validate()
     except sweep.SweepError as e:
@@ -475,6 +477,9 @@ def _sweep_command(a, ahead, helpers) -> int:
     except sweep.SweepError as e:
         raise UsageError(f"sweep: {e}") from None
     code = sweep.exit_code(summary)
+    if a.bundle is not None:  # issue 57: what a bug report needs, for every failing case
+        from harness import fleet_cli
+        code = max(code, fleet_cli.write_bundle(out, Path(a.bundle), tc))
     if junit is not None:
         from harness.records import junit as junit_xml, results
         try:
@@ -726,6 +731,8 @@ def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
     s.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case, one testsuite "
                                                    "per family) to FILE (its folder is created)")
     s.add_argument("--shard", metavar="I/N", help="run only kernel shard I of N (one per node of a fleet)")
+    s.add_argument("--bundle", metavar="DIR", help="write a repro bundle of every failing case into DIR (source, "
+                   "PTX, cubin, SASS, versions, a standalone .cu and its nvcc command: harness/records/bundle.py)")
     s.add_argument("--level", type=int, choices=[1, 3], help="1: a seconds-long sample covering every form, "
                    "swizzle and major-ness once (a node gate); 3: the full sweep (the default); recorded in the results")
     s.add_argument("--no-keep-launches", action="store_true",

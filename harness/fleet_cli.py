@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 
@@ -75,7 +76,38 @@ def cmd_textfile(a) -> int:
     return ExitCode.OK
 
 
+def write_bundle(results_path: Path, out: Path, toolchain=None) -> int:
+    """The repro bundle of a results file's failing cases (harness/records/bundle.py), one line saying where; its
+    problems (a kernel that no longer compiles, a case not in today's plan) on stderr, exit 1 with them."""
+    from harness.enums import ExitCode
+    from harness.records import bundle, results
+    try:
+        m = bundle.write(results_path, out, toolchain)
+    except results.ResultsFileError as e:
+        raise FleetUsageError(str(e)) from None
+    except OSError as e:
+        raise FleetUsageError(f"--bundle {out}: cannot write: {e.strerror or e}") from None
+    n = sum(len(k["cases"]) for k in m["kernels"])
+    print(f"repro bundle: {n} failing cases of {len(m['kernels'])} kernels in {out} (manifest.json)")
+    for p in m["problems"]:
+        print(f"bundle: {p}", file=sys.stderr)
+    return ExitCode.FAILED if m["problems"] else ExitCode.OK
+
+
+def cmd_bundle(a) -> int:
+    out = Path(a.out)
+    if out.exists() and not out.is_dir():
+        raise FleetUsageError(f"--out {a.out}: not a directory")
+    if "," in a.results or Path(a.results).is_dir():
+        raise FleetUsageError(f"{a.results}: give one results file")
+    return write_bundle(Path(a.results), out)
+
+
 def add_parsers(sub) -> None:
+    b = sub.add_parser("bundle", help="repro bundles of a results file's failing cases (as sweep --bundle)")
+    b.add_argument("results", help="a results file (JSON Lines)")
+    b.add_argument("--out", required=True, metavar="DIR", help="the bundle's folder (created)")
+    b.set_defaults(fn=cmd_bundle)
     v = sub.add_parser("verdict", help="a node verdict (NVIDIA Health Validation's shape) from a results file: "
                                        "exit 0 PASS/INFO/WARNING, 1 CRITICAL/UNKNOWN, 2 no verdict")
     v.add_argument("results", help="a results file (JSON Lines)")
