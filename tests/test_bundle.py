@@ -66,6 +66,7 @@ def faulted(tmp_path_factory):
     return tmp / "bundle", manifest, kernel, cases, recs, planted
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_only_the_failing_case_is_bundled_and_the_manifest_validates(faulted):
     root, manifest, kernel, cases, recs, _ = faulted
     assert [r["status"] for r in recs.values()].count("fault") == 1
@@ -82,6 +83,7 @@ def test_only_the_failing_case_is_bundled_and_the_manifest_validates(faulted):
     assert {"nvrtc", "nvrtc_build", "ptxas", "driver", "cuda_driver_api", "gpu", "nvcc", "bundle_nvrtc_build"} <= set(versions)
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_the_bundle_holds_the_sweeps_source_ptx_and_sass(faulted):
     root, manifest, kernel, *_ = faulted
     from harness import families
@@ -92,6 +94,7 @@ def test_the_bundle_holds_the_sweeps_source_ptx_and_sass(faulted):
     assert (kdir / "kernel.cubin").read_bytes()[:4] == b"\x7fELF"
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_the_bundled_launch_is_the_one_that_faulted(faulted):
     root, manifest, kernel, cases, _, planted = faulted
     from harness import families
@@ -104,6 +107,7 @@ def test_the_bundled_launch_is_the_one_that_faulted(faulted):
     assert kernel_again == kernel and set(outputs) == set(like.outputs)
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_the_standalone_repro_builds_with_nvcc(faulted):
     root, manifest, kernel, *_ = faulted
     nvcc = shutil.which("nvcc")
@@ -141,6 +145,7 @@ def test_sweep_bundle_refuses_a_file_before_running(tmp_path):
     assert r.returncode == 2 and "--bundle" in r.stderr and not (tmp_path / "r.jsonl").exists()
 
 
+@pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_the_bundle_command_and_the_sweep_hook(faulted, tmp_path):
     root, manifest, *_ = faulted
     results_file = root.parent / "r.jsonl"
