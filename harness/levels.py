@@ -7,6 +7,8 @@ Slurm prolog or a pod's init container, and the full sweep.
   every major-ness of each operand at least once, and one negative control (so that the run proves, on that node,
   that a misread is caught). It is computed from the plan the selection makes (deterministic: the same plan gives
   the same sample), preferring the first kernel of each form (the smallest N) and cases of kernels already taken.
+  On a node whose GPUs run some families, the others are left out of level 1 (a note says so); on a machine
+  without a GPU every family stays (compiled, recorded not run).
 - Level 3: the full sweep (the plan as it is).
 
 tests/test_levels.py proves the coverage over the whole plan, that the sample is small, and that it is the same
@@ -64,9 +66,14 @@ def coverage(kernel, case, fam, form: tuple | None = None) -> set[tuple]:
     return cov
 
 
-def sample(plan: Plan, level: int) -> Plan:
+def sample(plan: Plan, level: int, runnable: set[str] | frozenset[str] = frozenset()) -> Plan:
     """The plan a level runs: level 3 the plan itself; level 1 the covering sample (see the module docstring), its
-    kernels and cases in the plan's order, the other archs' compile-only kernels of those kernels, and a note."""
+    kernels and cases in the plan's order, the other archs' compile-only kernels of those kernels, and a note.
+    `runnable`: the families a GPU here can run (sweep.run_archs). Where there are some, level 1 leaves out the
+    others, saying so in a note: a node gate has no use for kernels its GPUs cannot launch, and compiling them (the
+    tcgen05 kernels for sm_100a and sm_103a on an H100 node) was most of a cold level 1's compile. Where there are
+    none (a CPU machine), every family stays: their kernels are compiled and SASS-checked, their cases recorded not
+    run."""
     if level not in LEVELS:
         raise ValueError(f"--level {level}: one of {', '.join(map(str, LEVELS))}")
     if level == FULL:
@@ -91,6 +98,14 @@ def sample(plan: Plan, level: int) -> Plan:
                 picked.setdefault(i, []).append(case)
                 covered |= cov
     work = [(plan.work[i][0], picked[i]) for i in sorted(picked)]
+    notes = list(plan.notes)
+    if runnable and any(str(k.family) in runnable for k, _ in work):
+        left = {}
+        for k, cs in work:
+            if str(k.family) not in runnable:
+                left[str(k.family)] = left.get(str(k.family), 0) + len(cs)
+        work = [(k, cs) for k, cs in work if str(k.family) in runnable]
+        notes += [f"level 1: {fam} left out: no GPU here runs it ({n} cases of the sample)" for fam, n in left.items()]
     names = {k.name for k, _ in work}
     every = set().union(*(cov for cs in covers for _, cov in cs)) if covers else set()
     missing = every - covered
@@ -98,4 +113,4 @@ def sample(plan: Plan, level: int) -> Plan:
         raise AssertionError(f"level 1 left {sorted(missing)[:3]} uncovered")
     note = (f"level 1: {sum(len(cs) for _, cs in work)} of {plan.cases} cases in {len(work)} of {len(plan.work)} "
             f"kernels: every form, swizzle and major-ness of the selection once, and a negative control a family")
-    return Plan(work, [k for k in plan.compile_only if k.name in names], [*plan.notes, note])
+    return Plan(work, [k for k in plan.compile_only if k.name in names], [*notes, note])

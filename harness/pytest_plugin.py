@@ -81,7 +81,7 @@ class _Sweep:
             p = planning.make(sel, sweep.run_archs(devs), cache=True)
         except planning.SweepError as e:
             raise pytest.UsageError(f"--tc-sweep: {e}") from None
-        self.plan = levels.sample(p, level) if level is not None else p
+        self.plan = levels.sample(p, level, set(sweep.run_archs(devs))) if level is not None else p
         self.level = level
         self.records: dict | None = None
         self.error: BaseException | None = None

@@ -114,7 +114,7 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
              else planning.make(sel, run_archs(devs), cfg.shard, cache=True))
         if cfg.level is not None:
             from harness import levels
-            p = levels.sample(p, cfg.level)
+            p = levels.sample(p, cfg.level, set(run_archs(devs)))
         for note in p.notes:
             log(note)
         return execute(p, cfg, log, plan_s=time.time() - t, engine=engine, devs=devs, early=early)

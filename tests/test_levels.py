@@ -100,3 +100,14 @@ def test_the_sweep_records_its_level(tmp_path):
     schema = json.loads((plan.Path(__file__).resolve().parent.parent / "docs" / "results-schema.json").read_text())
     assert [e for x in recs for e in errors(x, schema)] == []
     assert cli_in_process.run("sweep", "--level", "2", "--out", tmp_path / "x.jsonl").returncode == 2
+
+
+def test_level_1_leaves_out_the_families_no_gpu_here_runs_and_says_so(full, level1):
+    hopper = levels.sample(full, 1, {"wgmma", "wgmma_sp", "wgmma_seq"})  # an H100 node
+    assert {str(k.family) for k, _ in hopper.work} == {"wgmma", "wgmma_sp", "wgmma_seq"}
+    assert not any(str(k.family) == "tcgen05" for k in hopper.compile_only)
+    n_tc = sum(len(cs) for k, cs in level1.work if str(k.family) == "tcgen05")
+    assert f"level 1: tcgen05 left out: no GPU here runs it ({n_tc} cases of the sample)" in hopper.notes
+    assert hopper.cases == level1.cases - n_tc
+    # no GPU at all (a CPU machine): every family stays, to be compiled and recorded not run
+    assert [k.name for k, _ in levels.sample(full, 1, set()).work] == [k.name for k, _ in level1.work]
