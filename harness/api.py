@@ -333,13 +333,18 @@ def check_descriptor(value, intended: SmemLayout, arch: str) -> list[Finding]:
     Returns one Finding per disagreeing field (start address, LBO where the layout uses it, SBO, swizzle, base
     offset) with what the tensor core would read instead, computed by reading the tile with only that field
     taken from the value; and one per rule the value breaks on its own (reserved bits, tcgen05's version bits
-    46-48, an invalid swizzle code), field 'rule'. An empty list: the value reads the tile as intended.
+    46-48, an invalid swizzle code), field 'rule'; a value in sm_103a's absolute-address LBO mode gets a finding
+    'LBO mode' saying its LBO was not checked. An empty list: the value reads the tile as intended.
     Raises LayoutError if `intended` itself is not a canonical layout."""
     lay = _layouts.validate(intended)
     dec = decode_smem_descriptor(value, arch)
     findings = [Finding("rule", dec.value, None, f"the value breaks a rule: {p}") for p in dec.problems]
     want = {"start_address": lay.start & 0x3FFF0, "leading_byte_offset": lay.lbo, "stride_byte_offset": lay.sbo,
             "swizzle": lay.swizzle, "base_offset": lay.base_offset}
+    if dec.fields.get("lbo_mode") == "absolute":  # sm_103a: LBO is then an address, which the layout model lacks
+        findings.append(Finding("LBO mode", "absolute", "relative",
+                                "the value uses the absolute-address LBO mode (bit 52, sm_103a); check_descriptor "
+                                "models relative LBOs only, so its LBO field was not checked"))
     for key, attr, name in _FIELDS:
         if key == "leading_byte_offset" and not _lbo_used(lay):
             continue

@@ -11,7 +11,8 @@ warpgroup, and D goes out, so the misread is a real one.
 tcgen05 (sm_100a): the kernel builds a tcgen05 shared-memory descriptor and the instruction descriptor of
 .kind::f16 M = 128, N = 24, f16 x f16 -> f32, and records them (tag 3). `bug` 1 leaves out the fixed version bits
 46-48 (triton#8032), 2 writes N >> 4 into the N field (the N = 8 mod 16 class again: N >> 3 is the encoding);
-compiled on the CPU, its values decoded there from the same arithmetic (tcgen05_values).
+compiled on the CPU, and its descriptor arithmetic built for the host with g++ (tcgen05_values), so the values
+decoded there are the kernel's own.
 """
 from __future__ import annotations
 
@@ -84,19 +85,35 @@ tap_wgmma_sbo(tc_tap_buffer* tap, const unsigned short* a_in, const unsigned sho
 }
 """
 
-TCGEN05_SOURCE = COMMON + r"""
+# the descriptor arithmetic of tap_tcgen05_desc, compiled into the kernel and (tests/test_tap.py) into a host program
+# with g++, so the values decoded on the CPU are the kernel's own
+TCGEN05_DESCRIPTORS = r"""
+#ifndef TC_HD
+#define TC_HD __host__ __device__
+#endif
+TC_HD inline unsigned long long tc_desc_field(unsigned int bytes) {
+    return (unsigned long long)((bytes & 0x3FFFFu) >> 4);
+}
+// B (K-major, 128B swizzle, LBO 16, SBO 1024) at shared address addr
+TC_HD inline unsigned long long tc_b_desc(unsigned int addr, int bug) {
+    const unsigned long long version = bug == 1 ? 0ull : 1ull << 46;  // triton#8032 left bit 46 out
+    return tc_desc_field(addr) | tc_desc_field(16u) << 16 | tc_desc_field(1024u) << 32 | version
+           | 2ull << 61;  // 128B swizzle is code 2 on tcgen05
+}
+// .kind::f16: dtype f32 (1) in bits 4-5, A and B f16 (0), N >> 3 in bits 17-22, M >> 4 in bits 24-28
+TC_HD inline unsigned int tc_idesc(int n, int bug) {
+    const unsigned int n_field = bug == 2 ? (unsigned int)n >> 4 : (unsigned int)n >> 3;
+    return 1u << 4 | n_field << 17 | (128u >> 4) << 24;
+}
+"""
+
+TCGEN05_SOURCE = COMMON + TCGEN05_DESCRIPTORS + r"""
 extern "C" __global__ void tap_tcgen05_desc(tc_tap_buffer* tap, int n, int bug)
 {
     __shared__ __align__(1024) unsigned char smem[8192];
     smem[threadIdx.x] = 0;
     const unsigned int addr = (unsigned int)__cvta_generic_to_shared(smem);
-    const unsigned long long version = bug == 1 ? 0ull : 1ull << 46;  // triton#8032 left bit 46 out
-    const unsigned long long desc = desc_field(addr) | desc_field(16u) << 16 | desc_field(1024u) << 32 | version
-                                    | 2ull << 61;  // 128B swizzle is code 2 on tcgen05
-    // .kind::f16: dtype f32 (1) in bits 4-5, A and B f16 (0), N >> 3 in bits 17-22, M >> 4 in bits 24-28
-    const unsigned int n_field = bug == 2 ? (unsigned int)n >> 4 : (unsigned int)n >> 3;
-    const unsigned int idesc = 1u << 4 | n_field << 17 | (128u >> 4) << 24;
-    tc_tap_warpgroup(tap, 3u, desc, idesc);
+    tc_tap_warpgroup(tap, 3u, tc_b_desc(addr, bug), tc_idesc(n, bug));
     if (smem[threadIdx.x] == 1) tap->count = 0;  // keeps smem alive
 }
 """
@@ -121,12 +138,21 @@ def tcgen05_declaration(arch: str = "sm_100a") -> tap.Declaration:
     return tap.Declaration(TAG_TC, "B", arch, b, instr=instr, check_start=False)
 
 
-def tcgen05_values(addr: int, n: int, bug: int) -> tuple[int, int]:
-    """(desc, idesc) tap_tcgen05_desc records, the same arithmetic in Python (the kernel needs a Blackwell GPU)."""
-    version = 0 if bug == 1 else 1 << 46
-    desc = ((addr & 0x3FFFF) >> 4) | (16 >> 4) << 16 | (1024 >> 4) << 32 | version | 2 << 61
-    n_field = n >> 4 if bug == 2 else n >> 3
-    return desc, 1 << 4 | n_field << 17 | (128 >> 4) << 24
+def tcgen05_values(addr: int, n: int, bug: int, workdir) -> tuple[int, int]:
+    """(desc, idesc) tap_tcgen05_desc records at shared address `addr`: its descriptor arithmetic
+    (TCGEN05_DESCRIPTORS) built for the host with g++ and run (the kernel itself needs a Blackwell GPU)."""
+    import subprocess
+    from pathlib import Path
+    src = Path(workdir) / "tcgen05_values.cpp"
+    src.write_text("#define TC_HD\n#include <cstdio>\n" + TCGEN05_DESCRIPTORS + "int main(int, char** v) {\n"
+                   "  unsigned a = (unsigned)std::atoi(v[1]); int n = std::atoi(v[2]), bug = std::atoi(v[3]);\n"
+                   "  std::printf(\"%llu %u\\n\", tc_b_desc(a, bug), tc_idesc(n, bug));\n}\n")
+    exe = Path(workdir) / "tcgen05_values"
+    subprocess.run(["g++", "-std=c++17", "-include", "cstdlib", "-o", str(exe), str(src)], check=True,
+                   capture_output=True, timeout=120)
+    out = subprocess.run([str(exe), str(addr), str(n), str(bug)], check=True, capture_output=True, text=True)
+    desc, idesc = out.stdout.split()
+    return int(desc), int(idesc)
 
 
 def images(seed: int = 57):

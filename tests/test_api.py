@@ -215,3 +215,9 @@ def test_the_misread_model_is_the_layout_model_on_canonical_tiles(major, swizzle
     rows, cols = (16, T) if major == "K" else (2 * T, 16)
     lay = api.canonical_layout(dtype, major, swizzle, rows, cols, start=2048)
     assert np.array_equal(api._read_addresses(lay), layouts.smem_address(lay))
+
+
+def test_an_absolute_lbo_value_is_named_not_checked_in_silence():
+    v = api.encode_smem_descriptor(api.SmemDescriptor("sm_103a", 0, 2048, 1024, "128B", lbo_mode="absolute"))
+    fs = api.check_descriptor(v, B16, "sm_103a")
+    assert [f.field for f in fs] == ["LBO mode"] and "not checked" in fs[0].message
