@@ -158,3 +158,8 @@ def test_the_bundle_command_and_the_sweep_hook(faulted, tmp_path):
     r = cli_in_process.run("sweep", "--family", "wgmma_seq", "--level", "1", "--out", tmp_path / "s.jsonl",
                            "--bundle", tmp_path / "sb")
     assert r.returncode in (0, 3) and "repro bundle: 0 failing cases" in r.stdout
+
+
+def test_the_published_manifest_schema_is_the_one_the_code_checks():
+    root = Path(__file__).resolve().parent.parent
+    assert json.loads((root / "docs" / "bundle-manifest.schema.json").read_text()) == bundle.MANIFEST_SCHEMA

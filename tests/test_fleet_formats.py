@@ -337,3 +337,10 @@ def test_the_textfile_command(tmp_path):
     nogpu = _write(tmp_path, {k: v for k, v in ENV.items() if k != "gpus"}, {}, SUMMARY)
     assert cli_in_process.run("textfile", nogpu, "--out", tmp_path / "tf2").returncode == 3
     assert cli_in_process.run("textfile", f, "--out", f).returncode == 2
+
+
+@pytest.mark.parametrize("name, schema", [("node-verdict.schema.json", fleet.VERDICT_SCHEMA)])
+def test_the_published_schema_is_the_one_the_code_checks(name, schema):
+    """docs/ carries the verdict's schema for a consumer (Health Validation's private-check wrapper) to validate
+    against: it must be the one the harness writes to (regenerate with json.dumps(..., indent=1))."""
+    assert json.loads((ROOT / "docs" / name).read_text()) == schema
