@@ -35,8 +35,8 @@ from harness.spec.zero_mask import ZeroColumnMask
 __all__ = [
     "Arch", "Swizzle", "Major", "DescriptorError", "LayoutError",
     "SmemDescriptor", "Decoded", "encode_smem_descriptor", "decode_smem_descriptor", "smem_descriptor_problems",
-    "InstrDescriptor", "encode_instr_descriptor", "decode_instr_descriptor",
-    "ZeroColumnMask", "encode_zero_column_mask", "decode_zero_column_mask", "zero_columns",
+    "InstrDescriptor", "encode_instr_descriptor", "pack_instr_descriptor", "decode_instr_descriptor",
+    "ZeroColumnMask", "encode_zero_column_mask", "decode_zero_column_mask", "zero_columns", "zero_mask_legal_n",
     "SmemLayout", "AddressMap", "canonical_layout", "address_map", "cute_notation",
     "Fragment", "wgmma_fragment", "TmemMap", "tmem_map",
     "Finding", "descriptor_for", "check_descriptor",
@@ -110,6 +110,13 @@ def encode_instr_descriptor(d: InstrDescriptor, arch: str | None = None) -> int:
     return _idesc.encode_idesc(d, arch)
 
 
+def pack_instr_descriptor(d: InstrDescriptor) -> int:
+    """The 32-bit value of the fields as they are, without the legality rules (type codes and field widths only):
+    what a kernel that ignores the rules would issue. DescriptorError for a type the kind has no code for or a field
+    that does not fit."""
+    return _idesc.pack_idesc(d)
+
+
 def decode_instr_descriptor(value, kind: str, cta_group: int | None = None, ws: bool | None = None,
                             arch: str | None = None, scale_vec: str = "") -> Decoded:
     """Fields of a 32-bit instruction descriptor of .kind::`kind` and the rules it breaks. The CTA group, .ws and
@@ -135,6 +142,22 @@ def zero_columns(z: ZeroColumnMask, m: int, n: int) -> list[int]:
     return [j for j, bit in enumerate(_zmask.zero_column_mask_bits(z, m, n)) if bit]
 
 
+def zero_mask_legal_n(m: int) -> list[int]:
+    """Every N some tcgen05.mma of M rows takes (any kind, CTA group, .ws) that the zero-column mask's sub-masks
+    split evenly: the N a mask for M = 32, 64 or 128 can cover."""
+    if m not in _zmask.ZERO_MASK_SUBMASKS:
+        raise DescriptorError(f"M = {m}: the zero-column mask is defined for M = 128, 64, 32")
+    ns: set[int] = set()
+    for kind in _idesc.KINDS:
+        for cg in (1, 2):
+            for ws in (False, True):
+                try:
+                    ns.update(_idesc.legal_shapes(kind, cg, ws).get(m, []))
+                except DescriptorError:  # a combination the kind does not have (.ws with a CTA pair, ...)
+                    pass
+    return sorted(n for n in ns if n % _zmask.ZERO_MASK_SUBMASKS[m] == 0)
+
+
 # ---------------------------------------------------------------------------------------------------- layouts
 
 @dataclass(frozen=True)
@@ -147,6 +170,16 @@ class AddressMap:
     address: np.ndarray = _field(hash=False, compare=False)
     bit: np.ndarray = _field(hash=False, compare=False)
     cute: str = ""
+
+    @property
+    def chunk(self) -> np.ndarray:
+        """The 16-byte chunk (address >> 4) of every element."""
+        return self.address >> 4
+
+    @property
+    def footprint(self) -> tuple[int, int]:
+        """[lo, hi) of the 16-byte chunks the tile touches."""
+        return int(self.address.min()) & ~15, (int(self.address.max()) | 15) + 1
 
 
 def canonical_layout(dtype: str, major: str, swizzle: str, rows: int, cols: int, lbo: int | None = None,

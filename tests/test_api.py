@@ -221,3 +221,14 @@ def test_an_absolute_lbo_value_is_named_not_checked_in_silence():
     v = api.encode_smem_descriptor(api.SmemDescriptor("sm_103a", 0, 2048, 1024, "128B", lbo_mode="absolute"))
     fs = api.check_descriptor(v, B16, "sm_103a")
     assert [f.field for f in fs] == ["LBO mode"] and "not checked" in fs[0].message
+
+
+def test_what_the_cli_commands_need_besides():
+    # a value the rules refuse still has fields: f16 M = 128 (8 << 24), N = 12 (12 >> 3 = 1 << 17), f32 (1 << 4)
+    assert api.pack_instr_descriptor(api.InstrDescriptor("f16", "f16", "f16", "f32", 128, 12)) == 0x0802_0010
+    assert api.zero_mask_legal_n(32) == [64, 128, 256]  # M = 32 is .ws only: N 64, 128, 256, four sub-masks
+    assert api.zero_mask_legal_n(128) == list(range(8, 257, 8))
+    with pytest.raises(api.DescriptorError):
+        api.zero_mask_legal_n(16)
+    m = api.address_map(B16)  # 16 rows of 128 bytes from byte 0
+    assert m.footprint == (0, 2048) and (m.chunk == m.address >> 4).all()
