@@ -233,3 +233,54 @@ def test_random_affine_misreadings_of_the_device_are_recovered_exactly(which, se
     assert rec["status"] == "fail" and rec["roles"] and rec["roles"][0].split(" comes from ")[0] in rec["summary"]
     others = [r for r in recs if r is not rec]
     assert all(r["status"] == "pass" for r in others), [r["summary"] for r in others]
+
+
+def _swap_slot_bits(e: np.ndarray, i: int, j: int) -> np.ndarray:
+    bi, bj = (e >> i) & 1, (e >> j) & 1
+    return e ^ ((bi ^ bj) << i) ^ ((bi ^ bj) << j)
+
+
+def plant_bit_swap(monkeypatch, operand: str, i: int, j: int):
+    """The model's fragment with slot bits i and j exchanged (slot e holds what slot swap(e) holds): a bit
+    permutation, which no XOR edit of the catalogue is."""
+    name = "wgmma_d_fragment" if operand == "D" else "wgmma_a_fragment"
+    orig = getattr(fragments, name)
+    _clear()
+
+    def edited(*args):
+        f = orig(*args)
+        row, col = FP.as_slots(f, FP.Slots(operand, f.row.shape[1], f.bits, f.regs_per_thread))
+        e = _swap_slot_bits(np.arange(row.shape[1]), i, j)
+        row, col = row[:, e], col[:, e]
+        slot = f.reg * (32 // f.bits) + f.shift // f.bits
+        t = np.arange(128)[:, None]
+        return fragments.Fragment(row[t, slot], col[t, slot], f.reg, f.shift, f.bits, f.regs_per_thread)
+    monkeypatch.setattr(fragments, name, edited)
+    _clear()
+
+
+# the issue's two fragment plants: D (f32) with the row-half (slot bit 1) and column-pair (slot bit 0) bits
+# exchanged; A (k16) with the row-half (slot bit 1) and k-half (slot bit 2) bits exchanged
+ISSUE_PLANTS = [("D", SS, 0, 1, ["row bit 3 comes from register bit 1; the model takes it from register bit 0",
+                                 "col bit 0 comes from register bit 0; the model takes it from register bit 1"]),
+                ("A", RS, 1, 2, ["row bit 3 comes from register bit 0; the model takes it from register bit 1",
+                                 "k bit 3 comes from register bit 1; the model takes it from register bit 0"])]
+
+
+@pytest.mark.parametrize("operand,key,i,j,roles", ISSUE_PLANTS, ids=["D-row-half-col-pair", "A-row-half-k-half"])
+def test_issue_fragment_plants_blame_only_the_fragment(monkeypatch, operand, key, i, j, roles):
+    """An ordinary case fails under the plant; the family's diagnosis names the fragment's bits and passes every
+    shared-memory operand (the address probe decodes through the fragments the hardware was seen to use)."""
+    plant_bit_swap(monkeypatch, operand, i, j)
+    from harness.families.wgmma import kernel as wk, reference
+    case = next(c for c in C.cases_for_key(key, ("exact",), False))
+    prep = reference.prepare(case)
+    out = wgmma_device.run("x", key.name, wk.pack([prep]))["d_out"]
+    assert readback.diff_launch([prep.slim()], out)[0]["status"] == "fail"
+    recs = wgmma_family.FAMILY.diagnose(wgmma_family.FAMILY.kernel_of(key), [case],
+                                        f"/nonexistent/simulated/{key.name}.cubin", InProcess(), 30, None)
+    bad = [r for r in recs if r["status"] != "pass"]
+    assert [r["operand"] for r in bad] == [operand], [r["summary"] for r in recs]
+    assert bad[0]["roles"] == roles, bad[0]["roles"]
+    assert "edit" not in bad[0]  # outside the catalogue, named by its bits
+    assert all(not r.get("caveat") for r in recs)

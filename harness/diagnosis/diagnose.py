@@ -19,15 +19,18 @@ from harness.run.worker import LaunchFailed
 
 
 def diagnose(cases, cubin_of, worker, timeout: float = 30.0, png_dir: Path | None = None,
-             max_png: int = 64) -> list[dict]:
-    """Records of type 'diagnosis', one per (case, smem operand). cubin_of(key) -> cubin path."""
+             max_png: int = 64, tables: dict | None = None) -> list[dict]:
+    """Records of type 'diagnosis', one per (case, smem operand). cubin_of(key) -> cubin path. tables[key]:
+    the (D, A) fragment tables the fragment probe saw the hardware use; the probe decodes D (and packs an RS
+    form's A) through them, so a wrong fragment model is not read as a wrong address."""
     return diagnose_setups([(c.id, addresses.setup_of(c)) for c in cases], cubin_of, worker, timeout, png_dir,
-                           max_png)
+                           max_png, tables)
 
 
 def diagnose_setups(items, cubin_of, worker, timeout: float = 30.0, png_dir: Path | None = None,
-                    max_png: int = 64) -> list[dict]:
+                    max_png: int = 64, tables: dict | None = None) -> list[dict]:
     """As diagnose(), for (id, addresses.Setup) pairs (probes build setups the case model cannot express)."""
+    tables = tables or {}
     by_key = defaultdict(list)
     for cid, st in items:
         by_key[st.key].append((cid, st))
@@ -38,7 +41,7 @@ def diagnose_setups(items, cubin_of, worker, timeout: float = 30.0, png_dir: Pat
         for c, st in cs:
             for which in ("A", "B") if st.a is not None else ("B",):
                 try:
-                    js = addresses.probe_jobs(st, which)
+                    js = addresses.probe_jobs(st, which, (tables.get(key) or (None, None))[1])
                 except addresses.ProbeImpossible as e:
                     out.append({"type": "diagnosis", "id": c, "operand": which, "status": "not-probed",
                                 "summary": str(e)})
@@ -53,7 +56,11 @@ def diagnose_setups(items, cubin_of, worker, timeout: float = 30.0, png_dir: Pat
             out += [{"type": "diagnosis", "id": c, "operand": which, "status": e.status, "error": str(e)}
                     for c, _, which, _, _ in plan]
             continue
-        values = diff.decode_launch(key, regs)[0]
+        if tables.get(key) is not None:  # through the fragment the hardware was seen to use
+            from harness.diagnosis.fragments_probe import decode_d
+            values = decode_d(key, regs, tables[key][0])
+        else:
+            values = diff.decode_launch(key, regs)[0]
         for c, st, which, first, count in plan:
             op = st.a if which == "A" else st.b
             observed = addresses.recover(st, which, values[first:first + count])

@@ -565,6 +565,39 @@ def records(cid: str, key: wgmma.KernelKey, f: Finding) -> list[dict]:
     return out
 
 
+def tables(f: Finding) -> tuple | None:
+    """(observed D table, observed A table or None) when both are complete (every slot named, every element
+    once), so another probe may decode and pack through the hardware's fragments instead of the model's."""
+    def complete(t, cols):
+        r, c = (np.asarray(a) for a in t)
+        if (r < 0).any() or (c < 0).any() or (r >= wgmma.M).any() or (c >= cols).any():
+            return False
+        return np.unique(r * cols + c).size == r.size
+    d = f.observed_d
+    if not complete(d, int(np.asarray(d[1]).max()) + 1):
+        return None
+    a = f.observed_a
+    if a is not None and not complete(a, int(np.asarray(a[1]).max()) + 1):
+        return None
+    return d, a
+
+
+def decode_d(key: wgmma.KernelKey, regs: np.ndarray, d_table) -> np.ndarray:
+    """Accumulator values [jobs, 64, N] of a launch's registers [jobs, 128, regs], placed by a (row, col) table."""
+    ds = d_slots(key)
+    row, col = (np.asarray(a) for a in d_table)
+    out = np.zeros((len(regs), wgmma.M, key.n))
+    for i, r in enumerate(np.asarray(regs, np.uint32)):
+        out[i][row, col] = _acc_values(key, ds.scatter(r))
+    return out
+
+
+def gather_a(atype: str, a_table, element_bits: np.ndarray) -> np.ndarray:
+    """A registers [128, 4] holding the raw bits of a 64 x K matrix where an A table (row, k per slot) puts them."""
+    row, k = (np.asarray(x) for x in a_table)
+    return a_slots(atype).gather(np.asarray(element_bits, np.uint64)[row, k])
+
+
 # ------------------------------------------------------------------------------------------------ running
 
 def run(key: wgmma.KernelKey, worker, cubin_of, timeout: float = 30.0) -> tuple[list[Job], np.ndarray]:
@@ -580,9 +613,9 @@ def run(key: wgmma.KernelKey, worker, cubin_of, timeout: float = 30.0) -> tuple[
 
 
 def diagnose(cases, cubin_of, worker, timeout: float = 30.0, png_dir: Path | None = None,
-             max_png: int = 16) -> list[dict]:
+             max_png: int = 16, found: dict | None = None) -> list[dict]:
     """Fragment records of type 'diagnosis' for failing wgmma cases: the probes run once per kernel key, and
-    every case of that key gets the records."""
+    every case of that key gets the records. `found`, when given, receives each key's Finding."""
     from harness.run.worker import LaunchFailed
     by_key: dict = {}
     for c in cases:
@@ -600,6 +633,8 @@ def diagnose(cases, cubin_of, worker, timeout: float = 30.0, png_dir: Path | Non
                      "status": "not-probed", "summary": str(e)} for c in cs]
             continue
         f = analyse(key, jobs, regs)
+        if found is not None:
+            found[key] = f
         recs = records(cs[0].id, key, f)
         if png_dir is not None and pngs < max_png:
             for rec in recs:
