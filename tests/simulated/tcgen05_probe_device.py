@@ -190,7 +190,15 @@ def d_cells(m: int, n: int, cg: int, ws: bool, plants=()) -> tuple[np.ndarray, n
         lane = (3 - lane // 32) * 32 + lane % 32
     if "d-columns^1" in plants:
         col = col ^ 1
+    if MISREAD_D is not None:  # element [r, c] goes where the path puts element MISREAD_D(m, n)[.][r, c]
+        r2, c2 = MISREAD_D(m, n)
+        cta, lane, col = cta[r2, c2], lane[r2, c2], col[r2, c2]
     return cta, lane, col
+
+
+# Misreading hook for the diagnosis tests (tests/simulated/misreading_probe.py): None, or (m, n) -> (row, col)
+# index arrays [m, n] of a bijection of D's elements, composed with the data path.
+MISREAD_D = None
 
 
 # ---------------------------------------------------------------------------------------------------- scale factors
