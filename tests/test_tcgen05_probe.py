@@ -86,27 +86,29 @@ def test_controls_read_as_their_descriptor_and_the_change_is_named(worker):
         assert want[name] in r["summary"], r["summary"]
 
 
-PLANTS = [  # (planted misreading, the case's B swizzle, what the diagnosis must say)
-    ("swizzle=64B@B", "128B", "with address bits 7-8 XORed into bits 4-5 instead of bits 7-9 into 4-6: "
-                              "swizzle 128B expected, 64B observed"),
-    ("swizzle=none@B", "128B", "XOR of address bits 7-9 into bits 4-6 missing: swizzle 128B expected, none observed"),
-    ("swap-lbo-sbo@B", "none", "the reads are exactly those of the layout with LBO and SBO swapped"),
-    ("start+16@B", "128B", "the reads are exactly those of the layout with start +16 bytes"),
+PLANTS = [  # (planted misreading, the case's B swizzle, the differing fields the recovered map names, its name)
+    ("swizzle=64B@B", "128B", "swizzle XORs bits 7-8 into 4-5 (Swizzle<2,4,3>, 64B), model XORs bits 7-9 into 4-6 "
+                              "(Swizzle<3,4,3>, 128B)", "swizzle 64B"),
+    ("swizzle=none@B", "128B", "swizzle XORs nothing (Swizzle<0,4,3>, none), model XORs bits 7-9 into 4-6 "
+                               "(Swizzle<3,4,3>, 128B)", "swizzle none"),
+    ("swap-lbo-sbo@B", "none", "LBO 256, model 128; SBO 128, model 256", "LBO and SBO swapped"),
+    ("start+16@B", "128B", "start 8208, model 8192", "start +16 bytes"),
 ]
 
 
 # The two tests that draw a picture (matplotlib: seconds each) run apart from the module's other tests under
 # pytest -n, each with a simulated worker of its own: together they were a 37 s chain on one worker of an H100 node.
 @pytest.mark.xdist_group("test_tcgen05_probe-draws-smem")
-@pytest.mark.parametrize("plant,swz,words", PLANTS, ids=[p[0] for p in PLANTS])
-def test_planted_smem_misreadings_are_named(worker, plant, swz, words, tmp_path):
+@pytest.mark.parametrize("plant,swz,words,name", PLANTS, ids=[p[0] for p in PLANTS])
+def test_planted_smem_misreadings_are_named(worker, plant, swz, words, name, tmp_path):
     c = case("f16", "SS", 128, 64, "64B", swz)
     draw = plant == PLANTS[0][0]  # one picture is enough (matplotlib takes seconds)
     recs = {r["operand"]: r for r in diagnose([c], worker, plant, tmp_path if draw else None)}
     b = recs["B"]
     assert b["status"] == "fail" and not b["reads_as_model"] and not b["reads_as_intended"], b
-    assert words in b["summary"], b["summary"]
-    assert words in b["vs_model"]  # intended == model here: the same sentence against the descriptor
+    assert "; ".join(b["recovered"]["field_differences"]) == words, b["summary"]
+    assert b["summary"] == f"{b['vs_model']} (known as: {name})"  # intended == model: one sentence, both ways
+    assert b["recovered"]["hardware_cute"] in b["summary"] and b["recovered"]["model_cute"] in b["summary"]
     if draw:
         assert b["png"].endswith("-B.png") and open(b["png"], "rb").read(4) == b"\x89PNG"
 
@@ -141,6 +143,8 @@ def test_ts_planted_column_offset_is_named(worker, tmp_path):
     col0 = probe.setup_of(c).params["a_tmem_col"]
     assert a["status"] == "fail" and a["where"] == "tmem" and a["wrong"] == a["elements"], a
     assert f"A read from column {col0 + 4} instead of {col0} (the A address +4 columns off)" in a["summary"]
+    assert a["summary"].startswith(f"A (Tensor Memory): A starts at column {col0 + 4}, the model's at {col0}; the "
+                                   "rest of the map is the model's")
     cols = np.array(a["observed_columns"])
     assert cols.shape == (128, 16) and np.array_equal(cols - col0, np.broadcast_to(np.arange(16) // 2 + 4, cols.shape))
     assert a["png"].endswith(".png")
@@ -153,6 +157,9 @@ def test_ts_planted_lane_path_is_named(worker):
     assert ("rows read from the lanes of row r on lane r (layout D, M=128) instead of 16 rows in each 32-lane "
             "quarter (layout F, M=64)") in a["summary"], a["summary"]
     assert a["rows"] == "16-63"  # rows 0-15 sit on lanes 0-15 under both paths
+    assert a["roles"] == ["lane bit 4 comes from row bit 4; the model takes it from 0",
+                          "lane bit 5 comes from row bit 5; the model takes it from row bit 4",
+                          "lane bit 6 comes from 0; the model takes it from row bit 5"], a["roles"]
 
 
 UNSUPPORTED = [
@@ -208,6 +215,8 @@ def test_ts_4_and_6_bit_a_planted_dense_packing_is_named(worker):
     col0 = probe.setup_of(c).params["a_tmem_col"]
     assert a["status"] == "fail" and "explanation" not in a, a
     assert f"A read from column {col0 + 4} instead of {col0} (the A address +4 columns off)" in a["summary"]
+    assert a["summary"].startswith(f"A (Tensor Memory): A starts at column {col0 + 4}, the model's at {col0}; the "
+                                   "rest of the map is the model's")
 
 
 def test_aliasing_descriptor_of_the_other_operand_is_not_probed(worker):

@@ -486,6 +486,32 @@ def explain_tmem(op: TmemOperand, lane, col, part, valid=None) -> dict:
     return out
 
 
+def tmem_map_reading(op: TmemOperand, lane, col, part, valid) -> dict | None:
+    """The map (row, k) -> (part of the cell, column from A's first, lane) the hardware read A through, recovered
+    over the elements with valid digits, beside the model's; where A starts is said apart (an address, added with
+    carries, not an XOR). None when a read lies left of A's first column."""
+    from harness.diagnosis import bitmaps
+    ml, mc, mp = op.model
+    c0, m0 = int(col[0, 0]), int(mc[0, 0])
+    rel, mrel = col - c0, mc - m0
+    if (rel[valid] < 0).any():
+        return None
+    span = int(max(rel[valid].max(initial=0), mrel.max())) + 1
+    cd = bitmaps.Coding((("row", op.rows), ("k", op.k)), (("part", op.per), ("column", span), ("lane", 128)))
+    r, k = np.meshgrid(np.arange(op.rows), np.arange(op.k), indexing="ij")
+    ok = np.asarray(valid, bool) & (lane >= 0) & (lane < 128) & (part >= 0) & (part < op.per)
+    hw = bitmaps.recover(cd, cd.places(r, k), cd.elements(np.where(ok, part, 0), np.where(ok, rel, 0),
+                                                          np.where(ok, lane, 0)), ok)
+    model = bitmaps.recover(cd, cd.places(r, k), cd.elements(mp, mrel, ml))
+    wrong = int(((lane != ml) | (col != mc) | (part != mp)).sum())
+    said = bitmaps.verdict("A (Tensor Memory)", hw, model, f"{wrong} of {lane.size} elements read elsewhere")
+    if c0 != m0:
+        head = f"A (Tensor Memory): A starts at column {c0}, the model's at {m0}"
+        said["sentence"] = head + ("; the rest of the map is the model's" if said["same"] else
+                                   said["sentence"].replace("A (Tensor Memory):", ";", 1).replace(" ;", ";"))
+    return said
+
+
 # ---------------------------------------------------------------------------------------------------- diagnose
 
 def not_probed(cid: str, operand: str, reason: str) -> dict:
@@ -567,6 +593,10 @@ def _record(c: TcCase, st: Setup, which: str, slot: np.ndarray, valid: np.ndarra
         if not as_model:
             rec["observed_lanes"], rec["observed_columns"] = lane.tolist(), col.tolist()
             rec["observed_parts"] = part.tolist()
+            tm = tmem_map_reading(op, lane, col, part, valid)
+            if tm is not None:  # the map the hardware used, beside the model's, then the old words as its name
+                rec.update(hardware_map=tm["hardware_map"], model_map=tm["model_map"], roles=tm["roles"])
+                rec["summary"] = f"{tm['sentence']}; known as: {rec['summary']}"
         if not valid.all():
             rec["status"] = "inconclusive"
         if not as_model and op.element:  # a 4/6-bit A: is it the dense packing rather than one per container?
@@ -585,8 +615,16 @@ def _record(c: TcCase, st: Setup, which: str, slot: np.ndarray, valid: np.ndarra
     rec = {**base, "where": "smem", "status": "pass" if as_model else "fail", "reads_as_model": as_model,
            "reads_as_intended": bool(why["wrong"] == 0 and valid.all()),
            **{k: v for k, v in why.items() if k != "operand"}}
-    if not as_model:
-        rec["vs_model"] = explain.explain(model, observed, op.desc_layout, which)["summary"]
+    if not as_model:  # the map the hardware used, recovered from the data, beside the model's
+        from harness.diagnosis import address_fit
+        ok = valid.all()
+        reading = address_fit.read(observed if ok else np.where(valid, observed, model), model, bits,
+                                   f"{which} addresses", descriptor=address_fit.terms_of(op.desc_layout, bits))
+        rec["recovered"] = reading.as_dict()
+        rec["vs_model"] = reading.sentence
+        if ok and np.array_equal(model, op.addr):  # an ordinary case: the one sentence is the recovered map's
+            rec["summary"] = reading.sentence + (f" (known as: {why['observed_change']})"
+                                                 if why.get("observed_change") else "")
         rec["observed_bytes"] = (observed >> 3).tolist()
     if not valid.all():
         rec["status"] = "inconclusive"
