@@ -196,6 +196,9 @@ def d_cells(m: int, n: int, cg: int, ws: bool, plants=()) -> tuple[np.ndarray, n
     return cta, lane, col
 
 
+# Misreading hooks for the diagnosis tests (tests/simulated/misreading_probe.py): MISREAD_SF[who](index, block) ->
+# the (index, block) whose scale factor row / column `index`, K block `block` of A or B is read as.
+MISREAD_SF: dict = {}
 # Misreading hook for the diagnosis tests (tests/simulated/misreading_probe.py): None, or (m, n) -> (row, col)
 # index arrays [m, n] of a bijection of D's elements, composed with the data path.
 MISREAD_D = None
@@ -232,6 +235,8 @@ def _factors(tms, r: int, who: str, idx: np.ndarray, nb: int, fi: dict, p, plant
     src = 1 - r if f"sf-peer@{who}" in plants and cg == 2 else r
     x = np.asarray(idx)[:, None] + 0 * np.arange(nb)[None, :]
     block = np.arange(nb)[None, :] + 0 * x
+    if who in MISREAD_SF:  # (index, block) read as MISREAD_SF[who](index, block)
+        x, block = MISREAD_SF[who](x, block)
     if f"sf-blocks-reversed@{who}" in plants:
         block = nb - 1 - block
     if "sf-vec=1X" in plants:
