@@ -161,7 +161,9 @@ def decompose(bit_addr: np.ndarray, bits: int, prefer: Terms | None = None,
         return None
     if prefer is None:
         return found[0]
-    return min(found, key=lambda t: len(field_differences(t, prefer)))
+    # several terms may read alike (a base offset is a start moved by whole rows of the pattern): the fewest
+    # differing fields, and of those one that keeps the start (the descriptor's explicit address)
+    return min(found, key=lambda t: (len(field_differences(t, prefer)), t.start != prefer.start))
 
 
 def field_differences(hw: Terms, model: Terms, other: str = "model") -> list[str]:

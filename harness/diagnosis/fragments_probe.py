@@ -558,11 +558,28 @@ def records(cid: str, key: wgmma.KernelKey, f: Finding) -> list[dict]:
             rec["summary"] = rec["explanation"]
             if f.unwritten:
                 rec["summary"] += f"; {f.unwritten} registers came back unwritten"
+        if op == "D" and rec["status"] == "fail" and not _bijective(observed, cols):
+            # the hardware writes every element of D into exactly one slot: a table that is not a bijection
+            # was read through misread operands, not off a fragment
+            rec["status"] = "inconclusive"
+            rec["summary"] = (f"D: inconclusive: the slots do not hold every element of D once (the probe's operands "
+                              f"were likely read elsewhere than the model says; see the address records). As read: "
+                              f"{rec['summary']}")
         if not f.consistent and rec["status"] == "fail":
-            rec["summary"] += ("; the recovered fragments do not reproduce every probe register (values, not only "
-                               "places, differ)")
+            # no placement of the elements explains the values: the probe's own operands were not read as its
+            # inputs assumed (an address bug: see the address records), so this record blames nothing
+            rec["status"] = "inconclusive"
+            rec["summary"] = (f"{op}: inconclusive: the slots' values are not reproduced by any placement of the "
+                              f"elements (the probe's operands were likely read elsewhere than the model says; see "
+                              f"the address records). As read: {rec['summary']}")
         out.append(rec)
     return out
+
+
+def _bijective(table, cols: int) -> bool:
+    r, c = (np.asarray(a) for a in table)
+    ok = (r >= 0) & (r < wgmma.M) & (c >= 0) & (c < cols)
+    return bool(ok.all()) and np.unique(r * cols + c).size == r.size == wgmma.M * cols
 
 
 def tables(f: Finding) -> tuple | None:
