@@ -358,6 +358,12 @@ def main(argv=None) -> int:
         print("diagnosis_proof: --random must be >= 0, --max-cases >= 1, --budget-s and --timeout > 0",
               file=sys.stderr)
         return 2
+    if not args.simulated:  # one line and a non-zero exit before anything is compiled or launched
+        from harness.run import gpu
+        reason = gpu.skip_reason("sm_90a")
+        if reason:
+            print(f"diagnosis_proof: {reason} (--simulated runs it on the CPU)", file=sys.stderr)
+            return 1
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % (1 << 32))
     print(f"seed {seed} (rerun the random plants with --seed {seed})", flush=True)
     out = Path(args.out)
@@ -388,6 +394,10 @@ def main(argv=None) -> int:
                     except Exception as e:  # one plant's crash is its record, not the end of the proof
                         rec = {"plant": name, "kernel": key.name, "named": False,
                                "error": f"{type(e).__name__}: {e}"}
+                        if name.startswith("baseline"):  # the worker or the kernels are unusable: stop here
+                            fh.write(json.dumps(rec, default=str) + "\n")
+                            print(f"BAD {name}: {rec['error']}; no plant run", flush=True)
+                            return 1
                 fh.write(json.dumps(rec, default=str) + "\n")
                 fh.flush()
                 ok &= bool(rec.get("named"))

@@ -10,7 +10,8 @@ element of the probed operand:
 
 Shared memory: the slots are the element-sized slots of the CTA's image (plus SLACK_BYTES past it), so the
 digits give the bit address read for every (row, k), compared with the layout the descriptor encodes
-(harness.spec.layouts) and explained against the intended layout by harness/diagnosis/explain.py.
+(harness.spec.layouts): the recovered map is decomposed into the descriptor's terms and printed in CuTe notation
+beside the model's (harness/diagnosis/address_fit.py), explain.py's nearby layouts naming it where one matches.
 Tensor Memory (A of a TS form): the slots are the element-sized parts of every 32-bit cell of all 128 lanes and
 of the columns 0 .. read_cols + TMEM_SLACK_COLS, so the digits give the lane, column and position in the cell
 read for every (row, k), compared with datapaths.a_lane and the A column the kernel gives.

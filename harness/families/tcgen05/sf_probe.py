@@ -14,12 +14,14 @@ code of 1; a pass probing B's factors the other way round. Two digits name up to
 included, so D says for every (row, column, block) which byte of which CTA's shared memory the factor came from,
 through the copy and the MMA's read of Tensor Memory (a product of exactly 1 says: from the other operand's tile).
 
-Explanation: every single edit of a small catalogue (`hypotheses`: the factors of A and B exchanged, K blocks
-reversed / swapped in pairs / read with another scale-vector size, the scale-factor id off by 1-3 bytes, rows of a
-32-lane group reversed or exchanged, the 32-row groups reversed, under cta_group::2 the factors of the peer or the
-issuing CTA) is applied to the model, every probe launch is predicted on the CPU, and the edits that reproduce every
-D value bit for bit are named. D is read through the data path the Tensor Memory probe found (tmem_probe.placement),
-the model's unless it named another.
+Explanation: the byte each product's numbered factor came from is solved, per operand's passes, for the GF(2) map
+(row, column, K block) -> (byte, tile, CTA) the hardware used (harness/diagnosis/bitmaps.py) and compared with the
+model's, naming the bits whose sources differ; a factor read for the wrong operand shows as bits taken from the
+other index. The small catalogue (`hypotheses`: the factors of A and B exchanged, K blocks reversed / in pairs /
+another scale-vector size, the scale-factor id off by 1-3 bytes, rows of a 32-lane group reversed or exchanged, the
+32-row groups reversed, under cta_group::2 the peer's or the issuing CTA's factors) only names a recovered map it
+reproduces bit for bit. D is read through the data path the Tensor Memory probe found (tmem_probe.placement), the
+model's unless it named another.
 """
 from __future__ import annotations
 

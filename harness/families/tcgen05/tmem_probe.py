@@ -10,8 +10,9 @@ the model writes a case's operands -- each CTA's half of a pair, 4/6-bit packing
 scale-factor tiles --, so the probe covers every form the sweep has: cta_group::1 and ::2, .ws, every kind
 (block-scaled included), every type. The raw cells read back ([CTA, 128 lanes, columns], a few columns more than
 the case's) say, cell by cell, which (row, col) the hardware put there, without going through the data-path
-model; the record compares that with datapaths.d_position and names the data path, or the single change of one,
-that places D exactly like the hardware did. (C passed through with A = 0 would not do: C is stored into and D
+model; the record solves the cells for the GF(2) map element (row, col) -> (half, column, lane, CTA) the hardware
+used, compares it with datapaths.d_position's and names the place bits whose sources differ; a data path of the
+ISA, or a single change of one, that places D exactly like the hardware did is added as its name. (C passed through with A = 0 would not do: C is stored into and D
 read from the same cells, so every cell reads back its own C whatever the data path is.)
 
 The probe trusts that A and B are read where the model writes them (the address probe, probe.py, checks that) and,
