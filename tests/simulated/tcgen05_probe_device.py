@@ -93,8 +93,23 @@ def _planted(lay: SmemLayout, role: str, plants: list[str]) -> SmemLayout:
     return lay
 
 
+# Misreading hooks for the diagnosis tests (tests/simulated/misreading_probe.py): MISREAD_SMEM[role](rows, k) and
+# MISREAD_TMEM_A(m, k) -> (row, k) index arrays: element [i, j] is read where element [row[i, j], k[i, j]] sits.
+MISREAD_SMEM: dict = {}
+MISREAD_TMEM_A = None
+
+
 def _read_smem(img: np.ndarray, desc: int, major: str, t: str, storage: str, rows: int, k: int, role: str,
                plants) -> np.ndarray:
+    vals = _read_smem_as_described(img, desc, major, t, storage, rows, k, role, plants)
+    if role in MISREAD_SMEM:
+        r, c = MISREAD_SMEM[role](rows, k)
+        vals = vals[r, c]
+    return vals
+
+
+def _read_smem_as_described(img: np.ndarray, desc: int, major: str, t: str, storage: str, rows: int, k: int,
+                            role: str, plants) -> np.ndarray:
     dec = desc_tcgen05.decode_tcgen05_smem_desc(int(desc))
     if dec["problems"]:
         raise RuntimeError(f"simulated device: descriptor {role} {dec['value']}: {dec['problems']}")
@@ -119,6 +134,15 @@ def _read_smem(img: np.ndarray, desc: int, major: str, t: str, storage: str, row
 
 
 def _read_tmem_a(tm: np.ndarray, col0: int, m: int, k: int, t: str, storage: str, plants) -> np.ndarray:
+    vals = _read_tmem_a_as_described(tm, col0, m, k, t, storage, plants)
+    if MISREAD_TMEM_A is not None:
+        r, c = MISREAD_TMEM_A(m, k)
+        vals = vals[r, c]
+    return vals
+
+
+def _read_tmem_a_as_described(tm: np.ndarray, col0: int, m: int, k: int, t: str, storage: str,
+                              plants) -> np.ndarray:
     w = dtypes.get(storage).bits
     per = 32 // w
     lane_m, dcol = m, 0
