@@ -213,8 +213,7 @@ def _true_a_map(case):
 def _true_b_map(case):
     from harness.diagnosis import address_fit, addresses
     st = addresses.setup_of(case)
-    width = int(st.b.addr.max()).bit_length()
-    return address_fit.index_map(st.b.addr, width)
+    return address_fit.index_map(st.b.addr)
 
 
 def _b_desc(case) -> layouts.SmemLayout:

@@ -189,12 +189,20 @@ def field_differences(hw: Terms, model: Terms, other: str = "model") -> list[str
 
 
 def coding(rows: int, cols: int, max_bit_addr: int) -> bitmaps.Coding:
-    return bitmaps.Coding((("row", rows), ("k", cols)), (("bit", 8), ("address", max(2, (max_bit_addr >> 3) + 1))))
+    return bitmaps.Coding((("row", rows), ("k", cols)), (("in-byte", 8), ("address", max(2, (max_bit_addr >> 3) + 1))))
+
+
+def relative(bit_addr: np.ndarray) -> np.ndarray:
+    """Bit addresses from the tile's lowest: a start added to power-of-two strides carries into their bits (start
+    2048 + row group 3 x 2048 = 8192), so the GF(2) map is taken of the offsets, the start said apart."""
+    addr = np.asarray(bit_addr, np.int64)
+    return addr - (int(addr.min()) & ~7)
 
 
 def index_map(bit_addr: np.ndarray, width_bits: int | None = None):
-    """The GF(2) affine map (row bits, k bits) -> (bit within the byte, address bits) of a bit-address table."""
-    addr = np.asarray(bit_addr, np.int64)
+    """The GF(2) affine map (row bits, k bits) -> (bit within the byte, address bits from the tile's lowest byte)
+    of a bit-address table."""
+    addr = relative(bit_addr)
     rows, cols = addr.shape
     top = int(addr.max()) if width_bits is None else (1 << width_bits) - 1
     cd = coding(rows, cols, top)
@@ -233,7 +241,7 @@ def read(observed: np.ndarray, model: np.ndarray, bits: int, subject: str, swizz
     obs, mod = np.asarray(observed, np.int64), np.asarray(model, np.int64)
     mterms = decompose(mod, bits, descriptor, swizzles)
     hterms = decompose(obs, bits, mterms or descriptor, swizzles)
-    width = max(int(obs.max()), int(mod.max())).bit_length()
+    width = max(int(relative(obs).max()), int(relative(mod).max())).bit_length()
     hmap, mmap = index_map(obs, width), index_map(mod, width)
     n, total = int((obs != mod).sum()), obs.size
     differ = f"{n} of {total} elements read elsewhere"
@@ -250,6 +258,9 @@ def read(observed: np.ndarray, model: np.ndarray, bits: int, subject: str, swizz
     else:
         said = bitmaps.verdict(subject, hmap, mmap, differ)
         sentence = said["sentence"]
+        lo_h, lo_m = int(obs.min()) >> 3, int(mod.min()) >> 3
+        sentence += (f" (addresses from the tile's lowest byte, {lo_h}" + (f"; the model's lowest is {lo_m}"
+                                                                           if lo_h != lo_m else "") + ")")
         if hterms is None:
             sentence += "; no descriptor (major-ness, swizzle, base offset, start, LBO, SBO) reads like this"
     return Reading(hterms, mterms, tuple(diffs), hmap, mmap, sentence)

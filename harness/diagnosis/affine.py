@@ -110,11 +110,14 @@ class NotAffine:
         """The witness shows non-affinity on its own numbers (inputs XOR to 0, outputs do not)."""
         return _xor(self.inputs) == 0 and _xor(self.outputs) != 0
 
-    def describe(self, fmt=str) -> str:
-        pts = ", ".join(f"{fmt(x)} -> {fmt(y)}" for x, y in zip(self.inputs, self.outputs))
+    def describe(self, fmt=str, fmt_out=None) -> str:
+        """In words; fmt / fmt_out format an input / output (default: the number)."""
+        fmt_out = fmt_out or fmt
+        pts = ", ".join(f"{fmt(x)} -> {fmt_out(y)}" for x, y in zip(self.inputs, self.outputs))
         if len(self.inputs) == 2:
             return f"not a function: {pts}"
-        return f"not affine: the inputs {pts} XOR to 0 but their outputs XOR to {fmt(_xor(self.outputs))}"
+        return (f"not affine: the inputs {pts} XOR to 0 but their outputs XOR to {_xor(self.outputs):#x} (an affine "
+                f"map takes them to outputs XORing to 0)")
 
 
 def _xor(vals) -> int:

@@ -58,6 +58,22 @@ class Coding:
             shift += bit_width(extent)
         return np.asarray(out, np.int64)
 
+    @staticmethod
+    def _unpack(fields, value: int) -> str:
+        parts, shift = [], 0
+        for word, extent in fields:
+            w = bit_width(extent)
+            parts.append(f"{word} {(int(value) >> shift) & ((1 << w) - 1)}")
+            shift += w
+        return "(" + ", ".join(parts) + ")"
+
+    def place_words(self, value: int) -> str:
+        """A packed input as '(row 3, k 1)'."""
+        return self._unpack(self.inputs, value)
+
+    def element_words(self, value: int) -> str:
+        return self._unpack(self.outputs, value)
+
     def places(self, *values) -> np.ndarray:
         return self._pack(self.inputs, values)
 
@@ -65,14 +81,36 @@ class Coding:
         return self._pack(self.outputs, values)
 
 
-def recover(coding: Coding, places, elements, valid=None) -> affine.AffineMap | affine.NotAffine:
-    """Solve for the map places -> elements (int arrays of one shape, packed by `coding`), over `valid` ones."""
+@dataclass(frozen=True)
+class Witness:
+    """A NotAffine witness with the coding that says what its numbers are."""
+    proof: affine.NotAffine
+    coding: Coding
+
+    @property
+    def inputs(self):
+        return self.proof.inputs
+
+    @property
+    def outputs(self):
+        return self.proof.outputs
+
+    def holds(self) -> bool:
+        return self.proof.holds()
+
+    def describe(self) -> str:
+        return self.proof.describe(self.coding.place_words, self.coding.element_words)
+
+
+def recover(coding: Coding, places, elements, valid=None) -> affine.AffineMap | Witness:
+    """Solve for the map places -> elements (int arrays of one shape, packed by `coding`), over `valid` ones: the
+    named affine map, or a Witness that there is none."""
     p, e = np.asarray(places, np.int64).ravel(), np.asarray(elements, np.int64).ravel()
     if valid is not None:
         keep = np.asarray(valid, bool).ravel()
         p, e = p[keep], e[keep]
     got = affine.solve(p, e, len(coding.in_names), len(coding.out_names))
-    return got.named(coding.in_names, coding.out_names) if isinstance(got, affine.AffineMap) else got
+    return got.named(coding.in_names, coding.out_names) if isinstance(got, affine.AffineMap) else Witness(got, coding)
 
 
 def terms(m: affine.AffineMap, bits: list[int]) -> str:
@@ -84,11 +122,11 @@ def verdict(subject: str, hardware, model, differ: str = "") -> dict:
     output bit, where the hardware and the model take it from), 'hardware_map' / 'model_map' (whole maps)."""
     out = {"hardware_map": _as_dict(hardware), "model_map": _as_dict(model)}
     tail = f" ({differ})" if differ else ""
-    if isinstance(hardware, affine.NotAffine):
+    if not isinstance(hardware, affine.AffineMap):
         out.update(same=False, roles=[], sentence=f"{subject}: the hardware's map is {hardware.describe()}; no index "
                                                   f"map of bits reproduces it{tail}")
         return out
-    if isinstance(model, affine.NotAffine):
+    if not isinstance(model, affine.AffineMap):
         out.update(same=False, roles=[], sentence=f"{subject}: the hardware's map is {hardware.describe()}; the "
                                                   f"model's is {model.describe()}{tail}")
         return out

@@ -411,7 +411,7 @@ class Finding:
     so neither leans on the model."""
     observed_d: tuple  # (row, col) per D slot
     observed_a: tuple | None  # (row, k) per A slot (RS)
-    d_map: object  # affine.AffineMap | affine.NotAffine, recovered from observed_d
+    d_map: object  # affine.AffineMap | bitmaps.Witness, recovered from observed_d
     a_map: object | None
     consistent: bool  # the observed fragments reproduce every probe register bit for bit
     aliases: dict  # operand -> [catalogue edits whose fragment is the observed one]
