@@ -279,7 +279,11 @@ def case_pool(key, which: str | None, max_cases: int) -> list:
     if which == "base-offset":
         from harness.experiments import probes
         (_, cs), = probes.work("base-offset")
-        return [c for c in cs if c.b.layout.base_offset not in (0, 4)][:max_cases]
+        # cases where the sign matters: -bo and bo differ modulo the swizzle's 2^B phases (not 32B's two)
+        def matters(lay):
+            b = layouts.SWIZZLE_BMS[lay.swizzle][0]
+            return (-lay.base_offset) % (1 << b) != lay.base_offset % (1 << b)
+        return [c for c in cs if matters(c.b.layout)][:max_cases]
     cs = [c for c in C.cases_for_key(key, ("exact",), False)]
     if which == "sbo":
         cs = [c for c in cs if c.b.layout.major == "K" and c.a.layout.swizzle == "none"]
