@@ -4,7 +4,7 @@ Each plant is a plausible bug put into this process's model -- the harness's own
 code, patched for the duration -- never into the hardware:
 
     base-offset-sign   the swizzle adds the matrix base offset instead of subtracting it
-    sbo+16             the descriptor encoder writes SBO 16 bytes too large
+    sbo+16, sbo+16-rs  B's descriptor carries SBO 16 bytes too large (an SS and an RS form)
     64B-as-128B        the descriptor encoder codes a 64B swizzle as 128B's
     d-rowhalf-colpair  the accumulator fragment (f32) with its row-half and column-pair slot bits exchanged
     a-rowhalf-khalf    the A fragment (f16, k16) with its row-half and k-half slot bits exchanged
@@ -236,6 +236,8 @@ def plan_of(seed: int, n_random: int):
          "base-offset"),
         ("sbo+16", SS, "B", lambda: _desc_b_plant(1, 32),
          check_fields(lambda c: [f"SBO {_b_desc(c).sbo + 16}, model {_b_desc(c).sbo}"]), "sbo"),
+        ("sbo+16-rs", RS, "B", lambda: _desc_b_plant(1, 32),  # A in registers: the fragment probes go inconclusive
+         check_fields(lambda c: [f"SBO {_b_desc(c).sbo + 16}, model {_b_desc(c).sbo}"]), "sbo"),
         ("64B-as-128B", SS, "B", lambda: _encoder_plant(
             lambda lay: lay.moved(swizzle="128B") if lay.swizzle == "64B" else lay),
          check_fields(lambda c: ["swizzle XORs bits 7-9 into 4-6 (Swizzle<3,4,3>, 128B), model XORs bits 7-8 into "
@@ -286,7 +288,7 @@ def case_pool(key, which: str | None, max_cases: int) -> list:
         return [c for c in cs if matters(c.b.layout)][:max_cases]
     cs = [c for c in C.cases_for_key(key, ("exact",), False)]
     if which == "sbo":
-        cs = [c for c in cs if c.b.layout.major == "K" and c.a.layout.swizzle == "none"]
+        cs = [c for c in cs if c.b.layout.major == "K" and (c.a is None or c.a.layout.swizzle == "none")]
     elif which == "64B":
         cs = [c for c in cs if c.b.layout.swizzle == "64B" and c.a.layout.swizzle != "64B"]
     elif which == "affine-b":

@@ -21,7 +21,7 @@ def test_every_plant_is_named_on_the_simulated_device(tmp_path):
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert lines[0] == {"seed": 3, "random": 1, "simulated": True}
     plants = {r["plant"]: r for r in lines[1:]}
-    assert set(plants) >= {"baseline", "baseline-base-offset", "base-offset-sign", "sbo+16", "64B-as-128B",
+    assert set(plants) >= {"baseline", "baseline-base-offset", "base-offset-sign", "sbo+16", "sbo+16-rs", "64B-as-128B",
                            "d-rowhalf-colpair", "a-rowhalf-khalf", "random-d-0", "random-a-0", "random-b-0"}
     for name, r in plants.items():
         assert r["named"], r
