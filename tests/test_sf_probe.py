@@ -4,6 +4,7 @@ factors with its own tcgen05.cp and reads them with its own reading of the block
 misreading planted in the *device* is named by the diagnosis, through the same family diagnose the sweep calls."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from harness.families import tcgen05
 from harness.families.tcgen05 import datapaths, sf_probe
@@ -53,7 +54,8 @@ def test_a_misreading_planted_in_the_device_is_named(plant, c, edit):
     r = recs["scale-factors"]
     assert r["status"] == "fail" and r["wrong"] > 0 and r["edit"] == edit, r["summary"]
     words = next(h.words for h in sf_probe.hypotheses(sf_probe.setup_and_jobs(c)[0]) if h.id == edit)
-    assert r["summary"].startswith(f"scale factors: the hardware's is the model's with {words} ("), r["summary"]
+    assert r["summary"].startswith("scale factors: ") and r["summary"].endswith(f"; that is, {words}"), r["summary"]
+    assert r["roles"] and all(role.split(" comes from ")[0].split("'s ", 1)[1] in r["summary"] for role in r["roles"])
 
 
 def test_the_factor_map_says_where_each_factor_came_from():
@@ -65,10 +67,16 @@ def test_the_factor_map_says_where_each_factor_came_from():
                      "observed": f"B's tile byte {16 * 31}"}, first
 
 
-def test_two_misreadings_at_once_are_not_explained_by_one():
+def test_two_misreadings_at_once_are_named_by_the_recovered_maps():
+    """No single edit of the catalogue is this; the recovered maps name both: A's rows of a group reversed (the
+    row bits complemented), B's factors one byte on (block 0 -> byte 1, block 1 -> byte 2)."""
     r = diagnose(tc("mxf4"), "sf-rows-reversed@A,sf-id+1@B")["scale-factors"]
     assert r["status"] == "fail" and r["explanation"] is None, r
-    assert "no single edit of the catalogue" in r["summary"] and r["rows"] == "0-127" and r["cols"] == "0-31"
+    assert r["rows"] == "0-127" and r["cols"] == "0-31"
+    assert r["roles"] == [f"A's byte bit {4 + i} comes from row bit {i} ^ 1; the model takes it from row bit {i}"
+                          for i in range(5)] + [
+        "B's byte bit 0 comes from block ^ 1; the model takes it from block",
+        "B's byte bit 1 comes from block; the model takes it from 0"], r["roles"]
 
 
 def test_d_is_read_where_the_tensor_memory_probe_found_it(tmp_path):
@@ -135,3 +143,41 @@ def test_the_blackwell_proof_names_its_plants_on_the_simulated_device(tmp_path):
     recs = [json.loads(ln) for ln in out.read_text().splitlines()]
     assert [r["plant"] for r in recs] == ["D:ctas-exchanged", "SF:blocks-pairs"] and all(r["named"] for r in recs)
     assert all(r["failing"] == r["cases"] == 2 for r in recs), recs
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.sampled_from([("A", tc("mxf4nvf4")), ("B", tc("mxf4nvf4")), ("A", tc("mxf8f6f4")), ("B", tc("mxf4", n=128))]),
+       st.integers(0, 2 ** 32 - 1))
+def test_random_affine_misreadings_of_the_factors_are_recovered_exactly(which, seed):
+    """The device reads the factor of (index, block) as that of Q(index, block), Q a random invertible affine map of
+    the index and block bits: the recovered map is exactly the model's byte map composed with Q (evaluated at the
+    zero and unit inputs, no solver), and only that operand's factors are blamed."""
+    from tests.simulated import misreading_probe as MR, tcgen05_probe_device as dev
+    who, c = which
+    sst = sf_probe.setup_and_jobs(c)[0]
+    extent, nb = (c.m if who == "A" else c.n), sst.blocks
+    ib, bb = (extent - 1).bit_length(), (nb - 1).bit_length()
+    q, k = MR.random_invertible(ib + bb, np.random.default_rng(seed))
+
+    def misread(x, block):
+        y = MR.apply(q, k, np.asarray(x) | (np.asarray(block) << ib))
+        return y & ((1 << ib) - 1), y >> ib
+    dev.MISREAD_SF[who] = misread
+    try:
+        r = diagnose(c)["scale-factors"]
+    finally:
+        dev.MISREAD_SF.clear()
+    sf_id = sst.sf_id[0 if who == "A" else 1]
+    tile = 0 if who == "A" else 1
+
+    def slot(x, b):  # the model's byte of (index, block), after the misreading
+        x2, b2 = misread(np.array(x), np.array(b))
+        return int(tile * datapaths.SF_TILE_BYTES + datapaths.sf_smem_offset(x2, b2 + sf_id))
+    const = slot(0, 0)
+    index_cols = [slot(1 << i, 0) ^ const for i in range(ib)]
+    other = [0] * ((c.n if who == "A" else c.m) - 1).bit_length()
+    block_cols = [slot(0, 1 << j) ^ const for j in range(bb)]
+    columns = index_cols + other + block_cols if who == "A" else other + index_cols + block_cols
+    hw = r["hardware_map"][who]
+    assert hw["columns"] == columns and hw["constant"] == const, (hw["map"], columns, const)
+    assert r["status"] == "fail" and all(x.startswith(f"{who}'s ") for x in r["roles"]), r["roles"]

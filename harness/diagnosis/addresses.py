@@ -103,8 +103,10 @@ def _one_hot(which: str, s: int, n: int, K: int) -> np.ndarray:
     return (k == s * rows + m).astype(np.float64)
 
 
-def probe_jobs(st: Setup, which: str) -> list[Prepared]:
-    """One Prepared per (pass, sub-pass): numbered image, one-hot other operand, C = 0, scale-d = 0."""
+def probe_jobs(st: Setup, which: str, a_table=None) -> list[Prepared]:
+    """One Prepared per (pass, sub-pass): numbered image, one-hot other operand, C = 0, scale-d = 0. `a_table`:
+    the A fragment the hardware was seen to use ((row, k) per slot, fragments_probe), for packing a one-hot A
+    in registers through it rather than through the model's."""
     key, v = st.key, st.variant
     probed = st.a if which == "A" else st.b
     other = st.b if which == "A" else st.a
@@ -133,7 +135,10 @@ def probe_jobs(st: Setup, which: str) -> list[Prepared]:
             if other is not None:  # where the other operand's descriptor makes the tensor core read it
                 layouts.write_bits(img, other.read_addr.ravel(), dtypes.get(other.dtype).to_bits(hot).ravel(),
                             dtypes.get(other.dtype).bits)
-            else:  # A from registers
+            elif a_table is not None:  # A from registers, where the hardware takes each element from
+                from harness.diagnosis.fragments_probe import gather_a
+                a_regs = gather_a(v.atype, a_table, dtypes.get(v.atype).to_bits(hot))
+            else:  # A from registers, through the model's fragment
                 a_regs = fragments.gather_registers(fragments.wgmma_a_fragment(v.atype),
                                                     dtypes.get(v.atype).to_bits(hot))
             descs = (st.a.desc if st.a is not None else None, st.b.desc)

@@ -8,75 +8,137 @@ says, and explains any difference from the intended layout; a PNG shows it.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from harness.diagnosis import addresses, explain
+from harness.diagnosis import address_fit, addresses, explain
 from harness.families.wgmma import readback as diff, kernel as launch
-from harness.spec import layouts
+from harness.spec import dtypes, layouts
 from harness.run.worker import LaunchFailed
 
 
 def diagnose(cases, cubin_of, worker, timeout: float = 30.0, png_dir: Path | None = None,
-             max_png: int = 64) -> list[dict]:
-    """Records of type 'diagnosis', one per (case, smem operand). cubin_of(key) -> cubin path."""
+             max_png: int = 64, tables: dict | None = None) -> list[dict]:
+    """Records of type 'diagnosis', one per (case, smem operand). cubin_of(key) -> cubin path. tables[key]:
+    the (D, A) fragment tables the fragment probe saw the hardware use; the probe decodes D (and packs an RS
+    form's A) through them, so a wrong fragment model is not read as a wrong address."""
     return diagnose_setups([(c.id, addresses.setup_of(c)) for c in cases], cubin_of, worker, timeout, png_dir,
-                           max_png)
+                           max_png, tables)
 
 
 def diagnose_setups(items, cubin_of, worker, timeout: float = 30.0, png_dir: Path | None = None,
-                    max_png: int = 64) -> list[dict]:
+                    max_png: int = 64, tables: dict | None = None) -> list[dict]:
     """As diagnose(), for (id, addresses.Setup) pairs (probes build setups the case model cannot express)."""
+    tables = tables or {}
     by_key = defaultdict(list)
     for cid, st in items:
         by_key[st.key].append((cid, st))
     out, pngs = [], 0
     for key, cs in by_key.items():
-        plan = []  # (case id, setup, operand, first job, job count)
-        jobs = []
-        for c, st in cs:
-            for which in ("A", "B") if st.a is not None else ("B",):
-                try:
-                    js = addresses.probe_jobs(st, which)
-                except addresses.ProbeImpossible as e:
-                    out.append({"type": "diagnosis", "id": c, "operand": which, "status": "not-probed",
-                                "summary": str(e)})
-                    continue
-                plan.append((c, st, which, len(jobs), len(js)))
-                jobs += js
-        if not jobs:
-            continue
-        try:
-            regs = worker.run(str(cubin_of(key)), key.name, launch.pack(jobs), timeout)["d_out"]
-        except LaunchFailed as e:
-            out += [{"type": "diagnosis", "id": c, "operand": which, "status": e.status, "error": str(e)}
-                    for c, _, which, _, _ in plan]
-            continue
-        values = diff.decode_launch(key, regs)[0]
-        for c, st, which, first, count in plan:
+        todo = [(c, st, which) for c, st in cs for which in (("A", "B") if st.a is not None else ("B",))]
+        seen, errors = _observe(key, todo, cubin_of, worker, timeout, tables)
+        out += errors
+        seen.update(_second_look(key, cs, seen, cubin_of, worker, timeout, tables))
+        for (c, which), (st, observed, note) in seen.items():
             op = st.a if which == "A" else st.b
-            observed = addresses.recover(st, which, values[first:first + count])
             model = layouts.element_bit_addresses(op.desc_layout) if op.desc_layout is not None else op.addr
             why = explain.explain(op.addr, observed, op.layout, which)
+            same = bool(np.array_equal(observed, model))
             rec = {"type": "diagnosis", "id": c, "operand": which,
-                   "status": "pass" if np.array_equal(observed, model) else "fail",
-                   "reads_as_model": bool(np.array_equal(observed, model)),
+                   "status": "pass" if same else "fail",
+                   "reads_as_model": same,
                    "reads_as_intended": why["wrong"] == 0, **{k: v for k, v in why.items() if k != "operand"}}
-            if not rec["reads_as_model"]:
-                rec["vs_model"] = explain.explain(model, observed, op.desc_layout, which)["summary"]
+            if not same:  # the map the hardware used, recovered from the data, beside the model's
+                bits = dtypes.get(op.dtype).bits
+                desc = address_fit.terms_of(op.desc_layout, bits) if op.desc_layout is not None else None
+                reading = address_fit.read(observed, model, bits, f"{which} addresses", descriptor=desc)
+                rec["recovered"] = reading.as_dict()
+                rec["vs_model"] = reading.sentence
+                if np.array_equal(model, op.addr):  # an ordinary case: the one sentence is the recovered map's
+                    rec["summary"] = reading.sentence + (f" (known as: {why['observed_change']})"
+                                                         if why.get("observed_change") else "")
                 rec["observed_bytes"] = (observed >> 3).tolist()  # the whole map, for whoever digs further
+            if note:
+                rec["note"] = note
             if png_dir is not None and why["wrong"] and pngs < max_png:
                 png_dir.mkdir(parents=True, exist_ok=True)
                 path = png_dir / f"{safe_name(c)}-{which}.png"
                 try:
                     from harness.diagnosis import pictures
-                    pictures.comparison_png(op.addr, observed, path, f"{c}  operand {which}\n{wrap_text(why['summary'])}")
+                    pictures.comparison_png(op.addr, observed, path, f"{c}  operand {which}\n{wrap_text(rec['summary'])}")
                     rec["png"] = str(path)
                     pngs += 1
                 except ImportError as e:  # a picture is a convenience; the record says why there is none
                     rec["png"] = f"not drawn: {e}"
             out.append(rec)
+    return out
+
+
+def _model(op) -> np.ndarray:
+    return layouts.element_bit_addresses(op.desc_layout) if op.desc_layout is not None else op.addr
+
+
+def _observe(key, todo, cubin_of, worker, timeout, tables):
+    """One launch probing every (case id, setup, operand) of `todo`: ({(id, operand): (setup, observed bit
+    addresses, note)}, records of what could not be probed or launched)."""
+    plan, jobs, errors = [], [], []
+    for c, st, which in todo:
+        try:
+            js = addresses.probe_jobs(st, which, (tables.get(key) or (None, None))[1])
+        except addresses.ProbeImpossible as e:
+            errors.append({"type": "diagnosis", "id": c, "operand": which, "status": "not-probed",
+                           "summary": str(e)})
+            continue
+        plan.append((c, st, which, len(jobs), len(js)))
+        jobs += js
+    if not jobs:
+        return {}, errors
+    try:
+        regs = worker.run(str(cubin_of(key)), key.name, launch.pack(jobs), timeout)["d_out"]
+    except LaunchFailed as e:
+        return {}, errors + [{"type": "diagnosis", "id": c, "operand": which, "status": e.status, "error": str(e)}
+                             for c, _, which, _, _ in plan]
+    if tables.get(key) is not None:  # through the fragment the hardware was seen to use
+        from harness.diagnosis.fragments_probe import decode_d
+        values = decode_d(key, regs, tables[key][0])
+    else:
+        values = diff.decode_launch(key, regs)[0]
+    return {(c, which): (st, addresses.recover(st, which, values[first:first + count]), None)
+            for c, st, which, first, count in plan}, errors
+
+
+def _second_look(key, cs, seen, cubin_of, worker, timeout, tables) -> dict:
+    """Where both shared-memory operands of a case read other than the model says, one of them may only look
+    wrong: its probe put the other's one-hot where the model (not the hardware) reads it. Each is probed again
+    with the other's one-hot where the hardware was seen to read it; an operand that then reads as the model is
+    right, and only the other is blamed."""
+    again = []
+    for c, st in cs:
+        if st.a is None or any((c, w) not in seen for w in "AB"):
+            continue
+        if any(np.array_equal(seen[(c, w)][1], _model(st.a if w == "A" else st.b)) for w in "AB"):
+            continue
+        for which, other in (("A", "B"), ("B", "A")):
+            op = st.b if other == "B" else st.a
+            where = seen[(c, other)][1]
+            bits = dtypes.get(op.dtype).bits
+            if where.min() < 0 or where.max() + bits > 8 * (st.size + addresses.SLACK_BYTES) or \
+                    np.unique(where // bits).size != where.size:
+                continue  # not a place a one-hot can be written: that probe itself read garbage
+            placed = replace(op, addr=seen[(c, other)][1], desc_layout=None)  # read_addr: where it was seen
+            again.append((c, replace(st, **{other.lower(): placed}), which))
+    if not again:
+        return {}
+    got, _ = _observe(key, again, cubin_of, worker, timeout, tables)
+    out = {}
+    for (c, which), (st2, observed, _) in got.items():
+        st = next(s for cid, s in cs if cid == c)
+        if np.array_equal(observed, _model(st.a if which == "A" else st.b)):
+            other = "B" if which == "A" else "A"
+            out[(c, which)] = (st, observed, f"probed again with {other}'s one-hot where the hardware was seen to "
+                                             f"read {other}: reads as the model")
     return out
 
 

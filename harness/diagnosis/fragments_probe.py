@@ -19,11 +19,13 @@ A-register probe (RS forms): every A slot holds a number naming it (digits of th
 exactly, one pass each), B is one-hot, B[n, k] = 1 iff k == s*N + n (sub-pass s), so D[m, n] = A_read[m, s*N + n]
 names the slot the tensor core took A[m, k] from.
 
-Explanation: every single edit of the catalogue (`edits`) is applied to the model's fragments, the probe launches
-are computed on the CPU with the edited fragments (inputs packed as the harness packed them, read and written by
-the hypothetical hardware) and compared bit for bit with what came back; the edits that reproduce every probe
-register exactly are named. This handles an RS form, where the accumulator probe's A went through the model's
-A fragment, without assuming either fragment is right.
+Explanation: the accumulator probe whose A was read from shared memory (an RS form's SS sibling) names, slot by
+slot, the (row, col) the hardware put there, whatever the model says; the A probe's codes are decoded through that
+observed D fragment, not the model's. Each table is solved for its GF(2) affine map (harness/diagnosis/affine.py:
+row and col bits from lane, warp, field and register bits) and compared with the model's map, output bit by output
+bit ("row bit 3 comes from register bit 0; the model takes it from register bit 1"). The recovered fragments are
+then replayed on the CPU against every probe register (`consistent`). The catalogue of single edits (`edits`) only
+names common recovered maps ("D registers 0-1 and 2-3 of every thread exchanged").
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from harness.diagnosis import single_edit
+from harness.diagnosis import bitmaps
 from harness.families.base import ranges
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma.cases import Case, operand_scenarios, plain_operand
@@ -380,60 +382,122 @@ def predict(job: Job, d_frag, a_frag) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------------ analysis
 
+def coding(slots: Slots, cols: int) -> bitmaps.Coding:
+    """A place is (lane, warp, field within the register, register); an element (row, col) -- (row, k) for A."""
+    fields = [("lane", 32), ("warp", 4)]
+    if slots.per_reg > 1:
+        fields.append(("half" if slots.per_reg == 2 else f"{slots.width}-bit field", slots.per_reg))
+    fields.append(("register", slots.regs))
+    return bitmaps.Coding(tuple(fields), (("row", wgmma.M), ("col" if slots.operand == "D" else "k", cols)))
+
+
+def index_map(slots: Slots, cols: int, table: tuple[np.ndarray, np.ndarray]):
+    """The affine map (or the proof there is none) of a slot table (row, col) [128, elements]; entries outside
+    the tile (-1: never seen) are left out."""
+    row, col = (np.asarray(a, np.int64) for a in table)
+    t = np.broadcast_to(np.arange(WARPGROUP)[:, None], row.shape)
+    e = np.broadcast_to(np.arange(slots.elements)[None, :], row.shape)
+    ok = (row >= 0) & (row < wgmma.M) & (col >= 0) & (col < cols)
+    cd = coding(slots, cols)
+    places = cd.places(t % 32, t // 32, *([e % slots.per_reg] if slots.per_reg > 1 else []), e // slots.per_reg)
+    elements = np.where(ok, row, 0) + (np.where(ok, col, 0) << bitmaps.bit_width(wgmma.M))
+    return bitmaps.recover(cd, places, elements, ok)
+
+
 @dataclass
 class Finding:
-    matched: list[Edit]  # edits (all equivalent here) that reproduce every probe register; [] none, [None] model
-    d_frag: tuple  # the D fragment the explanation gives (the model's when none matched)
-    a_frag: tuple | None
-    observed_d: tuple  # (row, col) per D slot, read directly (RS: through the model's A fragment)
-    observed_a: tuple | None  # (row, k) per A slot, through d_frag
+    """What the probes of one kernel key say. observed_d comes from an accumulator probe whose inputs went
+    through no model fragment (SS: the key's own; RS: its SS sibling's), observed_a is decoded through observed_d,
+    so neither leans on the model."""
+    observed_d: tuple  # (row, col) per D slot
+    observed_a: tuple | None  # (row, k) per A slot (RS)
+    d_map: object  # affine.AffineMap | bitmaps.Witness, recovered from observed_d
+    a_map: object | None
+    consistent: bool  # the observed fragments reproduce every probe register bit for bit
+    aliases: dict  # operand -> [catalogue edits whose fragment is the observed one]
     unwritten: int
+
+    @property
+    def matched(self) -> list:
+        """The catalogue edits naming the observed fragments (kept for callers of the catalogue era)."""
+        return [e for es in self.aliases.values() for e in es]
+
+    @property
+    def d_frag(self) -> tuple:
+        return self.observed_d
+
+    @property
+    def a_frag(self) -> tuple | None:
+        return self.observed_a
+
+
+def _slot_values(key, raw: np.ndarray) -> np.ndarray:
+    """Accumulator slot values as integers; -1 where a value is not a number (poison, never written)."""
+    with np.errstate(invalid="ignore"):
+        v = np.asarray(_acc_values(key, raw), np.float64)
+    bad = ~np.isfinite(v)
+    return np.where(bad, -1, np.rint(np.nan_to_num(v, nan=-1.0, posinf=-1.0, neginf=-1.0))).astype(np.int64)
 
 
 def analyse(key: wgmma.KernelKey, jobs: list[Job], regs: np.ndarray) -> Finding:
     regs = np.asarray(regs, np.uint32)
     v = wgmma.variants(key)[0]
-    md = model_d(key)
-    ma = model_a(v.atype) if key.a_src == "RS" else None
-    hyps: list[tuple[Edit | None, tuple, tuple | None]] = [(None, md, ma)]
-    for e in edits("D", d_slots(key)):
-        hyps.append((e, e.apply(md), ma))
-    if ma is not None:
-        for e in edits("A", a_slots(v.atype)):
-            hyps.append((e, md, e.apply(ma)))
-    matched = []
-    for e, d, a in hyps:
-        if e is not None and np.array_equal(d[0], md[0]) and np.array_equal(d[1], md[1]) and (
-                a is None or (np.array_equal(a[0], ma[0]) and np.array_equal(a[1], ma[1]))):
-            continue  # this edit changes nothing for this form
-        if all(np.array_equal(predict(j, d, a), regs[i]) for i, j in enumerate(jobs)):
-            matched.append((e, d, a))
-    chosen = matched[0] if matched else (None, md, ma)
     ds = d_slots(key)
-    vals = {j.probe: np.rint(_acc_values(key, ds.scatter(regs[i]))).astype(np.int64)
-            for i, j in enumerate(jobs) if j.probe in ("row", "col")}
-    observed_a = None
-    if key.a_src == "RS":
-        observed_a = _recover_a(key, jobs, regs, chosen[1])
-    return Finding([m[0] for m in matched], chosen[1], chosen[2], (vals["row"], vals["col"]), observed_a,
+    first = {}
+    for i, j in enumerate(jobs):  # an RS key's sibling launch comes first: its A was read from shared memory
+        if j.probe in ("row", "col"):
+            first.setdefault(j.probe, i)
+    observed_d = tuple(_slot_values(key, ds.scatter(regs[first[p]])) for p in ("row", "col"))
+    observed_a = _recover_a(key, jobs, regs, observed_d) if key.a_src == "RS" else None
+    d_map = index_map(ds, key.n, observed_d)
+    a_map = index_map(a_slots(v.atype), key.k, observed_a) if observed_a is not None else None
+    consistent = _reproduces(key, jobs, regs, observed_d, observed_a)
+    aliases = {"D": _aliases("D", ds, model_d(key), observed_d)}
+    if observed_a is not None:
+        aliases["A"] = _aliases("A", a_slots(v.atype), model_a(v.atype), observed_a)
+    return Finding(observed_d, observed_a, d_map, a_map, consistent, aliases,
                    int((regs == POISON).sum()) if key.dtype != "s32" else 0)
 
 
+def _reproduces(key, jobs, regs, d_frag, a_frag) -> bool:
+    for t in (d_frag,) + ((a_frag,) if a_frag is not None else ()):
+        if (t[0] < 0).any() or (t[1] < 0).any() or (t[0] >= wgmma.M).any():
+            return False
+    if (d_frag[1] >= key.n).any() or (a_frag is not None and (a_frag[1] >= key.k).any()):
+        return False
+    return all(np.array_equal(predict(j, d_frag, a_frag), regs[i]) for i, j in enumerate(jobs))
+
+
+def _aliases(op: str, slots: Slots, model, observed) -> list[Edit]:
+    """Catalogue edits whose fragment is exactly the observed one: their words name a common recovered map."""
+    out = []
+    for e in edits(op, slots):
+        r, c = e.apply(model)
+        if np.array_equal(r, model[0]) and np.array_equal(c, model[1]):
+            continue  # changes nothing for this form
+        if np.array_equal(r, observed[0]) and np.array_equal(c, observed[1]):
+            out.append(e)
+    return out
+
+
 def _recover_a(key, jobs, regs, d_frag) -> tuple[np.ndarray, np.ndarray]:
-    """(row, k) per A slot: where each slot's code came out, D decoded through d_frag; -1 where it never did."""
+    """(row, k) per A slot: where each slot's code came out, D decoded through d_frag (the observed accumulator
+    fragment); -1 where it never did."""
     v = wgmma.variants(key)[0]
     s = a_slots(v.atype)
     base, passes, sub = a_plan(key)
     ds = d_slots(key)
+    fr, fc = (np.asarray(a) for a in d_frag)
+    ok_d = (fr >= 0) & (fr < wgmma.M) & (fc >= 0) & (fc < key.n)
     code = np.zeros((wgmma.M, key.k), np.int64)
     seen = np.zeros((wgmma.M, key.k), bool)
     for i, j in enumerate(jobs):
         if not j.probe.startswith("a"):
             continue
         p, q = map(int, j.probe[1:].split("."))
-        d = np.zeros((wgmma.M, key.n))
+        d = np.full((wgmma.M, key.n), np.nan)
         with np.errstate(invalid="ignore"):
-            d[d_frag[0], d_frag[1]] = _acc_values(key, ds.scatter(regs[i]))
+            d[fr[ok_d], fc[ok_d]] = _acc_values(key, ds.scatter(regs[i]))[ok_d]
         ks = q * key.n + np.arange(key.n)
         ok = ks < key.k
         dig = np.rint(np.nan_to_num(d[:, ok], nan=-1e9)).astype(np.int64) + (128 if v.atype == "s8" else 0)
@@ -464,47 +528,91 @@ def _compare(model, observed, slots: Slots) -> dict:
 
 
 def records(cid: str, key: wgmma.KernelKey, f: Finding) -> list[dict]:
-    """The 'accumulator' record (and for RS the 'a-registers' record) of one case."""
+    """The 'accumulator' record (and for RS the 'a-registers' record) of one case: the map each probe recovered,
+    the model's, and one sentence naming the output bits whose sources differ."""
     v = wgmma.variants(key)[0]
     ds = d_slots(key)
-    md = model_d(key)
-    edit = f.matched[0] if f.matched else None
-    model_is_right = bool(f.matched) and edit is None
-    out = []
-    probes = [("accumulator", "D", md, f.observed_d, ds)]
+    probes = [("accumulator", "D", model_d(key), f.observed_d, ds, key.n, f.d_map)]
     if key.a_src == "RS":
-        probes.append(("a-registers", "A", model_a(v.atype), f.observed_a, a_slots(v.atype)))
-    for probe, op, model, observed, slots in probes:
+        probes.append(("a-registers", "A", model_a(v.atype), f.observed_a, a_slots(v.atype), key.k, f.a_map))
+    out = []
+    for probe, op, model, observed, slots, cols, hw in probes:
         cmp = _compare(model, observed, slots)
         rec = {"type": "diagnosis", "id": cid, "operand": op, "probe": probe, "kernel": key.name, **cmp}
-        names = [e for e in f.matched if e is not None and e.operand == op]
-        if model_is_right:
+        differ = f"{cmp['wrong']} of {cmp['slots']} slots differ" + (
+            f", threads {cmp['threads']}, registers {cmp['registers']}" if cmp["wrong"] else "")
+        said = bitmaps.verdict(f"{op} fragment", hw, index_map(slots, cols, model), differ)
+        rec.update(hardware_map=said["hardware_map"], model_map=said["model_map"], roles=said["roles"])
+        names = f.aliases.get(op, [])
+        if not cmp["wrong"] and not f.unwritten:
             rec["status"] = "pass"
             rec["summary"] = (f"{op}: every register slot holds the element the model's {op} fragment gives "
                               f"({cmp['slots']} slots)")
-        elif names:
-            words = names[0].describe(model, slots)
-            rec.update({"status": "fail", "edit": names[0].id, "explanation": words,
-                        "equivalent_edits": [e.id for e in names[1:]]})
-            rec["summary"] = single_edit.explained(
-                f"{op} fragment", words, f"{cmp['wrong']} of {cmp['slots']} slots differ, threads "
-                                         f"{cmp.get('threads', '-')}")
-        elif f.matched:  # the other operand's edit explains everything; this one reads as the model
-            rec["status"] = "pass"
-            rec["summary"] = (f"{op}: every register slot holds the element the model's {op} fragment gives, once "
-                              f"the {f.matched[0].operand} fragment's edit is accounted for")
         else:
-            rec["status"] = "fail" if cmp["wrong"] or f.unwritten else "unexplained"
-            rec["explanation"] = None
-            rec["summary"] = single_edit.unexplained(
-                op, f"{cmp['wrong']} of {cmp['slots']} register slots hold another element than the model's "
-                    f"fragment gives" + (f" (threads {cmp['threads']}, registers {cmp['registers']})"
-                                         if cmp["wrong"] else ""),
-                "slot exchanges, 16-bit halves, row +8 / k halves, warp order, lane-quad order, lanes")
+            rec["status"] = "fail"
+            rec["explanation"] = said["sentence"]
+            if names:  # the catalogue's words are a name for this recovered map
+                rec.update(edit=names[0].id, equivalent_edits=[e.id for e in names[1:]],
+                           known_as=names[0].describe(model, slots))
+                rec["explanation"] += f"; that is, {rec['known_as']}"
+            rec["summary"] = rec["explanation"]
             if f.unwritten:
                 rec["summary"] += f"; {f.unwritten} registers came back unwritten"
+        if op == "D" and rec["status"] == "fail" and not _bijective(observed, cols):
+            # the hardware writes every element of D into exactly one slot: a table that is not a bijection
+            # was read through misread operands, not off a fragment
+            rec["status"] = "inconclusive"
+            rec["summary"] = (f"D: inconclusive: the slots do not hold every element of D once (the probe's operands "
+                              f"were likely read elsewhere than the model says; see the address records). As read: "
+                              f"{rec['summary']}")
+        if not f.consistent and rec["status"] == "fail":
+            # no placement of the elements explains the values: the probe's own operands were not read as its
+            # inputs assumed (an address bug: see the address records), so this record blames nothing
+            rec["status"] = "inconclusive"
+            rec["summary"] = (f"{op}: inconclusive: the slots' values are not reproduced by any placement of the "
+                              f"elements (the probe's operands were likely read elsewhere than the model says; see "
+                              f"the address records). As read: {rec['summary']}")
         out.append(rec)
     return out
+
+
+def _bijective(table, cols: int) -> bool:
+    r, c = (np.asarray(a) for a in table)
+    ok = (r >= 0) & (r < wgmma.M) & (c >= 0) & (c < cols)
+    return bool(ok.all()) and np.unique(r * cols + c).size == r.size == wgmma.M * cols
+
+
+def tables(f: Finding) -> tuple | None:
+    """(observed D table, observed A table or None) when both are complete (every slot named, every element
+    once), so another probe may decode and pack through the hardware's fragments instead of the model's."""
+    def complete(t, cols):
+        r, c = (np.asarray(a) for a in t)
+        if (r < 0).any() or (c < 0).any() or (r >= wgmma.M).any() or (c >= cols).any():
+            return False
+        return np.unique(r * cols + c).size == r.size
+    d = f.observed_d
+    if not complete(d, int(np.asarray(d[1]).max()) + 1):
+        return None
+    a = f.observed_a
+    if a is not None and not complete(a, int(np.asarray(a[1]).max()) + 1):
+        return None
+    return d, a
+
+
+def decode_d(key: wgmma.KernelKey, regs: np.ndarray, d_table) -> np.ndarray:
+    """Accumulator values [jobs, 64, N] of a launch's registers [jobs, 128, regs], placed by a (row, col) table."""
+    ds = d_slots(key)
+    row, col = (np.asarray(a) for a in d_table)
+    out = np.zeros((len(regs), wgmma.M, key.n))
+    for i, r in enumerate(np.asarray(regs, np.uint32)):
+        out[i][row, col] = _acc_values(key, ds.scatter(r))
+    return out
+
+
+def gather_a(atype: str, a_table, element_bits: np.ndarray) -> np.ndarray:
+    """A registers [128, 4] holding the raw bits of a 64 x K matrix where an A table (row, k per slot) puts them."""
+    row, k = (np.asarray(x) for x in a_table)
+    return a_slots(atype).gather(np.asarray(element_bits, np.uint64)[row, k])
 
 
 # ------------------------------------------------------------------------------------------------ running
@@ -522,9 +630,9 @@ def run(key: wgmma.KernelKey, worker, cubin_of, timeout: float = 30.0) -> tuple[
 
 
 def diagnose(cases, cubin_of, worker, timeout: float = 30.0, png_dir: Path | None = None,
-             max_png: int = 16) -> list[dict]:
+             max_png: int = 16, found: dict | None = None) -> list[dict]:
     """Fragment records of type 'diagnosis' for failing wgmma cases: the probes run once per kernel key, and
-    every case of that key gets the records."""
+    every case of that key gets the records. `found`, when given, receives each key's Finding."""
     from harness.run.worker import LaunchFailed
     by_key: dict = {}
     for c in cases:
@@ -542,6 +650,8 @@ def diagnose(cases, cubin_of, worker, timeout: float = 30.0, png_dir: Path | Non
                      "status": "not-probed", "summary": str(e)} for c in cs]
             continue
         f = analyse(key, jobs, regs)
+        if found is not None:
+            found[key] = f
         recs = records(cs[0].id, key, f)
         if png_dir is not None and pngs < max_png:
             for rec in recs:

@@ -1,10 +1,11 @@
-"""What the fragment-level probes share (wgmma's accumulator and A-register probes, tcgen05's Tensor Memory and
-scale-factor probes): the search for the single edit of the model that reproduces everything a probe saw, and the
-sentences that name it.
+"""Names for common recovered maps (tcgen05's Tensor Memory and scale-factor probes; wgmma's fragment probe keeps
+its own list of edits for the same purpose).
 
-A probe brings its own catalogue -- hypotheses, each an id, the words for it and what it predicts (a fragment, a
-placement, a scale-factor map) -- and a test that says whether a prediction reproduces every probe value bit for
-bit; the hypotheses that do are the explanation (the first is named, the others read the same)."""
+The diagnosis no longer searches a catalogue for an explanation: each probe recovers the map the hardware used
+(harness/diagnosis/affine.py, bitmaps.py, address_fit.py) and names the bits or fields that differ from the
+model's. A probe may still bring hypotheses -- an id, the words for it and what it predicts (a fragment, a
+placement, a scale-factor map) -- whose words, when a prediction reproduces every probe value bit for bit, are
+added as the familiar name of the recovered map ("data path D with the 32-lane quarters in reverse order")."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -26,13 +27,3 @@ class Hypothesis:
 def reproducing(hypotheses: Iterable[Hypothesis], reproduces: Callable[[Any], bool]) -> list[Hypothesis]:
     """The hypotheses whose prediction reproduces the observation, in catalogue order."""
     return [h for h in hypotheses if reproduces(h.prediction)]
-
-
-def explained(subject: str, words: str, differ: str) -> str:
-    """'<subject>: the hardware's is the model's with <edit> (<how much differs>)'."""
-    return f"{subject}: the hardware's is the model's with {words} ({differ})"
-
-
-def unexplained(subject: str, differ: str, catalogue: str) -> str:
-    """'<subject>: <how much differs>; no single edit of the catalogue (<what it holds>) reproduces the probe'."""
-    return f"{subject}: {differ}; no single edit of the catalogue ({catalogue}) reproduces the probe"

@@ -93,8 +93,23 @@ def _planted(lay: SmemLayout, role: str, plants: list[str]) -> SmemLayout:
     return lay
 
 
+# Misreading hooks for the diagnosis tests (tests/simulated/misreading_probe.py): MISREAD_SMEM[role](rows, k) and
+# MISREAD_TMEM_A(m, k) -> (row, k) index arrays: element [i, j] is read where element [row[i, j], k[i, j]] sits.
+MISREAD_SMEM: dict = {}
+MISREAD_TMEM_A = None
+
+
 def _read_smem(img: np.ndarray, desc: int, major: str, t: str, storage: str, rows: int, k: int, role: str,
                plants) -> np.ndarray:
+    vals = _read_smem_as_described(img, desc, major, t, storage, rows, k, role, plants)
+    if role in MISREAD_SMEM:
+        r, c = MISREAD_SMEM[role](rows, k)
+        vals = vals[r, c]
+    return vals
+
+
+def _read_smem_as_described(img: np.ndarray, desc: int, major: str, t: str, storage: str, rows: int, k: int,
+                            role: str, plants) -> np.ndarray:
     dec = desc_tcgen05.decode_tcgen05_smem_desc(int(desc))
     if dec["problems"]:
         raise RuntimeError(f"simulated device: descriptor {role} {dec['value']}: {dec['problems']}")
@@ -119,6 +134,15 @@ def _read_smem(img: np.ndarray, desc: int, major: str, t: str, storage: str, row
 
 
 def _read_tmem_a(tm: np.ndarray, col0: int, m: int, k: int, t: str, storage: str, plants) -> np.ndarray:
+    vals = _read_tmem_a_as_described(tm, col0, m, k, t, storage, plants)
+    if MISREAD_TMEM_A is not None:
+        r, c = MISREAD_TMEM_A(m, k)
+        vals = vals[r, c]
+    return vals
+
+
+def _read_tmem_a_as_described(tm: np.ndarray, col0: int, m: int, k: int, t: str, storage: str,
+                              plants) -> np.ndarray:
     w = dtypes.get(storage).bits
     per = 32 // w
     lane_m, dcol = m, 0
@@ -190,7 +214,18 @@ def d_cells(m: int, n: int, cg: int, ws: bool, plants=()) -> tuple[np.ndarray, n
         lane = (3 - lane // 32) * 32 + lane % 32
     if "d-columns^1" in plants:
         col = col ^ 1
+    if MISREAD_D is not None:  # element [r, c] goes where the path puts element MISREAD_D(m, n)[.][r, c]
+        r2, c2 = MISREAD_D(m, n)
+        cta, lane, col = cta[r2, c2], lane[r2, c2], col[r2, c2]
     return cta, lane, col
+
+
+# Misreading hooks for the diagnosis tests (tests/simulated/misreading_probe.py): MISREAD_SF[who](index, block) ->
+# the (index, block) whose scale factor row / column `index`, K block `block` of A or B is read as.
+MISREAD_SF: dict = {}
+# Misreading hook for the diagnosis tests (tests/simulated/misreading_probe.py): None, or (m, n) -> (row, col)
+# index arrays [m, n] of a bijection of D's elements, composed with the data path.
+MISREAD_D = None
 
 
 # ---------------------------------------------------------------------------------------------------- scale factors
@@ -224,6 +259,8 @@ def _factors(tms, r: int, who: str, idx: np.ndarray, nb: int, fi: dict, p, plant
     src = 1 - r if f"sf-peer@{who}" in plants and cg == 2 else r
     x = np.asarray(idx)[:, None] + 0 * np.arange(nb)[None, :]
     block = np.arange(nb)[None, :] + 0 * x
+    if who in MISREAD_SF:  # (index, block) read as MISREAD_SF[who](index, block)
+        x, block = MISREAD_SF[who](x, block)
     if f"sf-blocks-reversed@{who}" in plants:
         block = nb - 1 - block
     if "sf-vec=1X" in plants:

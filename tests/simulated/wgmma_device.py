@@ -73,12 +73,25 @@ def acc_to_bits(acc: str, vals: np.ndarray) -> np.ndarray:
         return dtypes.get(acc).to_bits(vals)
 
 
-def operand(win, desc: int, major: str, t: dtypes.ElementType, rows: int, k: int) -> np.ndarray:
+# Misreading hooks for the diagnosis tests (tests/simulated/misreading_probe.py sets them, None: a faithful device):
+# MISREAD_DESC[operand](decoded descriptor) -> the fields the 'hardware' uses instead;
+# MISREAD_INDEX[operand](rows, k) -> (row, k) index arrays: element [r, k] is read where [row[r, k], k[r, k]] sits.
+MISREAD_DESC: dict = {}
+MISREAD_INDEX: dict = {}
+
+
+def operand(win, desc: int, major: str, t: dtypes.ElementType, rows: int, k: int, which: str = "B") -> np.ndarray:
     """The rows x k values the tensor core reads through a 64-bit descriptor from a window at address 0."""
     d = smem.decode_wgmma(desc)
     if os.environ.get("TC_SIM_BUG") == "swizzle" and d["swizzle"] == "128B":
         d["swizzle"] = "64B"  # planted: the 'hardware' swizzles 128B tiles like 64B ones
-    bits = smem.read_bits(win, smem.bit_addresses(d, major, t.bits, rows, k), t.bits)
+    if which in MISREAD_DESC:
+        d = MISREAD_DESC[which](dict(d))
+    addr = smem.bit_addresses(d, major, t.bits, rows, k)
+    if which in MISREAD_INDEX:
+        r, c = MISREAD_INDEX[which](rows, k)
+        addr = addr[r, c]
+    bits = smem.read_bits(win, addr, t.bits)
     if t.name == "tf32":  # the tensor core ignores the low 13 mantissa bits
         bits = bits & np.uint64(0xFFFFE000)
     return t.from_bits(bits)
@@ -147,9 +160,9 @@ def mma_cta(v, key, k_a: int, k_b: int, prm, image: np.ndarray, a_regs: np.ndarr
     M, N = forms.M, key.n
     win = smem.window(image)
     with np.errstate(over="ignore", invalid="ignore"):
-        b = operand(win, int(prm["desc_b"]), "MN" if v.trans_b else "K", bt, N, k_b)
+        b = operand(win, int(prm["desc_b"]), "MN" if v.trans_b else "K", bt, N, k_b, "B")
         if key.a_src == "SS":
-            a = operand(win, int(prm["desc_a"]), "MN" if v.trans_a else "K", at, M, k_a)
+            a = operand(win, int(prm["desc_a"]), "MN" if v.trans_a else "K", at, M, k_a, "A")
         else:
             a = a_from_registers(v.atype, k_a, a_regs)
         if expand_a is not None:

@@ -80,10 +80,17 @@ def chunk_positions(k: int, value: int) -> tuple[int, ...]:
     return (p0, p1)
 
 
+# Misreading hook for the diagnosis tests (tests/simulated/misreading_probe.py): None, or (k, row, col) -> (row, col)
+# [128, values]: the element of A each metadata value of each thread describes, instead of CUTLASS's ELayout's.
+MISREAD_META = None
+
+
 def metadata_positions(k: int, e_regs: np.ndarray, selector: int) -> np.ndarray:
     """[64, chunks, stored]: the position in its chunk of each stored element of A, from the threads the selector
     reads."""
     row, col = element_of(k)
+    if MISREAD_META is not None:  # the 'hardware' takes value v of thread t for another element
+        row, col = MISREAD_META(k, row, col)
     nvals = row.shape[1]
     bits_per_value = 32 // nvals
     per_chunk = CHUNK[k]

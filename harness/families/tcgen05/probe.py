@@ -10,7 +10,8 @@ element of the probed operand:
 
 Shared memory: the slots are the element-sized slots of the CTA's image (plus SLACK_BYTES past it), so the
 digits give the bit address read for every (row, k), compared with the layout the descriptor encodes
-(harness.spec.layouts) and explained against the intended layout by harness/diagnosis/explain.py.
+(harness.spec.layouts): the recovered map is decomposed into the descriptor's terms and printed in CuTe notation
+beside the model's (harness/diagnosis/address_fit.py), explain.py's nearby layouts naming it where one matches.
 Tensor Memory (A of a TS form): the slots are the element-sized parts of every 32-bit cell of all 128 lanes and
 of the columns 0 .. read_cols + TMEM_SLACK_COLS, so the digits give the lane, column and position in the cell
 read for every (row, k), compared with datapaths.a_lane and the A column the kernel gives.
@@ -30,7 +31,7 @@ sf_probe.py's, for every form.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -58,6 +59,8 @@ class SmemOperand:
     dtype: str  # element type (a storage width of 8, 16 or 32 bits)
     layout: SmemLayout  # the intended layout (what the image was written with), cut to the probe's rows
     desc_layout: SmemLayout  # the layout the descriptor encodes (differs in smem-descriptor controls)
+    # where the hardware was seen to read it (another probe's answer): a one-hot goes there instead
+    seen: np.ndarray | None = field(default=None, compare=False)
 
     @property
     def packed(self) -> bool:
@@ -80,6 +83,11 @@ class SmemOperand:
 
     @property
     def read_addr(self) -> np.ndarray:
+        return self.seen if self.seen is not None else self._bit_addresses(self.desc_layout)
+
+    @property
+    def model_addr(self) -> np.ndarray:
+        """Where the model says the tensor core reads it (the descriptor's layout)."""
         return self._bit_addresses(self.desc_layout)
 
     def write(self, image: np.ndarray, values_bits: np.ndarray) -> None:
@@ -486,6 +494,32 @@ def explain_tmem(op: TmemOperand, lane, col, part, valid=None) -> dict:
     return out
 
 
+def tmem_map_reading(op: TmemOperand, lane, col, part, valid) -> dict | None:
+    """The map (row, k) -> (part of the cell, column from A's first, lane) the hardware read A through, recovered
+    over the elements with valid digits, beside the model's; where A starts is said apart (an address, added with
+    carries, not an XOR). None when no element gave valid digits."""
+    from harness.diagnosis import bitmaps
+    ml, mc, mp = op.model
+    if not np.asarray(valid, bool).any():
+        return None
+    c0, m0 = int(col[valid].min()), int(mc.min())  # A's first column: where its reads start
+    rel, mrel = col - c0, mc - m0
+    span = int(max(rel[valid].max(initial=0), mrel.max())) + 1
+    cd = bitmaps.Coding((("row", op.rows), ("k", op.k)), (("part", op.per), ("column", span), ("lane", 128)))
+    r, k = np.meshgrid(np.arange(op.rows), np.arange(op.k), indexing="ij")
+    ok = np.asarray(valid, bool) & (lane >= 0) & (lane < 128) & (part >= 0) & (part < op.per)
+    hw = bitmaps.recover(cd, cd.places(r, k), cd.elements(np.where(ok, part, 0), np.where(ok, rel, 0),
+                                                          np.where(ok, lane, 0)), ok)
+    model = bitmaps.recover(cd, cd.places(r, k), cd.elements(mp, mrel, ml))
+    wrong = int(((lane != ml) | (col != mc) | (part != mp)).sum())
+    said = bitmaps.verdict("A (Tensor Memory)", hw, model, f"{wrong} of {lane.size} elements read elsewhere")
+    if c0 != m0:
+        head = f"A (Tensor Memory): A starts at column {c0}, the model's at {m0}"
+        said["sentence"] = head + ("; the rest of the map is the model's" if said["same"] else
+                                   said["sentence"].replace("A (Tensor Memory):", ";", 1).replace(" ;", ";"))
+    return said
+
+
 # ---------------------------------------------------------------------------------------------------- diagnose
 
 def not_probed(cid: str, operand: str, reason: str) -> dict:
@@ -542,11 +576,67 @@ def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=N
                       for i in range(first, first + count)])
         slot, valid = recover_slots(st, which, d)
         rec = _record(c, st, which, slot, valid)
+        rec["_seen"] = (st, slot, valid)
         if png_dir is not None and rec.get("wrong") and pngs < max_png:
             rec["png"] = _png(c, st, which, slot, rec, png_dir)
             pngs += rec["png"].endswith(".png")
         out.append(rec)
+    _second_look(kernel, out, cubin_path, worker, timeout)
+    for r in out:
+        r.pop("_seen", None)
     return out
+
+
+def _second_look(kernel, recs: list[dict], cubin_path, worker, timeout) -> None:
+    """Where one shared-memory operand of a case reads other than the model says, the other's probe put that
+    operand's one-hot where the model (not the hardware) reads it, and may read garbage. Each such other operand is
+    probed again with the one-hot where the hardware was seen to read it; if it then reads as the model, its record
+    says so (in place), and only the misread operand is blamed."""
+    from harness.families.tcgen05 import kernel as tk
+    from harness.run.worker import LaunchFailed
+    by = {(r["id"], r["operand"]): r for r in recs if "_seen" in r}
+    again, jobs = [], []
+    for (cid, which), r in by.items():
+        other = "B" if which == "A" else "A"
+        o = by.get((cid, other))
+        if o is None or o.get("reads_as_model") or r.get("reads_as_model"):
+            continue
+        st, slot, valid = o["_seen"]
+        op = st.a if other == "A" else st.b
+        if not isinstance(op, SmemOperand) or op.packed or not valid.all():
+            continue
+        seen = slot * dtypes.get(op.layout.dtype).bits
+        if seen.min() < 0 or seen.max() >= 8 * st.size or np.unique(seen).size != seen.size:
+            continue
+        st2 = replace(st, **{other.lower(): replace(op, seen=seen)})
+        try:
+            js = probe_jobs(st2, which)
+        except NotProbed:
+            continue
+        again.append((r, st2, which, len(jobs), len(js)))
+        jobs += js
+    if not jobs:
+        return
+    try:
+        res = worker.run(str(cubin_path), kernel.name, tk.pack(jobs), timeout)
+    except LaunchFailed:
+        return  # the first records stand
+    for r, st2, which, first, count in again:
+        if np.any(res["status"][first:first + count]):
+            continue
+        d = np.stack([readback.decode(st2.probe_case, res["tmem_out"][i:i + 1, :, :st2.read_cols])
+                      for i in range(first, first + count)])
+        slot, valid = recover_slots(st2, which, d)
+        op = st2.a if which == "A" else st2.b
+        if isinstance(op, SmemOperand) and valid.all() and np.array_equal(
+                slot * dtypes.get(op.layout.dtype).bits, op.model_addr):
+            other = "B" if which == "A" else "A"
+            keep = {k: r[k] for k in ("type", "family", "id", "operand", "where", "note") if k in r}
+            r.clear()
+            r.update(keep, status="pass", reads_as_model=True, elements=int(valid.size), wrong=0,
+                     summary=f"{which}: every element read from the address the layout model gives, once {other}'s "
+                             f"one-hot sits where the hardware was seen to read {other}",
+                     second_look=f"probed again with {other}'s one-hot where the hardware was seen to read {other}")
 
 
 def _record(c: TcCase, st: Setup, which: str, slot: np.ndarray, valid: np.ndarray) -> dict:
@@ -567,6 +657,10 @@ def _record(c: TcCase, st: Setup, which: str, slot: np.ndarray, valid: np.ndarra
         if not as_model:
             rec["observed_lanes"], rec["observed_columns"] = lane.tolist(), col.tolist()
             rec["observed_parts"] = part.tolist()
+            tm = tmem_map_reading(op, lane, col, part, valid)
+            if tm is not None:  # the map the hardware used, beside the model's, then the old words as its name
+                rec.update(hardware_map=tm["hardware_map"], model_map=tm["model_map"], roles=tm["roles"])
+                rec["summary"] = f"{tm['sentence']}; known as: {rec['summary']}"
         if not valid.all():
             rec["status"] = "inconclusive"
         if not as_model and op.element:  # a 4/6-bit A: is it the dense packing rather than one per container?
@@ -585,8 +679,16 @@ def _record(c: TcCase, st: Setup, which: str, slot: np.ndarray, valid: np.ndarra
     rec = {**base, "where": "smem", "status": "pass" if as_model else "fail", "reads_as_model": as_model,
            "reads_as_intended": bool(why["wrong"] == 0 and valid.all()),
            **{k: v for k, v in why.items() if k != "operand"}}
-    if not as_model:
-        rec["vs_model"] = explain.explain(model, observed, op.desc_layout, which)["summary"]
+    if not as_model:  # the map the hardware used, recovered from the data, beside the model's
+        from harness.diagnosis import address_fit
+        ok = valid.all()
+        reading = address_fit.read(observed if ok else np.where(valid, observed, model), model, bits,
+                                   f"{which} addresses", descriptor=address_fit.terms_of(op.desc_layout, bits))
+        rec["recovered"] = reading.as_dict()
+        rec["vs_model"] = reading.sentence
+        if ok and np.array_equal(model, op.addr):  # an ordinary case: the one sentence is the recovered map's
+            rec["summary"] = reading.sentence + (f" (known as: {why['observed_change']})"
+                                                 if why.get("observed_change") else "")
         rec["observed_bytes"] = (observed >> 3).tolist()
     if not valid.all():
         rec["status"] = "inconclusive"

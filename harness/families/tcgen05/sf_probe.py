@@ -14,12 +14,14 @@ code of 1; a pass probing B's factors the other way round. Two digits name up to
 included, so D says for every (row, column, block) which byte of which CTA's shared memory the factor came from,
 through the copy and the MMA's read of Tensor Memory (a product of exactly 1 says: from the other operand's tile).
 
-Explanation: every single edit of a small catalogue (`hypotheses`: the factors of A and B exchanged, K blocks
-reversed / swapped in pairs / read with another scale-vector size, the scale-factor id off by 1-3 bytes, rows of a
-32-lane group reversed or exchanged, the 32-row groups reversed, under cta_group::2 the factors of the peer or the
-issuing CTA) is applied to the model, every probe launch is predicted on the CPU, and the edits that reproduce every
-D value bit for bit are named. D is read through the data path the Tensor Memory probe found (tmem_probe.placement),
-the model's unless it named another.
+Explanation: the byte each product's numbered factor came from is solved, per operand's passes, for the GF(2) map
+(row, column, K block) -> (byte, tile, CTA) the hardware used (harness/diagnosis/bitmaps.py) and compared with the
+model's, naming the bits whose sources differ; a factor read for the wrong operand shows as bits taken from the
+other index. The small catalogue (`hypotheses`: the factors of A and B exchanged, K blocks reversed / in pairs /
+another scale-vector size, the scale-factor id off by 1-3 bytes, rows of a 32-lane group reversed or exchanged, the
+32-row groups reversed, under cta_group::2 the peer's or the issuing CTA's factors) only names a recovered map it
+reproduces bit for bit. D is read through the data path the Tensor Memory probe found (tmem_probe.placement), the
+model's unless it named another.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.diagnosis import single_edit
+from harness.diagnosis import single_edit  # the catalogue's words name common recovered maps
 from harness.families.base import ranges
 from harness.families.tcgen05 import datapaths, reference as R, tmem_probe
 from harness.families.tcgen05.cases import TcCase
@@ -327,17 +329,60 @@ def record(st: SfSetup, c: TcCase, d_values: np.ndarray, png_dir: Path | None = 
               + (f": A rows {rec['rows']}" if "rows" in rec else "") + (f"; B columns {rec['cols']}" if "cols" in rec
                                                                        else ""))
     rec["status"] = "fail"
-    if named:
+    said = map_reading(st, obs, exp)
+    rec.update(hardware_map=said["hardware_map"], model_map=said["model_map"], roles=said["roles"])
+    rec["summary"] = f"{said['sentence']} ({differ})"
+    if named:  # the catalogue's words name this recovered map
         rec.update(edit=named[0].id, explanation=named[0].words, equivalent_edits=[h.id for h in named[1:]])
-        rec["summary"] = single_edit.explained("scale factors", named[0].words, differ)
+        rec["summary"] += f"; that is, {named[0].words}"
     else:
         rec["explanation"] = None
-        rec["summary"] = single_edit.unexplained("scale factors", differ, CATALOGUE)
     if caveat:
         rec["summary"] += f" ({caveat})"
     if png_dir is not None:
         rec["png"] = _png(st, c, obs, exp, rec, Path(png_dir))
     return rec
+
+
+def coding(st: SfSetup):
+    """A product (row of D, column of D, K block) -> the byte its numbered factor came from (byte of the tile,
+    tile, CTA). The model takes A's from the row's bits and B's from the column's; a factor read for the wrong
+    operand shows as bits taken from the other index."""
+    from harness.diagnosis import bitmaps
+    out = (("byte", datapaths.SF_TILE_BYTES), ("tile", len(TILES)))
+    out += (("cta", 2),) if st.case.form.cta_group == 2 else ()
+    return bitmaps.Coding((("row", st.case.m), ("col", st.case.n), ("block", st.blocks)), out)
+
+
+def _solve(st: SfSetup, who: str, slots: np.ndarray):
+    """The affine map (row, col, block) -> byte of the numbered factor of one operand's passes, from slots
+    [m, n, blocks]; None when no product named a byte."""
+    from harness.diagnosis import bitmaps
+    cd = coding(st)
+    mm, nn, bb = np.meshgrid(np.arange(st.case.m), np.arange(st.case.n), np.arange(st.blocks), indexing="ij")
+    ok = slots >= 0
+    if not ok.any():
+        return None
+    return bitmaps.recover(cd, cd.places(mm, nn, bb), np.where(ok, slots, 0), ok)
+
+
+def map_reading(st: SfSetup, obs: dict, exp: dict) -> dict:
+    """One sentence for both operands' factor maps: for each that differs, the recovered map beside the model's."""
+    from harness.diagnosis import bitmaps
+    parts, roles, hw_maps, model_maps = [], [], {}, {}
+    for who in TILES:
+        hw, model = _solve(st, who, obs[who]), _solve(st, who, exp[who])
+        if hw is None:
+            parts.append(f"{who}'s factors: no product named a byte of a numbered tile")
+            continue
+        said = bitmaps.verdict(f"{who}'s factors", hw, model)
+        hw_maps[who], model_maps[who] = said["hardware_map"], said["model_map"]
+        if not said["same"] or not np.array_equal(obs[who], exp[who]):
+            parts.append(said["sentence"] if not said["same"] else
+                         f"{who}'s factors: some products took no single numbered byte")
+            roles += [f"{who}'s {r}" for r in said["roles"]]
+    return {"sentence": "scale factors: " + "; ".join(parts), "roles": roles, "hardware_map": hw_maps,
+            "model_map": model_maps}
 
 
 def _same(a: tuple, b: tuple) -> bool:

@@ -10,8 +10,9 @@ the model writes a case's operands -- each CTA's half of a pair, 4/6-bit packing
 scale-factor tiles --, so the probe covers every form the sweep has: cta_group::1 and ::2, .ws, every kind
 (block-scaled included), every type. The raw cells read back ([CTA, 128 lanes, columns], a few columns more than
 the case's) say, cell by cell, which (row, col) the hardware put there, without going through the data-path
-model; the record compares that with datapaths.d_position and names the data path, or the single change of one,
-that places D exactly like the hardware did. (C passed through with A = 0 would not do: C is stored into and D
+model; the record solves the cells for the GF(2) map element (row, col) -> (half, column, lane, CTA) the hardware
+used, compares it with datapaths.d_position's and names the place bits whose sources differ; a data path of the
+ISA, or a single change of one, that places D exactly like the hardware did is added as its name. (C passed through with A = 0 would not do: C is stored into and D
 read from the same cells, so every cell reads back its own C whatever the data path is.)
 
 The probe trusts that A and B are read where the model writes them (the address probe, probe.py, checks that) and,
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.diagnosis import single_edit
+from harness.diagnosis import single_edit  # the catalogue's words name common recovered placements
 from harness.diagnosis.fragments_probe import code_digits, exact_power_cap
 from harness.families.base import ranges
 from harness.families.tcgen05 import datapaths, reference as R
@@ -231,6 +232,47 @@ def placement(c: TcCase, rec: dict | None):
     return model_position(c)
 
 
+# ---------------------------------------------------------------------------------------------------- maps
+
+def coding(c: TcCase, cols: int):
+    """An element (row, col) of D -> its place (half of the cell for f16, TMEM column, lane, CTA of the pair)."""
+    from harness.diagnosis import bitmaps
+    place = ((("half", 2),) if c.dtype == "f16" else ()) + (("column", cols), ("lane", 128))
+    place += (("cta", 2),) if c.form.cta_group == 2 else ()
+    return bitmaps.Coding((("row", c.m), ("col", c.n)), place)
+
+
+def _places(c: TcCase, cd, cta, lane, col, half):
+    vals = ([half] if c.dtype == "f16" else []) + [col, lane] + ([cta] if c.form.cta_group == 2 else [])
+    return cd.elements(*vals)
+
+
+def recovered_map(c: TcCase, obs, cols: int):
+    """The map element -> place the hardware used, read off the cells (each names the element it holds), over
+    every element seen; an element seen in two cells makes it no function (a two-cell witness)."""
+    from harness.diagnosis import bitmaps
+    cd = coding(c, cols)
+    elems, places = [], []
+    for h, (row, col_) in obs.items():
+        ctas, lanes, ncols = row.shape
+        cta, lane, colx = np.meshgrid(np.arange(ctas), np.arange(lanes), np.arange(ncols), indexing="ij")
+        ok = (row >= 0) & (row < c.m) & (col_ >= 0) & (col_ < c.n) & (colx < cols)
+        elems.append(cd.places(row[ok], col_[ok]))
+        places.append(_places(c, cd, cta[ok], lane[ok], colx[ok], np.full(int(ok.sum()), h)))
+    e, p = np.concatenate(elems), np.concatenate(places)
+    if not e.size:
+        return None
+    return bitmaps.recover(cd, e, p)
+
+
+def model_map(c: TcCase, cols: int):
+    from harness.diagnosis import bitmaps
+    cd = coding(c, cols)
+    cta, lane, col, half = model_position(c)
+    r, k = np.meshgrid(np.arange(c.m), np.arange(c.n), indexing="ij")
+    return bitmaps.recover(cd, cd.places(r, k), _places(c, cd, cta, lane, col, half))
+
+
 # ---------------------------------------------------------------------------------------------------- record
 
 def record(c: TcCase, tmem: np.ndarray, png_dir: Path | None = None) -> dict:
@@ -265,11 +307,21 @@ def record(c: TcCase, tmem: np.ndarray, png_dir: Path | None = None) -> dict:
         rec.update(edit=named[0].id, equivalent_edits=[h.id for h in named[1:]])
     rec["explanation"] = named[0].words if named else None
     rec["model_is"] = model_is[0] if model_is else None
-    rec["summary"] = (f"D rows {rec['rows']} (cols {rec['cols']}): {rec['wrong']} of {wrong.size} elements are not in "
-                      f"the {'CTA / ' if cg == 2 else ''}TMEM cell the data-path model gives ({form}); "
-                      + (f"the hardware places D exactly as {named[0].words}" if named else
-                         f"no single edit of the catalogue ({CATALOGUE}) places it like this")
-                      + (f"; the model places it as {model_is[0]}" if model_is else ""))
+    # the map the hardware used, read off the cells (each names its element), beside the model's
+    from harness.diagnosis import bitmaps
+    cols_seen = obs[0][0].shape[2]
+    width = max(cols_seen, int(col.max()) + 1)
+    hw = recovered_map(c, obs, width)
+    differ = f"{rec['wrong']} of {wrong.size} elements elsewhere, rows {rec['rows']}, cols {rec['cols']}; {form}"
+    if hw is None:
+        said = {"sentence": f"D placement: no cell read back names an element of D ({differ})", "roles": [],
+                "hardware_map": None, "model_map": None}
+    else:
+        said = bitmaps.verdict("D placement", hw, model_map(c, width), differ)
+    rec.update(hardware_map=said["hardware_map"], model_map=said["model_map"], roles=said["roles"])
+    rec["summary"] = said["sentence"] + (
+        (f"; that is, the hardware places D exactly as {named[0].words}" if named else "")
+        + (f"; the model places it as {model_is[0]}" if model_is else ""))
     if png_dir is not None:
         rec["png"] = _png(c, obs, model, rec, Path(png_dir))
     return rec

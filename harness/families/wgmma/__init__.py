@@ -80,17 +80,21 @@ class WgmmaFamily:
 
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
         from harness.diagnosis import diagnose, fragments_probe
-        recs = diagnose.diagnose(cases, lambda _key: cubin_path, worker, timeout, png_dir)
-        # the register fragments too (accumulator; A registers of RS forms): a failing case whose operands read
-        # as the model says is most likely a fragment the model has wrong
+        # the register fragments first (accumulator; A registers of RS forms): the address probe then decodes D,
+        # and packs an RS form's one-hot A, through the fragments the hardware was seen to use, so a wrong
+        # fragment model is named as such and never read as another operand's wrong addresses
+        found: dict = {}
         frag = fragments_probe.diagnose([c for c in cases if not c.control], self._sibling_cubins(kernel, cubin_path),
-                                        worker, timeout, png_dir)
+                                        worker, timeout, png_dir, found=found)
+        tables = {k: fragments_probe.tables(f) for k, f in found.items()}
+        recs = diagnose.diagnose(cases, lambda _key: cubin_path, worker, timeout, png_dir, tables=tables)
         bad = {}
         for r in frag:
             if r["status"] == "fail":
                 bad.setdefault(r["id"], []).append(r["operand"])
-        for r in recs:  # the address probe decodes D, and packs an RS form's one-hot A, through the model's fragments
-            if r["id"] in bad:
+        for r in recs:
+            key = next((c.key for c in cases if c.id == r["id"]), None)
+            if r["id"] in bad and tables.get(key) is None:  # decoded through the model's fragments after all
                 r["caveat"] = (f"the fragment probe found the model's {' and '.join(bad[r['id']])} fragment wrong: "
                                "this address map went through it")
         return recs + frag

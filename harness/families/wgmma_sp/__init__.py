@@ -19,9 +19,10 @@ class WgmmaSparseFamily(WgmmaFamily):
         return {"unsettled": reason} if reason else {}
 
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
-        """No probe of its own yet: the dense family's address and fragment probes cover the operand layouts and
-        fragments this family shares with it (run them on the dense form of the same kind, N and layouts)."""
-        return []
+        """Its own probe: which thread's metadata nibble each chunk of A took its indices from (the dense family's
+        address and fragment probes cover the operand layouts and fragments this family shares with it)."""
+        from harness.diagnosis import metadata_probe
+        return metadata_probe.diagnose([c for c in cases if not c.control], cubin_path, worker, timeout)
 
 
 FAMILY = WgmmaSparseFamily()

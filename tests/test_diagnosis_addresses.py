@@ -1,0 +1,193 @@
+"""Address diagnosis that recovers the map (harness/diagnosis/address_fit.py) on the simulated wgmma device: the
+device misreads a descriptor field (the issue's plants, seen from the other side) or reads every element through a
+random invertible affine map of its (row, k) bits, and the diagnosis must name exactly that."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from harness.diagnosis import address_fit, addresses, affine, diagnose
+from harness.families.wgmma import cases as C, forms
+from harness.spec import layouts
+from tests.simulated import misreading_probe as MR, smem, wgmma_device
+
+pytestmark = pytest.mark.cute
+
+SS = forms.KernelKey("f16", 64, "f32", "SS")
+CASES = C.cases_for_key(SS, ("exact",), False)
+
+
+class InProcess:
+    def run(self, cubin_path, name, launch, timeout):
+        return wgmma_device.run(cubin_path, name, launch)
+
+
+def _case(major: str, swizzle: str, base_offset: int = 0):
+    if base_offset:
+        from harness.experiments import probes
+        (_, cs), = probes.work("base-offset")
+        return next(c for c in cs if c.b.layout.major == major and c.b.layout.swizzle == swizzle
+                    and c.b.layout.base_offset == base_offset)
+    return next(c for c in CASES if c.b.layout.major == major and c.b.layout.swizzle == swizzle
+                and c.b.layout.start == 0 and c.a.layout.swizzle == "none")
+
+
+def _diagnose(case):
+    recs = diagnose.diagnose([case], lambda k: f"/nonexistent/simulated/{k.name}.cubin", InProcess(), 30)
+    return {r["operand"]: r for r in recs}
+
+
+@pytest.fixture
+def hooks():
+    yield wgmma_device
+    wgmma_device.MISREAD_DESC.clear()
+    wgmma_device.MISREAD_INDEX.clear()
+
+
+def test_faithful_device_reads_as_the_model(hooks):
+    recs = _diagnose(_case("K", "128B"))
+    assert all(r["status"] == "pass" for r in recs.values()), [r["summary"] for r in recs.values()]
+
+
+# (major, swizzle, base offset, what the device does to B's decoded descriptor, the words the diagnosis must say)
+PLANTS = [
+    ("K", "128B", 0, lambda d: {**d, "sbo": d["sbo"] + 16}, ["SBO 1040, model 1024"]),
+    ("K", "none", 0, lambda d: {**d, "sbo": d["sbo"] + 16}, ["SBO 272, model 256"]),
+    ("K", "64B", 0, lambda d: {**d, "swizzle": "128B"},
+     ["swizzle XORs bits 7-9 into 4-6 (Swizzle<3,4,3>, 128B), model XORs bits 7-8 into 4-5 (Swizzle<2,4,3>, 64B)"]),
+    ("MN", "128B", 3, lambda d: {**d, "base_offset": -d["base_offset"] & 7}, ["base offset 5, model 3"]),
+    ("MN", "64B", 0, lambda d: {**d, "lbo": d["lbo"] + 512}, ["LBO {lbo+512}, model {lbo}"]),
+]
+
+
+@pytest.mark.parametrize("major,swizzle,bo,misread,words", PLANTS,
+                         ids=["sbo+16-128B", "sbo+16-none", "64B-as-128B", "base-offset-sign", "lbo+512"])
+def test_a_misread_descriptor_field_is_named(hooks, major, swizzle, bo, misread, words):
+    case = _case(major, swizzle, bo)
+    hooks.MISREAD_DESC["B"] = misread
+    recs = _diagnose(case)
+    b = recs["B"]
+    lbo = addresses.setup_of(case).b.desc_layout.lbo
+    words = [w.replace("{lbo+512}", str(lbo + 512)).replace("{lbo}", str(lbo)) for w in words]
+    assert b["status"] == "fail" and b["recovered"]["field_differences"] == words, b.get("vs_model")
+    assert b["summary"].startswith(b["vs_model"]) and "the hardware's layout is" in b["summary"]
+    # the recovered terms are the device's: its descriptor fields after the misreading
+    st = addresses.setup_of(case)
+    d = misread(smem.decode_wgmma(st.b.desc))
+    got = b["recovered"]["hardware_terms"]
+    assert (got["swizzle"], got["sbo"], got["start"]) == (d["swizzle"], d["sbo"], d["start"])
+    assert recs["A"]["status"] == "pass"  # the other operand is not blamed
+
+
+def test_model_with_base_offset_sign_flipped_is_named(monkeypatch, hooks):
+    """The issue's plant, in the model: its swizzle adds the base offset. The hardware's map decomposes to the
+    descriptor's base offset, the model's map to the negated one, and the sentence says the model's map is not
+    its own descriptor's."""
+    orig = layouts.swizzle_address
+
+    def flipped(addr, swizzle, base_offset=0):
+        return orig(addr, swizzle, -base_offset & 7)
+    monkeypatch.setattr(layouts, "swizzle_address", flipped)
+    layouts.element_bit_addresses.cache_clear()
+    try:
+        recs = _diagnose(_case("MN", "128B", 3))
+    finally:
+        monkeypatch.undo()
+        layouts.element_bit_addresses.cache_clear()
+    b = recs["B"]
+    assert b["recovered"]["field_differences"] == ["base offset 3, model 5"], b["summary"]
+    assert "the model's map is not its own descriptor's (base offset 5, descriptor 3)" in b["summary"]
+
+
+def _affine_case():
+    """A case whose A and B maps are both affine (power-of-two strides, no start that carries into them)."""
+    for c in CASES:
+        st_ = addresses.setup_of(c)
+        if all(isinstance(affine.solve(np.arange(op.addr.size), op.addr.T.ravel()), affine.AffineMap)
+               for op in (st_.a, st_.b)):
+            return c
+    raise AssertionError("no wgmma f16 n64 case has affine A and B maps")
+
+
+AFFINE_CASE = _affine_case()
+
+
+def _unit_table(addr: np.ndarray) -> tuple[list[int], int]:
+    """The planted map read straight off its table: constant at (0, 0), column per row and k bit."""
+    rows, cols = addr.shape
+    rb, kb = (rows - 1).bit_length(), (cols - 1).bit_length()
+    c = int(addr[0, 0])
+    columns = [int(addr[1 << i, 0]) ^ c for i in range(rb)] + [int(addr[0, 1 << i]) ^ c for i in range(kb)]
+    return columns, c
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.sampled_from(["A", "B"]), st.integers(0, 2 ** 32 - 1))
+def test_random_affine_misreadings_are_recovered_exactly(which, seed):
+    """The device reads element [r, k] where the descriptor puts element Q(r, k), Q a random invertible affine map
+    of the 10 index bits: the recovered GF(2) map is exactly the planted one and only that operand is blamed."""
+    case = AFFINE_CASE
+    st_ = addresses.setup_of(case)
+    op = st_.a if which == "A" else st_.b
+    rows, cols = op.addr.shape
+    rb = (rows - 1).bit_length()
+    q, c = MR.random_invertible(rb + (cols - 1).bit_length(), np.random.default_rng(seed))
+
+    def index(r_, k_):
+        i = MR.apply(q, c, np.arange(r_)[:, None] | (np.arange(k_)[None, :] << rb))
+        return i & ((1 << rb) - 1), i >> rb
+    assert isinstance(affine.solve(np.arange(rows * cols), op.addr.T.ravel()), affine.AffineMap)  # precondition
+    wgmma_device.MISREAD_INDEX[which] = index
+    try:
+        recs = _diagnose(case)
+    finally:
+        wgmma_device.MISREAD_INDEX.clear()
+    r, k = index(rows, cols)
+    planted = op.addr[r, k]  # what the device read, from the true (model) table
+    columns, const = _unit_table(planted - (planted.min() & ~7))  # the map is of offsets from the lowest
+    rec = recs[which]
+    hw = rec["recovered"]["hardware_map"]
+    assert hw["columns"] == columns and hw["constant"] == const
+    assert rec["status"] == "fail" and "the hardware's map is" in rec["summary"]
+    assert all(x["status"] == "pass" for o, x in recs.items() if o != which), [x["summary"] for x in recs.values()]
+
+
+def test_a_non_affine_misreading_gets_a_four_element_witness(hooks):
+    """Two elements of B exchanged: no descriptor and no affine map reads like this; the record says which four
+    elements prove it."""
+    case = _case("K", "128B")
+
+    def index(r_, k_):
+        r = np.broadcast_to(np.arange(r_)[:, None], (r_, k_)).copy()
+        k = np.broadcast_to(np.arange(k_)[None, :], (r_, k_)).copy()
+        r[5, 3], r[9, 3] = 9, 5
+        return r, k
+    hooks.MISREAD_INDEX["B"] = index
+    b = _diagnose(case)["B"]
+    assert b["recovered"]["hardware_map"].get("not_affine"), b["summary"]
+    w = affine.NotAffine(tuple(b["recovered"]["hardware_map"]["witness_inputs"]),
+                         tuple(b["recovered"]["hardware_map"]["witness_outputs"]))
+    assert w.holds() and len(w.inputs) == 4
+    assert "not affine" in b["summary"] and "no descriptor" in b["summary"]
+
+
+def test_decompose_inverts_the_model_on_every_planned_layout():
+    """Every layout the wgmma plan places decomposes back into its own terms (this module's reading of the
+    canonical layouts agrees with the model's on all of them)."""
+    seen = set()
+    for c in CASES:
+        st_ = addresses.setup_of(c)
+        for op in (st_.a, st_.b):
+            if op is None or op.desc_layout in seen:
+                continue
+            seen.add(op.desc_layout)
+            t = address_fit.terms_of(op.desc_layout, op.desc_layout.bits)
+            assert np.array_equal(t.bit_addresses(), layouts.element_bit_addresses(op.desc_layout))
+            got = address_fit.decompose(layouts.element_bit_addresses(op.desc_layout), t.bits, t)
+            assert got is not None and not address_fit.field_differences(got, t), layouts.describe_tile(op.desc_layout)
+
+
+def test_cute_notation():
+    t = address_fit.Terms("K", "128B", 16, 64, 16, 16, 1024, 0, 0)
+    assert t.cute() == "Swizzle<3,4,3> o ((8,8),(8,2)):((64,512),(1,8)) @ 0 B, base offset 0"
+    assert address_fit.Terms("MN", "none", 16, 64, 16, 1024, 128, 0, 0).cute() == \
+        "((8,8),(8,2)):((1,64),(8,512)) @ 0 B"
