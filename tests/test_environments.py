@@ -144,13 +144,37 @@ def ready(env: Venv) -> Venv:
             _pip(env.python, "install", "--upgrade", "pip", "setuptools>=70.1", timeout=INSTALL_TIMEOUT_S)
             _pip(env.python, "install", "-e", str(ROOT), *env.pins, timeout=INSTALL_TIMEOUT_S)  # as the README does
             done.write_text(json.dumps({"base": env.base, "pins": env.pins}) + "\n")
+        os.utime(done)  # used now: prune_unused leaves it
         installed = folder / f".tc-harness-installed-{_run_id()}"
         if not installed.exists():
             _pip(env.python, "install", "--no-deps", "--no-build-isolation", "-e", str(ROOT), timeout=600)
             for old in folder.glob(".tc-harness-installed-*"):
                 old.unlink()
             installed.write_text(str(ROOT) + "\n")
+    prune_unused(folder.parent)
     return env
+
+
+UNUSED_DAYS = 7
+
+
+def prune_unused(venvs: Path, days: float = UNUSED_DAYS) -> list[Path]:
+    """Remove the venvs under `venvs` no test has used for `days` (each pyproject.toml leaves ~1 GB of them behind);
+    one another process holds the lock of is left alone. Returns those removed."""
+    import time
+    removed = []
+    for done in venvs.glob("*/.tc-harness-built"):
+        folder = done.parent
+        if time.time() - done.stat().st_mtime < days * 86400:
+            continue
+        with open(f"{folder}.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def other_interpreters() -> list[str]:
@@ -286,6 +310,21 @@ def test_an_interpreter_the_machine_lacks_is_a_skip_that_names_it(monkeypatch, t
         assert interpreter_or_skip(PRIMARY) == str(fake.parent.parent / f"{PRIMARY}.99" / "bin" / "python")
     finally:
         find_interpreter.cache_clear()
+
+
+def test_a_venv_unused_for_a_week_is_removed_and_a_used_one_kept(tmp_path):
+    import time
+    old, used, locked = (tmp_path / n for n in ("py3.10.1-old", "py3.10.1-new", "py3.10.1-locked"))
+    for folder in (old, used, locked):
+        folder.mkdir()
+        (folder / ".tc-harness-built").write_text("{}\n")
+    week_ago = time.time() - (UNUSED_DAYS + 1) * 86400
+    for folder in (old, locked):
+        os.utime(folder / ".tc-harness-built", (week_ago, week_ago))
+    with open(f"{locked}.lock", "w") as lock:  # another process is using it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert prune_unused(tmp_path) == [old]
+    assert not old.exists() and used.exists() and locked.exists()
 
 
 def test_the_source_comparison_catches_one_changed_kernel(monkeypatch):
