@@ -55,6 +55,9 @@ class Venv:
     def __post_init__(self):
         if not re.fullmatch(r"3\.\d+", self.version):
             raise ValueError(f"interpreter version {self.version!r} is not 3.X")
+        for pin in self.pins:
+            if not re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]*", pin):
+                raise ValueError(f"{pin!r} is not name==version")
 
     @property
     def folder(self) -> Path:
