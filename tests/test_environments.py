@@ -129,23 +129,29 @@ def _run_id() -> str:
     return os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
 
 
+_UNBUILT: dict = {}  # Venv -> why it could not be built (once per process: a cold build takes minutes)
+
+
 @lru_cache(maxsize=None)
 def ready(env: Venv) -> Venv:
     """`env`, built if missing, with this checkout installed in it (editable, without its dependencies) once per
-    test run. Under a lock per venv: the xdist workers that ask for one venv wait for the one that builds it."""
+    test run. Under a lock per venv: the xdist workers that ask for one venv wait for the one that builds it.
+    A venv that cannot be built fails its tests under CI; elsewhere (a GPU node without network) they skip, saying
+    why."""
+    if env in _UNBUILT:
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(_UNBUILT[env])
     folder = env.folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{folder}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         done = folder / ".tc-harness-built"
         if not done.exists():  # missing, or a build that did not finish: made anew
-            shutil.rmtree(folder, ignore_errors=True)
-            made = subprocess.run([env.base, "-m", "venv", str(folder)], capture_output=True, text=True,
-                                  timeout=600, env=_clean_env())
-            assert made.returncode == 0, f"{env.base} -m venv {folder}: {made.stderr[-2000:]}"
-            # setuptools 70.1 or later builds an editable wheel without `wheel` (3.10's venv brings 65.5; 3.12's none)
-            _pip(env.python, "install", "--upgrade", "pip", "setuptools>=70.1", timeout=INSTALL_TIMEOUT_S)
-            _pip(env.python, "install", "-e", str(ROOT), *env.pins, timeout=INSTALL_TIMEOUT_S)  # as the README does
+            try:
+                _build(env)
+            except (AssertionError, OSError, subprocess.SubprocessError) as e:
+                shutil.rmtree(folder, ignore_errors=True)
+                _UNBUILT[env] = f"could not build the Python {env.version} venv {folder}: {e}"
+                (pytest.fail if os.environ.get("CI") else pytest.skip)(_UNBUILT[env])
             done.write_text(json.dumps({"base": env.base, "pins": env.pins}) + "\n")
         os.utime(done)  # used now: prune_unused leaves it
         installed = folder / f".tc-harness-installed-{_run_id()}"
@@ -156,6 +162,16 @@ def ready(env: Venv) -> Venv:
             installed.write_text(str(ROOT) + "\n")
     prune_unused(folder.parent)
     return env
+
+
+def _build(env: Venv) -> None:
+    shutil.rmtree(env.folder, ignore_errors=True)
+    made = subprocess.run([env.base, "-m", "venv", str(env.folder)], capture_output=True, text=True, timeout=600,
+                          env=_clean_env())
+    assert made.returncode == 0, f"{env.base} -m venv: {made.stderr[-2000:]}"
+    # setuptools 70.1 or later builds an editable wheel without `wheel` (3.10's venv brings 65.5; 3.12's none)
+    _pip(env.python, "install", "--upgrade", "pip", "setuptools>=70.1", timeout=INSTALL_TIMEOUT_S)
+    _pip(env.python, "install", "-e", str(ROOT), *env.pins, timeout=INSTALL_TIMEOUT_S)  # as the README does
 
 
 UNUSED_DAYS = 7
@@ -313,6 +329,31 @@ def test_an_interpreter_the_machine_lacks_is_a_skip_that_names_it(monkeypatch, t
         assert interpreter_or_skip(PRIMARY) == str(fake.parent.parent / f"{PRIMARY}.99" / "bin" / "python")
     finally:
         find_interpreter.cache_clear()
+
+
+def test_a_venv_that_cannot_be_built_fails_under_ci_and_skips_elsewhere(monkeypatch, tmp_path):
+    """Its folder removed (no half-built venv is taken for built next time), and tried once per process."""
+    monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path))
+    env = Venv(PRIMARY, sys.executable, ("tc-harness-no-such-package==0.0.1",))
+    tries = []
+
+    def no_network(venv):
+        tries.append(venv)
+        venv.folder.mkdir(parents=True)
+        raise AssertionError("pip: No matching distribution found")
+
+    monkeypatch.setattr(sys.modules[__name__], "_build", no_network)
+    monkeypatch.delenv("CI", raising=False)
+    try:
+        with pytest.raises(pytest.skip.Exception, match=r"could not build the Python 3\.\d+ venv .*No matching"):
+            ready(env)
+        assert not env.folder.exists() and not (env.folder / ".tc-harness-built").exists()
+        monkeypatch.setenv("CI", "true")
+        with pytest.raises(pytest.fail.Exception, match="No matching distribution"):
+            ready(env)
+        assert len(tries) == 1
+    finally:
+        _UNBUILT.pop(env, None)
 
 
 def test_a_venv_unused_for_a_week_is_removed_and_a_used_one_kept(tmp_path):
