@@ -146,6 +146,7 @@ MODULE_SECONDS = {
     "tests/run/test_modules.py": 23, "tests/test_xdist_grouping.py": 17, "tests/test_cli.py": 12,
     "tests/test_benchmarks.py": 11, "tests/test_addresses.py": 8, "tests/test_cli_fuzz.py": 6,
     "tests/test_mass_faults.py": 5, "tests/test_cli_inputs.py": 2,
+    "tests/test_environments.py": 90,  # spread, warm venvs (a cold machine builds them: minutes)
     "tests/test_fragments_probe.py": 7, "tests/test_gpu_sweep.py": 7, "tests/test_nvrtc.py": 7,
     "tests/test_cute_oracle.py": 5,
     # on an H100 node (16 cores, cold compile cache; 2026-11-23): the GPU modules with one long test

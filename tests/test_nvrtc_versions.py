@@ -2,22 +2,28 @@
 wgmma kernel of the sweep for sm_90a with the SASS each variant needs, and build the archs listed below.
 
 They are looked up as `--nvrtc 12.8` looks them up (harness.run.toolchain.library_roots: $TC_HARNESS_NVRTC_DIR,
-else ~/.cache/tc-harness/nvrtc); where one is absent its tests skip, saying how to install it:
+else ~/.cache/tc-harness/nvrtc); where one is absent its tests skip, saying how to install it, and under CI (the CI
+variable set) a version of harness.environments.NVRTC_VERSIONS that is absent fails them (.ci/run installs them):
 
     pip install --target ~/.cache/tc-harness/nvrtc/12.8 'nvidia-cuda-nvrtc-cu12==12.8.*'
     pip install --target ~/.cache/tc-harness/nvrtc/12.9 'nvidia-cuda-nvrtc-cu12==12.9.*'
+    pip install --target ~/.cache/tc-harness/nvrtc/13.0 'nvidia-cuda-nvrtc==13.0.*'
 """
+import dataclasses
 import json
+import os
 
 import pytest
 
-from harness import families, plan
+from harness import environments, families, plan
 from harness.enums import Arch, ToolchainKind
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.run import compile as C, sass, toolchain as T
 from harness.run.files import write_atomically
+from harness.sweep import plan_kernels
 from tests.sass_gmma import function_text
+from tests.test_environments import SAMPLES
 
 # what each version builds of the harness's archs (a trivial kernel for the arch; NVRTC 12.8 does not know sm_103a:
 # "invalid value for --gpu-architecture")
@@ -25,10 +31,61 @@ BUILDS = {"12.8": ("sm_90a", "sm_100a"), "12.9": ("sm_90a", "sm_100a", "sm_103a"
 
 
 def toolchain_or_skip(version: str, kind=ToolchainKind.NVRTC) -> T.Toolchain:
+    """The NVRTC of `version`; where it is not installed a skip, and under CI a failure for one of
+    environments.NVRTC_VERSIONS (every one CI declares it covers must be there: .ci/run installs them)."""
     try:
         return T.resolve(kind, version)
     except T.ToolchainError as e:
-        pytest.skip(f"NVRTC {version} is not installed here: {e}")
+        must = os.environ.get("CI") and version in environments.NVRTC_VERSIONS
+        (pytest.fail if must else pytest.skip)(f"NVRTC {version} is not installed here: {e}")
+
+
+def test_the_versions_tested_here_are_the_declared_ones():
+    assert set(BUILDS) | {"13.0"} == set(environments.NVRTC_VERSIONS)
+
+
+def test_a_declared_version_that_is_missing_fails_under_ci_and_skips_elsewhere(monkeypatch, tmp_path):
+    monkeypatch.setenv("TC_HARNESS_NVRTC_DIR", str(tmp_path))  # nothing installed there
+    version = environments.NVRTC_VERSIONS[0]
+
+    def outcome(v):  # a skip caught as such, not ending this test as skipped
+        with pytest.raises((pytest.skip.Exception, pytest.fail.Exception)) as e:
+            toolchain_or_skip(v)
+        assert f"NVRTC {v} is not installed here" in str(e.value)
+        return e.type
+
+    monkeypatch.delenv("CI", raising=False)
+    assert outcome(version) is pytest.skip.Exception
+    monkeypatch.setenv("CI", "true")
+    assert outcome(version) is pytest.fail.Exception
+    assert outcome("11.8") is pytest.skip.Exception  # not one CI declares
+
+
+def sample_kernels():
+    return [k for sel in SAMPLES for k in plan_kernels(plan.make(sel, {}, None))]
+
+
+@pytest.mark.parametrize("version", environments.NVRTC_VERSIONS)
+def test_a_sample_of_every_family_compiles_with_the_sass_it_needs(version):
+    """Each family's sample (tests/test_environments.py's SAMPLES: each of the family's archs) for every arch the
+    version builds, each cubin's SASS checked by its family's check, as a sweep checks it."""
+    tc = toolchain_or_skip(version)
+    cannot = tc.cannot_build(Arch.values())
+    kernels = [k for k in sample_kernels() if str(k.arch) not in cannot]
+    assert {k.family for k in kernels} == set(families.REGISTRY), f"NVRTC {version} builds no sample of some family"
+    assert {str(k.arch) for k in kernels} == set(Arch.values()) - set(cannot)
+    checks = [families.get(k.family).sass_check(k) for k in kernels]
+    outs = C.compile_many([families.compile_job(k) for k in kernels], toolchain=tc, raise_on_error=False)
+    for k, out, check in zip(kernels, outs, checks):
+        assert out.error is None and out.cubin_path.suffix == ".cubin", f"NVRTC {version}: {k.name}: {out.error}"
+        verdict = sass.verify(out.cubin_path, check)
+        assert verdict.ok, f"NVRTC {version}: {k.name} for {k.arch}: {verdict.broken}"
+    # the check can fail: the dense wgmma kernel's function lacks what the sparse kernel's check asks for (the
+    # kernels of one arch may share a module: the check names its function)
+    dense = next(i for i, k in enumerate(kernels) if k.family == "wgmma")
+    sparse = next(i for i, k in enumerate(kernels) if k.family == "wgmma_sp")
+    planted = dataclasses.replace(checks[sparse], function=checks[dense].function)
+    assert not sass.verify(outs[dense].cubin_path, planted).ok
 
 
 @pytest.mark.parametrize("version", BUILDS)

@@ -1,12 +1,10 @@
 """A non-editable install works: the wheel carries the kernels (package data), and the CLI runs from outside
-the checkout with the installed package, not the source tree."""
+the checkout with the installed package, not the source tree, from inside a venv too (.ci/run runs the tests in one)."""
 import importlib.metadata
 import importlib.util
 import os
 import subprocess
 import sys
-import sysconfig
-import venv
 from pathlib import Path
 
 import pytest
@@ -38,28 +36,27 @@ def test_wheel_installs_and_every_command_runs_outside_the_checkout(tmp_path):
     import zipfile
     names = zipfile.ZipFile(wheel).namelist()
     assert {"harness/kernels/wgmma.cu", "harness/kernels/tcgen05.cu", "harness/kernels/smem_window.cuh"} <= set(names)
-    env_dir = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
-    py = str(env_dir / "bin" / "python")
-    # the dependencies come from this interpreter's environment: system_site_packages reaches only the base
-    # Python's, and where this Python is itself a venv (a GPU node's /opt/.../.venv) numpy would be missing. A path
-    # in a .pth file is only appended to sys.path (its own .pth files, an editable install's among them, are not
-    # run), so `harness` still comes from the wheel.
-    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    Path(site, "tc_harness_test_dependencies.pth").write_text(
-        "\n".join(dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])) + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", py, "install", "-q", "--no-deps", "--no-index",
-                    str(wheel)], check=True, capture_output=True, timeout=600)
+    # the wheel installed into a folder of its own, which this interpreter reads first (PYTHONPATH), its
+    # dependencies as this environment has them. Not a nested venv reaching this environment's packages through a
+    # .pth file: cuda.pathfinder looks for the NVIDIA libraries (libnvrtc) in the site-packages folders of the
+    # Python that runs (site.getsitepackages()), not in folders a .pth adds, so where this Python is a venv whose
+    # base interpreter has no CUDA wheels (a user's venv, CI's) the nested one could not load NVRTC
+    installed = tmp_path / "installed"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
+                    str(installed), str(wheel)], check=True, capture_output=True, timeout=600)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(installed)  # before site-packages, where this checkout's editable install may be
+    py = sys.executable
     work = tmp_path / "elsewhere"
     work.mkdir()
 
     def cli(*args):
-        return subprocess.run([py, "-m", "harness", *args], cwd=work, capture_output=True, text=True, timeout=600)
+        return subprocess.run([py, "-m", "harness", *args], cwd=work, capture_output=True, text=True, timeout=600,
+                              env=env)
 
     where = subprocess.run([py, "-c", "import harness; print(harness.__file__)"], cwd=work, capture_output=True,
-                           text=True, check=True).stdout.strip()
-    assert str(env_dir) in where and str(ROOT) not in where
+                           text=True, check=True, env=env).stdout.strip()
+    assert where == str(installed / "harness" / "__init__.py") and str(ROOT) not in where
     assert cli("desc", "--arch", "sm_90a", "--start", "1024", "--lbo", "16", "--sbo", "1024", "--swizzle",
                "128B").returncode == 0
     assert cli("idesc", "--kind", "f16", "--atype", "bf16", "--btype", "bf16", "--dtype", "f32", "--m", "128",

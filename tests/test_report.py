@@ -38,6 +38,23 @@ def test_a_changed_results_file_is_drift(tmp_path):
     assert cli.main(["report", str(tmp_path), "--check", str(readme)]) == 1
 
 
+def test_the_sweeps_a_user_ran_into_the_scratch_folder_are_not_tabled(tmp_path):
+    """`python -m harness sweep` (the README's first command) writes results/scratch/sweep-<time>.jsonl; the tables
+    are of the committed results files, so a checkout where it ran still matches results/README.md."""
+    assert cli.DEFAULT_RESULTS_DIR.name == report.SCRATCH and cli.DEFAULT_RESULTS_DIR.parent.name == ROOT.name
+    committed, scratch = tmp_path / "2026-01-01-h100", tmp_path / report.SCRATCH
+    for d in (committed, scratch):
+        d.mkdir()
+        (d / "sweep-1.jsonl").write_text(json.dumps({"type": "environment", "schema": 1}) + "\n" + json.dumps(
+            {"type": "case", "id": "x", "family": "wgmma", "kernel": "wgmma_f16_m64n8k16_f32_SS", "status": "pass"})
+            + "\n" + json.dumps({"type": "summary", "cases": 1}) + "\n")
+    assert report.sweep_files(tmp_path) == [committed / "sweep-1.jsonl"]
+    readme = tmp_path / "README.md"
+    readme.write_text("# runs\n")
+    assert cli.main(["report", str(tmp_path), "--update", str(readme)]) == 0
+    assert "2026-01-01-h100/sweep-1.jsonl" in readme.read_text() and "scratch" not in readme.read_text()
+
+
 def test_sparse_and_sequence_kernels_are_tabled_by_their_kind_accumulator_and_a_source():
     def row(family, kernel):
         return report.row_key({"family": family, "kernel": kernel, "id": "x"})

@@ -23,9 +23,14 @@ END = "<!-- END generated -->"
 STATUSES = ("pass", "fail", "fault", "timeout", "compile-error", "error", "not-run")
 
 
+# the folder `python -m harness sweep` writes to by default (cli.DEFAULT_RESULTS_DIR; .gitignore leaves it out): no
+# committed results file is there, and a user's own sweeps there are no part of the tables
+SCRATCH = "scratch"
+
+
 def sweep_files(root) -> list[Path]:
     root = Path(root)
-    return sorted(p for d in root.iterdir() if d.is_dir() for p in results.results_files(d)
+    return sorted(p for d in root.iterdir() if d.is_dir() and d.name != SCRATCH for p in results.results_files(d)
                   if re.match(r"(sweep|merged)", p.name))
 
 
