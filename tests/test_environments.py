@@ -13,7 +13,6 @@ An interpreter the machine lacks is a skip naming it, under CI too: the run's su
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import importlib.util
 import json
 import os
@@ -30,6 +29,9 @@ import pytest
 
 from harness import environments, families, plan
 from harness.sweep import plan_kernels
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import venv_key  # noqa: E402  (tools/venv_key.py: what of pyproject.toml a kept venv is made for)
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.spread  # subprocess-bound: each test to whichever xdist worker is free
@@ -62,8 +64,8 @@ class Venv:
     @property
     def folder(self) -> Path:
         full = _full_version(self.base)
-        key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + "\0".join(self.pins).encode()).hexdigest()
-        return _cache_root() / "venvs" / f"py{full}-{key[:16]}{'-lowest' if self.pins else ''}"
+        key = venv_key.key(ROOT / "pyproject.toml", "\0".join(self.pins))
+        return _cache_root() / "venvs" / f"py{full}-{key}{'-lowest' if self.pins else ''}"
 
     @property
     def python(self) -> str:
@@ -418,3 +420,12 @@ def test_the_lowest_versions_generate_every_kernel_source_byte_identical():
 
 def test_the_lowest_versions_compile_and_sass_check_a_sample_of_every_family(tmp_path):
     assert_sample_compiles_and_passes_the_sass_check(lowest_ready().python, tmp_path)
+
+
+def test_a_venv_is_kept_across_comment_edits_and_rebuilt_for_a_dependency():
+    """tools/venv_key.py: a comment or a pytest setting leaves the key; a dependency or its bound changes it."""
+    text = (ROOT / "pyproject.toml").read_text()
+    same = venv_key.install_relevant
+    assert same(text) == same(text.replace("[project]\n", "[project]\n# a note\n", 1) + "\n[tool.x]\ny = 1\n")
+    assert same(text) != same(text.replace('"numpy"', '"numpy>=2"', 1))
+    assert same(text) != same(text.replace("requires-python", "requires-python = \">=3.11\"\nx", 1))
