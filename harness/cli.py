@@ -868,9 +868,11 @@ def main(argv=None, own_process: bool = False) -> int:
     """Run one command; returns its exit status (ExitCode) and never raises for bad input. own_process: the command
     line's process, which ends with the command (`entry`): a sweep may then fork its GPU worker from it and hold its
     plan out of the garbage collector's sight; a caller that goes on (a test, say) gets neither."""
-    parser = build_parser()
+    from harness.run import compile as nvrtc, processes
     cmd = "harness"
     try:
+        families.check_extra()  # a malformed TC_HARNESS_FAMILIES: one line, before its names become --family choices
+        parser = build_parser()
         try:
             args, extra = parser.parse_known_args(argv)
         except SystemExit as e:  # --help, --version
@@ -882,17 +884,36 @@ def main(argv=None, own_process: bool = False) -> int:
             raise UsageError("harness: give a command: sweep, compile, toolchains, compare, merge, junit, probe, desc, "
                              "idesc, zmask or layout")
         cores.default_workers()  # a malformed TC_HARNESS_WORKERS is refused before anything runs
+        if cmd in CACHED_COMMANDS:  # an unusable TC_HARNESS_CACHE is refused before anything runs (compile.CACHE_ENV)
+            note = nvrtc.settle_cache()
+            if note:
+                print(_one_line(note), file=sys.stderr)
         args.own_process = own_process
         return int(args.fn(args))
     except UsageError as e:
         print(_one_line(str(e)), file=sys.stderr)
         return ExitCode.USAGE
+    except nvrtc.CacheError as e:
+        print(_one_line(f"{cmd}: {e}"), file=sys.stderr)
+        return ExitCode.USAGE
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (processes.on_signals): the sweep has said so in its file
+        code = e.exit_code if isinstance(e, processes.Interrupted) else 128 + 2
+        what = str(e) or "SIGINT"
+        print(_one_line(f"{cmd}: interrupted ({what}); exit {code}"), file=sys.stderr)
+        return code
     except (descriptors.DescriptorError, L.LayoutError, ValueError) as e:
         print(_one_line(f"{cmd}: {e}"), file=sys.stderr)
         return ExitCode.USAGE
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly
         _quiet_stdout()
         return ExitCode.FAILED
+    finally:
+        nvrtc.remove_temporary_cache()  # where HOME gave no cache folder (compile.settle_cache)
+
+
+# the commands that compile, and so write the cache: an unusable cache folder is refused (or, where HOME gives none, a
+# temporary one is used, with a note) before they start anything; the others never need one
+CACHED_COMMANDS = ("sweep", "compile", "probe")
 
 
 def entry() -> None:
@@ -906,6 +927,7 @@ def entry() -> None:
 
     from harness.run import processes
     processes.one_shot_process()
+    processes.on_signals()  # Ctrl-C and SIGTERM: children killed at once, exit 130 or 143 in one line, no traceback
     code = int(main(own_process=True))
     processes.stop_fork_server()
     if multiprocessing.active_children() or any(not t.daemon and t is not threading.main_thread()

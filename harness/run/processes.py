@@ -13,8 +13,10 @@ caller's environment as it is when the pool or the worker is made (`in_callers_e
 sys.path and the working folder come with every helper as they did (multiprocessing's preparation data)."""
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import forkserver
@@ -102,16 +104,121 @@ class Helpers:
         self._pool.shutdown(cancel_futures=cancel_futures)
 
 
+class _Pool(ProcessPoolExecutor):
+    """A ProcessPoolExecutor whose processes start deaf to Ctrl-C (`deaf_to_interrupts`): the pool starts one as a
+    submission finds none idle, from whichever thread submits."""
+
+    def _spawn_process(self):
+        with deaf_to_interrupts():
+            super()._spawn_process()
+
+
 def pool(workers: int, then=None, *args) -> ProcessPoolExecutor:
     """A pool of `workers` helpers, each of which starts in its caller's environment of now and then runs
     `then(*args)` (the harness's pools: the engine's, the compile's)."""
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context(), initializer=in_callers_environment,
-                               initargs=(dict(os.environ), then, *args))
+    return _Pool(max_workers=workers, mp_context=context(), initializer=in_callers_environment,
+                 initargs=(dict(os.environ), then, *args))
+
+
+# ---------------------------------------------------------------------------------------------------- interrupts
+#
+# Ctrl-C reaches every process of the terminal's foreground group: the helpers and GPU workers too, each of which
+# printed its own KeyboardInterrupt traceback (44 lines), and the sweep then waited for the compile they were running
+# (7-10 s). Now a helper ignores SIGINT from its first instruction (started with SIGINT blocked, the mask a child
+# inherits, then ignored in `in_callers_environment`), and the command line's process (`on_signals`) kills its own
+# children the moment SIGINT or SIGTERM arrives and raises Interrupted, which the sweep turns into a results file that
+# says it was interrupted, and the command line into exit 128 + the signal's number (130, 143), in one line.
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM reached the command line's process (`signum`); a KeyboardInterrupt, so that every cleanup
+    that handles Ctrl-C handles SIGTERM alike."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        self.signum = int(signum)
+        super().__init__(signal.Signals(self.signum).name)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+@contextlib.contextmanager
+def deaf_to_interrupts():
+    """SIGINT blocked in this thread while processes start from it: a child inherits the mask (a fork keeps it, and so
+    does the exec of a spawned interpreter), so that a Ctrl-C before its first instruction of ours cannot raise in
+    it. The signal still reaches this process, through a thread that does not block it (the main thread)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def ignore_interrupts() -> None:
+    """A helper's or GPU worker's first step: Ctrl-C is its parent's to handle (which kills it); SIGINT ignored and
+    unblocked. SIGTERM and SIGKILL still end it."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a worker forked from the command line has its handler
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    except (ValueError, OSError):  # not the main thread of the process: nothing to change
+        pass
+
+
+_signals = {"count": 0, "deferred": 0, "pending": None}
+
+
+def kill_children() -> None:
+    """Kill every process this one started through multiprocessing (helpers, GPU workers), at once: what they were
+    doing is lost (a cubin reaches the cache whole or not at all: compile._store; a GPU context goes with its
+    process)."""
+    for p in multiprocessing.active_children():
+        try:
+            p.kill()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def _on_signal(signum, frame) -> None:
+    _signals["count"] += 1
+    kill_children()
+    if _signals["count"] > 1:  # a second signal while the first one's cleanup runs: out now
+        os._exit(128 + signum)
+    if _signals["deferred"]:  # a record being written: raised as the writing ends (`whole`)
+        _signals["pending"] = signum
+        return
+    raise Interrupted(signum)
+
+
+def on_signals() -> None:
+    """In the command line's own process: SIGINT and SIGTERM kill its children and raise Interrupted."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_signal)
+
+
+@contextlib.contextmanager
+def whole():
+    """A step an interrupt must not cut in two (a batch of records written to the results file, its summary): a
+    signal that arrives meanwhile raises Interrupted once it is done."""
+    _signals["deferred"] += 1
+    try:
+        yield
+    finally:
+        _signals["deferred"] -= 1
+        pending = _signals["pending"]
+        if pending is not None and not _signals["deferred"]:
+            _signals["pending"] = None
+            raise Interrupted(pending)
 
 
 def in_callers_environment(environ: dict, then=None, *args):
-    """A helper's first step: its caller's environment (`environ`, taken where the pool or the worker was made), then
-    `then(*args)`."""
+    """A helper's first step: Ctrl-C ignored (its parent's to handle), its caller's environment (`environ`, taken
+    where the pool or the worker was made), then `then(*args)`."""
+    ignore_interrupts()
     if os.environ != environ:
         os.environ.clear()
         os.environ.update(environ)
