@@ -387,9 +387,13 @@ def cmd_compile(a) -> int:
 
 
 def cmd_toolchains(a) -> int:
-    """Every NVRTC library --nvrtc can name here, with what each builds."""
+    """Every NVRTC library --nvrtc can name here, with what each builds; where the one cuda.bindings binds is missing,
+    why, and what to install (on stderr, one line). Exit 2 where there is none at all (nothing could compile)."""
     from harness.enums import Arch, ToolchainKind
     from harness.run import toolchain as toolchains
+    missing = toolchains.nvrtc_problem()
+    if missing:
+        print(_one_line(f"toolchains: the default NVRTC: {missing}"), file=sys.stderr)
     rows = []
     for path, release, build in toolchains.installed_libraries():
         row = {"nvrtc": release, "nvrtc_build": build, "nvrtc_library": str(path)}
@@ -400,16 +404,20 @@ def cmd_toolchains(a) -> int:
         except toolchains.ToolchainError as e:
             row["error"] = str(e)
         rows.append(row)
+    code = ExitCode.OK if rows else ExitCode.USAGE  # no NVRTC at all: an environment problem (docs/environment.md)
     if a.json:
-        print(json.dumps({"roots": [str(r) for r in toolchains.library_roots()], "libraries": rows}, indent=2))
-        return ExitCode.OK
+        print(json.dumps({"roots": [str(r) for r in toolchains.library_roots()], "libraries": rows,
+                          "default_problem": missing}, indent=2))
+        return code
     print(f"NVRTC libraries (the one cuda.bindings binds, and those under "
           f"{os.pathsep.join(map(str, toolchains.library_roots()))}):")
     for r in rows:
         what = (f"PTX ISA {r['ptx_isa']}, builds {', '.join(r['builds']) or 'none of the harness archs'}"
                 + (f"; not {', '.join(r['cannot'])}" if r["cannot"] else "")) if "error" not in r else r["error"]
         print(f"  {r['nvrtc']:<5} V{r['nvrtc_build']:<10} {what}\n        {r['nvrtc_library']}")
-    return ExitCode.OK
+    if not rows:
+        print("  none: " + (missing or "no libnvrtc.so under those folders"))
+    return code
 
 
 def cmd_sweep(a) -> int:

@@ -79,6 +79,8 @@ def cache_dir() -> Path:
 def usable_home() -> str | None:
     """HOME (or the user's home the password database names, where HOME is unset) where it is an existing, absolute
     folder; None where it is not, which the cache does without (CACHE_ENV)."""
+    if os.environ.get("HOME") == "":  # which expanduser would make "/"
+        return None
     home = os.path.expanduser("~")
     if not home or home == "~" or not os.path.isabs(home) or not os.path.isdir(home):
         return None
