@@ -38,6 +38,28 @@ def cli(args, cwd, env_changes, timeout=180):
                           text=True, timeout=timeout)
 
 
+def cli_in_process(args, cwd, env_changes, monkeypatch):
+    """cli() in this process (harness.cli.main, as `python -m harness` runs it, less its signal handlers): the classes'
+    every case runs so in CI, each also in a process of its own under `-m slow`, and one of each class always."""
+    from tests import cli_in_process as in_process
+    monkeypatch.delenv("TC_HARNESS_CACHE", raising=False)
+    monkeypatch.delenv("TC_HARNESS_FAMILIES", raising=False)
+    for k, v in env_changes.items():
+        if v is None:
+            monkeypatch.delenv(k, raising=False)
+        else:
+            monkeypatch.setenv(k, v)
+    monkeypatch.chdir(cwd)
+    return in_process.run(*args)
+
+
+VIA = ["in-process", pytest.param("process", marks=pytest.mark.slow)]
+
+
+def run_via(via, args, cwd, env_changes, monkeypatch):
+    return cli(args, cwd, env_changes) if via == "process" else cli_in_process(args, cwd, env_changes, monkeypatch)
+
+
 def one_line_refusal(r, *words):
     """Exit 2, one line on stderr naming `words`, no traceback, nothing on stdout."""
     lines = r.stderr.strip().splitlines()
@@ -81,20 +103,29 @@ CACHES = {
 }
 
 
+@pytest.mark.parametrize("via", VIA)
 @pytest.mark.parametrize("case", CACHES)
-def test_an_unusable_cache_folder_is_one_line_and_exit_2(case, tmp_path, cwd):
+def test_an_unusable_cache_folder_is_one_line_and_exit_2(case, via, tmp_path, cwd, monkeypatch):
     (tmp_path / "afile").write_text("not a folder\n")
     value, why = CACHES[case](tmp_path)
     before = tree(tmp_path)
-    r = cli([*SWEEP, "--out", str(tmp_path / "r.jsonl")], cwd, {"TC_HARNESS_CACHE": value})
+    r = run_via(via, [*SWEEP, "--out", str(tmp_path / "r.jsonl")], cwd, {"TC_HARNESS_CACHE": value}, monkeypatch)
     line = one_line_refusal(r, "TC_HARNESS_CACHE", why)
     assert line.startswith("sweep: ")
     assert tree(tmp_path) == before  # no results file, no cache, nothing in the current folder
     assert not os.path.exists("/dev/null/x")
 
 
+def test_an_empty_cache_variable_in_a_process_of_its_own(tmp_path, cwd):
+    """TC_HARNESS_CACHE='' once wrote the whole cache into the current folder."""
+    r = cli([*SWEEP, "--out", str(tmp_path / "r.jsonl")], cwd, {"TC_HARNESS_CACHE": ""})
+    one_line_refusal(r, "TC_HARNESS_CACHE", "is empty")
+    assert tree(cwd) == [] and not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("via", VIA)
 @pytest.mark.parametrize("home", ["missing", "a file", "empty", "relative"])
-def test_an_unusable_home_runs_on_a_temporary_cache_with_a_note(home, tmp_path, cwd):
+def test_an_unusable_home_runs_on_a_temporary_cache_with_a_note(home, via, tmp_path, cwd, monkeypatch):
     """Fallback: HOME gives no cache folder (a container's HOME=/nonexistent, a service's unset HOME): the run goes on
     in a temporary cache, says so in one line, removes it at exit, and creates nothing under HOME or here."""
     missing = Path(f"/nonexistent-tc-harness-{uuid.uuid4().hex[:8]}")
@@ -103,7 +134,7 @@ def test_an_unusable_home_runs_on_a_temporary_cache_with_a_note(home, tmp_path, 
     changes = {"HOME": value}
     out = tmp_path / "r.jsonl"
     # a refused selection after the cache is settled: the note, the temporary cache gone, nothing compiled
-    r = cli([*SWEEP[:-1], "--match", "no-such-case", "--out", str(out)], cwd, changes)
+    r = run_via(via, [*SWEEP[:-1], "--match", "no-such-case", "--out", str(out)], cwd, changes, monkeypatch)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert len(lines) == 2 and "no cache folder" in lines[0] and "temporary" in lines[0], lines
@@ -138,13 +169,19 @@ FAMILIES = {
 }
 
 
+@pytest.mark.parametrize("via", VIA)
 @pytest.mark.parametrize("case", FAMILIES)
-def test_a_malformed_families_variable_is_one_line_and_exit_2(case, tmp_path, cwd):
+def test_a_malformed_families_variable_is_one_line_and_exit_2(case, via, tmp_path, cwd, monkeypatch):
     value, why = FAMILIES[case]
-    r = cli([*SWEEP, "--out", str(tmp_path / "r.jsonl")], cwd,
-            {"TC_HARNESS_FAMILIES": value, "TC_HARNESS_CACHE": str(tmp_path / "cache")})
+    r = run_via(via, [*SWEEP, "--out", str(tmp_path / "r.jsonl")], cwd,
+                {"TC_HARNESS_FAMILIES": value, "TC_HARNESS_CACHE": str(tmp_path / "cache")}, monkeypatch)
     one_line_refusal(r, "TC_HARNESS_FAMILIES", why)
     assert not (tmp_path / "r.jsonl").exists() and not (tmp_path / "cache").exists()
+
+
+def test_a_family_that_does_not_import_in_a_process_of_its_own(tmp_path, cwd):
+    r = cli([*SWEEP, "--out", str(tmp_path / "r.jsonl")], cwd, {"TC_HARNESS_FAMILIES": "toy=no_such_package_tc.fam"})
+    one_line_refusal(r, "TC_HARNESS_FAMILIES", "does not import (ModuleNotFoundError")
 
 
 def test_a_wellformed_families_variable_is_taken(tmp_path, cwd):
