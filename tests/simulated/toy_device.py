@@ -1,5 +1,8 @@
 """The GPU the toy family (tests/simulated/toy_family.py) runs on: it executes a LaunchInput as the toy kernel
-would, from the launch's raw buffers."""
+would, from the launch's raw buffers. TC_SIM_LAUNCH_S: seconds each launch takes (a sweep long enough to interrupt)."""
+import os
+import time
+
 import numpy as np
 
 from harness.run.launch import LaunchInput
@@ -11,6 +14,7 @@ def use_device(index: int) -> None:
 
 def run(cubin_path, kernel_name, launch):
     inp = LaunchInput.load(launch)
+    time.sleep(float(os.environ.get("TC_SIM_LAUNCH_S", "0")))
     out = np.full((inp.ctas, 128), -1, np.int32)
     for i, p in enumerate(inp.params):
         words = inp.images[int(p["image_offset"]):int(p["image_offset"]) + int(p["image_bytes"])].view(np.int32)
