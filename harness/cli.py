@@ -492,6 +492,8 @@ def _sweep_command(a, ahead, helpers) -> int:
           f"results: {out}")
     for fam, reason in summary.get("not_run_reasons", {}).items():
         print(f"{fam}: not run: {reason}")
+    if summary.get("unaccounted"):
+        print(f"{summary['unaccounted']} planned cases have no record: not passed (exit {int(code)})")
     return code
 
 

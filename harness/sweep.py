@@ -522,6 +522,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
 
     by_kind = {"ordinary": {str(s): 0 for s in Status}, "controls": {str(s): 0 for s in Status}}
     suspects: list[tuple[Kernel, str]] = []
+    recorded: set[str] = set()  # the case ids this run wrote: a planned case none of them is, is unaccounted
 
     def emit(recs):
         """Count and write a batch of case records: the engine's (results.CaseLines, encoded where they were read
@@ -536,6 +537,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             if f.id in controls and f.status in (Status.FAULT, Status.TIMEOUT) and f.isolated is not False:
                 batch.replace(i, controls[f.id][0].settle_control(controls[f.id][1], batch.record(i)))
         for f in batch.facts:
+            recorded.add(f.id)
             counts[f.status] = counts.get(f.status, 0) + 1
             group = by_kind["controls" if f.id in controls else "ordinary"]
             group[f.status] = group.get(f.status, 0) + 1
@@ -584,6 +586,11 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         # neither is no pass (exit_code)
         held = sum(c.id in done_ids for _, cs in p.work for c in cs) if done_ids else 0
         summary["unaccounted"] = p.cases - held - sum(counts.values())
+        missing = [c.id for _, cs in work for c in cs if c.id not in recorded]
+        if missing:  # named, so that nothing is lost silently (an interrupt leaves the rest of the plan here)
+            summary["unaccounted_ids"] = missing[:UNACCOUNTED_NAMED]
+            if interrupted is None:
+                log(f"{len(missing)} planned cases have no record (the first: {missing[0]}): not a pass")
         if interrupted is not None:
             summary["interrupted"] = True
             summary["signal"] = str(interrupted) or "SIGINT"
@@ -603,6 +610,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
 
 
 BAD = ("fail", "fault", "timeout", "compile-error")
+UNACCOUNTED_NAMED = 20  # planned cases without a record, named in the summary (the count is whole)
 
 
 def exit_code(summary: dict) -> ExitCode:
