@@ -210,3 +210,40 @@ def test_the_benchmarks_planted_fault_points_every_cta_past_its_image_buffer():
     assert (planted.params["inject"] != 0).all()
     assert np.array_equal(planted.params["image_bytes"], before["image_bytes"])
     assert (before["image_offset"] + before["image_bytes"] <= inp.images.size).all()
+
+
+def test_the_benchmarks_lbo_plant_writes_every_descriptors_lbo_unshifted(monkeypatch):
+    """benchmarks/lbo_unshifted.py (for benchmarks/bench_mass_faults.py on a GPU): its plant, on the CPU. Each
+    descriptor's LBO field holds the byte count, not the byte count >> 4 (wrapped to its 14 bits): the LBO the
+    hardware decodes is 16x the layout's; every other field is untouched; no operand (0) stays 0; without
+    TC_BENCH_PLANT nothing changes, and a value it does not know is refused."""
+    import numpy as np
+
+    from benchmarks import lbo_unshifted
+    from harness.run.engine import prepare
+    from harness.spec.desc_wgmma import decode_wgmma_desc
+    kernel, cases = WORK[0]
+    inp, _ = prepare(kernel, cases[:24])
+    before = inp.params.copy()
+    monkeypatch.delenv("TC_BENCH_PLANT", raising=False)
+    assert lbo_unshifted.plant(inp).params is before or np.array_equal(inp.params, before)
+    monkeypatch.setenv("TC_BENCH_PLANT", "lbo-unshifted")
+    planted = lbo_unshifted.plant(inp).params
+    assert lbo_unshifted.plant(inp).params is planted  # planted once, however often it is handed back
+    changed = 0
+    for name in ("desc_a", "desc_b"):
+        for was, now in zip(before[name], planted[name]):
+            if was == 0:
+                assert now == 0
+                continue
+            a, b = decode_wgmma_desc(int(was))["fields"], decode_wgmma_desc(int(now))["fields"]
+            assert b["leading_byte_offset"] == (a["leading_byte_offset"] * 16) % (1 << 18)
+            assert {k: v for k, v in a.items() if k != "leading_byte_offset"} == \
+                {k: v for k, v in b.items() if k != "leading_byte_offset"}
+            changed += a["leading_byte_offset"] != b["leading_byte_offset"]
+    assert changed > 0
+    other = [n for n in before.dtype.names if n not in ("desc_a", "desc_b")]
+    assert all(np.array_equal(before[n], planted[n]) for n in other)
+    monkeypatch.setenv("TC_BENCH_PLANT", "lbo")
+    with pytest.raises(ValueError, match="TC_BENCH_PLANT"):
+        lbo_unshifted.use_device(0)
