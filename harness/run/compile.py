@@ -69,6 +69,12 @@ def cache_dir() -> Path:
         named, what = str(Path(home) / ".cache" / "tc-harness"), f"HOME={home}: ~/.cache/tc-harness"
     else:
         what = f"{CACHE_ENV}={named!r}"
+        if named.startswith("~"):  # as a shell would have (a value from a unit file or .env is not expanded): never a
+            # folder named "~" in the current one
+            home = usable_home()
+            if home is None:
+                raise CacheError(f"{what}: ~ stands for HOME, and {home_problem()}")
+            named = os.path.expanduser(named)
     d = _writable_folder(named, what)
     if not d.is_dir():  # removed since it was checked (a test's cold start): made again, as every call once did
         _writable_folder.cache_clear()

@@ -5,12 +5,23 @@ sm_90a); TC_SIM_BACKEND: the module that launches (default tests.simulated.toy_d
 simulated devices never read a cubin), as with fake_gpus.install."""
 import dataclasses
 import os
+import signal
 from pathlib import Path
 
-from harness import sweep
-from harness.run import gpu
-from harness.run.compile import Compiled
-from tests.simulated.fake_gpus import CC
+
+def _starting(signum, frame):  # as harness/__main__.py: a signal before cli.entry's handlers
+    os.write(2, f"harness: interrupted ({signal.Signals(signum).name}) while starting; exit {128 + signum}\n".encode())
+    os._exit(128 + signum)
+
+
+if __name__ == "__main__":
+    for _sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_sig, _starting)
+
+from harness import sweep  # noqa: E402
+from harness.run import gpu  # noqa: E402
+from harness.run.compile import Compiled  # noqa: E402
+from tests.simulated.fake_gpus import CC  # noqa: E402
 
 ARCHS = os.environ.get("TC_SIM_GPUS", "sm_90a").split(",")
 BACKEND = os.environ.get("TC_SIM_BACKEND", "tests.simulated.toy_device")
