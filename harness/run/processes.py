@@ -56,7 +56,7 @@ def context():
     ctx.set_forkserver_preload(list(PRELOAD))
     # BLAS takes its thread count from the environment when numpy loads, which happens in the fork server: one
     # thread for each helper, as each spawned helper had
-    with cores.one_blas_thread_per_process():
+    with cores.one_blas_thread_per_process(), deaf_to_interrupts():  # the server and so its helpers
         forkserver.ensure_running()
     return ctx
 
@@ -150,6 +150,13 @@ def deaf_to_interrupts():
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
+    # multiprocessing's resource tracker, started by the first process started, unblocks SIGINT after starting
+    # itself (it does not restore the mask): started first, it leaves the mask alone
+    from multiprocessing import resource_tracker
+    try:
+        resource_tracker.ensure_running()
+    except Exception:  # noqa: BLE001 (a platform without it: nothing to unblock)
+        pass
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
