@@ -203,7 +203,7 @@ def no_nvrtc(tmp_path):
 def test_no_nvrtc_is_one_line_saying_what_to_install(no_nvrtc, tmp_path, cwd):
     r = cli([*SWEEP, "--out", str(tmp_path / "r.jsonl")], cwd,
             {"PYTHONPATH": no_nvrtc, "TC_HARNESS_CACHE": str(tmp_path / "cache")})
-    one_line_refusal(r, "no NVRTC library", "DynamicLibNotFoundError", "pip install 'nvidia-cuda-nvrtc")
+    one_line_refusal(r, "no NVRTC library", "DynamicLibNotFoundError", "pip install 'cuda-toolkit[nvrtc]==13.*'")
     assert not (tmp_path / "r.jsonl").exists()
     assert not list((tmp_path / "cache").glob("*.cubin"))
 

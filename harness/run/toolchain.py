@@ -175,14 +175,16 @@ class NvrtcMissing(ToolchainError):
 
 
 def nvrtc_install_line() -> str:
-    """The pip line that installs the NVRTC wheel of the CUDA major cuda.bindings is built for (13 by default)."""
+    """The pip line that installs NVRTC for the CUDA major cuda.bindings is built for: the harness's own pin
+    (pyproject.toml: cuda-toolkit[nvrtc]==13.*) for 13 or no cuda.bindings, the CUDA 12 wheel for 12."""
     try:
         from cuda.bindings import __version__ as bindings_version
         major = bindings_version.split(".")[0]
     except Exception:  # noqa: BLE001 (no cuda.bindings: the harness's own pin)
         major = "13"
-    wheel = "nvidia-cuda-nvrtc-cu12" if major == "12" else "nvidia-cuda-nvrtc"
-    return f"pip install '{wheel}=={major}.*'"
+    if major == "12":
+        return "pip install 'nvidia-cuda-nvrtc-cu12==12.*'"
+    return f"pip install 'cuda-toolkit[nvrtc]=={major}.*'"
 
 
 def nvrtc_problem() -> str | None:
