@@ -33,6 +33,8 @@ def _pin_xdist_worker_to_one_gpu() -> None:
         except Exception:
             ids = []
     if ids:
+        if visible is not None:  # the user's own choice, for the tests that run commands as the user would
+            os.environ["TC_HARNESS_USER_CUDA_VISIBLE_DEVICES"] = visible
         os.environ["CUDA_VISIBLE_DEVICES"] = ids[int(worker[2:]) % len(ids)]
         os.environ["TC_HARNESS_PINNED"] = "1"
 

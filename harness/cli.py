@@ -420,6 +420,17 @@ def cmd_toolchains(a) -> int:
     return code
 
 
+def cmd_doctor(a) -> int:
+    """This environment, whether CI or a committed run covers it, and each problem with its fix (exit 4 if any)."""
+    from harness import doctor
+    if a.matrix:
+        print(doctor.matrix_markdown())
+        return ExitCode.OK
+    rep = doctor.examine()
+    print(json.dumps(rep.as_json(), indent=2, default=str) if a.json else doctor.render(rep))
+    return int(ExitCode.ENVIRONMENT if rep.problems else ExitCode.OK)
+
+
 def cmd_sweep(a) -> int:
     from harness import sweep
     # the command line's own process: the first GPU's worker starts now, forked while this process has made no CUDA
@@ -742,6 +753,11 @@ def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
     cp.add_argument("--json", action="store_true", help="print the summary as JSON")
     cp.set_defaults(fn=cmd_compile)
 
+    dr = sub.add_parser("doctor", help="this environment (Python, NVRTC, cuda-bindings, CuPy, driver, GPUs), whether "
+                                       "CI or a committed run covers it, and each problem with its fix")
+    dr.add_argument("--json", action="store_true", help="print the findings as JSON")
+    dr.add_argument("--matrix", action="store_true", help="print the tested matrix (the README's table) and exit")
+    dr.set_defaults(fn=cmd_doctor)
     tl = sub.add_parser("toolchains", help="the NVRTC libraries --nvrtc can name here, and what each builds")
     tl.add_argument("--json", action="store_true")
     tl.set_defaults(fn=cmd_toolchains)
@@ -891,7 +907,7 @@ def main(argv=None, own_process: bool = False) -> int:
         if extra:
             raise UsageError(f"{cmd}: unrecognized arguments: {' '.join(extra)}")
         if not getattr(args, "fn", None):
-            raise UsageError("harness: give a command: sweep, compile, toolchains, compare, merge, junit, probe, desc, "
+            raise UsageError("harness: give a command: sweep, compile, doctor, toolchains, compare, merge, junit, probe, desc, "
                              "idesc, zmask or layout")
         cores.default_workers()  # a malformed TC_HARNESS_WORKERS is refused before anything runs
         if cmd in CACHED_COMMANDS:  # an unusable TC_HARNESS_CACHE is refused before anything runs (compile.CACHE_ENV)

@@ -89,7 +89,7 @@ def expected(argv: list[str], comment: str) -> int:
 
 def test_the_commands_section_has_a_line_for_every_command():
     cmds = {split(line)[0][0] for line in LINES}
-    assert cmds >= {"sweep", "compile", "toolchains", "compare", "merge", "junit", "probe", "desc", "idesc", "zmask",
+    assert cmds >= {"sweep", "compile", "doctor", "toolchains", "compare", "merge", "junit", "probe", "desc", "idesc", "zmask",
                     "layout", "--version"}
 
 

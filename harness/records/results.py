@@ -43,7 +43,7 @@ def environment(devices: list[int] | None = None, seed_note: str = "per-case see
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "host": socket.gethostname(), "python": platform.python_version(), "seed": seed_note,
            "cuda_visible_devices": gpu.visible_devices()}
-    for mod in ("numpy", "ml_dtypes", "cupy"):
+    for mod in ("numpy", "ml_dtypes", "cupy", "cuda_bindings"):
         try:
             env[mod] = _version(mod)
         except Exception as e:  # record why rather than fail the run
@@ -101,6 +101,9 @@ def _version(module: str) -> str:
                 return found.group(1)
         except (OSError, AttributeError, TypeError, ValueError, ImportError):
             pass  # a CuPy laid out otherwise: imported, as before
+    if module == "cuda_bindings":  # the distribution's version: cuda.bindings is a namespace's subpackage
+        import importlib.metadata
+        return importlib.metadata.version("cuda-bindings")
     return __import__(module).__version__
 
 
