@@ -193,11 +193,11 @@ def kill_children() -> None:
 def _on_signal(signum, frame) -> None:
     _signals["count"] += 1
     kill_children()
-    if _signals["count"] > 1:  # a second signal while the first one's cleanup runs: out now
-        os._exit(128 + signum)
     if _signals["deferred"]:  # a record being written: raised as the writing ends (`whole`)
         _signals["pending"] = signum
         return
+    if _signals["count"] > 1:  # a second signal while the first one's cleanup runs: out now (the results file is
+        os._exit(128 + signum)  # whole up to its last line: no record is being written)
     raise Interrupted(signum)
 
 
