@@ -7,6 +7,7 @@ launches are not bisected and the family's launches still to go are not launched
 simulated device's own units (a launch, and a GPU worker's start: its CUDA context) against a clean sweep of the same
 plan, and every case still has exactly one record, a fault that says why it was not launched alone."""
 import json
+import os
 import time
 import zlib
 from collections import Counter
@@ -247,3 +248,23 @@ def test_the_benchmarks_lbo_plant_writes_every_descriptors_lbo_unshifted(monkeyp
     monkeypatch.setenv("TC_BENCH_PLANT", "lbo")
     with pytest.raises(ValueError, match="TC_BENCH_PLANT"):
         lbo_unshifted.use_device(0)
+
+
+@pytest.mark.slow
+def test_the_mass_fault_benchmark_rehearses_on_a_cpu(tmp_path):
+    """benchmarks/bench_mass_faults.py without a GPU (a narrow selection): every step runs, nothing is launched, and
+    the report says so, with every case accounted for."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root), TC_HARNESS_CACHE=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_mass_faults.py"), "--out-dir",
+                        str(tmp_path / "out"), "--kind", "s8", "--n", "8"], cwd=root, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads((tmp_path / "out" / "bench-mass-faults.json").read_text())
+    assert rep["every_case_accounted"] and not rep["launched_on_a_gpu"]
+    assert {rep[s]["exit"] for s in ("warm", "stock", "clean", "planted", "clean2")} == {3}  # no GPU: not run
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["bench-mass-faults.json", "bench-mass-faults.log",
+                                                                   "clean.jsonl.gz", "planted.jsonl.gz"]
