@@ -162,7 +162,7 @@ def test_a_signal_at_a_random_moment_leaves_a_whole_resumable_file(sig, delay):
     assert "Traceback" not in err, err
     assert proc.returncode in (0, EXIT[sig]), (proc.returncode, err)
     if proc.returncode:
-        assert took < 2.0, took
+        assert took < 1.0, took
         assert err.strip().splitlines()[-1].endswith(f"({signal.Signals(sig).name}); exit {EXIT[sig]}") or \
             "while starting" in err, err
     if out.exists():
