@@ -106,7 +106,7 @@ def test_random_environments_are_one_line_and_exit_2_in_process(values):
     check(int(code), err.getvalue(), values, cwd)
 
 
-@settings(max_examples=_N or 4, deadline=None, database=None, suppress_health_check=list(HealthCheck),
+@settings(max_examples=_N or 3, deadline=None, database=None, suppress_health_check=list(HealthCheck),
           derandomize=not _N)
 @given(values=values)
 def test_random_environments_in_a_process_of_their_own(values):
@@ -135,7 +135,7 @@ def handles_signals(pid: int) -> bool:
     return False
 
 
-@settings(max_examples=_N or 2, deadline=None, database=None, suppress_health_check=list(HealthCheck),
+@settings(max_examples=_N or 1, deadline=None, database=None, suppress_health_check=list(HealthCheck),
           derandomize=not _N)
 @given(sig=st.sampled_from([signal.SIGINT, signal.SIGTERM]), delay=st.floats(0.0, 4.0))
 def test_a_signal_at_a_random_moment_leaves_a_whole_resumable_file(sig, delay):

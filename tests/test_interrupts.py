@@ -117,7 +117,9 @@ def test_ctrl_c_during_a_cold_compile_keeps_what_was_compiled(tmp_path):
     assert len(cases) == summary["cases"] and summary["unaccounted"] == 0 and not summary.get("interrupted")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+# SIGINT to the group in CI through the cold compile above; here under -m slow (two command lines each)
+@pytest.mark.parametrize("sig", [pytest.param(signal.SIGINT, marks=pytest.mark.slow), signal.SIGTERM],
+                         ids=["SIGINT", "SIGTERM"])
 def test_a_signal_during_the_launches_leaves_a_whole_file_that_resumes(sig, tmp_path):
     cache, out = tmp_path / "cache", tmp_path / "r.jsonl"
     env = environment(cache, TC_HARNESS_FAMILIES=TOY, TC_SIM_LAUNCH_S="0.1", TC_SIM_TOY_KERNELS="12")
