@@ -469,6 +469,8 @@ def _sweep_command(a, ahead, helpers) -> int:
         raise UsageError(f"sweep: --junit {a.junit} is the --out file; give the XML its own name")
     shard = _shard(a.shard)
     _check_gpus(a.gpus)
+    if a.bundle is not None and (not a.bundle.strip() or (Path(a.bundle).exists() and not Path(a.bundle).is_dir())):
+        raise UsageError(f"sweep: --bundle {a.bundle!r}: give a folder (created if absent)")
     try:
         sel.validate()
     except sweep.SweepError as e:
@@ -477,12 +479,15 @@ def _sweep_command(a, ahead, helpers) -> int:
     cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
                             shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches,
                             hold_plan=a.own_process, ahead=ahead, helpers=helpers,
-                            workers_on_one_gpu=engine.WORKERS_ON_ONE_GPU)
+                            workers_on_one_gpu=engine.WORKERS_ON_ONE_GPU, level=a.level)
     try:  # an empty or impossible selection is refused while planning, before anything is compiled
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:
         raise UsageError(f"sweep: {e}") from None
     code = sweep.exit_code(summary)
+    if a.bundle is not None:  # issue 57: what a bug report needs, for every failing case
+        from harness import fleet_cli
+        code = max(code, fleet_cli.write_bundle(out, Path(a.bundle), tc))
     if junit is not None:
         from harness.records import junit as junit_xml, results
         try:
@@ -736,6 +741,10 @@ def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
     s.add_argument("--junit", metavar="FILE", help="also write JUnit XML (one testcase per case, one testsuite "
                                                    "per family) to FILE (its folder is created)")
     s.add_argument("--shard", metavar="I/N", help="run only kernel shard I of N (one per node of a fleet)")
+    s.add_argument("--bundle", metavar="DIR", help="write a repro bundle of every failing case into DIR (source, "
+                   "PTX, cubin, SASS, versions, a standalone .cu and its nvcc command: harness/records/bundle.py)")
+    s.add_argument("--level", type=int, choices=[1, 3], help="1: a seconds-long sample covering every form, "
+                   "swizzle and major-ness once (a node gate); 3: the full sweep (the default); recorded in the results")
     s.add_argument("--no-keep-launches", action="store_true",
                    help="prepare every launch afresh and keep none (by default prepared launches are kept in the "
                         "cache, about 6 GB for a whole sweep, and a later sweep of the same source reads them)")
@@ -796,6 +805,8 @@ def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
 
     from harness.timing import cli as timing_cli  # python -m harness bench [compare]
     timing_cli.add_parser(sub)
+    from harness import fleet_cli  # python -m harness verdict / textfile (issue 57)
+    fleet_cli.add_parsers(sub)
     rp = sub.add_parser("report", help="results/README.md's tables from the committed results files")
     rp.add_argument("root", help="the results directory (one folder per run)")
     rp.add_argument("--update", metavar="README", help="rewrite the generated block of this file")

@@ -63,6 +63,7 @@ class SweepConfig:
     # sweep takes them and shuts them down; else it starts its own ahead
     workers_on_one_gpu: int = 1  # GPU workers where the sweep runs on one GPU (the sweep command's:
     # engine.WORKERS_ON_ONE_GPU)
+    level: int | None = None  # sweep --level (harness/levels.py): 1 the fleet sample, 3 the full sweep; recorded
 
 
 def devices(cfg: SweepConfig, archs) -> list[tuple[int, str]]:
@@ -113,6 +114,9 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
         t = time.time()
         p = (planning.make_held(sel, run_archs(devs), cfg.shard) if cfg.hold_plan
              else planning.make(sel, run_archs(devs), cfg.shard, cache=True))
+        if cfg.level is not None:
+            from harness import levels
+            p = levels.sample(p, cfg.level, set(run_archs(devs)))
         for note in p.notes:
             log(note)
         return execute(p, cfg, log, plan_s=time.time() - t, engine=engine, devs=devs, early=early, opened=opened)
@@ -266,7 +270,7 @@ def compile_first(sel: Selection, cfg: SweepConfig, devs) -> tuple[list[Kernel],
     they are known first and are to be compiled here (not a --kernels folder, a usable GPU or none), and nothing
     checked after the plan can refuse the run (a --resume file is read and checked then); the toolchain checked
     against them here (SweepError, exit 2, before anything is started). None: compiled after the plan, as ever."""
-    if cfg.kernels is not None or cfg.resume or gpu.unusable():
+    if cfg.kernels is not None or cfg.resume or gpu.unusable() or cfg.level == 1:  # level 1: its sample's only
         return None
     kernels = planning.kernels_first(sel, run_archs(devs), cfg.shard)
     if not kernels:
@@ -502,6 +506,8 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         env = results.environment([d for d, _ in devs], toolchain=cfg.toolchain, kernels=cfg.kernels)
         env["gpu_state"] = "unusable" if problem else ("usable" if devs else gpu.state().kind)
         env["gpus_requested"] = cfg.gpus
+        if cfg.level is not None:
+            env["level"] = cfg.level
         if problem:
             env["gpu_error"] = problem
         with processes.whole():
