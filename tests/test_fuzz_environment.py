@@ -10,10 +10,12 @@ Signals: SIGINT (to the process group, as Ctrl-C) or SIGTERM at a random moment 
 (tests/simulated/fake_cli.py: the command line's own process): exit 130 or 143 (0 where it had finished), within two
 seconds, one line, no traceback; the results file, where there is one, whole and marked interrupted; `--resume` then
 completes it, every case once."""
+import atexit
 import contextlib
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,6 +39,7 @@ VARIABLES = ("TC_HARNESS_CACHE", "HOME", "TC_HARNESS_FAMILIES", "TC_HARNESS_WORK
 ARGS = ["sweep", "--family", "wgmma", "--kind", "s8", "--n", "8", "--match", "no-such-case-anywhere"]
 
 BASE = Path(tempfile.mkdtemp(prefix="harness-fuzz-env-"))
+atexit.register(shutil.rmtree, BASE, True)
 (BASE / "afile").write_text("a file\n")
 (BASE / "adir").mkdir()
 # only these modules may be named in a family: a random module name could be one with effects on import
