@@ -925,6 +925,8 @@ def main(argv=None, own_process: bool = False) -> int:
             note = nvrtc.settle_cache()
             if note:
                 print(_one_line(note), file=sys.stderr)
+            if own_process:  # before the command's helpers: an interrupted one ends in one line
+                processes.quiet_resource_tracker()
         args.own_process = own_process
         return int(args.fn(args))
     except UsageError as e:
@@ -934,6 +936,7 @@ def main(argv=None, own_process: bool = False) -> int:
         print(_one_line(f"{cmd}: {e}"), file=sys.stderr)
         return ExitCode.USAGE
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (processes.on_signals): the sweep has said so in its file
+        processes.kill_children()  # none left behind, whatever the command had started
         code = e.exit_code if isinstance(e, processes.Interrupted) else 128 + 2
         what = str(e) or "SIGINT"
         print(_one_line(f"{cmd}: interrupted ({what}); exit {code}"), file=sys.stderr)
@@ -967,6 +970,8 @@ def entry() -> None:
     processes.on_signals()  # Ctrl-C and SIGTERM: children killed at once, exit 130 or 143 in one line, no traceback
     code = int(main(own_process=True))
     processes.stop_fork_server()
+    if code in (128 + 2, 128 + 15):  # interrupted: a helper a thread was starting as it came goes too
+        processes.kill_children()
     if multiprocessing.active_children() or any(not t.daemon and t is not threading.main_thread()
                                                 for t in threading.enumerate()):
         sys.exit(code)

@@ -125,9 +125,16 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
             write_interrupted(cfg, e, devs)
         raise
     finally:
+        if sys.exc_info()[0] is not None and issubclass(sys.exc_info()[0], KeyboardInterrupt):
+            # interrupted: what the signal's kill (processes.on_signals) found is dead; what started since dies now,
+            # not waited for (a helper still importing would read its stop only once it had)
+            if early is not None:
+                early.stop()  # what it compiled is in the cache (compile.compile_many stores each module as it comes)
+            running = engine.helpers if engine is not None else helpers
+            if running is not None:
+                running.kill()
+            processes.kill_children()
         if early is not None:
-            if sys.exc_info()[0] is not None and issubclass(sys.exc_info()[0], KeyboardInterrupt):
-                early.stop()  # its helpers are killed (processes.on_signals): what it compiled is in the cache
             early.wait()  # a plan that failed leaves no compile running behind it
         if engine is not None:
             engine.close()  # its helpers with it

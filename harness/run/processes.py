@@ -103,13 +103,25 @@ class Helpers:
         self._starting.join()
         self._pool.shutdown(cancel_futures=cancel_futures)
 
+    def kill(self) -> None:
+        """An interrupt: every process of the pool killed, those started after the signal's own kill too (a graceful
+        shutdown waited for a helper still importing to read its stop: 1.5 s of an interrupted sweep's exit, found by
+        tests/test_fuzz_environment.py), and the pool shut down without waiting."""
+        self._starting.join()
+        for p in list((getattr(self._pool, "_processes", None) or {}).values()):
+            try:
+                p.kill()
+            except (OSError, ValueError, AttributeError):
+                pass
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
 
 class _Pool(ProcessPoolExecutor):
     """A ProcessPoolExecutor whose processes start deaf to Ctrl-C (`deaf_to_interrupts`): the pool starts one as a
     submission finds none idle, from whichever thread submits."""
 
     def _spawn_process(self):
-        with deaf_to_interrupts():
+        with deaf_to_interrupts(), whole():
             super()._spawn_process()
 
 
@@ -180,13 +192,24 @@ _signals = {"count": 0, "deferred": 0, "pending": None}
 
 
 def kill_children() -> None:
-    """Kill every process this one started through multiprocessing (helpers, GPU workers), at once: what they were
-    doing is lost (a cubin reaches the cache whole or not at all: compile._store; a GPU context goes with its
-    process)."""
-    for p in multiprocessing.active_children():
+    """Kill every process this one started (helpers, GPU workers, a disassembler), at once: what they were doing is
+    lost (a cubin reaches the cache whole or not at all: compile._store; a GPU context goes with its process). Those
+    multiprocessing knows, and every other child the kernel lists (/proc: one a thread was starting as the signal
+    came, not yet known to multiprocessing, which would otherwise outlive this process and print its own traceback),
+    but multiprocessing's resource tracker, which removes their semaphores once this process is gone."""
+    pids = {p.pid for p in multiprocessing.active_children() if p.pid}
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as fh:
+                pids.update(int(x) for x in fh.read().split())
+    except (OSError, ValueError):  # no /proc, or a kernel without the children lists: multiprocessing's own
+        pass
+    from multiprocessing import resource_tracker
+    pids.discard(getattr(resource_tracker._resource_tracker, "_pid", None))
+    for pid in pids:
         try:
-            p.kill()
-        except (OSError, ValueError, AttributeError):
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
             pass
 
 
@@ -201,6 +224,26 @@ def _on_signal(signum, frame) -> None:
     raise Interrupted(signum)
 
 
+def quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker now, told to keep its warning that it cleaned up after this process to
+    itself. An interrupted sweep leaves its pools' semaphores to it (their processes killed, the pools not joined, the
+    process ended with os._exit): it removes them, as it is there to, and said so in a warning of five lines on the
+    command's stderr after the command's own line. The command line's process calls this before it starts any
+    helper (the tracker starts with the first)."""
+    from multiprocessing import resource_tracker
+    saved = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [saved, "ignore:resource_tracker:UserWarning"]))
+    try:
+        resource_tracker.ensure_running()
+    except Exception:  # noqa: BLE001 (no tracker on this platform: nothing to quiet)
+        pass
+    finally:
+        if saved is None:
+            del os.environ["PYTHONWARNINGS"]
+        else:
+            os.environ["PYTHONWARNINGS"] = saved
+
+
 def on_signals() -> None:
     """In the command line's own process: SIGINT and SIGTERM kill its children and raise Interrupted."""
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -209,8 +252,12 @@ def on_signals() -> None:
 
 @contextlib.contextmanager
 def whole():
-    """A step an interrupt must not cut in two (a batch of records written to the results file, its summary): a
-    signal that arrives meanwhile raises Interrupted once it is done."""
+    """A step of the main thread an interrupt must not cut in two (a batch of records written to the results file, its
+    summary, a process handed its start): a signal that arrives meanwhile raises Interrupted once it is done. In
+    another thread, nothing to defer: the signal raises in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     _signals["deferred"] += 1
     try:
         yield

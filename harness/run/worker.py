@@ -255,7 +255,7 @@ class GpuWorker:
     def _start(self, fork: bool = False):
         parent, child = multiprocessing.Pipe()
         serve = (child, self.device, self.backend)
-        with cores.one_blas_thread_per_process(), processes.deaf_to_interrupts():
+        with cores.one_blas_thread_per_process(), processes.deaf_to_interrupts(), processes.whole():
             if fork:
                 self._proc = multiprocessing.get_context("fork").Process(target=_serve, args=serve, daemon=True)
             else:

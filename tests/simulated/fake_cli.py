@@ -8,15 +8,8 @@ import os
 import signal
 from pathlib import Path
 
-
-def _starting(signum, frame):  # as harness/__main__.py: a signal before cli.entry's handlers
-    os.write(2, f"harness: interrupted ({signal.Signals(signum).name}) while starting; exit {128 + signum}\n".encode())
-    os._exit(128 + signum)
-
-
-if __name__ == "__main__":
-    for _sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(_sig, _starting)
+if __name__ == "__main__":  # as harness/__main__.py: killed outright by a signal before cli.entry's handlers
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 from harness import sweep  # noqa: E402
 from harness.run import gpu  # noqa: E402
