@@ -33,7 +33,7 @@ from functools import cached_property
 import numpy as np
 
 from harness.families.tcgen05.forms import Form, all_forms
-from harness.spec import dtypes, idesc, zero_mask
+from harness.spec import desc_tcgen05, dtypes, idesc, zero_mask
 
 EXACT = {  # small exactly representable values of every operand type
     "tf32": np.arange(-8, 9.0), "f16": np.arange(-4, 5.0), "bf16": np.arange(-4, 5.0),
@@ -122,6 +122,9 @@ class TcCase:
     sp_selector: int = 0  # .sp of tf32 / f16: the idesc's sparsity selector (the metadata sits that many columns on)
 
     def __post_init__(self):
+        for op, major, sw in (("A", self.major_a, self.swizzle_a), ("B", self.major_b, self.swizzle_b)):
+            if op == "B" or self.form.a_src == "SS":
+                desc_tcgen05.check_operand_swizzle(self.form.kind, major, sw, op)
         if self.sp_selector and not (self.form.sparse and self.form.kind in ("tf32", "f16")):
             raise ValueError("a sparsity selector other than 0 is for the sparse tf32 / f16 forms")
 
@@ -176,15 +179,21 @@ def cases_for_form(form: Form) -> list[TcCase]:
             i += 1
     out += negative_controls(form) + bug_controls(form)
     if form.kind in MN_MAJOR_KINDS and not form.ws:
-        # MN-major operands (the transpose bits), every swizzle, 128B_base32b where the type allows it
+        # MN-major operands (the transpose bits): f16 with every swizzle; tf32 with 128B_base32b only, the one layout
+        # the ISA allows an MN-major tf32 operand (desc_tcgen05.MN_MAJOR_ONLY_SWIZZLE: PTX ISA 9.7.16.10.3, CUTLASS
+        # sm100_common.inl:92); the other swizzles' results are undefined, so they are not swept
         m, n = shapes(form)[-1]
         a, b, acc = type_combos(form.kind)[0]
-        mn_swz = ("none", "32B", "64B", "128B") + (("128B_base32b",) if form.kind == "tf32" else ())
-        for j, sw in enumerate(mn_swz):
-            ma = "MN" if form.a_src == "SS" and j % 2 == 0 else "K"
-            out.append(TcCase(form, m, n, a, b, acc, sw if ma == "MN" else "128B", sw, j % 2, None, ma, "MN"))
-        if form.kind == "tf32":  # one case that tells the two readings of 128B_base32b apart (see unsettled_reason)
+        if form.kind == "tf32":
+            pairs = ([("MN", "128B_base32b")] if form.a_src == "SS" else []) + [("K", "128B")]
+            for j, (ma, sa) in enumerate(pairs):
+                out.append(TcCase(form, m, n, a, b, acc, sa, "128B_base32b", j % 2, None, ma, "MN"))
+            # B tiled as CUTLASS tiles it (LBO 512 between MN atoms, SBO over 4 K-rows), not the strides above
             out.append(TcCase(form, m, n, a, b, acc, "128B", "128B_base32b", 0, None, "K", "MN", "cutlass_base32b"))
+        else:
+            for j, sw in enumerate(("none", "32B", "64B", "128B")):
+                ma = "MN" if form.a_src == "SS" and j % 2 == 0 else "K"
+                out.append(TcCase(form, m, n, a, b, acc, sw if ma == "MN" else "128B", sw, j % 2, None, ma, "MN"))
     return out
 
 
