@@ -62,3 +62,28 @@ def test_idesc_and_desc_flag_an_mn_major_tf32_operand_of_another_swizzle():
     assert out.returncode == 1 and "needs swizzle 128B_base32b, not 64B" in out.stdout
     assert run("desc", "--arch", "sm_100a", "--decode", v, "--major", "MN").returncode == 2  # --major needs --kind
     assert desc_tcgen05.operand_swizzle_problem("f16", "MN", "64B") is None
+
+
+# ---------------------------------------------------------------------------------------------------- e2m1 A in TMEM
+
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
+def test_a_4_and_6_bit_a_in_tensor_memory_sits_where_the_mma_reads_it(arch):
+    """Every TS case of a 4/6-bit A: the byte of element (row, k) in A's Tensor Memory columns holds an e2m1 value
+    in bits 5-2 (PTX ISA: 'the central 4 bits of the 8-bit container'; CUTLASS's fp4_shift_A), an e2m3 / e3m2
+    value in bits 5-0, and nothing else; no case is `unsettled` for it any more."""
+    from harness.families.tcgen05.datapaths import a_lane
+    from harness.spec import dtypes
+    cases = [c for c in ALL[arch] if c.form.a_src == "TS" and c.form.kind == "f8f6f4" and not c.control
+             and dtypes.get(c.atype).bits < 8]
+    assert {c.atype for c in cases} == {"e2m1", "e2m3", "e3m2"} and any(c.form.sparse for c in cases)
+    for c in cases:
+        prep = R.prepare(c, arch)
+        a, col0 = prep.operands["a_stored"], prep.params[0]["a_tmem_col"]
+        k = a.shape[1]
+        words = prep.tmem_in[0][a_lane(c.m, np.arange(c.m))][:, col0:col0 + k // 4]
+        got = words.view(np.uint8).reshape(c.m, -1)[:, :k]  # little-endian: byte j of column i is element 4i + j
+        shift, width = (2, 4) if c.atype == "e2m1" else (0, 6)
+        want = dtypes.get(c.atype).to_bits(a).astype(np.uint8)
+        assert np.array_equal((got >> shift) & ((1 << width) - 1), want), c.id
+        assert not np.any(got & ~np.uint8(((1 << width) - 1) << shift)), c.id
+        assert "container" not in (T.unsettled_reason(c) or ""), c.id

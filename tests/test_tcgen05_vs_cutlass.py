@@ -375,3 +375,24 @@ def test_sparse_shapes_follow_the_isa_table():
         idesc.validate_idesc(idesc.InstrDescriptor("f16", "f16", "f16", "f32", 64, 256, ws=True, sparse=True))
     info = idesc.decode_idesc(0x08900484, "mxf4", 2)  # sparse e2m1 mxf4 pair at M = 128
     assert any("M = 128 is not legal" in p for p in info["problems"])
+
+
+# ---------------------------------------------------------------------------------------------------- 4/6-bit A in TMEM
+
+def test_a_4_and_6_bit_a_container_matches_cutlass_fp4_shift():
+    """CUTLASS's fp4_shift_A (mma_traits_sm120.hpp), run on the host over A registers of every f8f6f4 pairing
+    (four 8-bit containers, value in the low bits as ld.matrix leaves it): the register the MMA is fed is the word
+    the model stores into A's Tensor Memory column for the same four elements (datapaths.tmem_a_container)."""
+    from harness.families.tcgen05 import datapaths as DP
+    from harness.spec import dtypes
+    rows = cutlass_cpp.run_json("cutlass_fp4_shift.cpp")["a"]
+    seen = set()
+    for atype, btype, word_in, word_out in rows:
+        width = dtypes.get(atype).bits
+        elems = [(word_in >> (8 * i)) & 0xFF for i in range(4)]
+        if any(e >> width for e in elems):
+            continue  # not four values of A's type
+        model = sum(int(DP.tmem_a_container(atype, e)) << (8 * i) for i, e in enumerate(elems))
+        assert model == word_out, f"{atype} x {btype}: in 0x{word_in:08x}, CUTLASS 0x{word_out:08x}, model 0x{model:08x}"
+        seen.add(atype)
+    assert seen == {"e2m1", "e2m3", "e3m2", "e4m3", "e5m2"}

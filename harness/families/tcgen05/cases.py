@@ -325,10 +325,6 @@ def unsettled_reason(c: TcCase) -> str | None:
                 "4 K-rows (Layout_MN_SW128_32B_Atom, make_umma_desc<Major::MN>); the ISA's canonical-layout table "
                 "has no 128B_base32b row and defines SBO of swizzled MN-major layouts 'from the first 8 columns to "
                 "the next 8 columns' (harness/spec/layouts.py's reading). Modelled: CUTLASS's")
-    if f.a_src == "TS" and f.kind == "f8f6f4" and dtypes.get(c.atype).bits < 8:
-        return ("A in Tensor Memory, 4/6-bit type: the ISA says one element per 8-bit container (4 per 32-bit "
-                "word) but shows where in the byte only in Figures 199-201 (no text); CUTLASS's tmem_frg would "
-                "pack 4/6-bit A densely. Modelled: value in the low bits of its byte")
     if f.a_src == "TS" and c.m == 128 and c.n % 16:
         return ("A in Tensor Memory with M = 128 and N not a multiple of 16: the ISA's shape table has no rule of its "
                 "own for A in Tensor Memory (N steps of 8 are legal), CUTLASS's TS atoms static_assert N % 16 == 0 "

@@ -37,6 +37,20 @@ def a_lane(m: int, row):
     return 32 * (row // 16) + row % 16 if m == 64 else row
 
 
+# Where a 4/6-bit A element of kind::f8f6f4 sits in its 8-bit Tensor Memory container (A from Tensor Memory holds one
+# element per byte, four per 32-bit column). e2m1: bits 5-2, "the central 4 bits of the 8-bit container" (PTX ISA,
+# tcgen05.mma / mma kind::f8f6f4 operand text), as CUTLASS feeds its f8f6f4 MMAs (cute/atom/mma_traits_sm120.hpp:
+# 212-226, fp4_shift_A: "MMA F8F6F4 expects the four-bit data to be in the middle of the eight-bit container ...
+# 0b0000ABCD --> 0b00ABCD00"; tests/oracles/cutlass_fp4_shift.cpp runs it) and a public GB300 tcgen05.cp probe found.
+# e2m3 / e3m2: bits 5-0 ("Same transformation is NOT needed for FP6 and FP8", the same CUTLASS comment).
+CONTAINER_SHIFT = {"e2m1": 2}
+
+
+def tmem_a_container(atype: str, bits):
+    """A's raw `bits` (one element each) as the 8-bit Tensor Memory containers the MMA reads."""
+    return np.asarray(bits, np.uint64) << np.uint64(CONTAINER_SHIFT.get(atype, 0))
+
+
 # ---------------------------------------------------------------------------------------------------- sparse metadata
 
 # tcgen05.mma.sp (PTX ISA 9.7.16.10.8): every chunk of A's row (2 elements for tf32 1:2, 4 for the 2:4 kinds, 8 for

@@ -11,7 +11,7 @@ from harness.families.tcgen05.datapaths import (SF_BLOCKS, SF_ROWS_PER_COPY, SF_
                                                 TF32_NIBBLES, a_lane, base32b_cutlass_bytes, base32b_strides,
                                                 d_position, decompress, meta_chunks, meta_columns, meta_position,
                                                 scale_codes_to_values, sf_smem_offset, subbyte_bit_addresses,
-                                                write_bits_anywhere)
+                                                tmem_a_container, write_bits_anywhere)
 from harness.families.tcgen05.forms import Form
 from harness.spec import desc_tcgen05, dtypes, idesc, layouts, zero_mask
 from harness.spec.layouts import SmemLayout
@@ -197,8 +197,8 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
         if f.a_src == "SS":
             _write_operand(f, c.atype, a_lay, _bits(c.atype, a_part), img)
         else:  # A in TMEM: row -> lane (this CTA's rows), K packed along 32-bit columns
-            _write_tmem_rows(tmem_in[r], a_col, _bits(c.atype, a_part), dtypes.get(storage_dtype(f, c.atype)).bits,
-                             a_lane(M, np.arange(rows_a)))
+            _write_tmem_rows(tmem_in[r], a_col, tmem_a_container(c.atype, _bits(c.atype, a_part)),
+                             dtypes.get(storage_dtype(f, c.atype)).bits, a_lane(M, np.arange(rows_a)))
         if c.b_atoms == "cutlass_base32b":
             layouts.write_bits(img, b_bytes * 8, _bits(c.btype, b_part), 32)
             desc_b = desc_tcgen05.encode_tcgen05_smem_desc(b_start, b_lbo, b_sbo, "128B_base32b", 0, "relative", arch)
