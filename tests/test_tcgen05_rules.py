@@ -87,3 +87,20 @@ def test_a_4_and_6_bit_a_in_tensor_memory_sits_where_the_mma_reads_it(arch):
         assert np.array_equal((got >> shift) & ((1 << width) - 1), want), c.id
         assert not np.any(got & ~np.uint8(((1 << width) - 1) << shift)), c.id
         assert "container" not in (T.unsettled_reason(c) or ""), c.id
+
+
+# ---------------------------------------------------------------------------------------------------- shape legality
+
+@pytest.mark.parametrize("argv,rule", [
+    (["--kind", "f8f6f4", "--atype", "e4m3", "--btype", "e4m3", "--m", "128", "--n", "48", "--cta-group", "2",
+      "--transpose-b"], "N = 48 is not legal for .kind::f8f6f4 cta_group::2 M = 128 (B is MN-major)"),
+    (["--kind", "i8", "--atype", "s8", "--btype", "s8", "--m", "64", "--n", "24", "--transpose-b"],
+     "N = 24 is not legal for .kind::i8 cta_group::1 M = 64 (B is MN-major)"),
+    (["--kind", "i8", "--atype", "s8", "--btype", "s8", "--m", "128", "--n", "64", "--arch", "sm_103a"],
+     ".kind::i8 is not supported on sm_103a"),
+])
+def test_idesc_refuses_the_encodings_cutlass_does_not_build(argv, rule):
+    out = run("idesc", *argv, "--json")
+    assert out.returncode == 1 and any(rule in p for p in json.loads(out.stdout)["problems"]), out.stdout
+    legal = [a for a in argv if a not in ("--transpose-b", "--arch", "sm_103a")]
+    assert run("idesc", *legal).returncode == 0  # the same shape with a K-major B (or on sm_100a) is legal
