@@ -266,10 +266,9 @@ def test_every_generated_case_is_legal_by_nvidias_rules(arch, legality):
 
 DT = {32: "f32", 16: "f16", 8: "u8", 4: "e2m1"}
 # CUTLASS's 128B swizzle with 32-byte atoms (UMMA::Layout_MN_SW128_32B_Atom, make_umma_desc's SwizzleAtomKSize = 4
-# in mma_traits_sm100.hpp) strides SBO between groups of 4 K-rows; layouts.canonical_bit_offsets takes groups of 8
-# (as for the 16-byte-atom swizzles). The two agree only when SBO = 4 rows x 128 B. Not a tcgen05 descriptor field
-# (layouts.py is shared with wgmma); reported, and pinned here so a fix shows up.
-LAYOUT_DISAGREEMENTS = {("MN_SW128_32B", "f32", 64, 16), ("MN_SW128_32B", "f32", 128, 8)}
+# in mma_traits_sm100.hpp) strides SBO between groups of 4 K-rows; layouts.py reads 128B_base32b so too
+# (MN_KROWS_PER_ATOM). No tile may differ.
+LAYOUT_DISAGREEMENTS: set = set()
 
 
 def _tile_layout(t) -> L.SmemLayout:
@@ -311,6 +310,22 @@ def test_smem_tile_addresses_match_cute(oracle):
             mismatched[(t["atom"], t["type"], t["rows"], t["cols"])] = \
                 f"{L.describe_tile(lay)}: element ({r}, {k}) at bit {got[r, k]}, CuTe {want[r, k]}"
     assert set(mismatched) == LAYOUT_DISAGREEMENTS, "\n".join(mismatched.values())
+    assert sum(t["atom"] == "MN_SW128_32B" for t in oracle["smem"]) >= 2
+
+
+def test_layout_command_reads_128b_base32b_as_cute(oracle):
+    """`layout --json` (what a user reads) gives CuTe's address for every element of every SW128_32B tile."""
+    from tests.cli_in_process import run
+    import json
+    tiles = [t for t in oracle["smem"] if t["atom"] == "MN_SW128_32B"]
+    for t in tiles:
+        lay = _tile_layout(t)
+        out = run("layout", "--major", "MN", "--swizzle", "128B_base32b", "--dtype", lay.dtype, "--rows", lay.rows,
+                  "--cols", lay.cols, "--lbo", lay.lbo, "--sbo", lay.sbo, "--start", lay.start, "--json")
+        assert out.returncode == 0, out.stderr
+        got = np.asarray(json.loads(out.stdout)["address"])
+        want = np.asarray(t["bit_address"], np.int64).reshape(t["rows"], t["cols"]) >> 3
+        assert np.array_equal(got, want), L.describe_tile(lay)
 
 
 # ---------------------------------------------------------------------------------------------------- zero-column mask

@@ -20,8 +20,9 @@ host (tests/oracles/cutlass_tcgen05_layouts.cpp, tests/test_tcgen05_layouts_vs_c
     contiguously from its start, the rest padding (PTX ISA 9.7.16.10.4.4 "contiguously packed along with
     padding"; CUTLASS's *_unpacksmem_t types load through TMA's 16U4_ALIGN16B / 16U6_ALIGN16B into uint8_t smem);
     mxf4 kinds pack two e2m1 per byte, no padding, lower element in the low nibble;
-  * 128B swizzle with 32-byte atomicity: CUTLASS's atom is 4 K-rows of 128 bytes; the cases choose strides that
-    read the same under that and under harness/spec/layouts.py's 8-row reading (see base32b_strides).
+  * 128B swizzle with 32-byte atomicity: CUTLASS's atom is 4 K-rows of 128 bytes, as harness/spec/layouts.py reads
+    it; one case per form (b_atoms 'cutlass_base32b') uses CUTLASS's packed strides, where an 8-row reading would
+    differ, the others strides both readings share (base32b_strides).
 What neither source settles is named per case by unsettled_reason() and carried in its record.
 """
 from __future__ import annotations
@@ -115,8 +116,9 @@ class TcCase:
     zero_mask: zero_mask.ZeroColumnMask | None = None
     major_a: str = "K"
     major_b: str = "K"
-    # 'cutlass_base32b': B (MN-major 128B_base32b) tiled as CUTLASS's Layout_MN_SW128_32B_Atom (4 K-rows per atom,
-    # LBO = 512 between MN atoms, SBO = 512 * atoms between K-row groups), which harness/spec/layouts.py cannot express
+    # 'cutlass_base32b': B (MN-major 128B_base32b) with CUTLASS's packed strides (LBO = 512 between MN atoms, SBO =
+    # 512 * atoms between groups of 4 K-rows), where a 4-row and an 8-row reading of the atom differ; the other
+    # 128B_base32b cases use strides both readings share (datapaths.base32b_strides)
     b_atoms: str = "layouts"
     control: str = ""  # a negative control (CONTROLS): '<name>' or '<name>@A' / '<name>@B' for a descriptor's operand
     sp_selector: int = 0  # .sp of tf32 / f16: the idesc's sparsity selector (the metadata sits that many columns on)
@@ -320,11 +322,6 @@ def unsettled_reason(c: TcCase) -> str | None:
         return ("sparse A in Tensor Memory: the ISA allows [a-tmem] with .sp but shows no layout of the compressed A; "
                 "CUTLASS has no sparse TS atom. Modelled: the K/2 stored elements of a row where dense A's K would "
                 "sit (rows on D's lanes, packed along 32-bit columns)")
-    if c.b_atoms == "cutlass_base32b":
-        return ("128B_base32b with CUTLASS's strides: CUTLASS's atom is 4 K-rows of 128 bytes and SBO steps over "
-                "4 K-rows (Layout_MN_SW128_32B_Atom, make_umma_desc<Major::MN>); the ISA's canonical-layout table "
-                "has no 128B_base32b row and defines SBO of swizzled MN-major layouts 'from the first 8 columns to "
-                "the next 8 columns' (harness/spec/layouts.py's reading). Modelled: CUTLASS's")
     if f.a_src == "TS" and c.m == 128 and c.n % 16:
         return ("A in Tensor Memory with M = 128 and N not a multiple of 16: the ISA's shape table has no rule of its "
                 "own for A in Tensor Memory (N steps of 8 are legal), CUTLASS's TS atoms static_assert N % 16 == 0 "

@@ -185,10 +185,11 @@ def read_bits_anywhere(image: np.ndarray, bit_addr, bits: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------- 128B_base32b
 
 def base32b_strides(dtype: str, rows: int, cols: int) -> tuple[int, int]:
-    """(LBO, SBO) for an MN-major 128B_base32b tile that reads the same under both readings of the descriptor:
-    CUTLASS's (Layout_MN_SW128_32B_Atom: 4 K-rows of 128 bytes per atom, SBO steps over 4 K-rows, LBO over
-    128-byte MN atoms) and harness/spec/layouts.py's (8 K-rows per atom, SBO steps over 8). With at most 8 K-rows
-    (tf32: K=8 per MMA) and SBO = 4 rows * 128 bytes, K-row r of MN atom i lands at i*LBO + 128*r in both."""
+    """(LBO, SBO) for an MN-major 128B_base32b tile that reads the same under CUTLASS's reading of the descriptor
+    (Layout_MN_SW128_32B_Atom: 4 K-rows of 128 bytes per atom, SBO steps over 4 K-rows, LBO over 128-byte MN atoms;
+    harness/spec/layouts.py's too) and an 8-row one (SBO over 8 K-rows, as for the 16-byte-atomicity swizzles; the
+    simulated device's, tests/simulated/smem.py). With at most 8 K-rows (tf32: K=8 per MMA) and SBO = 4 rows * 128
+    bytes, K-row r of MN atom i lands at i*LBO + 128*r in both; the 'cutlass_base32b' cases tell them apart."""
     if cols > 8:
         raise layouts.LayoutError("base32b_strides: more than 8 K-rows would read differently under the two readings")
     return 1024, 512  # one 1024-byte block (8 K-rows) per 128-byte MN atom; SBO = 4 K-rows

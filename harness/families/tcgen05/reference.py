@@ -8,7 +8,7 @@ import numpy as np
 from harness.families.tcgen05.cases import (CONTROL_PREDICTION, EXACT, SMEM_CONTROLS as SMEM_CONTROLS_NAMES, TcCase,
                                             storage_dtype)
 from harness.families.tcgen05.datapaths import (SF_BLOCKS, SF_ROWS_PER_COPY, SF_TILE_BYTES, SPARSE_NIBBLES,
-                                                TF32_NIBBLES, a_lane, base32b_cutlass_bytes, base32b_strides,
+                                                TF32_NIBBLES, a_lane, base32b_strides,
                                                 d_position, decompress, meta_chunks, meta_columns, meta_position,
                                                 scale_codes_to_values, sf_smem_offset, subbyte_bit_addresses,
                                                 tmem_a_container, write_bits_anywhere)
@@ -185,12 +185,10 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
         a_lay = operand_layout(f, c.atype, rows_a, k_stored, c.major_a, c.swizzle_a, 0)
         b_start = -(-layouts.footprint(a_lay)[1] // 1024) * 1024
         b_lay = operand_layout(f, c.btype, cols_b, K, c.major_b, c.swizzle_b, b_start)
+        if c.b_atoms == "cutlass_base32b":  # CUTLASS's packed strides: LBO 512 between MN atoms, SBO over 4 K-rows
+            lbo, sbo = layouts.packed_strides("MN", "128B_base32b", storage_dtype(f, c.btype), cols_b, K)
+            b_lay = layouts.validate(b_lay.moved(lbo=lbo, sbo=sbo))
         end = layouts.footprint(b_lay)[1]
-        if c.b_atoms == "cutlass_base32b":
-            b_lbo, b_sbo = 512, 512 * -(-cols_b // 32)
-            mn_, k_ = np.meshgrid(np.arange(cols_b), np.arange(K), indexing="ij")
-            b_bytes = base32b_cutlass_bytes(mn_, k_, b_lbo, b_sbo, b_start)
-            end = int(b_bytes.max()) + 4
         sf_start = -(-end // 1024) * 1024
         size = sf_start + (2 * SF_TILE_BYTES if f.block_scaled else 0)  # A's factors, then B's (512 bytes per 128 rows)
         img = np.zeros(-(-size // 16) * 16, np.uint8)
@@ -199,12 +197,8 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
         else:  # A in TMEM: row -> lane (this CTA's rows), K packed along 32-bit columns
             _write_tmem_rows(tmem_in[r], a_col, tmem_a_container(c.atype, _bits(c.atype, a_part)),
                              dtypes.get(storage_dtype(f, c.atype)).bits, a_lane(M, np.arange(rows_a)))
-        if c.b_atoms == "cutlass_base32b":
-            layouts.write_bits(img, b_bytes * 8, _bits(c.btype, b_part), 32)
-            desc_b = desc_tcgen05.encode_tcgen05_smem_desc(b_start, b_lbo, b_sbo, "128B_base32b", 0, "relative", arch)
-        else:
-            _write_operand(f, c.btype, b_lay, _bits(c.btype, b_part), img)
-            desc_b = _desc(b_lay, arch)
+        _write_operand(f, c.btype, b_lay, _bits(c.btype, b_part), img)
+        desc_b = _desc(b_lay, arch)
         p = {"desc_a": _desc(a_lay, arch) if f.a_src == "SS" else 0, "desc_b": desc_b,
              "idesc": idesc.encode_idesc(c.idesc()), "alloc_cols": alloc, "read_cols": read_cols,
              "enable_input_d": c.scale_d, "a_tmem_col": a_col, "a_tmem_cols": a_cols,
