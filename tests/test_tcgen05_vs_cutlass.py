@@ -12,6 +12,7 @@ applies fails too).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -426,3 +427,81 @@ def test_a_4_and_6_bit_a_container_matches_cutlass_fp4_shift():
         assert model == word_out, f"{atype} x {btype}: in 0x{word_in:08x}, CUTLASS 0x{word_out:08x}, model 0x{model:08x}"
         seen.add(atype)
     assert seen == {"e2m1", "e2m3", "e3m2", "e4m3", "e5m2"}
+
+
+# ---------------------------------------------------------------------------------------------------- block-scale product
+
+BS_COMBO = {("mxf8f6f4", "e4m3", "e4m3"): 0, ("mxf8f6f4", "e5m2", "e2m1"): 1, ("mxf8f6f4", "e2m3", "e3m2"): 2,
+            ("mxf4", "e2m1", "e2m1"): 3, ("mxf4nvf4", "e2m1", "e2m1"): 4}
+
+
+def _blockscaled_cases():
+    from harness.families.tcgen05 import cases as TC
+    seen, out = set(), []
+    for arch in ("sm_100a", "sm_103a"):
+        for form, cases in TC.all_cases(arch):
+            for c in cases:
+                c = dataclasses.replace(c, scale_d=0)  # the product alone (C is the accumulate path's business)
+                if form.block_scaled and not c.control and c.id not in seen:
+                    seen.add(c.id)
+                    out.append(c)
+    return out
+
+
+def test_block_scaled_product_matches_cutlass_host_reference(tmp_path):
+    """Every block-scaled case's expected D (reference.prepare: the drawn A, B and scale-factor codes) against
+    CUTLASS's host reference GEMM (gett_mainloop, GettBlockScalingMainloopParams) over the same values, with the
+    factors stored in CUTLASS's scale-factor layout (Sm1xxBlockScaledConfig: one factor per SFVec elements of a row,
+    ue8m0 / ue4m3 decoded by CUTLASS's own types), element by element and exactly (the values are small dyadic
+    rationals: every partial sum is exact in float)."""
+    from harness.families.tcgen05 import datapaths as DP, reference as R
+    cases = _blockscaled_cases()
+    assert {c.form.kind for c in cases} == {"mxf8f6f4", "mxf4", "mxf4nvf4"} and {c.form.cta_group for c in cases} == {1, 2}
+    lines, preps = [], []
+    for c in cases:
+        prep = R.prepare(c)
+        op = prep.operands
+        blocks = DP.SF_BLOCKS[c.form.kind]
+        assert op["sfa"].shape == (c.m, blocks) and op["sfb"].shape == (c.n, blocks)
+        lines.append(f"{BS_COMBO[(c.form.kind, c.atype, c.btype)]} {c.m} {c.n} {c.k}")
+        for arr in (op["a"], op["b"]):
+            lines.append(" ".join(repr(float(v)) for v in np.ravel(arr)))
+        for arr in (op["sfa"], op["sfb"]):
+            lines.append(" ".join(str(int(v)) for v in np.ravel(arr)))
+        preps.append(prep)
+    path = tmp_path / "problems.txt"
+    path.write_text("\n".join(lines) + "\n")
+    got = cutlass_cpp.run_json("cutlass_blockscaled_gemm.cpp", str(path))
+    assert len(got) == len(preps)
+    for prep, d in zip(preps, got):
+        c = prep.case
+        d = np.asarray(d, np.float64).reshape(c.m, c.n)
+        bad = np.argwhere(d != prep.expected)
+        assert bad.size == 0, (f"{c.id}: D[{tuple(bad[0])}] CUTLASS {d[tuple(bad[0])]}, model "
+                               f"{prep.expected[tuple(bad[0])]} ({len(bad)} differ)")
+        assert np.any(prep.expected != prep.operands["a"] @ prep.operands["b"].T)  # the scales matter here
+
+
+def test_zero_column_mask_applied_to_a_product_matches_cutlass(oracle):
+    """Polarity, on data: for CUTLASS's make_column_zero_mask descriptors (a convolution row of conv_q pixels whose
+    first skip_left - s are padding; the CTA's N columns start at pixel (cta_coord_q * N) mod conv_q), a .ws case with
+    that descriptor must expect A times B with exactly CUTLASS's padding columns of B zeroed (reference.prepare,
+    element by element), and not the product with the other columns zeroed."""
+    from harness.families.tcgen05 import cases as TC, reference as R
+    from harness.families.tcgen05.forms import Form
+    form = Form("f16", 1, ws=True)
+    rows = [r for r in oracle["zero_mask"] if r["m"] in (32, 64, 128) and r["n"] in (64, 128, 256)
+            and 0 < r["skip_left"] - r["s"] < r["conv_q"]]
+    rows = rows[::max(1, len(rows) // 40)]
+    assert len(rows) >= 20
+    for r in rows:
+        m, n, q, skip = r["m"], r["n"], r["conv_q"], r["skip_left"] - r["s"]
+        q0 = (r["cta_coord_q"] * n) % q
+        padding = np.array([(q0 + j) % q < skip for j in range(n)])
+        c = TC.TcCase(form, m, n, "f16", "f16", "f32", "128B", "128B", 0, _zmask_of(r))
+        prep = R.prepare(c)
+        a, b = prep.operands["a"], prep.operands["b"]
+        want = a @ np.where(padding[:, None], 0.0, b).T
+        assert np.array_equal(prep.expected, want), (r, c.id)
+        if padding.any() and not padding.all():
+            assert not np.array_equal(prep.expected, a @ np.where(padding[:, None], b, 0.0).T)
