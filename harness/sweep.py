@@ -482,7 +482,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             controls_of[kernel_name] = {c.id: (fam, c) for c in cs if fam.facets_of(c).get("control")}
         return controls_of[kernel_name]
 
-    by_kind = {"ordinary": {str(s): 0 for s in Status}, "controls": {str(s): 0 for s in Status}}
+    by_kind = {k: {str(s): 0 for s in Status} for k in ("ordinary", "controls", "observations")}
     suspects: list[tuple[Kernel, str]] = []
 
     def emit(recs):
@@ -499,7 +499,8 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
                 batch.replace(i, controls[f.id][0].settle_control(controls[f.id][1], batch.record(i)))
         for f in batch.facts:
             counts[f.status] = counts.get(f.status, 0) + 1
-            group = by_kind["controls" if f.id in controls else "ordinary"]
+            group = by_kind["observations" if f.status == Status.OBSERVED else
+                            "controls" if f.id in controls else "ordinary"]
             group[f.status] = group.get(f.status, 0) + 1
             if f.status == Status.FAIL or f.matches_model_prediction is False:
                 suspects.append((next(k for k in run_set if k.name == f.kernel), f.id))
@@ -537,6 +538,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         # "N pass" of the ordinary cases is not padded by controls (and a control failure is not lost in them)
         summary["ordinary"] = {k: v for k, v in by_kind["ordinary"].items() if v}
         summary["controls"] = {k: v for k, v in by_kind["controls"].items() if v}
+        summary["observations"] = by_kind["observations"][Status.OBSERVED]  # neither pass nor fail
         summary["unaccounted"] = p.cases - sum(counts.values()) if not cfg.resume else None
         summary["not_run_reasons"] = {fam: gpu.skip_reason(*map(str, families.get(fam).archs)) for fam in not_run}
         summary["gpus"] = [d for d, _ in devs]

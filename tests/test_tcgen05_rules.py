@@ -104,3 +104,115 @@ def test_idesc_refuses_the_encodings_cutlass_does_not_build(argv, rule):
     assert out.returncode == 1 and any(rule in p for p in json.loads(out.stdout)["problems"]), out.stdout
     legal = [a for a in argv if a not in ("--transpose-b", "--arch", "sm_103a")]
     assert run("idesc", *legal).returncode == 0  # the same shape with a K-major B (or on sm_100a) is legal
+
+
+# ---------------------------------------------------------------------------------------------------- TMEM poison
+
+def test_tensor_memory_is_poisoned_before_every_mma_that_does_not_accumulate():
+    """Every case with enable-input-d off stores the poison into every lane of D's columns (the kernel stores
+    tmem_in before every MMA, unconditionally), no case's D holds the pattern, and a read-back of the poison left
+    in place fails, naming the unwritten elements; an accumulating case stores C there instead."""
+    from harness.families.tcgen05 import kernel as K, readback as RB
+    src = K.source(Form("f16"))
+    assert "if (!skip) {" in src and "p.enable_input_d || p.a_tmem_cols" not in src  # stored before every MMA
+    seen = {0: 0, 1: 0}
+    for c in ALL["sm_100a"][::5]:
+        if c.control:
+            continue
+        prep = R.prepare(c)
+        dcols = R.d_columns(c)
+        seen[c.scale_d] += 1
+        if c.scale_d:
+            assert not np.any(prep.tmem_in[:, :, :dcols] == R.TMEM_POISON)
+            continue
+        assert np.all(prep.tmem_in[:, :, :dcols] == R.TMEM_POISON), c.id
+        rec = RB.diff(prep, prep.tmem_in, [0] * c.form.cta_group)  # the MMA never wrote D
+        assert rec["status"] == "fail" and rec["unwritten"] == c.m * c.n == rec["mismatches"], c.id
+    assert seen[0] > 10 and seen[1] > 10
+    assert R.TMEM_POISON != R.POISON
+
+
+@pytest.mark.cute
+def test_a_skipped_mma_fails_on_the_poison_on_the_simulated_device(monkeypatch):
+    """The simulated sm_100a device stores what the kernel stores (the poison) and, planted with 'skip-mma', issues
+    no MMA for one case: that case fails with every element unwritten; its neighbours in the launch pass."""
+    from harness import families
+    from harness.families.base import Kernel
+    from tests.run import simsweep
+    from tests.simulated import oracle_cache, tcgen05_device
+    fam = families.get("tcgen05")
+    form = Form("f16")
+    kernel = Kernel(fam.name, "sm_100a", form.name, form)
+    cases = [c for c in T.cases_for_form(form) if not c.control and c.major_a == c.major_b == "K"][:3]
+    assert cases and not cases[0].scale_d
+    inp, _ = fam.prepare(kernel, cases)
+    oracle_cache.ensure_tmem(sorted({r for i in range(len(cases))
+                                     for r in tcgen05_device.oracle_requests(kernel.name, inp.params[i])}))
+    assert {r["status"] for r in simsweep.in_process(kernel, cases, tcgen05_device.run)} == {"pass"}
+    monkeypatch.setenv("TC_SIM_FAULTS", f"{kernel.name}:#{simsweep.case_fingerprint(kernel, cases[0])}:skip-mma")
+    recs = simsweep.in_process(kernel, cases, tcgen05_device.run)
+    assert recs[0]["status"] == "fail" and recs[0]["unwritten"] == cases[0].m * cases[0].n
+    assert [r["status"] for r in recs[1:]] == ["pass"] * (len(cases) - 1)
+
+
+# ---------------------------------------------------------------------------------------------------- observations
+
+def test_undefined_probes_are_observations_never_a_pass_or_a_fail():
+    from harness.enums import Status
+    from harness.families.tcgen05 import readback as RB
+    assert Status("observed") is Status.OBSERVED and Status.OBSERVED.ran
+    obs = [c for c in ALL["sm_100a"] if c.control.partition("@")[0] in T.OBSERVATIONS]
+    assert {c.control.partition("@")[0] for c in obs} == set(T.OBSERVATIONS) == {"version-cleared",
+                                                                                  "tmem-beyond-alloc"}
+    beyond = [c for c in obs if c.control == "tmem-beyond-alloc"]
+    assert len(beyond) == 1 and beyond[0].form.tmem_check and T.cases_for_form(beyond[0].form) == beyond
+    for c in obs:
+        prep = R.prepare(c)
+        for st in (0, 1, 3):
+            rec = RB.diff(prep, prep.tmem_in, [st] * c.form.cta_group)
+            assert rec["status"] == "observed" and rec["observation"] and "caught" not in rec, rec
+    # the controls that can fail as predicted stay controls
+    assert {"n-above-256", "m64-collision"} <= set(T.CONTROL_PREDICTION) - set(T.OBSERVATIONS)
+
+
+def test_the_tmem_checked_form_has_the_check_and_its_sm_to_itself():
+    from harness import families
+    from harness.families.base import Kernel
+    from harness.families.tcgen05 import kernel as K
+    from harness.run import compile as C
+    form = Form("f16", tmem_check=True)
+    kernel = Kernel(families.get("tcgen05").name, "sm_100a", form.name, form)
+    job = families.compile_job(kernel)
+    assert job.options[-1] in (K.TMEM_CHECK_OPTION, "-DTC_NO_TMEM_CHECK")
+    assert families.compile_job(Kernel(kernel.family, "sm_100a", "tcgen05_f16_cg1_SS", Form("f16"))).options == \
+        C.DEFAULT_OPTIONS
+    prep = R.prepare(T.cases_for_form(form)[0])
+    assert K.pack([prep]).smem >= K.EXCLUSIVE_SMEM
+    for arch in ("sm_100a", "sm_103a"):  # with the check where ptxas has it, otherwise with the define
+        cubin, log = C.nvrtc_compile(K.source(form), form.name, arch, C.DEFAULT_OPTIONS + K.tmem_check_options())
+        assert cubin is not None, log
+    cubin, log = C.nvrtc_compile(K.source(form), form.name, "sm_100a", C.DEFAULT_OPTIONS + ("-Xptxas=-no-such-flag",))
+    assert cubin is None  # the probe can tell a ptxas that refuses an option
+    assert "skip ? 3u" in K.source(form) and K.STATUS_NOT_OBSERVED == 3
+
+
+@pytest.mark.cute
+def test_the_summary_counts_observations_apart(monkeypatch, tmp_path):
+    """Through the real sweep on the simulated device (which faults on Tensor Memory beyond the allocation, as the
+    ptxas check would): the observation is recorded `observed` with what happened, counted under `observations`
+    and neither among the controls' passes nor the ordinary cases."""
+    from harness import families
+    from harness.families.base import Kernel
+    from harness.plan import Plan
+    from tests.run import simsweep
+    from tests.simulated import fake_gpus
+    fam = families.get("tcgen05")
+    form = Form("f16", tmem_check=True)
+    kernel = Kernel(fam.name, "sm_100a", form.name, form)
+    case = T.cases_for_form(form)[0]
+    fake_gpus.install(monkeypatch, ["sm_100a"])
+    summary, recs, _, _ = simsweep.sweep(Plan([(kernel, [case])]), tmp_path / "r.jsonl")
+    r = recs[case.id]
+    assert r["status"] == "observed" and "faulted" in r["observation"] and r["launch_status"] == "fault", r
+    assert summary["observations"] == 1 and summary.get("observed") == 1
+    assert not summary["controls"] and not summary["ordinary"] and not summary.get("pass") and not summary.get("fail")

@@ -33,6 +33,12 @@ class Tcgen05Family:
         from harness.families.tcgen05 import kernel as tk
         return tk.source(kernel.form)
 
+    @staticmethod
+    def compile_options(kernel: Kernel) -> tuple[str, ...]:
+        """The TMEM-checked form's ptxas check (or, where the toolchain lacks it, the define that skips its access)."""
+        from harness.families.tcgen05 import kernel as tk
+        return tk.tmem_check_options() if kernel.form.tmem_check else ()
+
     def sass_check(self, kernel: Kernel):
         from harness.families.tcgen05 import kernel as tk
         return tk.sass_check(kernel.form, str(kernel.arch))

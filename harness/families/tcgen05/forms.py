@@ -26,11 +26,15 @@ class Form:
     ws: bool = False
     a_src: str = "SS"  # 'SS': A and B from shared memory; 'TS': A from Tensor Memory
     sparse: bool = False  # tcgen05.mma.sp / .ws.sp: A is 50% structured-sparse, K doubles
+    # compiled with ptxas's Tensor Memory access check (-g-tmem-access-check) where the toolchain has it, and launched
+    # with all of an SM's shared memory, so that its CTA never shares an SM with another: the form of the
+    # column-beyond-the-allocation observation (cases.OBSERVATIONS), which could otherwise touch a neighbour's TMEM
+    tmem_check: bool = False
 
     @property
     def name(self) -> str:
         return (f"tcgen05_{self.kind}_cg{self.cta_group}{'_ws' if self.ws else ''}{'_sp' if self.sparse else ''}"
-                f"_{self.a_src}")
+                f"{'_tmemcheck' if self.tmem_check else ''}_{self.a_src}")
 
     @property
     def block_scaled(self) -> bool:
@@ -46,6 +50,8 @@ def validate_form(f: Form) -> Form:
         raise ValueError(".ws is valid with .cta_group::1 and the kinds tf32, f16, f8f6f4, i8 only")
     if f.a_src not in ("SS", "TS"):
         raise ValueError("A source is SS or TS")
+    if f.tmem_check and (f.cta_group != 1 or f.ws or f.sparse or f.a_src != "SS" or f.block_scaled):
+        raise ValueError("the TMEM-checked form is a plain one-CTA SS form")
     return f
 
 

@@ -16,7 +16,11 @@ from harness.families.tcgen05.forms import Form
 from harness.spec import desc_tcgen05, dtypes, idesc, layouts, zero_mask
 from harness.spec.layouts import SmemLayout
 
-POISON = 0x7FFF7FFF
+POISON = 0x7FFF7FFF  # the launch's output buffer before the read-back writes it (a cell never read back)
+# Tensor Memory's D columns before an MMA that does not accumulate (enable-input-d off): a pattern no case produces
+# (an f32 NaN whose low half is an f16 NaN; as s32 2141290077, far beyond any case's sums), so a D cell the MMA did
+# not write, a skipped MMA or a previous case's D left in place, fails the read-back (readback.diff names them)
+TMEM_POISON = 0x7FA17E5D
 
 def d_columns(c: TcCase) -> int:
     _, _, col, _ = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
@@ -39,6 +43,9 @@ class TcPrepared:
     intended: np.ndarray | None = None  # a negative control: the product the descriptors were meant to give
     prediction: str = "exact"  # 'exact': `expected` is the predicted misread; 'undefined': the ISA says nothing
     alloc_cols: int | None = None  # a control that allocates fewer Tensor Memory columns than the case uses
+    # [m, n]: D elements the prediction says keep the Tensor Memory poison (a wrong-m / wrong-n control's smaller MMA
+    # does not write them); None: every element is written
+    keeps_poison: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +173,9 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
     ctas = cg
     tmem_in = np.zeros((ctas, 128, read_cols), np.uint32)
     cta, lane, dcol, half = d_position(M, N, cg, f.ws, c.dtype)
+    if not c.scale_d:  # every lane of D's columns (A, the factors and the metadata sit after them)
+        tmem_in[:, :, :dcols] = TMEM_POISON
+        assert not np.any(_acc_bits(c.dtype, expected) == TMEM_POISON), f"{c.id}: D holds the poison pattern"
     if c.scale_d:
         bits = _acc_bits(c.dtype, cm)
         if c.dtype == "f16":
@@ -240,8 +250,8 @@ def _apply_control(prep: TcPrepared, a_lay: SmemLayout, b_lay: SmemLayout, cm, a
     prep.intended = prep.expected
     a, b = prep.operands["a"], prep.operands["b"]
     acc = cm if c.scale_d else 0
-    if CONTROL_PREDICTION.get(name) == "undefined":  # an encoding the ISA forbids, modelled on a public bug
-        prep.prediction = "undefined"
+    if CONTROL_PREDICTION.get(name) in ("undefined", "observation"):  # an encoding the ISA forbids (a public bug)
+        prep.prediction = CONTROL_PREDICTION[name]
         if name == "version-cleared":  # bits 46-48 hold 0b001: clearing them clears bit 46 (triton#8032)
             p[f"desc_{target.lower()}"] &= ~(0x7 << 46)
         elif name == "n-above-256":  # the N field written unmasked for N = 512 (triton#8910)
@@ -279,11 +289,17 @@ def _apply_control(prep: TcPrepared, a_lay: SmemLayout, b_lay: SmemLayout, cm, a
         tm[cta, lane, col] = _acc_bits(c.dtype, small).astype(np.uint32)
         from harness.families.tcgen05.readback import decode
         prep.expected = decode(c, tm)
+        if not c.scale_d:  # the cells the smaller MMA leaves alone keep the poison stored before it
+            written = np.zeros(tm.shape, bool)
+            written[cta, lane, col] = True
+            ccta, clane, ccol, _ = d_position(c.m, c.n, 1, c.form.ws, c.dtype)
+            prep.keeps_poison = ~written[ccta, clane, ccol]
         p["idesc"] = idesc.encode_idesc(replace(c.idesc(), m=m2, n=n2))
     if c.dtype != "s32":
         t = dtypes.get(c.dtype)
-        assert np.array_equal(t.from_bits(t.to_bits(prep.expected)), prep.expected), f"{c.id}: misread is not exact"
-    if np.array_equal(prep.expected, prep.intended):
+        assert np.array_equal(t.from_bits(t.to_bits(prep.expected)), prep.expected, equal_nan=True), \
+            f"{c.id}: misread is not exact"
+    if np.array_equal(prep.expected, prep.intended, equal_nan=True):
         raise AssertionError(f"{c.id}: the control reads the intended product: it could not fail")
     return prep
 
