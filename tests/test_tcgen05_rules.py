@@ -216,3 +216,18 @@ def test_the_summary_counts_observations_apart(monkeypatch, tmp_path):
     assert r["status"] == "observed" and "faulted" in r["observation"] and r["launch_status"] == "fault", r
     assert summary["observations"] == 1 and summary.get("observed") == 1
     assert not summary["controls"] and not summary["ordinary"] and not summary.get("pass") and not summary.get("fail")
+
+
+def test_4_and_6_bit_operands_cannot_be_transposed():
+    """CUTLASS's instruction descriptor (mma_sm100_desc.hpp:427-428): MN-major only for e4m3, e5m2, s8/u8, f16,
+    bf16, tf32; an f8f6f4 / mxf8f6f4 4- or 6-bit operand with its transpose bit is refused, naming the rule."""
+    for kind in ("f8f6f4", "mxf8f6f4"):
+        for t in ("e2m1", "e2m3", "e3m2"):
+            m = 128
+            out = run("idesc", "--kind", kind, "--atype", t, "--btype", "e4m3", "--m", m, "--n", 64, "--transpose-a")
+            assert out.returncode == 1 and f"A of type {t} cannot be MN-major" in out.stdout, out.stdout
+            out = run("idesc", "--kind", kind, "--atype", "e4m3", "--btype", t, "--m", m, "--n", 64, "--transpose-b")
+            assert out.returncode == 1 and f"B of type {t} cannot be MN-major" in out.stdout
+            assert run("idesc", "--kind", kind, "--atype", t, "--btype", t, "--m", m, "--n", 64).returncode == 0
+        assert run("idesc", "--kind", kind, "--atype", "e5m2", "--btype", "e4m3", "--m", 128, "--n", 64,
+                   "--transpose-a", "--transpose-b").returncode == 0

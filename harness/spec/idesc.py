@@ -45,6 +45,7 @@ I8_N_CG1 = [8, 16, 24, 32] + list(range(48, 257, 16))
 # where that is not both (kind::i8 is sm_100a / sm_101a, not sm_103a).
 MN_MAJOR_B_RULE_KINDS = ("f8f6f4", "i8")
 KIND_ARCHS = {"i8": ("sm_100a",)}
+SUBBYTE_TYPES = ("e2m3", "e3m2", "e2m1")  # 6- and 4-bit element types
 
 
 def mma_k(kind: str, sparse: bool = False) -> int:
@@ -196,6 +197,12 @@ def validate_idesc(d: InstrDescriptor, arch: str | None = None) -> InstrDescript
         raise DescriptorError(".kind::i8 cannot negate A or B")
     if k in ("mxf4", "mxf4nvf4") and (d.transpose_a or d.transpose_b):
         raise DescriptorError(f".kind::{k} supports K-major A and B only (no transpose)")
+    for role, t, tr in (("A", d.atype, d.transpose_a), ("B", d.btype, d.transpose_b)):
+        # CUTLASS's instruction descriptor (cute/arch/mma_sm100_desc.hpp:427-428, a_major_ / b_major_): "Major value
+        # of 1 is only valid for E4M3, E5M2, INT8 (signed and unsigned), F16, BF16 and TF32 source formats"
+        if tr and t in SUBBYTE_TYPES:
+            raise DescriptorError(f"{role} of type {t} cannot be MN-major (transpose {role} set): a transpose is only "
+                                  "valid for e4m3, e5m2, s8/u8, f16, bf16 and tf32 (CUTLASS mma_sm100_desc.hpp:427)")
     if not 0 <= d.sparsity_selector <= 3:
         raise DescriptorError("sparsity selector is 2 bits (0..3)")
     if d.sparsity_selector and (not d.sparse or k in BLOCK_SCALED):
