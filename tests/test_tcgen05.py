@@ -56,7 +56,8 @@ def test_every_form_compiles_for_both_blackwell_arches_but_i8_on_sm_103a(cubins)
             assert comp.error is not None and "'.kind::i8' not supported on .target 'sm_103a'" in comp.error.log
         else:
             assert comp.error is None, comp.error
-    assert [f.name for f in T.forms_for("sm_103a") if not f.tmem_check] == [f.name for f in FORMS if f.kind != "i8"]
+    assert [f.name for f in T.forms_for("sm_103a") if not (f.tmem_check or f.variant)] == \
+        [f.name for f in FORMS if f.kind != "i8"]
 
 
 @SASS_GROUP
@@ -122,7 +123,8 @@ CASES = [c for _, cs in T.all_cases() for c in cs]
 
 def test_the_cases_cover_every_form_shape_and_type_pairing():
     forms = {c.form for c in CASES}
-    assert forms == {f for f in FORMS if not f.sparse or T.sparse_swept(f)} | {Form("f16", tmem_check=True)}
+    assert forms == {f for f in FORMS if not f.sparse or T.sparse_swept(f)} | {Form("f16", tmem_check=True)} | \
+        {f for f in tcgen05.variant_forms() if f.variant not in T.VARIANT_OPEN}
     assert {f.kind for f in forms if f.sparse} == set(tcgen05.PLAIN_KINDS)
     assert {(c.form.kind, c.k) for c in CASES if c.form.sparse} == {("tf32", 16), ("f16", 32), ("f8f6f4", 64),
                                                                       ("i8", 64)}
@@ -195,7 +197,7 @@ def test_reference_is_consistent_with_the_data_path(case):
     cells = np.ravel_multi_index((cta, lane, col, half), (case.form.cta_group, 128, 512, 2))
     assert np.unique(cells).size == case.m * case.n  # no two elements share a cell
     # a device that wrote the expected D where the data path says decodes back to it exactly
-    out = device_tmem(case, prep, prep.expected)
+    out = device_tmem(case, prep, prep.expected, prep.keeps_poison)
     assert RB.diff(prep, out, [0] * case.form.cta_group)["status"] == "pass"
     out[cta[0, 0], lane[0, 0], col[0, 0]] ^= np.uint32(1 << 10)  # inside every accumulator type's bits
     rec = RB.diff(prep, out, [0] * case.form.cta_group)

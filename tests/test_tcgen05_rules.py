@@ -1,6 +1,7 @@
 """tcgen05 rules settled by NVIDIA's code and the PTX ISA (issue 54), each with a test that can fail:
 the MN-major tf32 swizzle rule, where an e2m1 A sits in its Tensor Memory byte, Tensor Memory poisoned before an
 MMA that does not accumulate, and the controls the ISA leaves undefined recorded as observations."""
+import dataclasses
 import json
 
 import numpy as np
@@ -117,7 +118,7 @@ def test_tensor_memory_is_poisoned_before_every_mma_that_does_not_accumulate():
     assert "if (!skip) {" in src and "p.enable_input_d || p.a_tmem_cols" not in src  # stored before every MMA
     seen = {0: 0, 1: 0}
     for c in ALL["sm_100a"][::5]:
-        if c.control:
+        if c.control or c.form.variant:  # (a masked lane keeps the poison: test_qualifier_forms_are_modelled)
             continue
         prep = R.prepare(c)
         dcols = R.d_columns(c)
@@ -231,3 +232,102 @@ def test_4_and_6_bit_operands_cannot_be_transposed():
             assert run("idesc", "--kind", kind, "--atype", t, "--btype", t, "--m", m, "--n", 64).returncode == 0
         assert run("idesc", "--kind", kind, "--atype", "e5m2", "--btype", "e4m3", "--m", 128, "--n", 64,
                    "--transpose-a", "--transpose-b").returncode == 0
+
+
+# ---------------------------------------------------------------------------------------------------- qualifier forms
+
+def _variant_forms():
+    from harness.families.tcgen05 import forms as F
+    return F.variant_forms()
+
+
+@pytest.fixture(scope="module")
+def variant_cubins(tmp_path_factory):
+    """Every qualifier form and the plain f16 / tf32 forms it varies, compiled for both archs."""
+    from harness.families.tcgen05 import kernel as K
+    from harness.run import compile as C
+    folder = tmp_path_factory.mktemp("qualifier-cubins")
+    plain = [Form("f16"), Form("f16", a_src="TS"), Form("f16", 2), Form("tf32")]
+    out = {}
+    for arch in ("sm_100a", "sm_103a"):
+        for f in _variant_forms() + plain:
+            cubin, log = C.nvrtc_compile(K.source(f), f.name, arch, C.DEFAULT_OPTIONS)
+            assert cubin is not None, f"{f.name} {arch}: {log[-600:]}"
+            path = folder / f"{f.name}-{arch}.cubin"
+            path.write_bytes(cubin)
+            out[(f, arch)] = path
+    return out
+
+
+def test_every_qualifier_form_compiles_for_both_archs_and_only_its_own_sass_check_passes(variant_cubins):
+    """Each qualifier form (scale-input-d, disable-output-lane, both, the A collector's fill / use / lastuse /
+    discard, .ashift, tcgen05.shift) compiles for sm_100a and sm_103a and its SASS shows the qualifier (the rules of
+    kernel.variant_rules); its SASS fails every other form's check of the same kind, CTA group and A source,
+    but collector::a::discard, whose SASS is the plain instruction's (no collector suffix)."""
+    from harness.families.tcgen05 import kernel as K
+    from harness.run import sass
+    forms = {f for f, _ in variant_cubins}
+    for (f, arch), path in variant_cubins.items():
+        assert sass.verify(path, K.sass_check(f, arch)).ok, (f.name, arch)
+        for g in forms:
+            if g == f or (g.kind, g.cta_group, g.a_src) != (f.kind, f.cta_group, f.a_src):
+                continue
+            same = {f.variant, g.variant} <= {"", "ca_discard"}
+            check = dataclasses.replace(K.sass_check(g, arch), function=f.name)
+            assert sass.verify(path, check).ok == same, (f.name, "judged as", g.name, arch)
+
+
+def test_the_scaled_form_issues_what_cutlass_issues():
+    """CUTLASS's SM100_MMA_F16BF16_SS_SCALED (mma_sm100_umma.hpp) issues tcgen05.mma with the disable-output-lane
+    vector and the scale-input-d immediate; the dol_sid form's statement is the same instruction, operand for
+    operand (predicate name and the immediate's spelling aside)."""
+    import re
+    from harness.families.tcgen05 import forms as F
+    from tests.oracles import cutlass_cpp
+    if cutlass_cpp.include_dirs() is None:
+        pytest.skip(str(cutlass_cpp.skip_reason()))
+    hdr = (__import__("pathlib").Path(cutlass_cpp.include_dirs()[0]) / "cute/arch/mma_sm100_umma.hpp").read_text()
+    body = hdr[hdr.index("struct SM100_MMA_F16BF16_SS_SCALED"):]
+    theirs = re.search(r'"(tcgen05\.mma[^"]*?);', body[:body.index("CUTE_INVALID_CONTROL_PATH")])[1]
+    ours = re.search(r"(tcgen05\.mma\S* [^;]*);", F.mma_statement(Form("f16", variant="dol_sid")))[1]
+    norm = lambda t: re.sub(r",\s*[pq],", ", PRED,", t).replace(f", {F.SCALE_INPUT_D}", ", IMM").replace(", %9", ", IMM")
+    assert norm(theirs) == norm(ours), (theirs, ours)
+
+
+def test_qualifier_forms_are_modelled():
+    """scale-input-d: D = A*B + C * 2^-2; disable-output-lane: a masked lane keeps C (or the poison); the collector
+    sequences: every MMA after the fill adds A*B again (A from the collector); discard: the plain product."""
+    from harness.families.tcgen05 import datapaths as DP, forms as F, kernel as K, readback as RB
+    checked = set()
+    for f in _variant_forms():
+        cases = T.cases_for_form(f)
+        if f.variant in T.VARIANT_OPEN:
+            assert not cases
+            continue
+        assert {c.scale_d for c in cases} == {0, 1}
+        for c in cases:
+            prep = R.prepare(c)
+            a, b = prep.operands["a"], prep.operands["b"]
+            prod = a @ b.T
+            cta, lane, col, _ = DP.d_position(c.m, c.n, f.cta_group, f.ws, c.dtype)
+            cm = RB.decode(c, prep.tmem_in) if c.scale_d else 0  # C as the kernel stores it
+            if f.variant == "sid":
+                want = prod + cm / 4
+            elif f.variant.startswith("ca_"):
+                want = f.mmas * prod + cm
+            else:
+                bits = np.array(R.LANE_MASK, np.uint64)[4 * cta + lane // 32] >> (lane % 32).astype(np.uint64)
+                masked = (bits & 1) == 1
+                assert masked.any() and not masked.all()
+                want = np.where(masked, cm, prod + (cm / 4 if f.variant == "dol_sid" else cm))
+                if not c.scale_d:
+                    assert np.array_equal(prep.keeps_poison, masked)
+                    want = np.where(masked, prep.expected, want)
+                assert all([p[f"lane_mask{i}"] for i in range(8)] == list(R.LANE_MASK) for p in prep.params)
+                packed = K.pack([prep]).params
+                assert all(list(packed[j][[f"lane_mask{i}" for i in range(8)]]) == list(R.LANE_MASK)
+                           for j in range(f.cta_group))
+            assert np.array_equal(prep.expected, want), c.id
+            assert (T.unsettled_reason(c) is not None) == (f.variant in ("sid", "dol", "dol_sid")), c.id
+            checked.add(f.variant)
+    assert checked == set(F.VARIANTS) - set(T.VARIANT_OPEN)

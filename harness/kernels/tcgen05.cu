@@ -34,6 +34,7 @@ struct CaseParams {
     unsigned int spin_limit;          // mbarrier polls before giving up (status 1)
     unsigned int sp_meta_col;         // .sp: TMEM column of the sparsity metadata (the MMA's [sp-meta-tmem])
     unsigned int sp_meta_cols;        //   and how many columns of it are stored (0: dense)
+    unsigned int lane_mask[8];        // disable-output-lane forms: bit l % 32 of word 4 * cta + l / 32 masks lane l
 };
 
 {{DEVICE_HELPERS}}

@@ -44,7 +44,7 @@ from tests.simulated import oracle_cache, smem
 from tests.simulated.sim_common import fault, log_launch, planted, use_device  # noqa: F401
 from tests.simulated.smem import NotSimulated, field
 
-NAME = re.compile(r"^tcgen05_(?P<kind>\w+?)_cg(?P<cg>[12])(?P<ws>_ws)?(?P<sp>_sp)?(?P<tc>_tmemcheck)?_(?P<src>SS|TS)$")
+NAME = re.compile(r"^tcgen05_(?P<kind>\w+?)_cg(?P<cg>[12])(?P<ws>_ws)?(?P<sp>_sp)?(?P<tc>_tmemcheck)?(?P<q>_(sid|dol|dol_sid|ca_\w+|ashift|shift_down))?_(?P<src>SS|TS)$")
 BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
 TYPE_CODES = {  # PTX ISA Table 42: atype / btype codes per kind
     "tf32": {2: "tf32"}, "f16": {0: "f16", 1: "bf16"},
@@ -58,6 +58,7 @@ def form_of(kernel_name: str) -> dict:
     if not m:
         raise ValueError(f"{kernel_name!r} is not a tcgen05 kernel name")
     return {"kind": m["kind"], "cta_group": int(m["cg"]), "ws": bool(m["ws"]), "a_src": m["src"],
+            "variant": (m["q"] or "")[1:],
             "sparse": bool(m["sp"])}
 
 
@@ -77,6 +78,8 @@ def decode_idesc(kind: str, v: int) -> dict:
 def refusal(kernel_name: str, prm) -> str | None:
     """Why the simulator will not run this case (its issuing CTA's params), or None."""
     f = form_of(kernel_name)
+    if f["variant"]:
+        return "qualifier forms (scale-input-d, disable-output-lane, the A collector, shifts): not simulated"
     if f["ws"]:
         return ".ws: the M=32/64 data paths and the zero-column mask have no independent source (CuTe DSL lacks them)"
     if f["kind"] in BLOCK_SCALED:

@@ -33,7 +33,7 @@ from functools import cached_property
 
 import numpy as np
 
-from harness.families.tcgen05.forms import Form, all_forms
+from harness.families.tcgen05.forms import Form, all_forms, variant_forms
 from harness.spec import desc_tcgen05, dtypes, idesc, zero_mask
 
 EXACT = {  # small exactly representable values of every operand type
@@ -149,6 +149,8 @@ class TcCase:
             parts.append(f"B:{self.b_atoms}")
         if self.sp_selector:
             parts.append(f"sel{self.sp_selector}")
+        if f.variant:
+            parts.append(f"q:{f.variant}")
         if self.control:
             parts.append(f"neg:{self.control}")
         return "-".join(parts)
@@ -170,6 +172,8 @@ def cases_for_form(form: Form) -> list[TcCase]:
         return sparse_cases(form)
     if form.tmem_check:  # its one observation, alone in its launch
         return bug_controls(form)
+    if form.variant:
+        return variant_cases(form)
     out = []
     swz = [s for s in ("none", "32B", "64B", "128B")]
     i = 0
@@ -319,7 +323,27 @@ def all_cases(arch: str = "sm_100a") -> list[tuple[Form, list[TcCase]]]:
 
 def forms_for(arch: str) -> list[Form]:
     # NVRTC 13: "Feature '.kind::i8' not supported on .target 'sm_103a'" (tests/test_tcgen05.py keeps it so)
-    return [f for f in all_forms() if not (arch == "sm_103a" and f.kind == "i8")] + [Form("f16", tmem_check=True)]
+    return ([f for f in all_forms() if not (arch == "sm_103a" and f.kind == "i8")] + [Form("f16", tmem_check=True)]
+            + variant_forms())
+
+
+# qualifier forms compiled and SASS-checked without cases: no model of what they compute is settled enough to sweep
+VARIANT_OPEN = {
+    "ashift": ".ashift shifts A's rows down by one (the ISA); what the first row then reads (zeros, or Tensor "
+              "Memory above A) is not stated, and CUTLASS never issues it",
+    "shift_down": "tcgen05.shift.down moves a CTA's Tensor Memory rows down by one lane (the ISA); what lane 0 "
+                  "then holds is not stated, and CUTLASS never issues it",
+}
+
+
+def variant_cases(form: Form) -> list[TcCase]:
+    """A qualifier form's cases: one that accumulates and one that does not, at the largest and smallest legal shape
+    of the kind's first type pairing (reference.py models each qualifier; ashift and shift_down have none)."""
+    if form.variant in VARIANT_OPEN:
+        return []
+    a, b, acc = type_combos(form.kind)[0]
+    sh = shapes(form)
+    return [TcCase(form, m, n, a, b, acc, "128B", "64B", scale_d) for scale_d, (m, n) in ((1, sh[-1]), (0, sh[0]))]
 
 
 # ---------------------------------------------------------------------------------------------------- unsettled
@@ -328,6 +352,14 @@ def unsettled_reason(c: TcCase) -> str | None:
     """Why a case's expected result rests on a reading neither NVIDIA's code nor the PTX ISA text decides (None
     when both fix every layout it uses). A Blackwell run of the case settles it; its record carries the reason."""
     f = c.form
+    if f.variant in ("sid", "dol_sid"):
+        return ("scale-input-d: modelled as the ISA's operand description, D = A*B + D * 2^-scale-input-d "
+                "(kind::f16 / tf32, immediate 0..15); CUTLASS passes the immediate through "
+                "(SM100_MMA_F16BF16_SS_SCALED, mma_sm100_umma.hpp:214-249) with no host model of its arithmetic")
+    if f.variant == "dol":
+        return ("disable-output-lane: one bit a Tensor Memory lane, a masked lane's D untouched; the bit order (bit "
+                "l % 32 of word l / 32, a pair's CTA c in words 4c..4c+3) is the model's reading: the ISA names "
+                "the mask per lane, CUTLASS only ever passes zeros")
     if c.sp_selector:
         return ("sparsity selector 1: the ISA says the selector 'selects the sub-columns' of the metadata and shows "
                 "which only in figures 263 / 265; CUTLASS passes the metadata column's low bit as the selector and "

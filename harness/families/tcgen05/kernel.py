@@ -14,8 +14,9 @@ PARAMS_DTYPE = np.dtype([(k, "<u8") for k in ("image_offset", "desc_a", "desc_b"
                                              "sf_desc_b")] +
                         [(k, "<u4") for k in ("image_bytes", "idesc", "alloc_cols", "read_cols", "enable_input_d",
                                               "a_tmem_col", "a_tmem_cols", "sf_col_a", "sf_col_b", "spin_limit",
-                                              "sp_meta_col", "sp_meta_cols")])
-assert PARAMS_DTYPE.itemsize == 96
+                                              "sp_meta_col", "sp_meta_cols")] +
+                        [(f"lane_mask{i}", "<u4") for i in range(8)])  # the kernel's lane_mask[8]
+assert PARAMS_DTYPE.itemsize == 128
 SPIN_LIMIT = 1 << 22  # mbarrier polls (tens of milliseconds) before a case reports that its MMA never completed
 STATUS_UNSET = 2  # the kernel writes 0 (the MMA completed) or 1 (it did not within the spin limit)
 
@@ -92,11 +93,12 @@ def sass_check(form: forms.Form, arch: str) -> SassCheck:
                     # scale_vec::4X: sm_100a listings spell it .4X, sm_103a listings .BLOCK16 (nvdisasm 13.5)
                     r"(?=.*\.(4X|BLOCK16)\b)" if form.kind == "mxf4nvf4" else r"(?!.*\.(4X|BLOCK16)\b)"])
     a_from = "Tensor Memory" if form.a_src == "TS" else "a shared-memory descriptor"
-    rules = [SassRule(r"UTC[A-Z]MMA(\.\S+)?", "one tensor-core MMA", count=1),
+    n = form.mmas
+    rules = [SassRule(r"UTC[A-Z]MMA(\.\S+)?", "one tensor-core MMA" if n == 1 else f"{n} tensor-core MMAs", count=n),
              SassRule(MNEMONIC[form.kind] + mods + r"(\.\S+)?",
                       f"{MNEMONIC[form.kind]} for .kind::{form.kind}"
                       f"{' .cta_group::2 (.2CTA)' if form.cta_group == 2 else ''}{' .ws (.WS)' if form.ws else ''}"
-                      f" with A from {a_from}", count=1,
+                      f" with A from {a_from}", count=n,
                       operands=r"^tmem\[" if form.a_src == "TS" else r"^gdesc\["),
              SassRule(r"LDTM(\.\S+)?", "tcgen05.ld of D"),
              SassRule(r"STTM(\.\S+)?", "tcgen05.st of C (and of A for TS)"),
@@ -105,7 +107,48 @@ def sass_check(form: forms.Form, arch: str) -> SassCheck:
              SassRule(r"UTCBAR(\.\S+)?", "tcgen05.commit's barrier arrive")]
     if form.cta_group == 2:
         rules.append(SassRule(r"UTCBAR\.2CTA\.MULTICAST(\.\S+)?", "the pair's commit, multicast to both CTAs"))
+    rules += variant_rules(form)
     return SassCheck(arch, tuple(rules), function=form.name)
+
+
+# How each qualifier shows in the SASS (read off NVRTC 13.5 cubins for sm_100a and sm_103a alike): the A collector
+# as suffixes of the A operand (fill .A_KEEP, use .A_REUSE.A_KEEP, lastuse .A_REUSE, discard none), .ashift as
+# UTCHMMA.ASHIFT, scale-input-d as a trailing immediate, the disable-output-lane mask as a uniform register after
+# the idesc, tcgen05.shift as UTCSHIFT.DOWN.
+COLLECTOR_SASS = {"fill": r"\.A_KEEP,", "use": r"\.A_REUSE\.A_KEEP,", "lastuse": r"\.A_REUSE,", "discard": None}
+
+
+def variant_rules(form: forms.Form) -> list[SassRule]:
+    v, mma = form.variant, MNEMONIC[form.kind] + r"(\.\S+)?"
+    plain_a = r"^(gdesc|tmem)\[\w+\],"  # an A operand without a collector suffix
+    out = []
+    if v.startswith("ca_"):
+        steps = v[3:].split("_")
+        for step in dict.fromkeys(steps):
+            rx = COLLECTOR_SASS[step]
+            if rx is None:
+                out.append(SassRule(mma, "collector::a::discard: an A operand without a collector suffix", count=1,
+                                    operands=plain_a))
+            else:
+                out.append(SassRule(mma, f"collector::a::{step} ({rx.strip(',').replace(chr(92), '')} on A)",
+                                    count=steps.count(step), operands=r"^\w+\[\w+\]" + rx))
+    elif form.mmas == 1:  # every other MMA reads A plainly, not through the collector
+        out.append(SassRule(mma, "no collector suffix on A", count=1, operands=plain_a))
+    if v in ("sid", "dol_sid"):
+        out.append(SassRule(mma, f"the scale-input-d immediate {forms.SCALE_INPUT_D}", count=1,
+                            operands=rf",\s*{forms.SCALE_INPUT_D:#x}\s*$"))
+    elif form.kind in ("f16", "tf32") and not form.ws and not form.sparse:
+        out.append(SassRule(mma, "no scale-input-d immediate", count=0, operands=r",\s*0x[0-9a-f]+\s*$"))
+    if v in ("dol", "dol_sid"):
+        out.append(SassRule(mma, "the disable-output-lane mask: a uniform register after the idesc", count=1,
+                            operands=r"idesc\[\w+\],\s*UR\w+,"))
+    elif form.kind in ("f16", "tf32") and not form.ws and not form.sparse:
+        out.append(SassRule(mma, "no disable-output-lane mask", count=0, operands=r"idesc\[\w+\],\s*UR\w+,"))
+    out.append(SassRule(r"UTCHMMA\.ASHIFT(\.\S+)?", ".ashift" if v == "ashift" else "no .ashift",
+                        count=1 if v == "ashift" else 0))
+    out.append(SassRule(r"UTCSHIFT(\.\S+)?", "tcgen05.shift.down" if v == "shift_down" else "no tcgen05.shift",
+                        count=1 if v == "shift_down" else 0))
+    return out
 
 
 def pack(preps: list[TcPrepared]) -> LaunchInput:

@@ -12,7 +12,7 @@ from harness.families.tcgen05.datapaths import (SF_BLOCKS, SF_ROWS_PER_COPY, SF_
                                                 d_position, decompress, meta_chunks, meta_columns, meta_position,
                                                 scale_codes_to_values, sf_smem_offset, subbyte_bit_addresses,
                                                 tmem_a_container, write_bits_anywhere)
-from harness.families.tcgen05.forms import Form
+from harness.families.tcgen05.forms import SCALE_INPUT_D, Form
 from harness.spec import desc_tcgen05, dtypes, idesc, layouts, zero_mask
 from harness.spec.layouts import SmemLayout
 
@@ -21,6 +21,9 @@ POISON = 0x7FFF7FFF  # the launch's output buffer before the read-back writes it
 # (an f32 NaN whose low half is an f16 NaN; as s32 2141290077, far beyond any case's sums), so a D cell the MMA did
 # not write, a skipped MMA or a previous case's D left in place, fails the read-back (readback.diff names them)
 TMEM_POISON = 0x7FA17E5D
+# the disable-output-lane forms' mask: word w masks lanes 32 (w % 4) .. of CTA w // 4, a different pattern per word so
+# a misread order shows; a masked lane keeps its D
+LANE_MASK = (0x000000FF, 0x0000FF00, 0x00FF0000, 0xFF000000, 0x0F0F0F0F, 0xF0F0F0F0, 0x33333333, 0xCCCCCCCC)
 
 def d_columns(c: TcCase) -> int:
     _, _, col, _ = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
@@ -145,7 +148,9 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
         prod = a_s @ b_s.T
     else:
         prod = a @ b_eff.T
-    expected = prod + (cm if c.scale_d else 0)
+    # a collector form issues f.mmas MMAs, the later ones accumulating; scale-input-d scales the input D by 2^-s
+    sid = SCALE_INPUT_D if f.variant in ("sid", "dol_sid") else 0
+    expected = f.mmas * prod + (cm * 2.0 ** -sid if c.scale_d else 0)
     if c.dtype != "s32":
         t = dtypes.get(c.dtype)
         assert np.array_equal(t.from_bits(t.to_bits(expected)), expected), f"{c.id}: reference is not exact"
@@ -229,6 +234,14 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
         params.append(p)
     prep = TcPrepared(c, images, params, tmem_in, expected, read_cols,
                       {"a": a, "b": b, "sfa": sfa, "sfb": sfb, "meta": nibbles, "a_stored": a_stored})
+    if f.variant in ("dol", "dol_sid"):  # masked lanes keep what was stored: C (unscaled), or the poison
+        for prm in params:
+            prm.update({f"lane_mask{i}": w for i, w in enumerate(LANE_MASK)})
+        masked = ((np.asarray(LANE_MASK, np.uint64)[4 * cta + lane // 32] >> (lane % 32).astype(np.uint64)) & 1) == 1
+        if c.scale_d:
+            prep.expected = np.where(masked, cm, expected)
+        else:
+            prep.keeps_poison = masked
     return _apply_control(prep, a_lay, b_lay, cm, arch) if c.control else prep
 
 
