@@ -154,6 +154,12 @@ MUTATIONS = [
     ("tcgen05_observation_counted_as_pass", "an undefined probe (observation) recorded as a pass",
      'rec.update({"status": "observed", "prediction": "observation"})',
      'rec.update({"status": "pass", "prediction": "observation"})'),
+    ("tcgen05_scale_input_d_ignored", "scale-input-d ignored: the input D not scaled by 2^-s",
+     'sid = SCALE_INPUT_D if f.variant in ("sid", "dol_sid") else 0', "sid = 0"),
+    ("tcgen05_lane_mask_bit_order", "disable-output-lane: lane l masked by bit 31 - l % 32 of its word",
+     ">> (lane % 32).astype(np.uint64)) & 1) == 1", ">> (31 - lane % 32).astype(np.uint64)) & 1) == 1"),
+    ("tcgen05_collector_one_mma", "collector sequences: only the first MMA counted",
+     "expected = f.mmas * prod + (cm", "expected = prod + (cm"),
 ]
 
 SUBSET = ["tests/test_fragments.py", "tests/test_layouts.py", "tests/test_descriptors.py", "tests/test_dtypes.py",
