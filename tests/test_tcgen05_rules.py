@@ -242,21 +242,17 @@ def _variant_forms():
 
 
 @pytest.fixture(scope="module")
-def variant_cubins(tmp_path_factory):
-    """Every qualifier form and the plain f16 / tf32 forms it varies, compiled for both archs."""
+def variant_cubins():
+    """Every qualifier form and the plain f16 / tf32 forms it varies, compiled for both archs (through the compile
+    cache, in parallel processes, as the sweep compiles them)."""
+    import os
     from harness.families.tcgen05 import kernel as K
-    from harness.run import compile as C
-    folder = tmp_path_factory.mktemp("qualifier-cubins")
+    from harness.run import compile as C, cores
     plain = [Form("f16"), Form("f16", a_src="TS"), Form("f16", 2), Form("tf32")]
-    out = {}
-    for arch in ("sm_100a", "sm_103a"):
-        for f in _variant_forms() + plain:
-            cubin, log = C.nvrtc_compile(K.source(f), f.name, arch, C.DEFAULT_OPTIONS)
-            assert cubin is not None, f"{f.name} {arch}: {log[-600:]}"
-            path = folder / f"{f.name}-{arch}.cubin"
-            path.write_bytes(cubin)
-            out[(f, arch)] = path
-    return out
+    keys = [(f, arch) for arch in ("sm_100a", "sm_103a") for f in _variant_forms() + plain]
+    jobs = [C.CompileJob(f.name, K.source(f), arch) for f, arch in keys]
+    built = C.compile_many(jobs, workers=max(cores.default_workers(), min(4, os.cpu_count() or 1)))
+    return {key: comp.cubin_path for key, comp in zip(keys, built)}
 
 
 def test_every_qualifier_form_compiles_for_both_archs_and_only_its_own_sass_check_passes(variant_cubins):
