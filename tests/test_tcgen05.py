@@ -125,9 +125,10 @@ def test_the_cases_cover_every_form_shape_and_type_pairing():
     forms = {c.form for c in CASES}
     assert forms == {f for f in FORMS if not f.sparse or T.sparse_swept(f)} | {Form("f16", tmem_check=True)} | \
         {f for f in tcgen05.variant_forms() if f.variant not in T.VARIANT_OPEN}
-    assert {f.kind for f in forms if f.sparse} == set(tcgen05.PLAIN_KINDS)
+    assert {f.kind for f in forms if f.sparse} == set(idesc.KINDS)
     assert {(c.form.kind, c.k) for c in CASES if c.form.sparse} == {("tf32", 16), ("f16", 32), ("f8f6f4", 64),
-                                                                      ("i8", 64)}
+                                                                      ("i8", 64), ("mxf8f6f4", 64), ("mxf4", 128),
+                                                                      ("mxf4nvf4", 128)}
     assert any(c.sp_selector for c in CASES) and all(c.idesc().sparse == c.form.sparse for c in CASES)
     pairs = {(c.atype, c.btype) for c in CASES if c.form.kind == "f8f6f4"}
     assert len(pairs) == 25

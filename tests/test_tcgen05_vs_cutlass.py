@@ -13,6 +13,7 @@ applies fails too).
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from dataclasses import dataclass
 
 import numpy as np
@@ -435,6 +436,28 @@ BS_COMBO = {("mxf8f6f4", "e4m3", "e4m3"): 0, ("mxf8f6f4", "e5m2", "e2m1"): 1, ("
             ("mxf4", "e2m1", "e2m1"): 3, ("mxf4nvf4", "e2m1", "e2m1"): 4}
 
 
+# Elements of the logical K one scale factor spans. Dense: the kinds' block sizes (mxf8f6f4 block32, mxf4 block32,
+# mxf4nvf4 block16 with ue4m3). Sparse (K doubles): CUTLASS's sparse atoms' VS, read from the header below
+# (SM100_MMA_MXF4NVF4_SS_SPARSE issues .block16 for VS = 32 and .kind::mxf4 .block32 for VS = 64), and mxf8f6f4's one
+# factor over its K = 64 (SM100_MMA_MXF8F6F4_SS_SPARSE: scale_vec::1X; Table 54: scale_A M x 1 for every K).
+DENSE_VS = {"mxf8f6f4": 32, "mxf4": 32, "mxf4nvf4": 16}
+SPARSE_VS = {"mxf8f6f4": 64, "mxf4": 64, "mxf4nvf4": 32}
+
+
+def test_sparse_scale_vector_sizes_are_cutlass_sparse_atoms():
+    import re
+    hdr = (Path(cutlass_cpp.include_dirs()[0]) / "cute/arch/mma_sm100_umma.hpp").read_text()
+    body = hdr[hdr.index("struct SM100_MMA_MXF4NVF4_SS_SPARSE"):]
+    body = body[:body.index("struct ", 10)]
+    vs32, vs64 = body.index("VS == 32"), body.index("VS == 64")
+    assert re.search(r"kind::mxf4nvf4\.block_scale\.block16", body[vs32:vs64])
+    assert re.search(r"kind::mxf4\.block_scale\.block32", body[vs64:])
+    assert SPARSE_VS["mxf4nvf4"] == 2 * DENSE_VS["mxf4nvf4"] and SPARSE_VS["mxf4"] == 2 * DENSE_VS["mxf4"]
+    body = hdr[hdr.index("struct SM100_MMA_MXF8F6F4_SS_SPARSE"):]
+    body = body[:body.index("struct ", 10)]
+    assert "kind::mxf8f6f4.block_scale [" in body and "scale_vec" not in body.split("asm volatile")[1][:200]
+
+
 def _blockscaled_cases():
     from harness.families.tcgen05 import cases as TC
     seen, out = set(), []
@@ -457,13 +480,15 @@ def test_block_scaled_product_matches_cutlass_host_reference(tmp_path):
     from harness.families.tcgen05 import datapaths as DP, reference as R
     cases = _blockscaled_cases()
     assert {c.form.kind for c in cases} == {"mxf8f6f4", "mxf4", "mxf4nvf4"} and {c.form.cta_group for c in cases} == {1, 2}
+    assert {c.form.kind for c in cases if c.form.sparse} == {"mxf8f6f4", "mxf4", "mxf4nvf4"}
     lines, preps = [], []
     for c in cases:
         prep = R.prepare(c)
         op = prep.operands
         blocks = DP.SF_BLOCKS[c.form.kind]
         assert op["sfa"].shape == (c.m, blocks) and op["sfb"].shape == (c.n, blocks)
-        lines.append(f"{BS_COMBO[(c.form.kind, c.atype, c.btype)]} {c.m} {c.n} {c.k}")
+        vs = SPARSE_VS[c.form.kind] if c.form.sparse else DENSE_VS[c.form.kind]  # NVIDIA's, not the model's
+        lines.append(f"{BS_COMBO[(c.form.kind, c.atype, c.btype)]} {vs} {c.m} {c.n} {c.k}")
         for arr in (op["a"], op["b"]):
             lines.append(" ".join(repr(float(v)) for v in np.ravel(arr)))
         for arr in (op["sfa"], op["sfb"]):

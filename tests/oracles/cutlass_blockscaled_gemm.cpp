@@ -3,10 +3,11 @@
 // scale-factor layout (Sm1xxBlockScaledConfig<SFVec>::tile_atom_to_shape_SFA / _SFB, sm100_blockscaled_layout.hpp).
 //
 // Input file (argv[1]), whitespace separated, one problem after another:
-//   combo M N K   then A's M*K values, B's N*K values (row-major, [m][k] / [n][k]),
-//   then SFA's M*(K/SFVec) codes and SFB's N*(K/SFVec) codes (row-major, [mn][block]).
-// combo: 0 e4m3 x e4m3 ue8m0 /32, 1 e5m2 x e2m1 ue8m0 /32, 2 e2m3 x e3m2 ue8m0 /32, 3 e2m1 x e2m1 ue8m0 /32,
-//        4 e2m1 x e2m1 ue4m3 /16.
+//   combo SFVec M N K   then A's M*K values, B's N*K values (row-major, [m][k] / [n][k], K the logical K: a sparse
+//   MMA's A decompressed), then SFA's M*(K/SFVec) codes and SFB's N*(K/SFVec) codes (row-major, [mn][block]).
+// combo: 0 e4m3 x e4m3 ue8m0, 1 e5m2 x e2m1 ue8m0, 2 e2m3 x e3m2 ue8m0, 3 e2m1 x e2m1 ue8m0 (SFVec 32 or 64),
+//        4 e2m1 x e2m1 ue4m3 (SFVec 16 or 32). A sparse MMA's factor spans twice its dense one's logical elements
+//        (CUTLASS's SM100_MMA_MXF4NVF4_SS_SPARSE: VS = 32 issues .block16, VS = 64 .kind::mxf4 .block32).
 // Output: one JSON list of D matrices (row-major lists of M*N floats), computed by CUTLASS's reference in float.
 // M, N are padded to 128 and K to 4 SF blocks with zero elements (scale factor 1), as CUTLASS's SF atom needs.
 #include <cstdint>
@@ -68,16 +69,22 @@ int main(int argc, char** argv) {
   FILE* in = fopen(argv[1], "r");
   if (!in) { fprintf(stderr, "cannot open %s\n", argv[1]); return 2; }
   printf("[");
-  int combo; bool first = true;
-  while (fscanf(in, "%d", &combo) == 1) {
+  int combo, vs; bool first = true;
+  while (fscanf(in, "%d %d", &combo, &vs) == 2) {
     using namespace cutlass;
-    switch (combo) {
-      case 0: problem<float_e4m3_t, float_e4m3_t, float_ue8m0_t, 32>(in, first); break;
-      case 1: problem<float_e5m2_t, float_e2m1_t, float_ue8m0_t, 32>(in, first); break;
-      case 2: problem<float_e2m3_t, float_e3m2_t, float_ue8m0_t, 32>(in, first); break;
-      case 3: problem<float_e2m1_t, float_e2m1_t, float_ue8m0_t, 32>(in, first); break;
-      case 4: problem<float_e2m1_t, float_e2m1_t, float_ue4m3_t, 16>(in, first); break;
-      default: fprintf(stderr, "unknown combo %d\n", combo); return 2;
+    const int key = combo * 100 + vs;
+    switch (key) {
+      case 32: problem<float_e4m3_t, float_e4m3_t, float_ue8m0_t, 32>(in, first); break;
+      case 64: problem<float_e4m3_t, float_e4m3_t, float_ue8m0_t, 64>(in, first); break;
+      case 132: problem<float_e5m2_t, float_e2m1_t, float_ue8m0_t, 32>(in, first); break;
+      case 164: problem<float_e5m2_t, float_e2m1_t, float_ue8m0_t, 64>(in, first); break;
+      case 232: problem<float_e2m3_t, float_e3m2_t, float_ue8m0_t, 32>(in, first); break;
+      case 264: problem<float_e2m3_t, float_e3m2_t, float_ue8m0_t, 64>(in, first); break;
+      case 332: problem<float_e2m1_t, float_e2m1_t, float_ue8m0_t, 32>(in, first); break;
+      case 364: problem<float_e2m1_t, float_e2m1_t, float_ue8m0_t, 64>(in, first); break;
+      case 416: problem<float_e2m1_t, float_e2m1_t, float_ue4m3_t, 16>(in, first); break;
+      case 432: problem<float_e2m1_t, float_e2m1_t, float_ue4m3_t, 32>(in, first); break;
+      default: fprintf(stderr, "unknown combo %d with SFVec %d\n", combo, vs); return 2;
     }
     first = false;
   }

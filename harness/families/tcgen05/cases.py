@@ -80,11 +80,12 @@ def type_combos_sparse(kind: str) -> list[tuple[str, str, str]]:
 
 
 def sparse_swept(form: Form) -> bool:
-    """Sparse forms with cases: the plain kinds, one CTA (SS, TS) or a pair. Not swept, said so in the README:
-    .ws.sp (CUTLASS has no .ws sparse atom and the ISA shows the .ws metadata layouts in figures only) and the
-    block-scaled .sp kinds (Table 54 keeps scale_A at M x 1 for mxf8f6f4 'for all supported values of K' while
-    .block32 says one factor per 32 elements: with K = 64 the two disagree; results/FINDINGS.md section 7)."""
-    return form.sparse and not form.ws and not form.block_scaled
+    """Sparse forms with cases: every kind, one CTA (SS, TS) or a pair. Not swept, said so in the README: .ws.sp
+    (CUTLASS has no .ws sparse atom and the ISA shows the .ws metadata layouts in figures only). A block-scaled .sp
+    MMA takes as many factors a row as the dense one, each over K / blocks of the logical (uncompressed) K (Table 54:
+    mxf8f6f4's scale_A M x 1 'for all supported values of K'; CUTLASS's SM100_MMA_MXF4NVF4_SS_SPARSE issues .block16
+    for VS = 32 and .kind::mxf4 .block32 for VS = 64, mma_sm100_umma.hpp:1429-1480)."""
+    return form.sparse and not form.ws
 
 
 def shapes(form: Form) -> list[tuple[int, int]]:
