@@ -100,6 +100,8 @@ def build(env: dict, cases: dict, summary: dict | None = None) -> ET.Element:
                 e.text = str(r.get("error") or "") or None
             elif st == Status.NOT_RUN:
                 ET.SubElement(tc, "skipped", message=str(r.get("reason") or "not run"))
+            elif st == Status.OBSERVED:  # neither a pass nor a fail
+                ET.SubElement(tc, "skipped", message=f"observation: {r.get('observation', '')}")
     for k, v in totals.items():
         root.set(k, f"{v:.3f}" if k == "time" else str(v))
     return root
