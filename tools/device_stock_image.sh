@@ -10,6 +10,7 @@ set -u
 : "${OUT:?set OUT to the folder the results go to}"
 export PYTHONUNBUFFERED=1
 step() { echo "$1 exit $2 $(date -u +%T)" >> "$OUT/steps.txt"; }
+elapsed() { python3 -c 'import sys, time; print(f"{time.time() - float(sys.argv[1]):.2f}")' "$1"; }
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader; nproc
   command -v python3; python3 --version; python3 -c 'import sys; print("venv:", sys.prefix != sys.base_prefix)'
   python3 -m pip list 2>/dev/null | grep -i -E "^(cuda|cupy|numpy|ml.dtypes|pytest|hypothesis|setuptools|nvidia)"
@@ -19,9 +20,9 @@ step() { echo "$1 exit $2 $(date -u +%T)" >> "$OUT/steps.txt"; }
   python3 -m pip install --no-build-isolation --no-index --no-deps -e .; }; } > "$OUT/install.txt" 2>&1; step install $?
 python3 -m harness doctor > "$OUT/doctor.txt" 2>&1; step doctor $?
 t=$(date +%s.%N); python3 -m harness sweep > "$OUT/sweep.txt" 2>&1; rc=$?
-echo "wall $(echo "$(date +%s.%N) - $t" | bc) s" >> "$OUT/sweep.txt"; step sweep $rc
+echo "wall $(elapsed "$t") s" >> "$OUT/sweep.txt"; step sweep $rc
 f=$(ls -t results/scratch/sweep-*.jsonl 2>/dev/null | head -1)
 [ -n "$f" ] && gzip -c "$f" > "$OUT/sweep.jsonl.gz"
 # the README's second command, with the image's test tools (the extra cannot be fetched here)
 t=$(date +%s.%N); python3 -m pytest -n auto -q -p no:cacheprovider -rfEs > "$OUT/pytest.txt" 2>&1; rc=$?
-echo "wall $(echo "$(date +%s.%N) - $t" | bc) s" >> "$OUT/pytest.txt"; step pytest $rc
+echo "wall $(elapsed "$t") s" >> "$OUT/pytest.txt"; step pytest $rc

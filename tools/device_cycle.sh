@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One device call that gathers every GPU claim of a session, from the repo root on a freshly lent H100 node:
+#     tools/device_cycle.sh [STEP...]      # default: stock faults diagnosis fleet tcgen05
+# Each step writes into $OUT/<step>/ and is packed into $OUT/<step>.tgz as soon as it ends (a step cut off by the
+# call's limit loses only itself); $OUT/steps.txt says how each ended.
+#   stock      tools/device_stock_image.sh: the README's two commands on the stock image, in order (issue 52)
+#   faults     benchmarks/bench_mass_faults.py: a sweep where most launches fault, against a clean one (issue 53)
+#   diagnosis  benchmarks/diagnosis_proof.py: planted model bugs named by their recovered maps (issue 56)
+#   fleet      benchmarks/issue57_device.sh: level 1 cold and warm, the verdict, the textfile, the tap (issue 57)
+#   tcgen05    benchmarks/tcgen05_forms_toolchain.py: every tcgen05 form built by this node's NVRTC (issue 54)
+set -u
+: "${OUT:?set OUT to the folder the results go to}"
+steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(stock faults diagnosis fleet tcgen05)
+for s in "${steps[@]}"; do
+  case $s in stock|faults|diagnosis|fleet|tcgen05) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
+done
+export PYTHONUNBUFFERED=1
+for s in "${steps[@]}"; do
+  d=$OUT/$s; mkdir -p "$d"; t0=$(date +%s)
+  case $s in
+    stock) OUT=$d timeout 300 bash tools/device_stock_image.sh;;
+    faults) PYTHONPATH=$PWD timeout 300 python3 benchmarks/bench_mass_faults.py --out-dir "$d" > "$d/run.txt" 2>&1;;
+    diagnosis) timeout 200 python3 benchmarks/diagnosis_proof.py --out "$d/diagnosis-proof.jsonl" --random 3 --png \
+                 > "$d/diagnosis-proof.log" 2>&1;;
+    fleet) OUT=$d timeout 200 bash benchmarks/issue57_device.sh;;
+    tcgen05) OUT=$d timeout 120 python3 benchmarks/tcgen05_forms_toolchain.py > "$d/run.txt" 2>&1;;
+  esac
+  echo "$s exit $? in $(( $(date +%s) - t0 )) s" >> "$OUT/steps.txt"
+  (cd "$OUT" && tar czf "$s.tgz" "$s" && rm -rf "$s")
+done
+cat "$OUT/steps.txt"
