@@ -561,7 +561,7 @@ def cmd_merge(a) -> int:
     if any(f.resolve() == out.resolve() for f in files):
         raise UsageError(f"merge: --out {a.out} is one of the inputs; write the merged run elsewhere")
     try:
-        env, cases, summary, disagreements = merge.merge(files)
+        env, cases, summary, disagreements = merge.merge(files, a.allow_mixed, a.allow_incomplete)
     except results.ResultsFileError as e:
         raise UsageError(f"merge: {e}") from None
     try:
@@ -582,6 +582,8 @@ def cmd_merge(a) -> int:
         print(f"  ({len(disagreements) - 20} more disagreements, in the merged file)")
     for f in summary.get("environment_errors", []):
         print(f"  unusable GPU in {f['file']}: {f['error']}")
+    for f in summary.get("incomplete_inputs", []):
+        print(f"  NOT WHOLE: {f['file']}: {f['problem']} (the merged file says so too)")
     return code
 
 
@@ -625,11 +627,12 @@ def cmd_compare(a) -> int:
     from harness.records import compare, results
     old, new = _results_files("compare", [a.old]), _results_files("compare", [a.new])
     try:
-        report = compare.compare(old, new, accept_lost_coverage=a.accept_lost_coverage)
+        report = compare.compare(old, new, accept_lost_coverage=a.accept_lost_coverage, allow_mixed=a.allow_mixed,
+                                 allow_incomplete=a.allow_incomplete)
     except results.ResultsFileError as e:
         raise UsageError(f"compare: {e}") from None
     print(json.dumps(report, indent=1) if a.json else compare.render(report))
-    return ExitCode.FAILED if report["regressed"] else ExitCode.OK
+    return ExitCode.FAILED if report["regressed"] or report["incomplete"] else ExitCode.OK
 
 
 def cmd_junit(a) -> int:
@@ -643,30 +646,41 @@ def cmd_junit(a) -> int:
     if src.resolve() == out.resolve():
         raise UsageError(f"junit: --out {a.out} is the results file; write the XML elsewhere")
     try:
-        totals = junit.convert(src, out)
+        totals = junit.convert(src, out, a.allow_mixed, a.allow_incomplete)
     except results.ResultsFileError as e:
         raise UsageError(f"junit: {e}") from None
     except OSError as e:
         raise UsageError(f"junit: --out {a.out}: cannot write: {e.strerror or e}") from None
     _print({**totals, "out": str(out)}, a.json, f"{totals['tests']} test cases ({totals['failures']} failures, "
-           f"{totals['errors']} errors, {totals['skipped']} skipped) -> {out}")
-    return ExitCode.OK
+           f"{totals['errors']} errors, {totals['skipped']} skipped) -> {out}"
+           + "".join(f"\nNOT WHOLE: {src}: {p}" for p in totals["incomplete"]))
+    return ExitCode.FAILED if totals["incomplete"] else ExitCode.OK
 
 
 def cmd_report(a) -> int:
+    """The tables; exit 1 where one of them is of a file that is not one whole run (each said on stderr, and in
+    its table), or the README has drifted."""
     from harness.records import report, results
     try:
+        text = report.render(a.root)
+        code = ExitCode.OK
         if a.check:
             ok = report.check(a.check, a.root)
-            print(f"{a.check}: {'matches' if ok else 'DRIFTED from'} the results files under {a.root}")
-            return int(ExitCode.OK if ok else ExitCode.FAILED)
-        if a.update:
+            text = f"{a.check}: {'matches' if ok else 'DRIFTED from'} the results files under {a.root}"
+            code = ExitCode.OK if ok else ExitCode.FAILED
+        elif a.update:
             Path(a.update).write_text(report.update(Path(a.update).read_text(), a.root))
-            return int(ExitCode.OK)
-        print(report.render(a.root))
+            text = None
+    except BrokenPipeError:
+        raise
     except (results.ResultsFileError, OSError) as e:
         raise UsageError(f"report: {e}") from None
-    return int(ExitCode.OK)
+    if text is not None:
+        print(text)
+    for p in report.problems(report.render(a.root)):
+        print(_one_line(f"report: {p}"), file=sys.stderr)
+        code = ExitCode.FAILED
+    return int(code)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -687,6 +701,17 @@ def _selection_args(p, family_names: tuple[str, ...]) -> None:
     p.add_argument("--data", action="append", choices=["exact", "normal"])
     p.add_argument("--match", help="only cases whose id contains this text")
     p.add_argument("--no-controls", action="store_true", help="skip the negative controls")
+
+
+def _reader_args(p) -> None:
+    """The flags of the commands that read results files (merge, compare, junit): what they otherwise refuse."""
+    p.add_argument("--allow-mixed", action="store_true",
+                   help="take files of different toolchains or harness versions as one run (refused otherwise, "
+                        "exit 2); the merged environment says toolchain: mixed")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="read a file that is not one whole run (no summary: killed or still being written; marked "
+                        "interrupted; cases lost or written twice) instead of refusing it (exit 2); the answer "
+                        "says so and exits 1 or more")
 
 
 def _toolchain_args(p) -> None:
@@ -766,6 +791,7 @@ def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
                                              "*.jsonl except probe-*.jsonl and merged*.jsonl)")
     m.add_argument("--out", required=True, help="the merged results file (its folder is created)")
     m.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _reader_args(m)
     m.set_defaults(fn=cmd_merge)
 
     pr = sub.add_parser("probe", help="targeted experiments on what the spec leaves open")
@@ -785,12 +811,14 @@ def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true")
     c.add_argument("--accept-lost-coverage", action="store_true",
                    help="cases missing from new, or passing before and not run now, are a note, not a regression")
+    _reader_args(c)
     c.set_defaults(fn=cmd_compare)
 
     j = sub.add_parser("junit", help="JUnit XML from a results file (one testcase per case)")
     j.add_argument("results", help="a results file (JSON Lines)")
     j.add_argument("--out", required=True, help="the XML file (its folder is created)")
     j.add_argument("--json", action="store_true", help="print the totals as JSON")
+    _reader_args(j)
     j.set_defaults(fn=cmd_junit)
 
     from harness.timing import cli as timing_cli  # python -m harness bench [compare]
