@@ -331,13 +331,14 @@ def _toolchain(cmd: str, a):
 def _selection(cmd: str, a):
     """The selection the filter flags name (sweep and compile share them)."""
     from harness.plan import Selection
-    if a.match is not None and not a.match.strip():
+    if a.match is not None and any(not m.strip() for m in a.match):
         raise UsageError(f"{cmd}: --match '': give some text of the case ids to run")
     return Selection(
         families=tuple(a.family) if a.family else None, kinds=tuple(a.kind) if a.kind else None,
         n_values=tuple(a.n) if a.n else None, dtypes=tuple(a.dtype) if a.dtype else None,
         a_srcs=tuple(a.a_src) if a.a_src else None, cta_groups=tuple(a.cta_group) if a.cta_group else None,
-        data_modes=tuple(a.data) if a.data else None, controls=not a.no_controls, match=a.match)
+        data_modes=tuple(a.data) if a.data else None, controls=not a.no_controls,
+        match=tuple(a.match) if a.match else None)
 
 
 def _out_folder(cmd: str, flag: str, text: str) -> Path:
@@ -472,10 +473,13 @@ def _sweep_command(a, ahead, helpers) -> int:
                             shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches,
                             hold_plan=a.own_process, ahead=ahead, helpers=helpers,
                             workers_on_one_gpu=engine.WORKERS_ON_ONE_GPU, level=a.level)
+    from harness.records import results
     try:  # an empty or impossible selection is refused while planning, before anything is compiled
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:
         raise UsageError(f"sweep: {e}") from None
+    except results.ResultsWriteError as e:  # a full disk: the file holds every record up to its last whole line
+        raise UsageError(f"sweep: --out {e.strerror or e}") from None
     code = sweep.exit_code(summary)
     if a.bundle is not None:  # issue 57: what a bug report needs, for every failing case
         from harness import fleet_cli
@@ -598,7 +602,10 @@ def cmd_probe(a) -> int:
     if a.name in ("base-offset", "start-alignment"):
         from harness.families.wgmma import FAMILY as WGMMA
         work = sweep.Plan([(WGMMA.kernel_of(key), cs) for key, cs in probes.work(a.name)])
-        summary = sweep.execute(work, sweep.SweepConfig(out_path=out, timeout=a.timeout))
+        try:
+            summary = sweep.execute(work, sweep.SweepConfig(out_path=out, timeout=a.timeout), run_kind="probe")
+        except sweep.SweepError as e:  # another run writes --out
+            raise UsageError(f"probe: {e}") from None
         code = sweep.exit_code(summary)
         if a.json:
             print(json.dumps({"probe": a.name, **summary, "results": str(out), "exit": int(code)}, indent=2,
@@ -699,7 +706,8 @@ def _selection_args(p, family_names: tuple[str, ...]) -> None:
     p.add_argument("--cta-group", action="append", type=int, choices=[1, 2], help="tcgen05 CTA group")
     p.add_argument("--dtype", action="append", choices=["f16", "f32", "s32"], help="accumulator type")
     p.add_argument("--data", action="append", choices=["exact", "normal"])
-    p.add_argument("--match", help="only cases whose id contains this text")
+    p.add_argument("--match", action="append", help="only cases whose id contains this text (repeatable: any of "
+                                                    "them; other filters narrow it further)")
     p.add_argument("--no-controls", action="store_true", help="skip the negative controls")
 
 

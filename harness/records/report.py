@@ -61,7 +61,7 @@ def _kernel_key(family: str | None, kernel: str) -> tuple:
 
 def row_key(rec: dict) -> tuple:
     """(family, kind, accumulator, A source) from the kernel name and the case id, for either family."""
-    family, kind, acc, src = _kernel_key(rec.get("family"), rec["kernel"])
+    family, kind, acc, src = _kernel_key(rec.get("family"), rec.get("kernel") or "?")  # no kernel: another tool's
     if acc is None:
         try:
             acc = rec["id"].split("-")[1].split(".")[1]

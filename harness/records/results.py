@@ -506,9 +506,6 @@ def _check(path, n: int, rec) -> dict:
         if not isinstance(st, str) or st not in _STATUSES:
             raise ResultsFileError(f"{path}:{n}: case {rec['id']}: status {st!r} is not one of "
                                    f"{', '.join(_STATUSES)}"[:300])
-        if not isinstance(rec.get("kernel"), str) or not rec["kernel"]:
-            raise ResultsFileError(f"{path}:{n}: case {rec['id']}: a case record needs a \"kernel\" that is a "
-                                   f"non-empty string, not {rec.get('kernel')!r}"[:300])
         _check_fields(path, n, rec, _CASE_FIELDS, f"case {rec['id']}")
     elif t == "environment":
         _check_fields(path, n, rec, _ENV_FIELDS, "environment")
@@ -588,7 +585,7 @@ def load(path: Path) -> tuple[dict, dict[str, dict], dict | None]:
 def read(path: Path) -> ResultsFile:
     """The file's records; ResultsFileError naming the file and line of the first thing that makes it not a harness
     results file (every record is checked: a JSON object of a known type, a case with a string id, a known status,
-    a kernel and fields of the right types). A last line without a newline that does not parse is a record a killed
+    fields of the right types). A last line without a newline that does not parse is a record a killed
     run cut short: it is left out, and `ResultsWriter(resume=True)` cuts it off. Whether the file is one whole run
     is `problems()`'s to say: a reader decides what to do with one that is not."""
     path = Path(path)
