@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import errno
 import json
 import math
 import os
@@ -24,6 +25,7 @@ from harness.run import cores
 
 PROG = "python -m harness"
 DEFAULT_RESULTS_DIR = Path("results") / "scratch"  # under the current folder
+STDOUT_LOST = 120  # what Python's own exit says when stdout cannot be flushed (docs/results-schema.md, exit codes)
 
 
 class UsageError(Exception):
@@ -956,6 +958,12 @@ def main(argv=None, own_process: bool = False) -> int:
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly
         _quiet_stdout()
         return ExitCode.FAILED
+    except OSError as e:  # what it printed could not be written (a full disk under `> file`): Python's own 120
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise
+        _quiet_stdout()  # the exit's flush of what is still buffered would fail again
+        print(_one_line(f"{cmd}: cannot write its output: {e.strerror or e}"), file=sys.stderr)
+        return STDOUT_LOST
 
 
 def entry() -> None:

@@ -15,8 +15,9 @@ from harness.run.launch import LaunchInput, OutputSpec
 from harness.run.sass import SassCheck, SassRule
 
 ENV = "rf=tests.results_family"
-BACKEND = "tests.simulated.toy_device"
+BACKEND = "tests.results_family"  # this module is the simulated GPU too (use_device, run)
 FAIL = "TC_RF_FAIL"
+DELAY = "TC_RF_DELAY"  # seconds each launch takes: a sweep that lasts (two writers started together overlap)
 KERNELS, CASES = 4, 3
 PARAMS = np.dtype([("image_offset", "<u8"), ("image_bytes", "<u4"), ("bias", "<i4")])
 
@@ -95,3 +96,47 @@ class RfFamily:
 
 
 FAMILY = RfFamily()
+
+
+def use_device(index: int) -> None:
+    pass
+
+
+def run(cubin_path, kernel_name, launch):
+    """The simulated GPU: what the kernel computes (tests/simulated/toy_device.py), after TC_RF_DELAY seconds."""
+    import time
+
+    from tests.simulated import toy_device
+    time.sleep(float(os.environ.get(DELAY) or 0))
+    return toy_device.run(cubin_path, kernel_name, launch)
+
+
+def install(monkeypatch, failing=()) -> None:
+    """For a test (pytest's monkeypatch, or pytest.MonkeyPatch() in a process of its own): the family registered,
+    one simulated sm_90a GPU, nothing compiled, and every engine the sweep starts launching on this module."""
+    import dataclasses
+
+    from harness import families, sweep
+    from tests.simulated import fake_gpus
+    monkeypatch.setenv(families.EXTRA, ENV)
+    monkeypatch.setenv(FAIL, ",".join(failing))
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    start = sweep.start_engine
+    monkeypatch.setattr(sweep, "start_engine", lambda devs, cfg, *a, **k: start(
+        devs, dataclasses.replace(cfg, backend=BACKEND), *a, **k))
+
+
+def main(argv) -> int:
+    """`python -m tests.results_family SWEEP-ARGS...`: the command line's sweep of this family on its simulated GPU
+    (two of these started together are the concurrent-writers test's two sweeps)."""
+    import pytest
+
+    from harness import cli
+    mp = pytest.MonkeyPatch()
+    install(mp, [x for x in os.environ.get(FAIL, "").split(",") if x])
+    return int(cli.main(["sweep", "--family", "rf", *argv]))
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main(sys.argv[1:]))
