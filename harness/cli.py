@@ -488,8 +488,9 @@ def _sweep_command(a, ahead, helpers) -> int:
         code = max(code, fleet_cli.write_bundle(out, Path(a.bundle), tc))
     if junit is not None:
         from harness.records import junit as junit_xml, results
-        try:
-            junit_xml.convert(out, junit)
+        try:  # a file that is not whole (cases without a record) is written, with its reasons as errors
+            if junit_xml.convert(out, junit, allow_incomplete=True)["incomplete"]:
+                code = max(code, ExitCode.FAILED)
         except (results.ResultsFileError, OSError) as e:  # the sweep ran: say so, keep its status
             print(f"sweep: --junit {a.junit}: not written: {e}", file=sys.stderr)
             code = max(code, ExitCode.FAILED)
