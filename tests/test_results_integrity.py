@@ -153,7 +153,7 @@ def test_a_malformed_field_is_one_line_naming_file_and_line(tmp_path, field, val
     f = whole(run_dir / "sweep.jsonl", [case("a"), case("b", "fail", **{**FAIL, field: value}), case("c")])
     good = whole(tmp_path / "good.jsonl")
     argv = {"compare": ["compare", good, f], "junit": ["junit", f, "--out", tmp_path / "j.xml"],
-            "report": ["report", run_dir]}[reader]
+            "report": ["report", tmp_path]}[reader]
     res = run(*argv)
     assert res.returncode == ExitCode.USAGE and res.stderr.count("\n") == 1, res
     assert f"{f}:3: case b: field {field!r}" in res.stderr, res.stderr
@@ -167,7 +167,7 @@ def test_a_case_without_a_kernel_is_read(tmp_path, reader):
     del rec["kernel"]
     f = whole(run_dir / "sweep.jsonl", [case("a"), rec])
     argv = {"compare": ["compare", f, f], "junit": ["junit", f, "--out", tmp_path / "j.xml"],
-            "report": ["report", run_dir], "merge": ["merge", f, "--out", tmp_path / "m.jsonl"]}[reader]
+            "report": ["report", tmp_path], "merge": ["merge", f, "--out", tmp_path / "m.jsonl"]}[reader]
     res = run(*argv)
     assert res.returncode in (ExitCode.OK, ExitCode.FAILED) and not res.stderr, res
 
