@@ -108,7 +108,7 @@ def _fuzz_one(real_file: bytes, folder: Path, line: int, field: str, value) -> N
                                                                                           res.stderr)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(line=st.integers(0, 13), field=st.sampled_from(["id", "status", "kernel", "family", "first_mismatches",
                                                         "mismatches", "error", "type", "cases", "interrupted",
                                                         "kernel_s", "gpu", "arch", "host", "toolchain", "other"]),
@@ -127,7 +127,7 @@ def test_random_json_in_any_field_exhaustively(real_file, tmp_path_factory, line
 
 # ------------------------------------------------------------------------------------------------ two writers
 
-def _sweep_process(out: Path, *argv: str, delay: float = 0.3) -> subprocess.Popen:
+def _sweep_process(out: Path, *argv: str, delay: float = 1.0) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "tests.results_family", "--jobs", "1", "--out", str(out), *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT), rf.DELAY: str(delay), rf.FAIL: "rf-k0-n0"})

@@ -160,11 +160,13 @@ def test_a_malformed_field_is_one_line_naming_file_and_line(tmp_path, field, val
 
 
 @pytest.mark.parametrize("reader", ["compare", "junit", "report", "merge"])
-def test_a_case_without_a_kernel_is_read(tmp_path, reader):
+@pytest.mark.parametrize("edit", [{"kernel": None}, {"family": None}, {"family": None, "kernel": None}])
+def test_a_case_without_a_kernel_or_family_is_read(tmp_path, reader, edit):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    rec = case("b", "fail", **FAIL)
-    del rec["kernel"]
+    rec = {**case("b", "fail", **FAIL), "family": "wgmma", **edit}
+    for k in [k for k, v in edit.items() if v is None and k == "kernel"]:
+        del rec[k]  # absent, where the family is null
     f = whole(run_dir / "sweep.jsonl", [case("a"), rec])
     argv = {"compare": ["compare", f, f], "junit": ["junit", f, "--out", tmp_path / "j.xml"],
             "report": ["report", tmp_path], "merge": ["merge", f, "--out", tmp_path / "m.jsonl"]}[reader]
