@@ -304,16 +304,18 @@ def _resumed_or_run(p: Plan, cfg: SweepConfig, log, plan_s, engine, devs, early,
         devs = devices(cfg, {k.arch for k, _ in p.work}) if gpu.device_count() else []
     cfg = dataclasses.replace(cfg, toolchain=check_toolchain(p, cfg, devs))
     prev = None
-    env = None
-    if cfg.out_path:
-        env = _environment(cfg, devs, problem, selection, run_kind)
+    # the environment record: made as the results file is opened, after the compile (its answers from ptxas and
+    # nvidia-smi come meanwhile: results.host_tools), but first where a --resume file is to be checked against it
+    env = lambda: _environment(cfg, devs, problem, selection, run_kind)  # noqa: E731
     if cfg.resume and cfg.out_path and Path(cfg.out_path).exists():
         try:
             prev = results.read(cfg.out_path)
         except results.ResultsFileError as e:
             raise SweepError(f"--resume {e}") from None
         check_resume_toolchain(prev.env, cfg)
-        check_resume(prev, env, p, cfg)
+        made = env()
+        check_resume(prev, made, p, cfg)
+        env = lambda: made  # noqa: E731
     log(f"plan: {len(p.work)} kernels, {p.cases} cases" +
         (f" (+{len(p.compile_only)} kernels of other archs, compile only)" if p.compile_only else ""))
     done_ids: set[str] = set()
@@ -535,11 +537,12 @@ def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int
 
 
 def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, devs, t0, problem=None,
-             progress=None, early: EarlyCompile | None = None, env: dict | None = None, held=()) -> dict:
+             progress=None, early: EarlyCompile | None = None, env=None, held=()) -> dict:
     """Every case of `work` gets a record in the results file (written however little runs), and the file
     ends with the summary. `problem`: the GPU here is unusable (gpu.unusable()): nothing is compiled or
-    launched, every case is recorded `error` with the message, and the summary carries it. `held`: the case
-    records the file holds already (--resume), counted in the summary with those written now."""
+    launched, every case is recorded `error` with the message, and the summary carries it. `env()`: the results
+    file's environment record; `held`: the case records the file holds already (--resume), counted in the summary
+    with those written now."""
     run_set = {k for k, _ in runnable}
     jobs = [Job(k, tuple(cs)) for k, cs in runnable]
     if engine is not None and jobs:
@@ -578,7 +581,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         summary["environment_error"] = problem
     writer = None
     if cfg.out_path:
-        writer = results.ResultsWriter(cfg.out_path, env or _environment(cfg, devs, problem, None, "sweep"),
+        writer = results.ResultsWriter(cfg.out_path, env() if env else _environment(cfg, devs, problem, None, "sweep"),
                                        resume=cfg.resume)
     counts = {str(s): 0 for s in Status}
     kernel_cases = {k.name: (families.get(k.family), cs) for k, cs in work}
