@@ -332,3 +332,24 @@ def test_the_command_line_passes_every_match(monkeypatch):
     sel = cli._selection("sweep", a)
     assert sel.match == ("m64n8k", "RS") and sel.kinds == ("f16",)
     assert isinstance(a, argparse.Namespace)
+
+
+# ------------------------------------------------------------------------------------------------ interrupted
+
+def test_close_interrupted_writes_a_summary_marked_so_that_no_reader_takes_as_whole(tmp_path):
+    """The writer's API for the Ctrl-C / SIGTERM path: close(summary, interrupted=True)."""
+    f = interrupted(tmp_path / "r.jsonl")
+    last = json.loads(f.read_text().splitlines()[-1])
+    assert last == {"type": "summary", "cases": 3, "pass": 2, "interrupted": True}
+    assert results.read(f).problems()[0].startswith("its summary is marked interrupted")
+    g = whole(tmp_path / "g.jsonl")
+    assert json.loads(g.read_text().splitlines()[-1]).get("interrupted") is None and not results.read(g).problems()
+
+
+def test_the_node_verdict_of_an_interrupted_run_is_unknown(tmp_path):
+    from harness.records import fleet
+    f = results.read(interrupted(tmp_path / "r.jsonl"))
+    v = fleet.verdict(f.env, f.cases, f.summary, str(f.path))
+    sweep_check = next(c for c in v["checks"] if c["check_id"] == "tensor_core.sweep")
+    assert sweep_check["severity"] == "UNKNOWN" and "interrupted" in sweep_check["message"], sweep_check
+    assert v["exit_code"] != ExitCode.OK
