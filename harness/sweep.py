@@ -406,7 +406,8 @@ def check_resume(prev: results.ResultsFile, env: dict, p: Plan, cfg: SweepConfig
     names the first difference."""
     where = f"--resume {cfg.out_path}"
     if prev.kind != env.get("run", "sweep"):
-        raise SweepError(f"{where}: is a {prev.kind} run's results, not a {env.get('run', 'sweep')}'s; give a new --out")
+        raise SweepError(f"{where}: is a {prev.kind} run's results, not a {env.get('run', 'sweep')}'s; "
+                         f"give a new --out")
     was, now = prev.env.get("selection"), env.get("selection")
     if was is not None and now is not None and was != now:
         raise SweepError(f"{where}: its cases are of another selection ({was or 'everything'}), this run's is "
@@ -581,8 +582,8 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         summary["environment_error"] = problem
     writer = None
     if cfg.out_path:
-        writer = results.ResultsWriter(cfg.out_path, env() if env else _environment(cfg, devs, problem, None, "sweep"),
-                                       resume=cfg.resume)
+        made = env() if env else _environment(cfg, devs, problem, None, "sweep")
+        writer = results.ResultsWriter(cfg.out_path, made, resume=cfg.resume)
     counts = {str(s): 0 for s in Status}
     kernel_cases = {k.name: (families.get(k.family), cs) for k, cs in work}
     controls_of: dict[str | None, dict] = {}
