@@ -390,9 +390,13 @@ def cmd_compile(a) -> int:
 
 
 def cmd_toolchains(a) -> int:
-    """Every NVRTC library --nvrtc can name here, with what each builds."""
+    """Every NVRTC library --nvrtc can name here, with what each builds; where the one cuda.bindings binds is missing,
+    why, and what to install (on stderr, one line). Exit 2 where there is none at all (nothing could compile)."""
     from harness.enums import Arch, ToolchainKind
     from harness.run import toolchain as toolchains
+    missing = toolchains.nvrtc_problem()
+    if missing:
+        print(_one_line(f"toolchains: the default NVRTC: {missing}"), file=sys.stderr)
     rows = []
     for path, release, build in toolchains.installed_libraries():
         row = {"nvrtc": release, "nvrtc_build": build, "nvrtc_library": str(path)}
@@ -403,16 +407,20 @@ def cmd_toolchains(a) -> int:
         except toolchains.ToolchainError as e:
             row["error"] = str(e)
         rows.append(row)
+    code = ExitCode.OK if rows else ExitCode.USAGE  # no NVRTC at all: an environment problem (docs/environment.md)
     if a.json:
-        print(json.dumps({"roots": [str(r) for r in toolchains.library_roots()], "libraries": rows}, indent=2))
-        return ExitCode.OK
+        print(json.dumps({"roots": [str(r) for r in toolchains.library_roots()], "libraries": rows,
+                          "default_problem": missing}, indent=2))
+        return code
     print(f"NVRTC libraries (the one cuda.bindings binds, and those under "
           f"{os.pathsep.join(map(str, toolchains.library_roots()))}):")
     for r in rows:
         what = (f"PTX ISA {r['ptx_isa']}, builds {', '.join(r['builds']) or 'none of the harness archs'}"
                 + (f"; not {', '.join(r['cannot'])}" if r["cannot"] else "")) if "error" not in r else r["error"]
         print(f"  {r['nvrtc']:<5} V{r['nvrtc_build']:<10} {what}\n        {r['nvrtc_library']}")
-    return ExitCode.OK
+    if not rows:
+        print("  none: " + (missing or "no libnvrtc.so under those folders"))
+    return code
 
 
 def cmd_doctor(a) -> int:
@@ -507,6 +515,8 @@ def _sweep_command(a, ahead, helpers) -> int:
           f"results: {out}")
     for fam, reason in summary.get("not_run_reasons", {}).items():
         print(f"{fam}: not run: {reason}")
+    if summary.get("unaccounted"):
+        print(f"{summary['unaccounted']} planned cases have no record: not passed (exit {int(code)})")
     return code
 
 
@@ -934,9 +944,11 @@ def main(argv=None, own_process: bool = False) -> int:
     """Run one command; returns its exit status (ExitCode) and never raises for bad input. own_process: the command
     line's process, which ends with the command (`entry`): a sweep may then fork its GPU worker from it and hold its
     plan out of the garbage collector's sight; a caller that goes on (a test, say) gets neither."""
-    parser = build_parser()
+    from harness.run import compile as nvrtc, processes
     cmd = "harness"
     try:
+        families.check_extra()  # a malformed TC_HARNESS_FAMILIES: one line, before its names become --family choices
+        parser = build_parser()
         try:
             args, extra = parser.parse_known_args(argv)
         except SystemExit as e:  # --help, --version
@@ -948,11 +960,26 @@ def main(argv=None, own_process: bool = False) -> int:
             raise UsageError("harness: give a command: sweep, compile, doctor, toolchains, compare, merge, junit, probe, desc, "
                              "idesc, zmask or layout")
         cores.default_workers()  # a malformed TC_HARNESS_WORKERS is refused before anything runs
+        if cmd in CACHED_COMMANDS:  # an unusable TC_HARNESS_CACHE is refused before anything runs (compile.CACHE_ENV)
+            note = nvrtc.settle_cache()
+            if note:
+                print(_one_line(note), file=sys.stderr)
+            if own_process:  # before the command's helpers: an interrupted one ends in one line
+                processes.quiet_resource_tracker()
         args.own_process = own_process
         return int(args.fn(args))
     except UsageError as e:
         print(_one_line(str(e)), file=sys.stderr)
         return ExitCode.USAGE
+    except nvrtc.CacheError as e:
+        print(_one_line(f"{cmd}: {e}"), file=sys.stderr)
+        return ExitCode.USAGE
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (processes.on_signals): the sweep has said so in its file
+        processes.kill_children()  # none left behind, whatever the command had started
+        code = e.exit_code if isinstance(e, processes.Interrupted) else 128 + 2
+        what = str(e) or "SIGINT"
+        print(_one_line(f"{cmd}: interrupted ({what}); exit {code}"), file=sys.stderr)
+        return code
     except (descriptors.DescriptorError, L.LayoutError, ValueError) as e:
         print(_one_line(f"{cmd}: {e}"), file=sys.stderr)
         return ExitCode.USAGE
@@ -965,6 +992,13 @@ def main(argv=None, own_process: bool = False) -> int:
         _quiet_stdout()  # the exit's flush of what is still buffered would fail again
         print(_one_line(f"{cmd}: cannot write its output: {e.strerror or e}"), file=sys.stderr)
         return STDOUT_LOST
+    finally:
+        nvrtc.remove_temporary_cache()  # where HOME gave no cache folder (compile.settle_cache)
+
+
+# the commands that compile, and so write the cache: an unusable cache folder is refused (or, where HOME gives none, a
+# temporary one is used, with a note) before they start anything; the others never need one
+CACHED_COMMANDS = ("sweep", "compile", "probe")
 
 
 def entry() -> None:
@@ -978,8 +1012,11 @@ def entry() -> None:
 
     from harness.run import processes
     processes.one_shot_process()
+    processes.on_signals()  # Ctrl-C and SIGTERM: children killed at once, exit 130 or 143 in one line, no traceback
     code = int(main(own_process=True))
     processes.stop_fork_server()
+    if code in (128 + 2, 128 + 15):  # interrupted: a helper a thread was starting as it came goes too
+        processes.kill_children()
     if multiprocessing.active_children() or any(not t.daemon and t is not threading.main_thread()
                                                 for t in threading.enumerate()):
         sys.exit(code)

@@ -97,6 +97,8 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     results.host_tools()  # the environment record's answers from other programs, asked meanwhile
     early = engine = None
     out_lock = contextlib.ExitStack()
+    opened: list = []  # the results writer, once _execute has opened it
+    devs: list = []
     try:
         # one writer a results file: a second sweep given this --out is refused before anything is compiled
         out_lock.enter_context(writing(cfg.out_path))
@@ -121,9 +123,22 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
             p = levels.sample(p, cfg.level, set(run_archs(devs)))
         for note in p.notes:
             log(note)
-        return execute(p, cfg, log, plan_s=time.time() - t, engine=engine, devs=devs, early=early,
+        return execute(p, cfg, log, plan_s=time.time() - t, engine=engine, devs=devs, early=early, opened=opened,
                        selection=selection_of(sel, cfg.shard))
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (processes.Interrupted) before the results file was opened
+        if not opened:
+            write_interrupted(cfg, e, devs, selection_of(sel, cfg.shard))
+        raise
     finally:
+        if sys.exc_info()[0] is not None and issubclass(sys.exc_info()[0], KeyboardInterrupt):
+            # interrupted: what the signal's kill (processes.on_signals) found is dead; what started since dies now,
+            # not waited for (a helper still importing would read its stop only once it had)
+            if early is not None:
+                early.stop()  # what it compiled is in the cache (compile.compile_many stores each module as it comes)
+            running = engine.helpers if engine is not None else helpers
+            if running is not None:
+                running.kill()
+            processes.kill_children()
         if early is not None:
             early.wait()  # a plan that failed leaves no compile running behind it
         if engine is not None:
@@ -155,6 +170,23 @@ def writing(out_path: Path | None):
         yield
     finally:
         lock.__exit__(None, None, None)
+
+
+def write_interrupted(cfg: SweepConfig, e: KeyboardInterrupt, devs, selection: str | None = None) -> None:
+    """The results file of a sweep interrupted before it opened it (while it planned or compiled): its environment
+    and a summary that says it was interrupted and ran nothing, so that the file is whole and says so, and `--resume`
+    continues from it. A --resume file is left as it is (it holds the runs before)."""
+    if not cfg.out_path or (cfg.resume and Path(cfg.out_path).exists()):
+        return
+    with processes.whole():
+        try:
+            # the environment record a --resume is checked against: the one the sweep would have written
+            env = _environment(cfg, devs, gpu.unusable(), selection, "sweep")
+            writer = results.ResultsWriter(cfg.out_path, env)
+            writer.close({"signal": str(e) or "SIGINT", "ran": 0, "cases": None, "unaccounted": None},
+                         interrupted=True)
+        except (OSError, ValueError):  # no file to say it in: the command line's line says it
+            pass
 
 
 def start_engine(devs, cfg: SweepConfig, started: GpuWorker | None = None,
@@ -229,6 +261,7 @@ class EarlyCompile:
         self._out: dict | None = None
         self._error: BaseException | None = None
         self._submitted = threading.Event()
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._compile, args=(cfg,), name="early-compile", daemon=True)
         self._thread.start()
 
@@ -243,16 +276,23 @@ class EarlyCompile:
             self._submitted.set()  # nothing to hand out (every kernel cached), or the compile failed
         self.seconds = time.time() - t
 
+    def stop(self) -> None:
+        """Stop waiting for the compile (an interrupt: its processes are killed, processes.on_signals): the modules
+        it finished are in the cache (compile.compile_many stores each as it comes); a module this thread compiles
+        itself (one process) is left to it, a daemon, which the process's exit ends."""
+        self._stopping.set()
+
     def wait_submitted(self) -> None:
         """Until the compile's modules have gone to the helpers, or the compile has ended without any."""
         self._submitted.wait()
 
     def wait(self, while_waiting=None) -> None:
-        """Until the compile ends, calling `while_waiting()` every POLL_S meanwhile, if given."""
-        while while_waiting is not None and self._thread.is_alive():
-            while_waiting()
+        """Until the compile ends, calling `while_waiting()` every POLL_S meanwhile, if given (stopped: the compile
+        ends within a poll of compile_many's)."""
+        while self._thread.is_alive() and not self._stopping.is_set():
+            if while_waiting is not None:
+                while_waiting()
             self._thread.join(POLL_S)
-        self._thread.join()
 
     def result(self, log, while_waiting=None) -> dict[Kernel, nvrtc.Compiled]:
         self.wait(while_waiting)
@@ -279,7 +319,7 @@ def compile_first(sel: Selection, cfg: SweepConfig, devs) -> tuple[list[Kernel],
 
 def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: Engine | None = None,
             devs: list[tuple[int, str]] | None = None, early: EarlyCompile | None = None,
-            selection: str | None = None, run_kind: str = "sweep") -> dict:
+            opened: list | None = None, selection: str | None = None, run_kind: str = "sweep") -> dict:
     """Compile, run and read back a plan; then probe up to `cfg.diagnose` cases that did not do what the model
     says, and record (and draw) what the hardware read instead. An `engine` handed in is wound down at the end
     (Engine.wind_down): it runs nothing more, and its owner closes it. `selection`: the flags that chose the plan
@@ -290,10 +330,11 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
     status) counts every case of the file, those it held and those run now. A file that holds every planned case
     and its summary is left as it is: the summary is the file's, counted again from its records."""
     with writing(cfg.out_path):
-        return _resumed_or_run(p, cfg, log, plan_s, engine, devs, early, selection, run_kind)
+        return _resumed_or_run(p, cfg, log, plan_s, engine, devs, early, opened, selection, run_kind)
 
 
-def _resumed_or_run(p: Plan, cfg: SweepConfig, log, plan_s, engine, devs, early, selection, run_kind) -> dict:
+def _resumed_or_run(p: Plan, cfg: SweepConfig, log, plan_s, engine, devs, early, opened, selection,
+                    run_kind) -> dict:
     t0 = time.time()
     progress = _terminal(log)
     log = progress.log
@@ -334,8 +375,8 @@ def _resumed_or_run(p: Plan, cfg: SweepConfig, log, plan_s, engine, devs, early,
         engine = own_engine = start_engine(devs, cfg)
     progress.start(sum(len(cs) for _, cs in work))
     try:
-        return _execute(p, work, runnable, cfg, log, plan_s, engine, devs, t0, problem, progress, early, env,
-                        prev.cases.values() if prev is not None else ())
+        return _execute(p, work, runnable, cfg, log, plan_s, engine, devs, t0, problem, progress, early,
+                        opened=opened, env=env, held=prev.cases.values() if prev is not None else ())
     finally:
         progress.close()
         if own_engine is not None:
@@ -538,7 +579,8 @@ def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int
 
 
 def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, devs, t0, problem=None,
-             progress=None, early: EarlyCompile | None = None, env=None, held=()) -> dict:
+             progress=None, early: EarlyCompile | None = None, opened: list | None = None, env=None,
+             held=()) -> dict:
     """Every case of `work` gets a record in the results file (written however little runs), and the file
     ends with the summary. `problem`: the GPU here is unusable (gpu.unusable()): nothing is compiled or
     launched, every case is recorded `error` with the message, and the summary carries it. `env()`: the results
@@ -583,7 +625,10 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
     writer = None
     if cfg.out_path:
         made = env() if env else _environment(cfg, devs, problem, None, "sweep")
-        writer = results.ResultsWriter(cfg.out_path, made, resume=cfg.resume)
+        with processes.whole():
+            writer = results.ResultsWriter(cfg.out_path, made, resume=cfg.resume)
+            if opened is not None:
+                opened.append(writer)
     counts = {str(s): 0 for s in Status}
     kernel_cases = {k.name: (families.get(k.family), cs) for k, cs in work}
     controls_of: dict[str | None, dict] = {}
@@ -601,6 +646,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         counts[r["status"]] += 1
         by_kind["controls" if r.get("control") else "ordinary"][r["status"]] += 1
     suspects: list[tuple[Kernel, str]] = []
+    recorded: set[str] = set()  # the case ids this run wrote: a planned case none of them is, is unaccounted
 
     def emit(recs):
         """Count and write a batch of case records: the engine's (results.CaseLines, encoded where they were read
@@ -615,13 +661,15 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             if f.id in controls and f.status in (Status.FAULT, Status.TIMEOUT) and f.isolated is not False:
                 batch.replace(i, controls[f.id][0].settle_control(controls[f.id][1], batch.record(i)))
         for f in batch.facts:
+            recorded.add(f.id)
             counts[f.status] = counts.get(f.status, 0) + 1
             group = by_kind["controls" if f.id in controls else "ordinary"]
             group[f.status] = group.get(f.status, 0) + 1
             if f.status == Status.FAIL or f.matches_model_prediction is False:
                 suspects.append((next(k for k in run_set if k.name == f.kernel), f.id))
         if writer:
-            writer.write_lines(batch)
+            with processes.whole():  # an interrupt meanwhile is raised once the batch is written whole
+                writer.write_lines(batch)
         if progress is not None:
             progress.update(f.status for f in batch.facts)
 
@@ -641,12 +689,16 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
     for fam, n in not_run.items():
         log(f"{fam}: {n} cases recorded as not run ({gpu.skip_reason(*map(str, families.get(fam).archs))})")
     timing = {"plan_s": round(plan_s, 2)}
+    interrupted: KeyboardInterrupt | None = None
     try:
         if jobs:
             log("GPUs: " + ", ".join(f"{d} ({gpu.device_info(d)['name']}, {a})" for d, a in devs))
             timing.update(engine.run(cubins, cfg.timeout, emit, log))
         if suspects and cfg.diagnose > 0:
             summary["diagnosed"] = _diagnose(p, compiled, suspects[:cfg.diagnose], devs, cfg, writer, log)
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (processes.Interrupted): the file says so, then out
+        interrupted = e
+        raise
     finally:
         summary.update(counts)
         summary["ran"] = sum(n for s, n in counts.items() if Status(s).ran)
@@ -654,7 +706,17 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         # "N pass" of the ordinary cases is not padded by controls (and a control failure is not lost in them)
         summary["ordinary"] = {k: v for k, v in by_kind["ordinary"].items() if v}
         summary["controls"] = {k: v for k, v in by_kind["controls"].items() if v}
+        # every planned case: those this run recorded, and (--resume) those the file already held (counted in
+        # `counts`, so that the summary is the whole file's); a case with neither is no pass (exit_code)
         summary["unaccounted"] = p.cases - sum(counts.values())
+        missing = [c.id for _, cs in work for c in cs if c.id not in recorded]
+        if missing:  # named, so that nothing is lost silently (an interrupt leaves the rest of the plan here)
+            summary["unaccounted_ids"] = missing[:UNACCOUNTED_NAMED]
+            if interrupted is None:
+                log(f"{len(missing)} planned cases have no record (the first: {missing[0]}): not a pass")
+        if interrupted is not None:
+            summary["interrupted"] = True
+            summary["signal"] = str(interrupted) or "SIGINT"
         summary["not_run_reasons"] = {fam: gpu.skip_reason(*map(str, families.get(fam).archs)) for fam in not_run}
         summary["gpus"] = [d for d, _ in devs]
         summary["timing"] = timing
@@ -665,20 +727,25 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         except Exception:  # (only a head start: `close` stops them in any case) the summary is written whatever
             pass
         if writer:
-            writer.close(summary)
+            with processes.whole():
+                writer.close(summary)
     return summary
 
 
 BAD = ("fail", "fault", "timeout", "compile-error")
+UNACCOUNTED_NAMED = 20  # planned cases without a record, named in the summary (the count is whole)
 
 
 def exit_code(summary: dict) -> ExitCode:
     """4 when the GPU here is unusable; 1 when any case failed, faulted, timed out or did not compile, or any
-    kernel (one compiled only, for another arch, too) did not compile or lacks its instruction in its SASS; 3 when
-    nothing could run (every case not-run); else 0."""
+    kernel (one compiled only, for another arch, too) did not compile or lacks its instruction in its SASS, or a
+    planned case has no record (`unaccounted`: a case never recorded is no pass), or the sweep was interrupted;
+    3 when nothing could run (every case not-run); else 0."""
     if summary.get("environment_error") or summary.get("error"):
         return ExitCode.ENVIRONMENT
     if any(summary.get(k) for k in BAD) or summary.get("compile_errors"):
+        return ExitCode.FAILED
+    if summary.get("unaccounted") or summary.get("interrupted"):  # fewer records than planned cases (or more)
         return ExitCode.FAILED
     if not summary.get("ran") and summary.get("not-run"):
         return ExitCode.NOTHING_RAN

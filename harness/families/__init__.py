@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
@@ -22,15 +23,29 @@ def registry() -> dict[str, str]:
     return dict(registry_of(os.environ.get(EXTRA, "")))
 
 
+class FamiliesError(ValueError):
+    """TC_HARNESS_FAMILIES names what cannot be a family: one line saying why (the command line exits 2, before
+    anything runs: `check_extra`)."""
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
 @lru_cache(maxsize=None)  # the engine asks for a family per case: read the variable's value once
 def registry_of(extra: str) -> Mapping[str, str]:
-    """The registry with the families `extra` (the value of TC_HARNESS_FAMILIES) adds (read-only: it is kept)."""
+    """The registry with the families `extra` (the value of TC_HARNESS_FAMILIES) adds (read-only: it is kept).
+    FamiliesError for an item that is not name=module (a Python module path), or a name given twice."""
     out = dict(REGISTRY)
+    added = set()
     for item in filter(None, (x.strip() for x in extra.split(","))):
-        name, _, module = item.partition("=")
-        if not name or not module:
-            raise ValueError(f"{EXTRA}: {item!r} is not name=module")
-        out[name.strip()] = module.strip()
+        name, eq, module = (x.strip() for x in item.partition("="))
+        if not eq or not _NAME.fullmatch(name) or not _MODULE.fullmatch(module):
+            raise FamiliesError(f"{EXTRA}: {item!r} is not name=module (for example toy=mypackage.toy_family)")
+        if name in added:
+            raise FamiliesError(f"{EXTRA}: the family {name!r} is named twice")
+        added.add(name)
+        out[name] = module
     return MappingProxyType(out)
 
 
@@ -41,6 +56,23 @@ def get(name):
     except KeyError:
         raise ValueError(f"unknown instruction family {name!r}; one of {', '.join(reg)}") from None
     return importlib.import_module(module).FAMILY
+
+
+def check_extra() -> None:
+    """The command line's check of TC_HARNESS_FAMILIES, before anything runs: every family it adds is name=module,
+    and its module imports and has a FAMILY. FamiliesError, one line, if not (what the import raised, named)."""
+    extra = os.environ.get(EXTRA, "")
+    for name, module in registry_of(extra).items():
+        if REGISTRY.get(name) == module:
+            continue
+        try:
+            found = importlib.import_module(module)
+        except Exception as e:  # noqa: BLE001 (whatever the module raises, named in one line)
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise FamiliesError(f"{EXTRA}: family {name!r}: module {module} does not import "
+                                f"({type(e).__name__}: {first})") from None
+        if not hasattr(found, "FAMILY"):
+            raise FamiliesError(f"{EXTRA}: family {name!r}: module {module} has no FAMILY")
 
 
 def all_families():

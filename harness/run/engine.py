@@ -25,6 +25,18 @@ descriptor encoder) still ends in bounded time with every case accounted for (`I
   * per sweep, at most MAX_ISOLATION_FAILURES_TOTAL failed isolation launches in all;
 when a bound is reached, the cases of the faulting launch not yet isolated are recorded with the launch's
 status (fault or timeout) and an `error` saying that they were not launched alone and why (`isolated: false`).
+
+Mass faults (`FaultStorm`). Every launch that faults costs its GPU worker's CUDA context: the worker process is
+replaced (~1 s on an H100 node: a process, CuPy, a context), and every bisection launch that faults costs another.
+With a plausible descriptor bug (the LBO written unshifted) most launches of the dense family fault, and a sweep that
+took ~10 s clean had recorded 2,024 of its 27,554 cases after 75 s. So a launch that faults (or hangs) is bisected
+only after the last launch has gone (its files wait in the spool), and only where its family's faults on that arch
+are not a storm: once STORM_MIN_FAILED of its launches have failed and they are at least STORM_RATE of its launches
+answered, the group is in a storm. Its failed launches are then recorded as a whole, not bisected, and its launches
+still to go are not launched: every case of them is recorded with the storm's status (fault, or timeout), with
+`isolated: false` and an `error` that says so and why. Nothing is falsely green (each is a fault, and the run exits
+1) and nothing is lost (every case has its record); what is given up is knowing which of those cases would have
+passed, which a sweep after the fix tells.
 """
 from __future__ import annotations
 
@@ -52,6 +64,10 @@ from harness.run.worker import GpuWorker, LaunchFailed, wait_any
 MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded
 WIDESPREAD_SINGLES = 4  # per kernel: this many cases faulting alone, and no sub-launch coming back: stop
 MAX_ISOLATION_FAILURES_TOTAL = 96  # per sweep: failed isolation launches in all, over every kernel and GPU
+# a family's launches on one arch are a fault storm (FaultStorm) once this many have failed (faulted or hung) ...
+STORM_MIN_FAILED = 8
+# ... and those failed are at least this share of its launches answered so far
+STORM_RATE = 0.5
 DEFAULT_BACKEND = "harness.run.launch"
 # GPU workers of a sweep on one GPU. A worker takes one launch at a time, and most of its time is not the GPU's: it
 # reads the launch's file into page-locked memory and writes the outputs' file (0.7-0.8 s each of the 1.7-2.0 s a
@@ -208,6 +224,60 @@ class IsolationBudget:
         return self.spent >= self.total
 
 
+class FaultStorm:
+    """The launches of each family on each arch (a group: what its cases share before any is launched), answered and
+    failed (fault or timeout), and whether they are a storm (module docstring): STORM_MIN_FAILED failed, and failed
+    at least STORM_RATE of those answered."""
+
+    def __init__(self, min_failed: int = STORM_MIN_FAILED, rate: float = STORM_RATE):
+        self.min_failed, self.rate = min_failed, rate
+        self.answered: dict[tuple[str, str], int] = {}
+        self.failed: dict[tuple[str, str], dict[str, int]] = {}  # group -> status -> launches
+        self.skipped: dict[tuple[str, str], int] = {}  # group -> launches not launched in its storm
+
+    @staticmethod
+    def group(kernel: Kernel) -> tuple[str, str]:
+        return str(kernel.family), str(kernel.arch)
+
+    def note(self, kernel: Kernel, failed: str | None) -> bool:
+        """One launch of `kernel` answered (`failed`: its status, fault or timeout; None where it came back). True when
+        this answer began its group's storm."""
+        g = self.group(kernel)
+        was = self.raging(kernel)
+        self.answered[g] = self.answered.get(g, 0) + 1
+        if failed is not None:
+            by = self.failed.setdefault(g, {})
+            by[failed] = by.get(failed, 0) + 1
+        return not was and self.raging(kernel)
+
+    def raging(self, kernel: Kernel) -> bool:
+        g = self.group(kernel)
+        failed = sum(self.failed.get(g, {}).values())
+        return failed >= self.min_failed and failed >= self.rate * self.answered.get(g, 0)
+
+    def status(self, kernel: Kernel) -> str:
+        """The status of the group's storm: the one most of its failed launches had."""
+        by = self.failed.get(self.group(kernel), {})
+        return max(by, key=lambda k: (by[k], k == str(Status.FAULT))) if by else str(Status.FAULT)
+
+    def describe(self, kernel: Kernel) -> str:
+        family, arch = self.group(kernel)
+        failed = sum(self.failed.get((family, arch), {}).values())
+        return (f"a fault storm: {failed} of the {self.answered.get((family, arch), 0)} launches of {family} on {arch} "
+                f"answered had failed (at least {self.min_failed} and {self.rate:.0%} make one), and each failed "
+                f"launch costs a fresh CUDA context")
+
+    def report(self) -> list[dict]:
+        """The groups in a storm, for the sweep's timings."""
+        out = []
+        for (family, arch), by in self.failed.items():
+            k = Kernel(family, arch, "", None)
+            if self.raging(k):
+                out.append({"family": family, "arch": arch, "answered": self.answered.get((family, arch), 0),
+                            "failed": dict(by), "not_launched": self.skipped.get((family, arch), 0)})
+        return out
+
+
 def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: LaunchInput, cubin_path: str,
                  timeout: float, log=print, first_error: LaunchFailed | None = None,
                  budget: IsolationBudget | None = None) -> list[dict]:
@@ -318,6 +388,7 @@ class Engine:
         self.queued: deque[Job] = deque()  # not yet submitted
         self.found: deque[tuple[Job, Spooled]] = deque()  # kept by an earlier engine, found by begin: not prepared
         self.slowest_launch_s: float | None = None  # of the launches that came back (sets isolation timeouts)
+        self.storm = FaultStorm()
         self._pool_ending: threading.Thread | None = None  # the pool's shutdown, where wind_down began it
 
     @property
@@ -444,26 +515,63 @@ class Engine:
             except LaunchFailed as e:
                 return entry, w, e
 
+        deferred = []  # (entry, device, error) of launches that failed: bisected (or not: a storm) at the end
+
+        def storm_noted(job, failed: str | None) -> None:
+            if self.storm.note(job.kernel, failed):
+                log(f"{job.kernel.family} on {job.kernel.arch}: {self.storm.describe(job.kernel)}; its failed launches "
+                    f"are recorded whole, not bisected, and the rest are recorded {self.storm.status(job.kernel)} "
+                    "without launching")
+
         def complete(entry, w: GpuWorker, error) -> None:
             job, spooled, tk = entry
             if error is None:
+                storm_noted(job, None)
                 reads.append((pool.submit(readback_job, job.kernel, spooled, w.device), job, w.device, tk))
                 return
+            if error.status in (Status.FAULT, Status.TIMEOUT):  # bisected once every launch has gone, if at all
+                storm_noted(job, str(error.status))
+                deferred.append((entry, w.device, error))
+                return
+            isolate(entry, w.device, error)
+
+        def isolate(entry, device: int, error) -> None:
+            job, spooled, tk = entry
             ti = time.time()
-            isolator = GpuWorker(w.device, self.backend)  # starts only if bisection launches
-            iso_timeout = isolation_timeout(timeout, self.slowest_launch_s)
-            timing["isolation_timeout_s"] = iso_timeout
-            try:
-                recs = run_isolated(isolator, job.kernel, load_expectations(spooled),
-                                    LaunchInput.load(spooled.launch), cubins[job.kernel.name], iso_timeout, log,
-                                    first_error=error, budget=self.isolation)
-            finally:
-                isolator.close()
+            if self.storm.raging(job.kernel):
+                expectations = load_expectations(spooled)
                 remove(spooled)
+                why = f"not bisected: {self.storm.describe(job.kernel)}"
+                recs = [case_record(e.case.id, job.kernel, error.status, isolated=False,
+                                    error=f"{error} (in a launch of {len(expectations)} cases that {error.status}ed "
+                                          f"as a whole; {why})") for e in expectations]
+            else:
+                isolator = GpuWorker(device, self.backend)  # starts only if bisection launches
+                iso_timeout = isolation_timeout(timeout, self.slowest_launch_s)
+                timing["isolation_timeout_s"] = iso_timeout
+                try:
+                    recs = run_isolated(isolator, job.kernel, load_expectations(spooled),
+                                        LaunchInput.load(spooled.launch), cubins[job.kernel.name], iso_timeout, log,
+                                        first_error=error, budget=self.isolation)
+                finally:
+                    isolator.close()
+                    remove(spooled)
             for r in recs:
-                r["gpu"] = w.device
+                r["gpu"] = device
             timing["isolate_s"] += time.time() - ti
-            finished(CaseLines(recs), job, w.device, tk)
+            finished(CaseLines(recs), job, device, tk)
+
+        def not_launched(job, spooled) -> None:
+            """A launch of a group in a storm: its cases recorded with the storm's status, none launched."""
+            g = FaultStorm.group(job.kernel)
+            self.storm.skipped[g] = self.storm.skipped.get(g, 0) + 1
+            status = self.storm.status(job.kernel)
+            why = (f"not launched: {self.storm.describe(job.kernel)}, so the rest of its launches were recorded "
+                   f"{status} without launching (harness/run/engine.py, FaultStorm)")
+            recs = [case_record(e.case.id, job.kernel, status, isolated=False, error=why)
+                    for e in load_expectations(spooled)]
+            remove(spooled)
+            finished(CaseLines(recs), job, None, time.time())
 
         while self.found or self.preparing:
             tp = time.time()
@@ -473,6 +581,10 @@ class Engine:
             timing["prepare_wait_s"] += time.time() - tp
             if cubins.get(job.kernel.name) is None:
                 remove(spooled)
+                continue
+            if self.storm.raging(job.kernel):
+                not_launched(job, spooled)
+                drain()
                 continue
             mine = [w for w in self.gpu_workers if self.arch_of[w] == str(job.kernel.arch)]
             if not mine:
@@ -490,9 +602,14 @@ class Engine:
             drain()
         while any(in_flight.values()):
             complete(*harvest(wait_any([w for w, held in in_flight.items() if held])))
+        for entry, device, error in deferred:  # every launch has gone: bisect what failed, unless in a storm
+            isolate(entry, device, error)
         drain(block=True)
         timing = {k: round(v, 2) if isinstance(v, float) else v for k, v in timing.items()}
         timing["isolation_failed_launches"] = self.isolation.spent
+        storms = self.storm.report()
+        if storms:
+            timing["fault_storms"] = storms
         timing["gpu_worker_s"] = round(sum(w.gpu_s for w in self.gpu_workers), 2)
         timing["engine_cpu_s"] = round(time.process_time() - cpu, 2)
         return timing

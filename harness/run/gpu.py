@@ -72,12 +72,49 @@ class GpuState:
         return self.kind == "unusable"
 
 
+def _driver():
+    """cuda.bindings' driver API module: where the GPU's UUID is read whole (`uuid_of`); tests replace it."""
+    from cuda.bindings import driver
+    return driver
+
+
+def uuid_text(raw: bytes) -> str:
+    """A GPU's 16 UUID bytes as nvidia-smi and DCGM write them: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx."""
+    if len(raw) != 16:
+        raise ValueError(f"a GPU UUID is 16 bytes, not {len(raw)}")
+    h = bytes(raw).hex()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def uuid_of(index: int, props: dict) -> str:
+    """The UUID of CUDA device `index`, whole (uuid_text). Read from the driver API (cuDeviceGetUuid_v2, else
+    cuDeviceGetUuid: 16 bytes, NULs and all); CuPy's getDeviceProperties hands the same field over as a C string,
+    cut at its first NUL byte ("GPU-c460" was a committed record's whole UUID), so it is used only where it has all
+    16 bytes. '' where neither has: an unknown UUID, never a wrong one."""
+    try:
+        drv = _driver()
+        (err,) = drv.cuInit(0)
+        if int(err) == 0:
+            err, dev = drv.cuDeviceGet(index)
+            if int(err) == 0:
+                get = getattr(drv, "cuDeviceGetUuid_v2", None) or drv.cuDeviceGetUuid
+                err, uu = get(dev)
+                raw = bytes(uu.bytes) if int(err) == 0 else b""
+                if len(raw) == 16:
+                    return uuid_text(raw)
+    except Exception:  # noqa: BLE001 (no cuda.bindings, no driver: CuPy's copy, where whole)
+        pass
+    raw = props.get("uuid", b"")
+    if isinstance(raw, (bytes, bytearray)) and len(raw) == 16:
+        return uuid_text(bytes(raw))
+    return ""
+
+
 def _info(rt, index: int) -> dict:
     props = rt.getDeviceProperties(index)
     cc = (props["major"], props["minor"])
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
-    uuid = props.get("uuid", b"")
-    uuid = "GPU-" + bytes(uuid).hex() if isinstance(uuid, (bytes, bytearray)) and uuid else ""
+    uuid = uuid_of(index, props)
     return {"index": index, "name": name, "compute_capability": f"{cc[0]}.{cc[1]}", "arch": ARCH_OF_CC.get(cc),
             "uuid": uuid, "multiprocessors": props["multiProcessorCount"],
             "driver": rt.driverGetVersion(), "runtime": rt.runtimeGetVersion()}

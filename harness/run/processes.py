@@ -13,8 +13,10 @@ caller's environment as it is when the pool or the worker is made (`in_callers_e
 sys.path and the working folder come with every helper as they did (multiprocessing's preparation data)."""
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import forkserver
@@ -54,7 +56,7 @@ def context():
     ctx.set_forkserver_preload(list(PRELOAD))
     # BLAS takes its thread count from the environment when numpy loads, which happens in the fork server: one
     # thread for each helper, as each spawned helper had
-    with cores.one_blas_thread_per_process():
+    with cores.one_blas_thread_per_process(), deaf_to_interrupts():  # the server and so its helpers
         forkserver.ensure_running()
     return ctx
 
@@ -101,17 +103,176 @@ class Helpers:
         self._starting.join()
         self._pool.shutdown(cancel_futures=cancel_futures)
 
+    def kill(self) -> None:
+        """An interrupt: every process of the pool killed, those started after the signal's own kill too (a graceful
+        shutdown waited for a helper still importing to read its stop: 1.5 s of an interrupted sweep's exit, found by
+        tests/test_fuzz_environment.py), and the pool shut down without waiting."""
+        self._starting.join()
+        for p in list((getattr(self._pool, "_processes", None) or {}).values()):
+            try:
+                p.kill()
+            except (OSError, ValueError, AttributeError):
+                pass
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _Pool(ProcessPoolExecutor):
+    """A ProcessPoolExecutor whose processes start deaf to Ctrl-C (`deaf_to_interrupts`): the pool starts one as a
+    submission finds none idle, from whichever thread submits."""
+
+    def _spawn_process(self):
+        with deaf_to_interrupts(), whole():
+            super()._spawn_process()
+
 
 def pool(workers: int, then=None, *args) -> ProcessPoolExecutor:
     """A pool of `workers` helpers, each of which starts in its caller's environment of now and then runs
     `then(*args)` (the harness's pools: the engine's, the compile's)."""
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context(), initializer=in_callers_environment,
-                               initargs=(dict(os.environ), then, *args))
+    return _Pool(max_workers=workers, mp_context=context(), initializer=in_callers_environment,
+                 initargs=(dict(os.environ), then, *args))
+
+
+# ---------------------------------------------------------------------------------------------------- interrupts
+#
+# Ctrl-C reaches every process of the terminal's foreground group: the helpers and GPU workers too, each of which
+# printed its own KeyboardInterrupt traceback (44 lines), and the sweep then waited for the compile they were running
+# (7-10 s). Now a helper ignores SIGINT from its first instruction (started with SIGINT blocked, the mask a child
+# inherits, then ignored in `in_callers_environment`), and the command line's process (`on_signals`) kills its own
+# children the moment SIGINT or SIGTERM arrives and raises Interrupted, which the sweep turns into a results file that
+# says it was interrupted, and the command line into exit 128 + the signal's number (130, 143), in one line.
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM reached the command line's process (`signum`); a KeyboardInterrupt, so that every cleanup
+    that handles Ctrl-C handles SIGTERM alike."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        self.signum = int(signum)
+        super().__init__(signal.Signals(self.signum).name)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+@contextlib.contextmanager
+def deaf_to_interrupts():
+    """SIGINT blocked in this thread while processes start from it: a child inherits the mask (a fork keeps it, and so
+    does the exec of a spawned interpreter), so that a Ctrl-C before its first instruction of ours cannot raise in
+    it. The signal still reaches this process, through a thread that does not block it (the main thread)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    # multiprocessing's resource tracker, started by the first process started, unblocks SIGINT after starting
+    # itself (it does not restore the mask): started first, it leaves the mask alone
+    from multiprocessing import resource_tracker
+    try:
+        resource_tracker.ensure_running()
+    except Exception:  # noqa: BLE001 (a platform without it: nothing to unblock)
+        pass
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def ignore_interrupts() -> None:
+    """A helper's or GPU worker's first step: Ctrl-C is its parent's to handle (which kills it); SIGINT ignored and
+    unblocked. SIGTERM and SIGKILL still end it."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a worker forked from the command line has its handler
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    except (ValueError, OSError):  # not the main thread of the process: nothing to change
+        pass
+
+
+_signals = {"count": 0, "deferred": 0, "pending": None}
+
+
+def kill_children() -> None:
+    """Kill every process this one started (helpers, GPU workers, a disassembler), at once: what they were doing is
+    lost (a cubin reaches the cache whole or not at all: compile._store; a GPU context goes with its process). Those
+    multiprocessing knows, and every other child the kernel lists (/proc: one a thread was starting as the signal
+    came, not yet known to multiprocessing, which would otherwise outlive this process and print its own traceback),
+    but multiprocessing's resource tracker, which removes their semaphores once this process is gone."""
+    pids = {p.pid for p in multiprocessing.active_children() if p.pid}
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as fh:
+                pids.update(int(x) for x in fh.read().split())
+    except (OSError, ValueError):  # no /proc, or a kernel without the children lists: multiprocessing's own
+        pass
+    from multiprocessing import resource_tracker
+    pids.discard(getattr(resource_tracker._resource_tracker, "_pid", None))
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _on_signal(signum, frame) -> None:
+    _signals["count"] += 1
+    kill_children()
+    if _signals["deferred"]:  # a record being written: raised as the writing ends (`whole`)
+        _signals["pending"] = signum
+        return
+    if _signals["count"] > 1:  # a second signal while the first one's cleanup runs: out now (the results file is
+        os._exit(128 + signum)  # whole up to its last line: no record is being written)
+    raise Interrupted(signum)
+
+
+def quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker now, told to keep its warning that it cleaned up after this process to
+    itself. An interrupted sweep leaves its pools' semaphores to it (their processes killed, the pools not joined, the
+    process ended with os._exit): it removes them, as it is there to, and said so in a warning of five lines on the
+    command's stderr after the command's own line. The command line's process calls this before it starts any
+    helper (the tracker starts with the first)."""
+    from multiprocessing import resource_tracker
+    saved = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [saved, "ignore:resource_tracker:UserWarning"]))
+    try:
+        resource_tracker.ensure_running()
+    except Exception:  # noqa: BLE001 (no tracker on this platform: nothing to quiet)
+        pass
+    finally:
+        if saved is None:
+            del os.environ["PYTHONWARNINGS"]
+        else:
+            os.environ["PYTHONWARNINGS"] = saved
+
+
+def on_signals() -> None:
+    """In the command line's own process: SIGINT and SIGTERM kill its children and raise Interrupted."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_signal)
+
+
+@contextlib.contextmanager
+def whole():
+    """A step of the main thread an interrupt must not cut in two (a batch of records written to the results file, its
+    summary, a process handed its start): a signal that arrives meanwhile raises Interrupted once it is done. In
+    another thread, nothing to defer: the signal raises in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _signals["deferred"] += 1
+    try:
+        yield
+    finally:
+        _signals["deferred"] -= 1
+        pending = _signals["pending"]
+        if pending is not None and not _signals["deferred"]:
+            _signals["pending"] = None
+            raise Interrupted(pending)
 
 
 def in_callers_environment(environ: dict, then=None, *args):
-    """A helper's first step: its caller's environment (`environ`, taken where the pool or the worker was made), then
-    `then(*args)`."""
+    """A helper's first step: Ctrl-C ignored (its parent's to handle), its caller's environment (`environ`, taken
+    where the pool or the worker was made), then `then(*args)`."""
+    ignore_interrupts()
     if os.environ != environ:
         os.environ.clear()
         os.environ.update(environ)

@@ -170,6 +170,45 @@ def bound_library_path() -> str:
     raise ToolchainError("cannot tell where the NVRTC library cuda.bindings binds lies")
 
 
+class NvrtcMissing(ToolchainError):
+    """No NVRTC library for cuda.bindings to bind (nvrtc_problem says why, and what to install)."""
+
+
+def nvrtc_install_line() -> str:
+    """The pip line that installs NVRTC for the CUDA major cuda.bindings is built for: the harness's own pin
+    (pyproject.toml: cuda-toolkit[nvrtc]==13.*) for 13 or no cuda.bindings, the CUDA 12 wheel for 12."""
+    try:
+        from cuda.bindings import __version__ as bindings_version
+        major = bindings_version.split(".")[0]
+    except Exception:  # noqa: BLE001 (no cuda.bindings: the harness's own pin)
+        major = "13"
+    if major == "12":
+        return "pip install 'nvidia-cuda-nvrtc-cu12==12.*'"
+    return f"pip install 'cuda-toolkit[nvrtc]=={major}.*'"
+
+
+def nvrtc_problem() -> str | None:
+    """Why the NVRTC cuda.bindings binds (the default toolchain's) cannot be used here, in one line that says what to
+    install; None where it loads. For `toolchains`, `doctor`, and the sweep's refusal (exit 2)."""
+    try:
+        from cuda.bindings import nvrtc
+    except Exception as e:  # noqa: BLE001 (named in the line)
+        return (f"cuda.bindings does not import ({type(e).__name__}: {_first_line(e)}); install it with: "
+                f"pip install 'cuda-bindings==13.*' and {nvrtc_install_line()}")
+    try:
+        result = nvrtc.nvrtcVersion()
+    except Exception as e:  # noqa: BLE001 (cuda.pathfinder's DynamicLibNotFoundError, a broken library ...)
+        return (f"no NVRTC library found for cuda.bindings ({type(e).__name__}: {_first_line(e)}); install it with: "
+                f"{nvrtc_install_line()}, or name another with --nvrtc (python -m harness toolchains lists them)")
+    if result[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        return f"the NVRTC library cuda.bindings binds does not answer nvrtcVersion ({result[0]!r})"
+    return None
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [""])[0][:300]
+
+
 @lru_cache(maxsize=None)
 def bound_library() -> NvrtcLibrary:
     """The NVRTC cuda.bindings binds: the harness's default."""
@@ -440,6 +479,9 @@ def resolve(kind: ToolchainKind = ToolchainKind.NVRTC, nvrtc: str | None = None)
     used."""
     kind = ToolchainKind(kind)
     if nvrtc is None:
+        problem = nvrtc_problem()
+        if problem is not None:  # before cuda.bindings raises it from deep inside, as a traceback
+            raise NvrtcMissing(problem)
         library, bindings = bound_library(), True
         from cuda.bindings import nvrtc as binding
         archs = tuple(int(a) for a in binding.nvrtcGetSupportedArchs()[1])

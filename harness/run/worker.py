@@ -36,6 +36,7 @@ class LaunchFailed(RuntimeError):
 def _serve(conn, device: int, backend: str) -> None:
     import importlib
 
+    processes.ignore_interrupts()  # Ctrl-C is the sweep's to handle: it kills this worker (processes.on_signals)
     launch = importlib.import_module(backend)
     launch.use_device(device)
     if hasattr(launch, "reserve_for_launches"):  # memory held before the first launch, not grown launch by launch
@@ -254,7 +255,7 @@ class GpuWorker:
     def _start(self, fork: bool = False):
         parent, child = multiprocessing.Pipe()
         serve = (child, self.device, self.backend)
-        with cores.one_blas_thread_per_process():
+        with cores.one_blas_thread_per_process(), processes.deaf_to_interrupts(), processes.whole():
             if fork:
                 self._proc = multiprocessing.get_context("fork").Process(target=_serve, args=serve, daemon=True)
             else:
