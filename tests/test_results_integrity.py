@@ -353,3 +353,12 @@ def test_the_node_verdict_of_an_interrupted_run_is_unknown(tmp_path):
     sweep_check = next(c for c in v["checks"] if c["check_id"] == "tensor_core.sweep")
     assert sweep_check["severity"] == "UNKNOWN" and "interrupted" in sweep_check["message"], sweep_check
     assert v["exit_code"] != ExitCode.OK
+
+
+def test_a_sweep_refused_after_taking_the_lock_leaves_no_folder_behind(tmp_path):
+    """The lock is taken before the plan (so before anything compiles), in the --out file's folder, created for it;
+    a selection refused after that leaves neither the lock nor the folder."""
+    out = tmp_path / "new" / "deeper" / "r.jsonl"
+    res = run("sweep", "--family", "wgmma", "--kind", "s8", "--n", "8", "--match", "no-such-case", "--out", out)
+    assert res.returncode == ExitCode.USAGE and "matches no case" in res.stderr, res
+    assert list(tmp_path.iterdir()) == []

@@ -219,15 +219,25 @@ class OutLock:
         self.path = Path(path)
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.fd: int | None = None
+        self.made: list[Path] = []  # the folders acquire created for the file, deepest first
 
     def acquire(self) -> None:
         if fcntl is None:
             raise ResultsFileError(f"{self.path}: no file locks on this platform (fcntl): a second writer could not "
                                    f"be kept out")
+        missing = [d for d in (self.path.parent, *self.path.parent.parents) if not d.exists()]
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise ResultsFileError(f"{self.path}: cannot create its folder: {e.strerror or e}") from None
+        self.made = missing  # removed again at release where nothing was written in them (a sweep refused)
+        try:
+            self._lock()
+        except BaseException:
+            self._remove_made()
+            raise
+
+    def _lock(self) -> None:
         while True:
             try:
                 fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -267,6 +277,15 @@ class OutLock:
             pass
         os.close(self.fd)
         self.fd = None
+        self._remove_made()
+
+    def _remove_made(self) -> None:
+        for d in self.made:  # a sweep refused before it wrote leaves no folder behind (results/scratch/, say)
+            try:
+                d.rmdir()
+            except OSError:  # not empty: what was written there stays
+                break
+        self.made = []
 
 
 _HELD: dict[str, list] = {}  # results file (real path) -> [OutLock, holders]: this process's locks
