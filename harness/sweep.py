@@ -438,6 +438,8 @@ def _environment(cfg: SweepConfig, devs, problem, selection: str | None, run_kin
 
 # environment fields that differ between any two starts of one run: a resume does not compare them
 _RESUME_VOLATILE = {"type", "date", "schema"}
+# fields a file written before them lacks: their absence is no other environment (its kind and cases say instead)
+_RESUME_NEWER = {"run", "selection", "cuda_bindings"}
 
 
 def check_resume(prev: results.ResultsFile, env: dict, p: Plan, cfg: SweepConfig) -> None:
@@ -459,7 +461,9 @@ def check_resume(prev: results.ResultsFile, env: dict, p: Plan, cfg: SweepConfig
         raise SweepError(f"{where}: {len(foreign)} of its cases are not in this run's selection (such as "
                          f"{foreign[0]}); give a new --out"[:400])
     for key in sorted((set(prev.env) | set(env)) - _RESUME_VOLATILE):
-        if key == "selection" and (was is None or now is None):
+        if key in _RESUME_NEWER and key not in prev.env:  # a file from before the field (checked above)
+            continue
+        if key == "selection" and now is None:
             continue
         if prev.env.get(key) != env.get(key):
             raise SweepError(f"{where}: written in another environment: {key} {prev.env.get(key)!r} there, "

@@ -110,6 +110,10 @@ def test_a_resume_onto_a_file_from_before_the_selection_field_checks_its_cases(r
     out.write_text(json.dumps(env) + "\n" + "".join(lines[1:]))
     res = run(*SWEEP, "--n", "2", "--out", out, "--resume")
     assert res.returncode == ExitCode.USAGE and "4 of its cases are not in this run's selection" in res.stderr
+    del env["run"]  # and from before `run`: the same selection continues it
+    out.write_text(json.dumps(env) + "\n" + "".join(lines[1:-3]))  # two cases and the summary cut off
+    res = run(*SWEEP, "--n", "1", "--out", out, "--resume")
+    assert res.returncode == ExitCode.OK and results.read(out).problems() == [], res.stderr
 
 
 @pytest.mark.parametrize("key,value", [("gpu_uuid", "GPU-other"), ("host", "another-node"), ("harness", "0.0.9"),
