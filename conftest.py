@@ -141,7 +141,7 @@ if importlib.util.find_spec("xdist") is not None:  # a hook of pytest-xdist's: u
 MODULE_SECONDS = {
     "tests/test_tcgen05.py": 45, "tests/run/test_sim_engine.py": 34, "tests/test_tcgen05_vs_cutlass.py": 26,
     "tests/run/test_sim_tcgen05.py": 22, "tests/test_readme.py": 21, "tests/test_tcgen05_probe.py": 19,
-    "tests/test_wgmma_seq.py": 17, "tests/test_toolchain.py": 13,
+    "tests/test_wgmma_seq.py": 17, "tests/test_toolchain.py": 13, "tests/test_tcgen05_rules.py": 30,
     # spread modules (each test its own group, weighing its share): measured alike, 2 workers
     "tests/run/test_modules.py": 23, "tests/test_xdist_grouping.py": 17, "tests/test_cli.py": 12,
     "tests/test_benchmarks.py": 11, "tests/test_addresses.py": 8, "tests/test_cli_fuzz.py": 6,

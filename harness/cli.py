@@ -169,6 +169,14 @@ def cmd_desc(a) -> int:
             if a.arch != "sm_90a":
                 fields["lbo_mode"] = a.lbo_mode
             return _refused(f"{a.arch} shared-memory matrix descriptor", fields, e, None, a.json)
+    if a.major is not None and a.kind is None:
+        raise UsageError("desc: --major says how the operand of --kind KIND is laid out; give --kind too")
+    if a.kind is not None:  # the operand this descriptor describes: rules that span it and the instruction
+        if a.arch == "sm_90a":
+            raise UsageError("desc: --kind names a tcgen05 .kind (sm_100a / sm_103a), not an sm_90a operand")
+        why = desc_tcgen05.operand_swizzle_problem(a.kind, a.major or "K", info["fields"]["swizzle"])
+        if why:
+            info["problems"].append(why)
     return _report_decoded(info, f"{info['arch']} shared-memory matrix descriptor", a.json, 22)
 
 
@@ -215,6 +223,14 @@ def cmd_idesc(a) -> int:
             fields = {k: v for k, v in descriptors.as_dict(d).items()}
             return _refused(f"tcgen05 instruction descriptor .kind::{a.kind}", fields, e, raw, a.json)
         info = idesc.decode_idesc(value, a.kind, a.cta_group or 1, a.ws, a.arch, a.scale_vec or "")
+    # the operands' swizzle modes live in their shared-memory descriptors; given, the rules that tie them to the
+    # instruction descriptor's transpose bits are checked (an MN-major tf32 operand: 128B_base32b only)
+    for op, sw in (("A", a.swizzle_a), ("B", a.swizzle_b)):
+        if sw is not None:
+            major = "MN" if info["fields"].get(f"transpose_{op.lower()}") else "K"
+            why = desc_tcgen05.operand_swizzle_problem(a.kind, major, sw, op)
+            if why:
+                info["problems"].append(why)
     return _report_decoded(info, f"tcgen05 instruction descriptor .kind::{info['kind']}", a.json, 18)
 
 
@@ -865,6 +881,10 @@ def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
                    help="tcgen05: LBO as an offset or (sm_103a) an absolute address (default relative)")
     d.add_argument("--decode", type=_int, metavar="VALUE", help="decode this 64-bit value instead (no other "
                                                                 "field flag)")
+    d.add_argument("--kind", choices=list(idesc.KINDS), help="tcgen05: the .kind of the MMA whose operand this "
+                                                             "descriptor describes (checks the rules tying them)")
+    d.add_argument("--major", choices=Major.values(), help="with --kind: the operand's major-ness (MN: its "
+                                                           "transpose bit is set; default K)")
     d.add_argument("--json", action="store_true")
     d.set_defaults(fn=cmd_desc)
 
@@ -885,6 +905,9 @@ def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
     i.add_argument("--cta-group", type=_int, choices=[1, 2], help="default 1 (decode: guessed from M)")
     i.add_argument("--scale-vec", choices=["1X", "2X", "4X"], help="block-scaled kinds (default: the kind's)")
     i.add_argument("--arch", choices=["sm_100a", "sm_103a"], help="adds the per-arch rules (K = 96: sm_103a)")
+    i.add_argument("--swizzle-a", choices=Swizzle.values(), help="A's shared-memory descriptor's swizzle (checks "
+                                                                 "the rules tying it to the transpose bits)")
+    i.add_argument("--swizzle-b", choices=Swizzle.values(), help="B's shared-memory descriptor's swizzle")
     i.add_argument("--decode", type=_int, metavar="VALUE", help="decode this 32-bit value instead (no other "
                                                                 "field flag)")
     i.add_argument("--json", action="store_true")

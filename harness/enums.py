@@ -57,6 +57,9 @@ class Status(_Str):
     COMPILE_ERROR = "compile-error"
     ERROR = "error"  # a GPU is here but unusable (the driver or runtime fails): the environment, not the case
     NOT_RUN = "not-run"
+    # what the device did with an encoding the ISA leaves undefined (a probe that cannot fail as predicted): recorded,
+    # never counted as a pass or a fail (the sweep's summary counts observations apart)
+    OBSERVED = "observed"
 
     @property
     def ran(self) -> bool:

@@ -473,13 +473,15 @@ def check_resume(prev: results.ResultsFile, env: dict, p: Plan, cfg: SweepConfig
 def _counted(records, planned: int) -> dict:
     """A summary's counts of case records: per status, ran, ordinary and controls apart, unaccounted."""
     counts = {str(s): 0 for s in Status}
-    by_kind = {"ordinary": {str(s): 0 for s in Status}, "controls": {str(s): 0 for s in Status}}
+    by_kind = {k: {str(s): 0 for s in Status} for k in ("ordinary", "controls", "observations")}
     for r in records:
         counts[r["status"]] += 1
-        by_kind["controls" if r.get("control") else "ordinary"][r["status"]] += 1
+        by_kind["observations" if r["status"] == Status.OBSERVED else
+                "controls" if r.get("control") else "ordinary"][r["status"]] += 1
     return {**counts, "ran": sum(n for s, n in counts.items() if Status(s).ran),
             "ordinary": {k: v for k, v in by_kind["ordinary"].items() if v},
             "controls": {k: v for k, v in by_kind["controls"].items() if v},
+            "observations": by_kind["observations"][Status.OBSERVED],
             "unaccounted": planned - sum(counts.values())}
 
 
@@ -645,10 +647,11 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             controls_of[kernel_name] = {c.id: (fam, c) for c in cs if fam.facets_of(c).get("control")}
         return controls_of[kernel_name]
 
-    by_kind = {"ordinary": {str(s): 0 for s in Status}, "controls": {str(s): 0 for s in Status}}
+    by_kind = {k: {str(s): 0 for s in Status} for k in ("ordinary", "controls", "observations")}
     for r in held:  # the resumed file's: the summary is the whole file's
         counts[r["status"]] += 1
-        by_kind["controls" if r.get("control") else "ordinary"][r["status"]] += 1
+        by_kind["observations" if r["status"] == Status.OBSERVED else
+                "controls" if r.get("control") else "ordinary"][r["status"]] += 1
     suspects: list[tuple[Kernel, str]] = []
     recorded: set[str] = set()  # the case ids this run wrote: a planned case none of them is, is unaccounted
 
@@ -667,7 +670,8 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         for f in batch.facts:
             recorded.add(f.id)
             counts[f.status] = counts.get(f.status, 0) + 1
-            group = by_kind["controls" if f.id in controls else "ordinary"]
+            group = by_kind["observations" if f.status == Status.OBSERVED else
+                            "controls" if f.id in controls else "ordinary"]
             group[f.status] = group.get(f.status, 0) + 1
             if f.status == Status.FAIL or f.matches_model_prediction is False:
                 suspects.append((next(k for k in run_set if k.name == f.kernel), f.id))
@@ -710,6 +714,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         # "N pass" of the ordinary cases is not padded by controls (and a control failure is not lost in them)
         summary["ordinary"] = {k: v for k, v in by_kind["ordinary"].items() if v}
         summary["controls"] = {k: v for k, v in by_kind["controls"].items() if v}
+        summary["observations"] = by_kind["observations"][Status.OBSERVED]  # neither pass nor fail
         # every planned case: those this run recorded, and (--resume) those the file already held (counted in
         # `counts`, so that the summary is the whole file's); a case with neither is no pass (exit_code)
         summary["unaccounted"] = p.cases - sum(counts.values())

@@ -56,7 +56,8 @@ def test_every_form_compiles_for_both_blackwell_arches_but_i8_on_sm_103a(cubins)
             assert comp.error is not None and "'.kind::i8' not supported on .target 'sm_103a'" in comp.error.log
         else:
             assert comp.error is None, comp.error
-    assert [f.name for f in T.forms_for("sm_103a")] == [f.name for f in FORMS if f.kind != "i8"]
+    assert [f.name for f in T.forms_for("sm_103a") if not (f.tmem_check or f.variant)] == \
+        [f.name for f in FORMS if f.kind != "i8"]
 
 
 @SASS_GROUP
@@ -122,10 +123,12 @@ CASES = [c for _, cs in T.all_cases() for c in cs]
 
 def test_the_cases_cover_every_form_shape_and_type_pairing():
     forms = {c.form for c in CASES}
-    assert forms == {f for f in FORMS if not f.sparse or T.sparse_swept(f)}
-    assert {f.kind for f in forms if f.sparse} == set(tcgen05.PLAIN_KINDS)
+    assert forms == {f for f in FORMS if not f.sparse or T.sparse_swept(f)} | {Form("f16", tmem_check=True)} | \
+        {f for f in tcgen05.variant_forms() if f.variant not in T.VARIANT_OPEN}
+    assert {f.kind for f in forms if f.sparse} == set(idesc.KINDS)
     assert {(c.form.kind, c.k) for c in CASES if c.form.sparse} == {("tf32", 16), ("f16", 32), ("f8f6f4", 64),
-                                                                      ("i8", 64)}
+                                                                      ("i8", 64), ("mxf8f6f4", 64), ("mxf4", 128),
+                                                                      ("mxf4nvf4", 128)}
     assert any(c.sp_selector for c in CASES) and all(c.idesc().sparse == c.form.sparse for c in CASES)
     pairs = {(c.atype, c.btype) for c in CASES if c.form.kind == "f8f6f4"}
     assert len(pairs) == 25
@@ -165,17 +168,20 @@ def _placement(m: int, n: int, cta_group: int, ws: bool, read_cols: int) -> tupl
     return tuple(np.array(x, dtype=np.int64) for x in zip(*cells))
 
 
-def device_tmem(case, prep, values):
-    """Tensor Memory as a correct device leaves it: `values` [m, n] placed by the data-path layouts (above), each
-    in the low bits of its 32-bit cell (an f16 accumulator takes a whole column), by numpy's own encodings."""
-    out = np.full((case.form.cta_group, 128, prep.read_cols), R.POISON, np.uint32)
+def device_tmem(case, prep, values, keep=None):
+    """Tensor Memory as a correct device leaves it: what the kernel stored before the MMA (prep.tmem_in: C, or the
+    poison), then `values` [m, n] placed by the data-path layouts (above), each in the low bits of its 32-bit cell
+    (an f16 accumulator takes a whole column), by numpy's own encodings; elements of `keep` [m, n] (a prediction's
+    keeps_poison: the MMA does not write them) keep what was stored."""
+    out = np.array(prep.tmem_in, np.uint32)
     v = np.asarray(values)
     raw = {"f16": lambda: v.astype(np.float16).view(np.uint16).astype(np.uint32),
            "f32": lambda: v.astype(np.float32).view(np.uint32),
            "s32": lambda: (v.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32)}[case.dtype]()
     cta, lane, col, row, c = _placement(case.m, case.n, case.form.cta_group, case.form.ws, prep.read_cols)
     assert len(row) == case.m * case.n, "the data-path layouts must place every element once"
-    out[cta, lane, col] = raw[row, c]
+    keep = keep[row, c] if keep is not None else np.zeros(len(row), bool)
+    out[cta[~keep], lane[~keep], col[~keep]] = raw[row[~keep], c[~keep]]
     return out
 
 
@@ -192,7 +198,7 @@ def test_reference_is_consistent_with_the_data_path(case):
     cells = np.ravel_multi_index((cta, lane, col, half), (case.form.cta_group, 128, 512, 2))
     assert np.unique(cells).size == case.m * case.n  # no two elements share a cell
     # a device that wrote the expected D where the data path says decodes back to it exactly
-    out = device_tmem(case, prep, prep.expected)
+    out = device_tmem(case, prep, prep.expected, prep.keeps_poison)
     assert RB.diff(prep, out, [0] * case.form.cta_group)["status"] == "pass"
     out[cta[0, 0], lane[0, 0], col[0, 0]] ^= np.uint32(1 << 10)  # inside every accumulator type's bits
     rec = RB.diff(prep, out, [0] * case.form.cta_group)
@@ -218,14 +224,18 @@ def test_every_control_kind_is_planned_for_every_eligible_form():
     for c in CONTROLS:
         if c.form.kind == "mxf4nvf4":  # the M = 64 collision only (below)
             continue
+        if c.form.tmem_check:  # the column beyond the allocation, alone (below)
+            continue
         by_form.setdefault(c.form.name, set()).add(c.control.split("@")[0])
     eligible = [f.name for f in tcgen05.all_forms() if f.kind in ("f16", "tf32") and f.cta_group == 1 and not f.sparse]
     assert sorted(by_form) == sorted(eligible)
     for name, kinds in by_form.items():
         assert set(T.CONTROLS) <= kinds <= set(T.CONTROLS) | set(T.BUG_CONTROLS), name
     bugs = {c.control: c.form.name for c in CONTROLS if c.control in T.BUG_CONTROLS}
-    assert bugs == {"n-above-256": "tcgen05_f16_cg1_SS", "tmem-beyond-alloc": "tcgen05_f16_cg1_SS",
+    assert bugs == {"n-above-256": "tcgen05_f16_cg1_SS", "tmem-beyond-alloc": "tcgen05_f16_cg1_tmemcheck_SS",
                     "m64-collision": "tcgen05_mxf4nvf4_cg1_SS"}
+    alone = [c for _, cs in T.all_cases() for c in cs if c.form.tmem_check]
+    assert [c.control for c in alone] == ["tmem-beyond-alloc"]  # its launch holds nothing else
     assert any(c.control.endswith("@A") for c in CONTROLS) and any(c.control.endswith("@B") for c in CONTROLS)
 
 
@@ -243,15 +253,26 @@ def test_negative_controls_are_caught_only_as_predicted(case):
         assert changed == ({f"desc_{target.lower()}"} if target else {"idesc"}), changed
     ok = [0] * case.form.cta_group
     intended = RB.diff(prep, device_tmem(case, prep, prep.intended), ok)
-    assert intended["status"] == "fail" and not intended["caught"]  # a device that ignored the change is caught
+    if name not in T.OBSERVATIONS:  # a device that ignored the change is caught
+        assert intended["status"] == "fail" and not intended["caught"]
     if prep.prediction == "exact":
-        assert RB.diff(prep, device_tmem(case, prep, prep.expected), ok)["status"] == "pass"
+        assert RB.diff(prep, device_tmem(case, prep, prep.expected, prep.keeps_poison), ok)["status"] == "pass"
         other = prep.expected.copy()
         other[0, 0] += 1  # a misread other than the predicted one is not a pass
-        rec = RB.diff(prep, device_tmem(case, prep, other), ok)
+        rec = RB.diff(prep, device_tmem(case, prep, other, prep.keeps_poison), ok)
         assert rec["status"] == "fail" and rec["caught"] and rec["matches_model_prediction"] is False
+    elif name in T.OBSERVATIONS:  # recorded, never a pass or a fail, whatever the device does
+        assert prep.prediction == "observation"
+        for values, says in ((prep.intended, "the intended product"), (prep.intended + 1, "not the intended")):
+            rec = RB.diff(prep, device_tmem(case, prep, values), ok)
+            assert rec["status"] == "observed" and rec["observation"].startswith(says) and "caught" not in rec
+        assert RB.diff(prep, device_tmem(case, prep, prep.intended), [1] * case.form.cta_group)["status"] == "observed"
+        faulted = RB.settle_failed_launch(case, {"id": case.id, "status": "fault", "error": "illegal address"})
+        assert faulted["status"] == "observed" and "faulted" in faulted["observation"]
+        shared = RB.settle_failed_launch(case, {"id": case.id, "status": "fault", "isolated": False, "error": "..."})
+        assert shared["status"] == "fault"
     else:
-        assert name in ("version-cleared", *T.BUG_CONTROLS) and prep.prediction == "undefined"
+        assert name in T.BUG_CONTROLS and prep.prediction == "undefined"
         rec = RB.diff(prep, device_tmem(case, prep, prep.intended + 1), ok)
         assert rec["status"] == "pass" and rec["matches_model_prediction"] is None
         assert rec["models_bug"] == T.MODELS_BUG[name]

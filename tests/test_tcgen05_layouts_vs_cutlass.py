@@ -224,36 +224,38 @@ def test_mxf4_pairs_put_the_lower_element_in_the_low_nibble(nv):
 
 # ------------------------------------------------------------------------------------------------ 128B swizzle, 32B atoms
 
-def test_sw128_32b_atom_is_four_k_rows_and_the_cases_read_the_same_both_ways(nv):
+def test_sw128_32b_atom_is_four_k_rows_as_layouts_and_every_case_reads_it(nv):
+    """CUTLASS's SW128_32B atom (4 K-rows) is what layouts.py computes for 128B_base32b, for CUTLASS's own tiles and
+    for every case's operand, the CUTLASS-strided ones ('cutlass_base32b': LBO 512, SBO 512 per MN atom) included;
+    those are settled (no `unsettled` mark), and their B image holds B where CUTLASS's reading says."""
     for e in nv["sw128_32b"]:
         assert e["k_rows_per_atom"] == 4 and e["layout_type"] == 1
         mn, k = np.meshgrid(np.arange(e["mn"]), np.arange(e["k"]), indexing="ij")
         got = np.array(e["bytes"]).reshape(e["mn"], e["k"])
-        assert np.array_equal(DP.base32b_cutlass_bytes(mn, k, e["lbo"] or 512, e["sbo"] or 512), got), e
-    # the strides the cases use give the same addresses under harness/spec/layouts.py's 8-row reading
+        lbo, sbo = e["lbo"] or 512, e["sbo"] or 512
+        assert np.array_equal(DP.base32b_cutlass_bytes(mn, k, lbo, sbo), got), e
+        lay = SmemLayout("MN", "128B_base32b", "f32", e["mn"], e["k"], lbo, sbo)
+        assert np.array_equal(layouts.smem_address(lay), got), e
     cases = [c for _, cs in T.all_cases() for c in cs if "128B_base32b" in (c.swizzle_a, c.swizzle_b)]
     assert cases
+    tell = [c for c in cases if c.b_atoms == "cutlass_base32b"]
+    assert tell and not any(T.unsettled_reason(c) for c in tell)
     for c in cases:
-        for sw, major, rows in ((c.swizzle_a, c.major_a, c.m // c.form.cta_group),
-                                (c.swizzle_b, c.major_b, c.n // c.form.cta_group)):
+        prep = R.prepare(c)
+        for op, sw, major, rows in (("a", c.swizzle_a, c.major_a, c.m // c.form.cta_group),
+                                    ("b", c.swizzle_b, c.major_b, c.n // c.form.cta_group)):
             if sw != "128B_base32b":
                 continue
-            lay = R.operand_layout(c.form, c.atype, rows, c.k, major, sw, 0)
+            d = prep.params[0][f"desc_{op}"]
+            start, lbo, sbo = (d & 0x3FFF) << 4, ((d >> 16) & 0x3FFF) << 4, ((d >> 32) & 0x3FFF) << 4
+            if c in tell:
+                assert (lbo, sbo) == (512, 512 * rows // 32), c.id
             mn, k = np.meshgrid(np.arange(rows), np.arange(c.k), indexing="ij")
-            assert np.array_equal(layouts.smem_address(lay), DP.base32b_cutlass_bytes(mn, k, lay.lbo, lay.sbo)), c.id
-    # and the one case that tells the readings apart writes B where CUTLASS's reading says, distinct, unsettled
-    tell = [c for c in cases if c.b_atoms == "cutlass_base32b"]
-    assert tell and all(T.unsettled_reason(c) for c in tell)
-    for c in tell:
-        prep = R.prepare(c)
-        d = prep.params[0]["desc_b"]
-        start, lbo, sbo = (d & 0x3FFF) << 4, ((d >> 16) & 0x3FFF) << 4, ((d >> 32) & 0x3FFF) << 4
-        rows = c.n // c.form.cta_group
-        mn, k = np.meshgrid(np.arange(rows), np.arange(c.k), indexing="ij")
-        addr = DP.base32b_cutlass_bytes(mn, k, lbo, sbo, start)
-        assert np.unique(addr).size == addr.size and (lbo, sbo) == (512, 512 * rows // 32)
-        got = prep.images[0][addr[..., None] + np.arange(4)].view("<u4")[..., 0]
-        assert np.array_equal(got, dtypes.get(c.btype).to_bits(prep.operands["b"][:rows]).astype(np.uint32)), c.id
+            addr = DP.base32b_cutlass_bytes(mn, k, lbo, sbo, start)
+            assert np.unique(addr).size == addr.size
+            got = prep.images[0][addr[..., None] + np.arange(4)].view("<u4")[..., 0]
+            t = c.atype if op == "a" else c.btype
+            assert np.array_equal(got, dtypes.get(t).to_bits(prep.operands[op][:rows]).astype(np.uint32)), c.id
 
 
 # ------------------------------------------------------------------------------------------------ unsettled cases
@@ -262,8 +264,8 @@ def test_unsettled_cases_are_named_and_their_records_carry_the_reason():
     cases = [c for _, cs in T.all_cases() for c in cs]
     marked = [c for c in cases if T.unsettled_reason(c)]
     assert marked and len(marked) < len(cases)
-    assert all(c.form.a_src == "TS" or (c.form.block_scaled and c.form.cta_group == 2)
-               or c.b_atoms != "layouts" or c.sp_selector for c in marked)
+    assert all(c.form.a_src == "TS" or (c.form.block_scaled and c.form.cta_group == 2) or c.sp_selector
+               or c.form.variant for c in marked)
     c = marked[0]
     prep = R.prepare(c)
     out = np.zeros((c.form.cta_group, 128, prep.read_cols), np.uint32)

@@ -12,6 +12,8 @@ applies fails too).
 """
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,13 +107,10 @@ class Disagreement:
 H_UMMA, H_TRAITS = "cute/arch/mma_sm100_umma.hpp", "cute/atom/mma_traits_sm100.hpp"
 DISAGREEMENTS = [
     Disagreement("i8 N = 24", (f"{H_UMMA}:716", f"{H_UMMA}:756"),
-                 lambda c: c.kind == "i8" and c.cta_group == 1 and c.n == 24,
+                 lambda c: c.kind == "i8" and c.cta_group == 1 and c.n == 24 and c.major_b == "K",
                  "PTX ISA 9.7.16.2.1 Table 'Various combinations of .kind and shapes': .kind::i8, cta_group 1: "
-                 "N = {8, 16, 24, 32, 48, ... 256}; CUTLASS: N == 8 || N % 16 == 0"),
-    Disagreement("f8f6f4 pair, MN-major B, N % 32 = 16", (f"{H_TRAITS}:3060",),
-                 lambda c: c.kind == "f8f6f4" and c.cta_group == 2 and c.major_b == "MN" and c.n % 32 == 16 <= c.n <= 256,
-                 "PTX: .kind::f8f6f4 cta_group 2: N = {16, 32, ... 256} steps of 16 (no major-ness rule); "
-                 "CUTLASS: N % 32 == 0 when B is MN-major"),
+                 "N = {8, 16, 24, 32, 48, ... 256}; CUTLASS: N == 8 || N % 16 == 0 (with an MN-major B both "
+                 "refuse N = 24: the 8-bit 'steps of 16' of a transposed B)"),
     Disagreement("A from Tensor Memory, one CTA, M = 128, N % 16 = 8",
                  (f"{H_UMMA}:130", f"{H_UMMA}:174", f"{H_UMMA}:1035"),
                  lambda c: c.a_src == "TS" and c.cta_group == 1 and c.m == 128 and c.n % 16 == 8 <= c.n <= 256,
@@ -119,7 +118,8 @@ DISAGREEMENTS = [
                  "SM100_MMA_{TF32,F16BF16,F8F6F4}_TS: N % 16 == 0 for M = 128"),
     Disagreement("A from Tensor Memory, CTA pair, N % 32 = 16",
                  (f"{H_UMMA}:466", f"{H_UMMA}:508", f"{H_UMMA}:1079"),
-                 lambda c: c.a_src == "TS" and c.cta_group == 2 and c.n % 32 == 16 <= c.n <= 256,
+                 lambda c: c.a_src == "TS" and c.cta_group == 2 and c.n % 32 == 16 <= c.n <= 256
+                 and not (c.kind == "f8f6f4" and c.major_b == "MN"),  # there the ISA's 8-bit MN-major B rule agrees
                  "PTX: N steps of 16 for cta_group 2; CUTLASS's *_2x1SM_TS: N % 32 == 0"),
     Disagreement("A from Tensor Memory with the transpose-A bit",
                  (f"{H_UMMA}:134", f"{H_UMMA}:178", f"{H_UMMA}:467", f"{H_UMMA}:509", f"{H_UMMA}:757",
@@ -139,14 +139,15 @@ MODEL_STRICTER = [
 ]
 
 
-def _model_accepts(c) -> bool:
+def _model_accepts(c, arch: str | None = None) -> bool:
+    arch = arch or ("sm_103a" if c.k96 else None)
     try:
         idesc.validate_idesc(idesc.InstrDescriptor(
             c.kind, *{"tf32": ("tf32", "tf32", "f32"), "f16": ("f16", "f16", "f32"), "i8": ("s8", "s8", "s32"),
                       "f8f6f4": ("e4m3", "e4m3", "f32"), "mxf8f6f4": ("e4m3", "e4m3", "f32"),
                       "mxf4": ("e2m1", "e2m1", "f32"), "mxf4nvf4": ("e2m1", "e2m1", "f32")}[c.kind],
             c.m, c.n, transpose_a=c.major_a == "MN", transpose_b=c.major_b == "MN", cta_group=c.cta_group,
-            k96=c.k96, scale_type=c.scale or "ue8m0"), "sm_103a" if c.k96 else None)
+            k96=c.k96, scale_type=c.scale or "ue8m0"), arch)
         return True
     except DescriptorError:
         return False
@@ -183,6 +184,22 @@ def test_legality_matches_cutlass_static_asserts(legality):
                        f"model {'accepts' if not expect else 'refuses'}")
     assert not bad, f"{len(bad)} shape verdicts differ, e.g.\n" + "\n".join(bad[:15])
     assert all(used.values()), f"a listed disagreement no longer applies: {used}"
+
+
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
+def test_legality_per_arch_matches_cutlass_atoms_and_arch_config(arch, legality):
+    """The whole grid (kind x M x N x cta_group x A source x majors x K = 96) once per arch: the model's verdict
+    with the arch given is CUTLASS's atoms' verdict (up to the listed disagreements) and'ed with whether CUTLASS's
+    cute/arch/config.hpp compiles that kind's MMA for the arch (kind::i8 is not an sm_103a kind; K = 96 is)."""
+    rej = legality.rejections()
+    assert "S8_MMA" in legality.enabled_mma("sm_100a") and "S8_MMA" not in legality.enabled_mma("sm_103a")
+    bad, n = [], 0
+    for c in legality.candidates():
+        expect = _expected_verdict(c, rej)[0] and legality.arch_builds(c, arch)
+        n += 1
+        if _model_accepts(c, arch) != expect:
+            bad.append(f"{c}: CUTLASS {'builds' if expect else 'does not build'} it for {arch}")
+    assert n > 10000 and not bad, f"{len(bad)} verdicts differ, e.g.\n" + "\n".join(bad[:15])
 
 
 @pytest.mark.parametrize("kind,cg", [(k, g) for k in idesc.KINDS for g in (1, 2)])
@@ -251,10 +268,9 @@ def test_every_generated_case_is_legal_by_nvidias_rules(arch, legality):
 
 DT = {32: "f32", 16: "f16", 8: "u8", 4: "e2m1"}
 # CUTLASS's 128B swizzle with 32-byte atoms (UMMA::Layout_MN_SW128_32B_Atom, make_umma_desc's SwizzleAtomKSize = 4
-# in mma_traits_sm100.hpp) strides SBO between groups of 4 K-rows; layouts.canonical_bit_offsets takes groups of 8
-# (as for the 16-byte-atom swizzles). The two agree only when SBO = 4 rows x 128 B. Not a tcgen05 descriptor field
-# (layouts.py is shared with wgmma); reported, and pinned here so a fix shows up.
-LAYOUT_DISAGREEMENTS = {("MN_SW128_32B", "f32", 64, 16), ("MN_SW128_32B", "f32", 128, 8)}
+# in mma_traits_sm100.hpp) strides SBO between groups of 4 K-rows; layouts.py reads 128B_base32b so too
+# (MN_KROWS_PER_ATOM). No tile may differ.
+LAYOUT_DISAGREEMENTS: set = set()
 
 
 def _tile_layout(t) -> L.SmemLayout:
@@ -296,6 +312,22 @@ def test_smem_tile_addresses_match_cute(oracle):
             mismatched[(t["atom"], t["type"], t["rows"], t["cols"])] = \
                 f"{L.describe_tile(lay)}: element ({r}, {k}) at bit {got[r, k]}, CuTe {want[r, k]}"
     assert set(mismatched) == LAYOUT_DISAGREEMENTS, "\n".join(mismatched.values())
+    assert sum(t["atom"] == "MN_SW128_32B" for t in oracle["smem"]) >= 2
+
+
+def test_layout_command_reads_128b_base32b_as_cute(oracle):
+    """`layout --json` (what a user reads) gives CuTe's address for every element of every SW128_32B tile."""
+    from tests.cli_in_process import run
+    import json
+    tiles = [t for t in oracle["smem"] if t["atom"] == "MN_SW128_32B"]
+    for t in tiles:
+        lay = _tile_layout(t)
+        out = run("layout", "--major", "MN", "--swizzle", "128B_base32b", "--dtype", lay.dtype, "--rows", lay.rows,
+                  "--cols", lay.cols, "--lbo", lay.lbo, "--sbo", lay.sbo, "--start", lay.start, "--json")
+        assert out.returncode == 0, out.stderr
+        got = np.asarray(json.loads(out.stdout)["address"])
+        want = np.asarray(t["bit_address"], np.int64).reshape(t["rows"], t["cols"]) >> 3
+        assert np.array_equal(got, want), L.describe_tile(lay)
 
 
 # ---------------------------------------------------------------------------------------------------- zero-column mask
@@ -375,3 +407,126 @@ def test_sparse_shapes_follow_the_isa_table():
         idesc.validate_idesc(idesc.InstrDescriptor("f16", "f16", "f16", "f32", 64, 256, ws=True, sparse=True))
     info = idesc.decode_idesc(0x08900484, "mxf4", 2)  # sparse e2m1 mxf4 pair at M = 128
     assert any("M = 128 is not legal" in p for p in info["problems"])
+
+
+# ---------------------------------------------------------------------------------------------------- 4/6-bit A in TMEM
+
+def test_a_4_and_6_bit_a_container_matches_cutlass_fp4_shift():
+    """CUTLASS's fp4_shift_A (mma_traits_sm120.hpp), run on the host over A registers of every f8f6f4 pairing
+    (four 8-bit containers, value in the low bits as ld.matrix leaves it): the register the MMA is fed is the word
+    the model stores into A's Tensor Memory column for the same four elements (datapaths.tmem_a_container)."""
+    from harness.families.tcgen05 import datapaths as DP
+    from harness.spec import dtypes
+    rows = cutlass_cpp.run_json("cutlass_fp4_shift.cpp")["a"]
+    seen = set()
+    for atype, btype, word_in, word_out in rows:
+        width = dtypes.get(atype).bits
+        elems = [(word_in >> (8 * i)) & 0xFF for i in range(4)]
+        if any(e >> width for e in elems):
+            continue  # not four values of A's type
+        model = sum(int(DP.tmem_a_container(atype, e)) << (8 * i) for i, e in enumerate(elems))
+        assert model == word_out, f"{atype} x {btype}: in 0x{word_in:08x}, CUTLASS 0x{word_out:08x}, model 0x{model:08x}"
+        seen.add(atype)
+    assert seen == {"e2m1", "e2m3", "e3m2", "e4m3", "e5m2"}
+
+
+# ---------------------------------------------------------------------------------------------------- block-scale product
+
+BS_COMBO = {("mxf8f6f4", "e4m3", "e4m3"): 0, ("mxf8f6f4", "e5m2", "e2m1"): 1, ("mxf8f6f4", "e2m3", "e3m2"): 2,
+            ("mxf4", "e2m1", "e2m1"): 3, ("mxf4nvf4", "e2m1", "e2m1"): 4}
+
+
+# Elements of the logical K one scale factor spans. Dense: the kinds' block sizes (mxf8f6f4 block32, mxf4 block32,
+# mxf4nvf4 block16 with ue4m3). Sparse (K doubles): CUTLASS's sparse atoms' VS, read from the header below
+# (SM100_MMA_MXF4NVF4_SS_SPARSE issues .block16 for VS = 32 and .kind::mxf4 .block32 for VS = 64), and mxf8f6f4's one
+# factor over its K = 64 (SM100_MMA_MXF8F6F4_SS_SPARSE: scale_vec::1X; Table 54: scale_A M x 1 for every K).
+DENSE_VS = {"mxf8f6f4": 32, "mxf4": 32, "mxf4nvf4": 16}
+SPARSE_VS = {"mxf8f6f4": 64, "mxf4": 64, "mxf4nvf4": 32}
+
+
+def test_sparse_scale_vector_sizes_are_cutlass_sparse_atoms():
+    import re
+    hdr = (Path(cutlass_cpp.include_dirs()[0]) / "cute/arch/mma_sm100_umma.hpp").read_text()
+    body = hdr[hdr.index("struct SM100_MMA_MXF4NVF4_SS_SPARSE"):]
+    body = body[:body.index("struct ", 10)]
+    vs32, vs64 = body.index("VS == 32"), body.index("VS == 64")
+    assert re.search(r"kind::mxf4nvf4\.block_scale\.block16", body[vs32:vs64])
+    assert re.search(r"kind::mxf4\.block_scale\.block32", body[vs64:])
+    assert SPARSE_VS["mxf4nvf4"] == 2 * DENSE_VS["mxf4nvf4"] and SPARSE_VS["mxf4"] == 2 * DENSE_VS["mxf4"]
+    body = hdr[hdr.index("struct SM100_MMA_MXF8F6F4_SS_SPARSE"):]
+    body = body[:body.index("struct ", 10)]
+    assert "kind::mxf8f6f4.block_scale [" in body and "scale_vec" not in body.split("asm volatile")[1][:200]
+
+
+def _blockscaled_cases():
+    from harness.families.tcgen05 import cases as TC
+    seen, out = set(), []
+    for arch in ("sm_100a", "sm_103a"):
+        for form, cases in TC.all_cases(arch):
+            for c in cases:
+                c = dataclasses.replace(c, scale_d=0)  # the product alone (C is the accumulate path's business)
+                if form.block_scaled and not c.control and c.id not in seen:
+                    seen.add(c.id)
+                    out.append(c)
+    return out
+
+
+def test_block_scaled_product_matches_cutlass_host_reference(tmp_path):
+    """Every block-scaled case's expected D (reference.prepare: the drawn A, B and scale-factor codes) against
+    CUTLASS's host reference GEMM (gett_mainloop, GettBlockScalingMainloopParams) over the same values, with the
+    factors stored in CUTLASS's scale-factor layout (Sm1xxBlockScaledConfig: one factor per SFVec elements of a row,
+    ue8m0 / ue4m3 decoded by CUTLASS's own types), element by element and exactly (the values are small dyadic
+    rationals: every partial sum is exact in float)."""
+    from harness.families.tcgen05 import datapaths as DP, reference as R
+    cases = _blockscaled_cases()
+    assert {c.form.kind for c in cases} == {"mxf8f6f4", "mxf4", "mxf4nvf4"} and {c.form.cta_group for c in cases} == {1, 2}
+    assert {c.form.kind for c in cases if c.form.sparse} == {"mxf8f6f4", "mxf4", "mxf4nvf4"}
+    lines, preps = [], []
+    for c in cases:
+        prep = R.prepare(c)
+        op = prep.operands
+        blocks = DP.SF_BLOCKS[c.form.kind]
+        assert op["sfa"].shape == (c.m, blocks) and op["sfb"].shape == (c.n, blocks)
+        vs = SPARSE_VS[c.form.kind] if c.form.sparse else DENSE_VS[c.form.kind]  # NVIDIA's, not the model's
+        lines.append(f"{BS_COMBO[(c.form.kind, c.atype, c.btype)]} {vs} {c.m} {c.n} {c.k}")
+        for arr in (op["a"], op["b"]):
+            lines.append(" ".join(repr(float(v)) for v in np.ravel(arr)))
+        for arr in (op["sfa"], op["sfb"]):
+            lines.append(" ".join(str(int(v)) for v in np.ravel(arr)))
+        preps.append(prep)
+    path = tmp_path / "problems.txt"
+    path.write_text("\n".join(lines) + "\n")
+    got = cutlass_cpp.run_json("cutlass_blockscaled_gemm.cpp", str(path))
+    assert len(got) == len(preps)
+    for prep, d in zip(preps, got):
+        c = prep.case
+        d = np.asarray(d, np.float64).reshape(c.m, c.n)
+        bad = np.argwhere(d != prep.expected)
+        assert bad.size == 0, (f"{c.id}: D[{tuple(bad[0])}] CUTLASS {d[tuple(bad[0])]}, model "
+                               f"{prep.expected[tuple(bad[0])]} ({len(bad)} differ)")
+        assert np.any(prep.expected != prep.operands["a"] @ prep.operands["b"].T)  # the scales matter here
+
+
+def test_zero_column_mask_applied_to_a_product_matches_cutlass(oracle):
+    """Polarity, on data: for CUTLASS's make_column_zero_mask descriptors (a convolution row of conv_q pixels whose
+    first skip_left - s are padding; the CTA's N columns start at pixel (cta_coord_q * N) mod conv_q), a .ws case with
+    that descriptor must expect A times B with exactly CUTLASS's padding columns of B zeroed (reference.prepare,
+    element by element), and not the product with the other columns zeroed."""
+    from harness.families.tcgen05 import cases as TC, reference as R
+    from harness.families.tcgen05.forms import Form
+    form = Form("f16", 1, ws=True)
+    rows = [r for r in oracle["zero_mask"] if r["m"] in (32, 64, 128) and r["n"] in (64, 128, 256)
+            and 0 < r["skip_left"] - r["s"] < r["conv_q"]]
+    rows = rows[::max(1, len(rows) // 40)]
+    assert len(rows) >= 20
+    for r in rows:
+        m, n, q, skip = r["m"], r["n"], r["conv_q"], r["skip_left"] - r["s"]
+        q0 = (r["cta_coord_q"] * n) % q
+        padding = np.array([(q0 + j) % q < skip for j in range(n)])
+        c = TC.TcCase(form, m, n, "f16", "f16", "f32", "128B", "128B", 0, _zmask_of(r))
+        prep = R.prepare(c)
+        a, b = prep.operands["a"], prep.operands["b"]
+        want = a @ np.where(padding[:, None], 0.0, b).T
+        assert np.array_equal(prep.expected, want), (r, c.id)
+        if padding.any() and not padding.all():
+            assert not np.array_equal(prep.expected, a @ np.where(padding[:, None], b, 0.0).T)

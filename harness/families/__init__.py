@@ -82,7 +82,8 @@ def all_families():
 def compile_job(kernel, sass_check=None):
     """The compile job of a family's kernel: its source, at the toolchain's fast-compile level where the family
     allows it (its `fast_compile`; a family without one compiles at full optimization)."""
-    from harness.run.compile import CompileJob
+    from harness.run.compile import DEFAULT_OPTIONS, CompileJob
     fam = get(kernel.family)
-    return CompileJob(kernel.name, fam.source(kernel), str(kernel.arch), sass_check=sass_check,
-                      fast_compile=getattr(fam, "fast_compile", False))
+    extra = tuple(fam.compile_options(kernel)) if hasattr(fam, "compile_options") else ()  # a form's own options
+    return CompileJob(kernel.name, fam.source(kernel), str(kernel.arch), DEFAULT_OPTIONS + extra,
+                      sass_check=sass_check, fast_compile=getattr(fam, "fast_compile", False))

@@ -102,6 +102,8 @@ def build(env: dict, cases: dict, summary: dict | None = None, incomplete=()) ->
                 e.text = str(r.get("error") or "") or None
             elif st == Status.NOT_RUN:
                 ET.SubElement(tc, "skipped", message=str(r.get("reason") or "not run"))
+            elif st == Status.OBSERVED:  # neither a pass nor a fail
+                ET.SubElement(tc, "skipped", message=f"observation: {r.get('observation', '')}")
     if incomplete:
         suite = ET.SubElement(root, "testsuite", name="results-file", id=str(len(suites)), tests=str(len(incomplete)),
                               failures="0", errors=str(len(incomplete)), skipped="0", time="0.000",

@@ -27,9 +27,9 @@ from harness.records import results
 
 # worst outcome wins; not-run says nothing about the case (an H100 records tcgen05 as not run, a B200 wgmma),
 # so any outcome that ran outranks it and it is no disagreement
-_RANK = {"not-run": -2, "error": -1, "pass": 0, "fail": 1, "timeout": 2, "fault": 3, "compile-error": 4}
+_RANK = {"not-run": -2, "observed": -1, "error": -1, "pass": 0, "fail": 1, "timeout": 2, "fault": 3, "compile-error": 4}
 _COUNTED = ("pass", "fail", "fault", "timeout", "compile-error", "error", "not-run")
-_NO_VERDICT = {"not-run", "error"}
+_NO_VERDICT = {"not-run", "error", "observed"}
 BAD = ("fail", "fault", "timeout", "compile-error")
 
 

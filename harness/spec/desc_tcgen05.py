@@ -62,6 +62,30 @@ def encode_tcgen05_smem_desc(start: int, lbo: int, sbo: int, swizzle: str = "non
             | TCGEN05_SWIZZLE_CODE[d.swizzle] << 61)
 
 
+# A 32-bit (tf32) operand that is MN-major (its transpose bit set in the instruction descriptor) has one legal
+# layout: PTX ISA 9.7.16.10.3 (tcgen05 shared-memory layouts): "Only 128B swizzling with 32B atomicity" is supported
+# for MN-major tf32; CUTLASS agrees (cutlass/gemm/collective/builders/sm100_common.inl:92, sm100_smem_selector's
+# static_assert "for mn-major tf32 operands, SW128_32B is the only available smem layout"), and so does DeepGEMM
+# (it builds MN-major fp32 operands from SW128_32B atoms only). Every other swizzle leaves the result undefined.
+MN_MAJOR_ONLY_SWIZZLE = {"tf32": "128B_base32b"}
+
+
+def operand_swizzle_problem(kind: str, major: str, swizzle: str, operand: str = "") -> str | None:
+    """The rule a (kind, major-ness, swizzle) combination of one operand breaks, or None."""
+    need = MN_MAJOR_ONLY_SWIZZLE.get(kind)
+    if major == "MN" and need is not None and swizzle != need:
+        who = f"{operand} " if operand else ""
+        return (f"an MN-major (transposed) .kind::{kind} operand {who}needs swizzle {need}, not {swizzle} (PTX ISA "
+                f"9.7.16.10.3: only 128B swizzling with 32B atomicity; CUTLASS sm100_common.inl:92)")
+    return None
+
+
+def check_operand_swizzle(kind: str, major: str, swizzle: str, operand: str = "") -> None:
+    why = operand_swizzle_problem(kind, major, swizzle, operand)
+    if why:
+        raise DescriptorError(why)
+
+
 def decode_tcgen05_smem_desc(value, arch: str = "sm_100a") -> dict:
     value = as_u64(value)
     problems = []

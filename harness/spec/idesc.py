@@ -41,6 +41,13 @@ BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
 I8_N_CG1 = [8, 16, 24, 32] + list(range(48, 257, 16))
 
 
+# Kinds whose legal N depends on B's major-ness (legal_shapes' transpose_b), and the tcgen05 archs each kind runs on
+# where that is not both (kind::i8 is sm_100a / sm_101a, not sm_103a).
+MN_MAJOR_B_RULE_KINDS = ("f8f6f4", "i8")
+KIND_ARCHS = {"i8": ("sm_100a",)}
+SUBBYTE_TYPES = ("e2m3", "e3m2", "e2m1")  # 6- and 4-bit element types
+
+
 def mma_k(kind: str, sparse: bool = False) -> int:
     """K of one MMA: sparse tcgen05.mma.sp doubles it (PTX ISA Table "Various combinations of .kind and shapes":
     tf32 16, f16 32, f8f6f4 / mxf8f6f4 / i8 64, mxf4 / mxf4nvf4 128); A then holds K/2 elements per row."""
@@ -52,8 +59,10 @@ def legal_shapes(kind: str, cta_group: int = 1, ws: bool = False, transpose_b: b
     """{M: [N, ...]} for tcgen05.mma of `kind` (PTX ISA 9.7.16.2.1, Table 39, read with CUTLASS's SM100
     UMMA atoms where the table leaves a choice open).
 
-    transpose_b: B is MN-major; .kind::f8f6f4 with one CTA then needs N in steps of 16 (the table's "steps of 8 OR
-    steps of 16", which CUTLASS's SM100_MMA_F8F6F4_SS ties to B's major-ness). k96: the K = 96 shape of
+    transpose_b: B is MN-major (8-bit B, the table's "steps of 8 OR steps of 16", which CUTLASS ties to B's
+    major-ness): .kind::f8f6f4 then needs N in steps of 16 with one CTA (mma_traits_sm100.hpp:2642) and steps of 32
+    with a pair (mma_traits_sm100.hpp:3060); .kind::i8 with one CTA loses N = 24 (the ISA's odd step; CUTLASS's
+    SM100_MMA_S8_SS, mma_sm100_umma.hpp:716, takes N = 8 or N % 16 whatever B's major-ness). k96: the K = 96 shape of
     .kind::mxf4 / mxf4nvf4 (sm_103a), N in steps of 16. sparse (tcgen05.mma.sp): the same M and N as dense except
     .ws (N = 64 or 128, no 256) and the block-scaled kinds with a CTA pair (M = 256 only); K doubles (mma_k).
     """
@@ -91,13 +100,13 @@ def _dense_shapes(kind: str, cta_group: int, ws: bool, transpose_b: bool, k96: b
         return {m: [64, 128, 256] for m in (32, 64, 128)}
     if cta_group == 1:
         if kind == "i8":
-            ns = list(I8_N_CG1)
+            ns = [n for n in I8_N_CG1 if not (transpose_b and n == 24)]
         elif kind == "f8f6f4" and transpose_b:
             ns = list(range(16, 257, 16))
         else:
             ns = list(range(8, 257, 8))
         return {m: list(ns) for m in (64, 128)}
-    step = 32 if kind == "i8" else 16
+    step = 32 if kind == "i8" or (kind == "f8f6f4" and transpose_b) else 16
     return {m: list(range(step, 257, step)) for m in (128, 256)}
 
 
@@ -166,8 +175,12 @@ def validate_idesc(d: InstrDescriptor, arch: str | None = None) -> InstrDescript
                                   "mode, which supports K-major only: transpose bits 15, 16 must be 0)")
         if arch is not None and arch != "sm_103a":
             raise DescriptorError(f"K = 96 (.kind::{k}) is an sm_103a shape, not {arch}")
-    shapes = legal_shapes(k, d.cta_group, d.ws, transpose_b=d.transpose_b and k == "f8f6f4", k96=d.k96,
-                          sparse=d.sparse)
+    if arch is not None and arch not in KIND_ARCHS.get(k, TCGEN05_ARCHS):
+        raise DescriptorError(f".kind::{k} is not supported on {arch} (only {', '.join(KIND_ARCHS[k])}: NVRTC 13 "
+                              f"'.kind::{k} not supported on .target {arch}'; CUTLASS cute/arch/config.hpp enables "
+                              "CUTE_ARCH_TCGEN05_S8_MMA_ENABLED for sm_100a / sm_101a / sm_110 only)")
+    shapes = legal_shapes(k, d.cta_group, d.ws, transpose_b=d.transpose_b and k in MN_MAJOR_B_RULE_KINDS,
+                          k96=d.k96, sparse=d.sparse)
     what = (f".kind::{k} cta_group::{d.cta_group}{' .ws' if d.ws else ''}{' K = 96' if d.k96 else ''}"
             f"{' sparse' if d.sparse else ''}")
     if d.m not in shapes:
@@ -176,7 +189,7 @@ def validate_idesc(d: InstrDescriptor, arch: str | None = None) -> InstrDescript
         ns = shapes[d.m]
         steps = {b - a for a, b in zip(ns, ns[1:])}
         legal = f"{ns[0]}..{ns[-1]} step {steps.pop()}" if len(ns) > 3 and len(steps) == 1 else f"{ns}"
-        why = " (B is MN-major)" if k == "f8f6f4" and d.transpose_b and d.cta_group == 1 else ""
+        why = " (B is MN-major)" if k in MN_MAJOR_B_RULE_KINDS and d.transpose_b else ""
         raise DescriptorError(f"N = {d.n} is not legal for {what} M = {d.m}{why}; legal N: {legal}")
     if d.saturate and k != "i8":
         raise DescriptorError("saturate (bit 3) is for .kind::i8 only")
@@ -184,6 +197,12 @@ def validate_idesc(d: InstrDescriptor, arch: str | None = None) -> InstrDescript
         raise DescriptorError(".kind::i8 cannot negate A or B")
     if k in ("mxf4", "mxf4nvf4") and (d.transpose_a or d.transpose_b):
         raise DescriptorError(f".kind::{k} supports K-major A and B only (no transpose)")
+    for role, t, tr in (("A", d.atype, d.transpose_a), ("B", d.btype, d.transpose_b)):
+        # CUTLASS's instruction descriptor (cute/arch/mma_sm100_desc.hpp:427-428, a_major_ / b_major_): "Major value
+        # of 1 is only valid for E4M3, E5M2, INT8 (signed and unsigned), F16, BF16 and TF32 source formats"
+        if tr and t in SUBBYTE_TYPES:
+            raise DescriptorError(f"{role} of type {t} cannot be MN-major (transpose {role} set): a transpose is only "
+                                  "valid for e4m3, e5m2, s8/u8, f16, bf16 and tf32 (CUTLASS mma_sm100_desc.hpp:427)")
     if not 0 <= d.sparsity_selector <= 3:
         raise DescriptorError("sparsity selector is 2 bits (0..3)")
     if d.sparsity_selector and (not d.sparse or k in BLOCK_SCALED):

@@ -42,6 +42,13 @@ SWIZZLE_BMS = {
 }
 # Bytes one swizzle row spans (the atom's width); for 'none' a core-matrix row of 16 bytes.
 SWIZZLE_ROW_BYTES = {"none": 16, "32B": 32, "64B": 64, "128B": 128, "128B_base32b": 128}
+# K-rows an MN-major swizzle atom spans (SBO steps over this many): 8 for the 16-byte-atomicity swizzles (the
+# canonical layouts' ((T,W,m),(8,k)) : ((1,T,LBO),(WT,SBO))); 4 for 128B_base32b, whose Swizzle<2,5,2> repeats
+# every 4 rows of 128 bytes. The ISA's canonical-layout table has no 128B_base32b row; CUTLASS's atom is 4 K-rows
+# (cute/atom/mma_traits_sm100.hpp:72 Layout_MN_SW128_32B_Atom_Bits, Shape<_1024,_4>; make_umma_desc<Major::MN>
+# strides SBO over SwizzleAtomKSize = 4 rows), DeepGEMM's tf32 MN-major descriptors likewise, and the swept tcgen05
+# cases tile B so (tests/test_tcgen05_vs_cutlass.py diffs every CuTe SW128_32B tile, element by element).
+MN_KROWS_PER_ATOM = {"128B_base32b": 4}
 # Where the repeating pattern must start for base offset 0 (spec table).
 PATTERN_BYTES = {"none": 16, "32B": 256, "64B": 512, "128B": 1024, "128B_base32b": 1024}
 MAJORS = ("K", "MN")
@@ -125,8 +132,9 @@ def validate(layout: SmemLayout) -> SmemLayout:
         if L.rows % T:
             raise LayoutError(f"MN-major: rows = {L.rows} is not a whole number of 16-byte chunks "
                               f"({T} {L.dtype} elements each)")
-        if L.cols % 8:
-            raise LayoutError(f"MN-major tiles come in groups of 8 K-rows; cols = {L.cols}")
+        krows = MN_KROWS_PER_ATOM.get(L.swizzle, 8)
+        if L.cols % krows:
+            raise LayoutError(f"MN-major {L.swizzle} tiles come in groups of {krows} K-rows; cols = {L.cols}")
     return L
 
 
@@ -148,7 +156,8 @@ def canonical_bit_offsets(layout: SmemLayout, mn=None, k=None) -> np.ndarray:
             byte = group * L.sbo + row * W + chunk * 16
     else:
         chunk, elem = mn // T, mn % T
-        krow, kgroup = k % 8, k // 8
+        krows = MN_KROWS_PER_ATOM.get(L.swizzle, 8)
+        krow, kgroup = k % krows, k // krows
         if L.swizzle == "none":
             byte = chunk * L.sbo + kgroup * L.lbo + krow * 16
         else:
@@ -319,7 +328,7 @@ def packed_strides(major: str, swizzle: str, dtype: str, rows: int, cols: int) -
         return 128 * mn_chunks, 128
     per_row = W // 16
     mn_atoms = max(1, -(-mn_chunks // per_row))
-    atom = 8 * W
+    atom = MN_KROWS_PER_ATOM.get(swizzle, 8) * W
     return atom, atom * mn_atoms
 
 

@@ -4,7 +4,10 @@ CPU tests CI runs (a fast subset: the model, layout, descriptor, reference, diff
 
     python tests/mutations/run.py                 # every mutation; writes tests/mutations/RESULTS.md
     python tests/mutations/run.py NAME [NAME ...] # some of them, printed only
+    python tests/mutations/run.py --tcgen05       # tcgen05's, on its test modules; writes RESULTS-tcgen05.md
     python tests/mutations/run.py --list
+
+Each run first runs its tests with nothing planted (they must pass) and names the commit it tested.
 
 A mutation whose bug no test catches makes the run exit 1 (and says NOTHING caught it): add or fix a test.
 tests/oracles/plant_layout_bugs.py is the older, tcgen05-data-layout-only run; its plants are repeated here.
@@ -119,7 +122,7 @@ MUTATIONS = [
      'emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}"',
      'emit([case_record(c.id, k, Status.NOT_RUN, reason=f"GPU unusable: {problem}"'),
     ("controls_counted_as_ordinary", "sweep summary: negative controls counted with the ordinary cases",
-     'group = by_kind["controls" if f.id in controls else "ordinary"]', 'group = by_kind["ordinary"]'),
+     '"controls" if f.id in controls else "ordinary"]', '"ordinary"]'),
     ("compare_ignores_unchecked_failures", "compare: a failure of a case never checked before is no regression",
      '                               or report["failing_unchecked_before"] or (lost',
      '                               or (lost'),
@@ -130,13 +133,49 @@ MUTATIONS = [
      "        return [case_record(expectations[j].case.id, kernel, \"pass\", isolated=False,"),
     ("isolation_budget_ignored", "the sweep's isolation budget is never spent",
      "        return self.spent >= self.total", "        return False"),
+    # ---- tcgen05 models settled against NVIDIA's code (issue 54)
+    ("tcgen05_block_scale_blocks_interleaved", "block-scale product: A's factors tiled over K instead of one per block",
+     "a_s = a * np.repeat(scale_codes_to_values(f.kind, sfa), bk, axis=1)",
+     "a_s = a * np.tile(scale_codes_to_values(f.kind, sfa), (1, bk))"),
+    ("tcgen05_block_scale_b_unscaled", "block-scale product: B's factors ignored",
+     "b_s = b_eff * np.repeat(scale_codes_to_values(f.kind, sfb), bk, axis=1)", "b_s = b_eff"),
+    ("tcgen05_zero_mask_polarity", ".ws zero-column mask: the columns kept are zeroed and the masked ones kept",
+     "        b_eff[zero, :] = 0", "        b_eff[~zero, :] = 0"),
+    ("tcgen05_e2m1_low_bits", "an e2m1 A in Tensor Memory in the low bits of its byte (not bits 5-2)",
+     'CONTAINER_SHIFT = {"e2m1": 2}', "CONTAINER_SHIFT = {}"),
+    ("tcgen05_tf32_mn_major_any_swizzle", "an MN-major tf32 operand allowed any swizzle (the ISA: 128B_base32b only)",
+     'MN_MAJOR_ONLY_SWIZZLE = {"tf32": "128B_base32b"}', "MN_MAJOR_ONLY_SWIZZLE = {}"),
+    ("base32b_eight_k_rows", "128B_base32b: SBO over 8 K-rows (CUTLASS's atom is 4)",
+     'MN_KROWS_PER_ATOM = {"128B_base32b": 4}', "MN_KROWS_PER_ATOM = {}"),
+    ("tcgen05_f8f6f4_pair_mn_b_steps_16", "f8f6f4 pair with an MN-major B: N in steps of 16 (CUTLASS: 32)",
+     'step = 32 if kind == "i8" or (kind == "f8f6f4" and transpose_b) else 16', 'step = 32 if kind == "i8" else 16'),
+    ("tcgen05_tmem_not_poisoned", "Tensor Memory not poisoned before an MMA that does not accumulate",
+     "        tmem_in[:, :, :dcols] = TMEM_POISON\n", "        tmem_in[:, :, :0] = TMEM_POISON\n"),
+    ("tcgen05_observation_counted_as_pass", "an undefined probe (observation) recorded as a pass",
+     'rec.update({"status": "observed", "prediction": "observation"})',
+     'rec.update({"status": "pass", "prediction": "observation"})'),
+    ("tcgen05_scale_input_d_ignored", "scale-input-d ignored: the input D not scaled by 2^-s",
+     'sid = SCALE_INPUT_D if f.variant in ("sid", "dol_sid") else 0', "sid = 0"),
+    ("tcgen05_lane_mask_bit_order", "disable-output-lane: lane l masked by bit 31 - l % 32 of its word",
+     ">> (lane % 32).astype(np.uint64)) & 1) == 1", ">> (31 - lane % 32).astype(np.uint64)) & 1) == 1"),
+    ("tcgen05_collector_one_mma", "collector sequences: only the first MMA counted",
+     "expected = f.mmas * prod + (cm", "expected = prod + (cm"),
 ]
 
 SUBSET = ["tests/test_fragments.py", "tests/test_layouts.py", "tests/test_descriptors.py", "tests/test_dtypes.py",
           "tests/test_reference.py", "tests/test_diff.py", "tests/test_spec_examples.py", "tests/test_addresses.py",
           "tests/test_tcgen05.py", "tests/test_tcgen05_layouts_vs_cutlass.py", "tests/test_zero_column_mask.py",
           "tests/test_no_false_green.py", "tests/test_merge.py", "tests/test_compare.py", "tests/test_mass_faults.py",
+          "tests/test_tcgen05_rules.py", "tests/test_tcgen05_vs_cutlass.py",
           "tests/test_cute_oracle.py"]  # in this order (the slowest last): the first failure is reported
+# the tcgen05 run (`--tcgen05`): the mutations planted in tcgen05's models, against the tcgen05 test modules only
+# (a 2-core machine: the whole subset for each of them takes far longer and adds no catch)
+TCGEN05_FILES = ("harness/families/tcgen05/", "harness/spec/idesc.py", "harness/spec/desc_tcgen05.py",
+                 "harness/spec/zero_mask.py")
+TCGEN05_NAMES = ("base32b_eight_k_rows",)  # planted in a shared file (layouts.py), caught by tcgen05's tests
+TCGEN05_SUBSET = ["tests/test_zero_column_mask.py", "tests/test_descriptors.py", "tests/test_tcgen05_rules.py",
+                  "tests/test_tcgen05_layouts_vs_cutlass.py", "tests/test_tcgen05_vs_cutlass.py",
+                  "tests/test_tcgen05.py"]
 # the compile/SASS tests are slow and no model mutation reaches them
 DESELECT = "not sass and not compiles and not fits_shared"
 
@@ -149,16 +188,38 @@ def locate(old: str) -> Path:
     return hits[0]
 
 
-def run_one(name: str, old: str, new: str) -> tuple[str, str, float]:
+def _pytest(subset: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "--tb=no", "-p", "no:cacheprovider",
+                           "-m", "not slow", "-k", DESELECT, *subset], cwd=ROOT, capture_output=True, text=True,
+                          timeout=1200, env=planting.ENV)
+
+
+def run_one(name: str, old: str, new: str, subset: list[str] = SUBSET) -> tuple[str, str, float]:
     f = locate(old)
     t = time.time()
     with planting.planted(f, old, new):
-        r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "--tb=no", "-p", "no:cacheprovider",
-                            "-m", "not slow", "-k", DESELECT, *SUBSET], cwd=ROOT, capture_output=True, text=True,
-                           timeout=1200, env=planting.ENV)
+        r = _pytest(subset)
     failed = [ln.split(" ", 1)[1].split(" - ")[0] for ln in r.stdout.splitlines() if ln.startswith("FAILED ")]
     errors = [ln.split(" ", 1)[1] for ln in r.stdout.splitlines() if ln.startswith("ERROR ")]
     return str(f.relative_to(ROOT)), (failed or errors or ["NOTHING"])[0], time.time() - t
+
+
+def commit() -> str:
+    """The tree the run tested: HEAD's hash, and '+ uncommitted changes' when the tree differs from it."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    return (head or "(not a git checkout)") + (" + uncommitted changes" if dirty else "")
+
+
+def unplanted(subset: list[str]) -> float:
+    """The subset with nothing planted must pass first (else a 'catch' may be a failure already there)."""
+    t = time.time()
+    r = _pytest(subset)
+    if r.returncode != 0:
+        tail = "\n".join(r.stdout.splitlines()[-15:])
+        raise SystemExit(f"the tests fail with nothing planted; fix them before a mutation run:\n{tail}")
+    return time.time() - t
 
 
 def main(argv) -> int:
@@ -166,26 +227,37 @@ def main(argv) -> int:
         for name, what, _, _ in MUTATIONS:
             print(f"{name}: {what}")
         return 0
-    chosen = [m for m in MUTATIONS if not argv or m[0] in argv]
+    tc = argv[:1] == ["--tcgen05"]
+    names = argv[1:] if tc else argv
+    subset = TCGEN05_SUBSET if tc else SUBSET
+    chosen = [m for m in MUTATIONS if (not names or m[0] in names)
+              and (not tc or m[0] in TCGEN05_NAMES or str(locate(m[2]).relative_to(ROOT)).startswith(TCGEN05_FILES))]
+    tested = commit()
+    secs = unplanted(subset)
+    print(f"unplanted: {len(subset)} test modules pass at {tested} ({secs:.0f}s)", flush=True)
     rows, missed = [], []
     for name, what, old, new in chosen:
-        where, caught, secs = run_one(name, old, new)
+        where, caught, secs = run_one(name, old, new, subset)
         print(f"{name}: {'caught by ' + caught if caught != 'NOTHING' else 'NOTHING caught it'} ({secs:.0f}s)",
               flush=True)
         rows.append((name, what, where, caught))
         if caught == "NOTHING":
             missed.append(name)
-    if not argv:
-        lines = ["# Mutation run", "",
-                 "`python tests/mutations/run.py` plants each bug below, one at a time, in the model or harness code, "
-                 "runs the CPU tests (`pytest -x -q -m 'not slow'` on the model, layout, descriptor, reference, diff, "
-                 "tcgen05 and verdict tests), and records the first test that failed. Every planted bug must be "
-                 "caught.", "",
+    if not names:
+        lines = ["# Mutation run" + (" (tcgen05)" if tc else ""), "",
+                 (f"`python tests/mutations/run.py --tcgen05` plants each bug below (the mutations of tcgen05's "
+                  f"models), one at a time, runs the tcgen05 test modules ({', '.join(subset)}; `pytest -x -q -m "
+                  f"'not slow'`) and records the first test that failed." if tc else
+                  "`python tests/mutations/run.py` plants each bug below, one at a time, in the model or harness "
+                  "code, runs the CPU tests (`pytest -x -q -m 'not slow'` on the model, layout, descriptor, "
+                  "reference, diff, tcgen05 and verdict tests), and records the first test that failed.") +
+                 " Every planted bug must be caught.", "",
+                 f"Tested tree: {tested}; with nothing planted the same tests pass.", "",
                  f"{len(rows) - len(missed)} of {len(rows)} caught.", "",
                  "| mutation | the planted bug | file | first test that caught it |", "| --- | --- | --- | --- |"]
         lines += [f"| `{n}` | {w} | `{f}` | {'**NOTHING**' if c == 'NOTHING' else '`' + c + '`'} |"
                   for n, w, f, c in rows]
-        (Path(__file__).parent / "RESULTS.md").write_text("\n".join(lines) + "\n")
+        (Path(__file__).parent / ("RESULTS-tcgen05.md" if tc else "RESULTS.md")).write_text("\n".join(lines) + "\n")
     print(f"{len(rows) - len(missed)} of {len(rows)} caught" + (f"; NOT caught: {', '.join(missed)}" if missed else ""))
     return 1 if missed else 0
 

@@ -61,15 +61,30 @@ def cache_dir() -> Path:
     return d
 
 
+def util_include_dir() -> str:
+    """CUTLASS's tools/util/include (the host reference GEMMs), shipped next to include/ in the wheel."""
+    return str(Path(include_dirs()[0]).parent / "tools" / "util" / "include")
+
+
+# Programs built against CUTLASS's host utilities (tools/util/include): cutlass/numeric_conversion.h names device
+# intrinsics (__dp4a, __byte_perm, __hfma2) in templates a host program never instantiates; -fpermissive lets g++
+# accept those unresolved names instead of refusing the header.
+UTIL_PROGRAMS = {"cutlass_blockscaled_gemm.cpp"}
+
+
 def build(source_name: str) -> Path:
     """Compile tests/oracles/<source_name> (cached by source text and include folders); returns the binary."""
     src = (HERE / source_name).read_text()
     incs = include_dirs()
+    flags = ["-fpermissive"] if source_name in UTIL_PROGRAMS else []
+    if flags:
+        incs = (*incs, util_include_dir())
     key = hashlib.sha256((src + "\0" + "\0".join(incs)).encode()).hexdigest()[:16]
     exe = cache_dir() / f"{Path(source_name).stem}-{key}"
     if not exe.exists():
         tmp = exe.with_name(f"{exe.name}.tmp{os.getpid()}")  # pytest -n: two workers may build it at once
-        cmd = ["g++", "-std=c++17", "-O1", "-w", *[f"-I{d}" for d in incs], str(HERE / source_name), "-o", str(tmp)]
+        cmd = ["g++", "-std=c++17", "-O1", "-w", *flags, *[f"-I{d}" for d in incs], str(HERE / source_name), "-o",
+               str(tmp)]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"building {source_name} against CUTLASS failed:\n{r.stderr[-4000:]}")

@@ -168,3 +168,28 @@ def rejections() -> dict[Candidate, list[tuple[str, str]]]:
 
 def accepted(c: Candidate) -> bool:
     return c not in rejections()
+
+
+# Which tcgen05 MMA kinds CUTLASS compiles for an arch: cute/arch/config.hpp defines CUTE_ARCH_TCGEN05_<X>_MMA_ENABLED
+# per CUTLASS_ARCH_MMA_<SM>_ENABLED, and every UMMA atom's instruction sits under its kind's macro. The C preprocessor
+# evaluates the header for each arch (g++ -E -dM), so the answer is CUTLASS's own.
+KIND_MACRO = {"tf32": "TF32_MMA", "f16": "F16F32_MMA", "f8f6f4": "MXF8F6F4_MMA", "i8": "S8_MMA",
+              "mxf8f6f4": "MXF8F6F4_MMA", "mxf4": "MXF4_MMA", "mxf4nvf4": "MXF4NVF4_MMA"}
+K96_MACRO = "MXF4NVF4_MMA_ULTRA"  # the SM103 K = 96 atoms (SM103_MXF4_ULTRA_*)
+ARCH_DEFINES = {"sm_100a": ("CUTLASS_ARCH_MMA_SM100A_ENABLED", "CUTLASS_ARCH_MMA_SM100_ENABLED"),
+                "sm_103a": ("CUTLASS_ARCH_MMA_SM103A_ENABLED", "CUTLASS_ARCH_MMA_SM103_ENABLED")}
+
+
+@lru_cache(maxsize=None)
+def enabled_mma(arch: str) -> frozenset[str]:
+    """The X of every CUTE_ARCH_TCGEN05_X_ENABLED cute/arch/config.hpp defines when compiling for `arch`."""
+    cmd = ["g++", "-std=c++17", "-E", "-dM", "-x", "c++", *[f"-D{d}" for d in ARCH_DEFINES[arch]],
+           *[f"-I{d}" for d in cutlass_cpp.include_dirs()], "-"]
+    r = subprocess.run(cmd, input="#include <cute/arch/config.hpp>\n", capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"preprocessing cute/arch/config.hpp for {arch} failed:\n{r.stderr[-2000:]}")
+    return frozenset(re.findall(r"#define CUTE_ARCH_TCGEN05_(\w+)_ENABLED", r.stdout))
+
+
+def arch_builds(c: Candidate, arch: str) -> bool:
+    return (K96_MACRO if c.k96 else KIND_MACRO[c.kind]) in enabled_mma(arch)

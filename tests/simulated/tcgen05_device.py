@@ -24,7 +24,8 @@ stored elements per row, each chunk's 4-bit metadata nibble names the positions 
 16-bit halves) of the stored units, the rest are zero. The nibble of (row, chunk) is read from Tensor Memory at
 the metadata address (+ the selector's column for tf32 / f16, CUTLASS's convention) where CUTLASS's tmem_e_frg puts
 it (evaluated by tests/oracles/cutlass_tcgen05_layouts.cpp, not the model's datapaths.meta_position).
-Faults: TC_SIM_FAULTS (sim_common.py); a planted hang hangs the launch, a trap raises.
+Faults: TC_SIM_FAULTS (sim_common.py); a planted hang hangs the launch, a trap raises, and 'skip-mma' (this device's
+own mode) leaves a case's MMA unissued, its Tensor Memory as the kernel stored it (the poison where D goes).
 Encodings the ISA leaves undefined that this device chooses to fault on, as the public bugs report the hardware
 did (a sticky error, so the whole launch fails and the engine bisects): an instruction descriptor with a reserved
 bit set or an M / N field of 0 (illegal instruction, triton-lang/triton#8910), and Tensor Memory read or written
@@ -43,7 +44,7 @@ from tests.simulated import oracle_cache, smem
 from tests.simulated.sim_common import fault, log_launch, planted, use_device  # noqa: F401
 from tests.simulated.smem import NotSimulated, field
 
-NAME = re.compile(r"^tcgen05_(?P<kind>\w+?)_cg(?P<cg>[12])(?P<ws>_ws)?(?P<sp>_sp)?_(?P<src>SS|TS)$")
+NAME = re.compile(r"^tcgen05_(?P<kind>\w+?)_cg(?P<cg>[12])(?P<ws>_ws)?(?P<sp>_sp)?(?P<tc>_tmemcheck)?(?P<q>_(sid|dol|dol_sid|ca_\w+|ashift|shift_down))?_(?P<src>SS|TS)$")
 BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
 TYPE_CODES = {  # PTX ISA Table 42: atype / btype codes per kind
     "tf32": {2: "tf32"}, "f16": {0: "f16", 1: "bf16"},
@@ -57,6 +58,7 @@ def form_of(kernel_name: str) -> dict:
     if not m:
         raise ValueError(f"{kernel_name!r} is not a tcgen05 kernel name")
     return {"kind": m["kind"], "cta_group": int(m["cg"]), "ws": bool(m["ws"]), "a_src": m["src"],
+            "variant": (m["q"] or "")[1:],
             "sparse": bool(m["sp"])}
 
 
@@ -76,6 +78,8 @@ def decode_idesc(kind: str, v: int) -> dict:
 def refusal(kernel_name: str, prm) -> str | None:
     """Why the simulator will not run this case (its issuing CTA's params), or None."""
     f = form_of(kernel_name)
+    if f["variant"]:
+        return "qualifier forms (scale-input-d, disable-output-lane, the A collector, shifts): not simulated"
     if f["ws"]:
         return ".ws: the M=32/64 data paths and the zero-column mask have no independent source (CuTe DSL lacks them)"
     if f["kind"] in BLOCK_SCALED:
@@ -250,7 +254,8 @@ def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
     inp = LaunchInput.load(launch)
     f = form_of(kernel_name)
     log_launch(kernel_name, inp)
-    fault(planted(kernel_name, inp).values())
+    modes = planted(kernel_name, inp)
+    fault(modes.values())
     for i in range(inp.ctas):
         why = undefined_encoding(f, inp.params[i])
         if why:
@@ -258,11 +263,12 @@ def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
     cols = int(inp.params["alloc_cols"].max()) if inp.ctas else 0
     read = inp.outputs["tmem_out"].shape[1]
     tmem = np.zeros((inp.ctas, 128, max(cols, read)), np.uint32)
-    for i in range(inp.ctas):
-        if int(inp.params[i]["enable_input_d"]) or int(inp.params[i]["a_tmem_cols"]) or \
-                int(inp.params[i]["sp_meta_cols"]):
-            tmem[i, :, :read] = inp.inputs["tmem_in"][i]
+    for i in range(inp.ctas):  # kernels/tcgen05.cu stores tmem_in before every MMA: C, or the poison where D is
+        tmem[i, :, :read] = inp.inputs["tmem_in"][i]
     cg = inp.ctas_per_case
     for c in range(inp.cases):
-        simulate_case(kernel_name, f, list(range(c * cg, (c + 1) * cg)), inp, tmem)
+        ctas = list(range(c * cg, (c + 1) * cg))
+        if any(modes.get(i) == "skip-mma" for i in ctas):  # planted: the MMA is never issued, D keeps what was stored
+            continue
+        simulate_case(kernel_name, f, ctas, inp, tmem)
     return {"tmem_out": np.ascontiguousarray(tmem[:, :, :read]), "status": np.zeros(inp.ctas, np.uint32)}

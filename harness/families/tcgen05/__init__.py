@@ -19,7 +19,7 @@ class Tcgen05Family:
         return [(Kernel(self.name, Arch(arch), f.name, f), cases.cases_for_form(f)) for f in cases.forms_for(arch)]
 
     def kernel_list(self, arch) -> list[Kernel]:
-        # the forms with cases (the compile-only ones, .ws.sp and block-scaled .sp, have none: tests compile them);
+        # the forms with cases (the compile-only ones, .ws.sp, .ashift and tcgen05.shift, have none: tests compile them);
         # a few hundred cases, built in milliseconds
         return [k for k, cs in self.kernels(arch) if cs]
 
@@ -32,6 +32,12 @@ class Tcgen05Family:
     def source(self, kernel: Kernel) -> str:
         from harness.families.tcgen05 import kernel as tk
         return tk.source(kernel.form)
+
+    @staticmethod
+    def compile_options(kernel: Kernel) -> tuple[str, ...]:
+        """The TMEM-checked form's ptxas check (or, where the toolchain lacks it, the define that skips its access)."""
+        from harness.families.tcgen05 import kernel as tk
+        return tk.tmem_check_options() if kernel.form.tmem_check else ()
 
     def sass_check(self, kernel: Kernel):
         from harness.families.tcgen05 import kernel as tk

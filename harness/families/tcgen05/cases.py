@@ -20,8 +20,9 @@ host (tests/oracles/cutlass_tcgen05_layouts.cpp, tests/test_tcgen05_layouts_vs_c
     contiguously from its start, the rest padding (PTX ISA 9.7.16.10.4.4 "contiguously packed along with
     padding"; CUTLASS's *_unpacksmem_t types load through TMA's 16U4_ALIGN16B / 16U6_ALIGN16B into uint8_t smem);
     mxf4 kinds pack two e2m1 per byte, no padding, lower element in the low nibble;
-  * 128B swizzle with 32-byte atomicity: CUTLASS's atom is 4 K-rows of 128 bytes; the cases choose strides that
-    read the same under that and under harness/spec/layouts.py's 8-row reading (see base32b_strides).
+  * 128B swizzle with 32-byte atomicity: CUTLASS's atom is 4 K-rows of 128 bytes, as harness/spec/layouts.py reads
+    it; one case per form (b_atoms 'cutlass_base32b') uses CUTLASS's packed strides, where an 8-row reading would
+    differ, the others strides both readings share (base32b_strides).
 What neither source settles is named per case by unsettled_reason() and carried in its record.
 """
 from __future__ import annotations
@@ -32,8 +33,8 @@ from functools import cached_property
 
 import numpy as np
 
-from harness.families.tcgen05.forms import Form, all_forms
-from harness.spec import dtypes, idesc, zero_mask
+from harness.families.tcgen05.forms import Form, all_forms, variant_forms
+from harness.spec import desc_tcgen05, dtypes, idesc, zero_mask
 
 EXACT = {  # small exactly representable values of every operand type
     "tf32": np.arange(-8, 9.0), "f16": np.arange(-4, 5.0), "bf16": np.arange(-4, 5.0),
@@ -79,11 +80,12 @@ def type_combos_sparse(kind: str) -> list[tuple[str, str, str]]:
 
 
 def sparse_swept(form: Form) -> bool:
-    """Sparse forms with cases: the plain kinds, one CTA (SS, TS) or a pair. Not swept, said so in the README:
-    .ws.sp (CUTLASS has no .ws sparse atom and the ISA shows the .ws metadata layouts in figures only) and the
-    block-scaled .sp kinds (Table 54 keeps scale_A at M x 1 for mxf8f6f4 'for all supported values of K' while
-    .block32 says one factor per 32 elements: with K = 64 the two disagree; results/FINDINGS.md section 7)."""
-    return form.sparse and not form.ws and not form.block_scaled
+    """Sparse forms with cases: every kind, one CTA (SS, TS) or a pair. Not swept, said so in the README: .ws.sp
+    (CUTLASS has no .ws sparse atom and the ISA shows the .ws metadata layouts in figures only). A block-scaled .sp
+    MMA takes as many factors a row as the dense one, each over K / blocks of the logical (uncompressed) K (Table 54:
+    mxf8f6f4's scale_A M x 1 'for all supported values of K'; CUTLASS's SM100_MMA_MXF4NVF4_SS_SPARSE issues .block16
+    for VS = 32 and .kind::mxf4 .block32 for VS = 64, mma_sm100_umma.hpp:1429-1480)."""
+    return form.sparse and not form.ws
 
 
 def shapes(form: Form) -> list[tuple[int, int]]:
@@ -115,13 +117,17 @@ class TcCase:
     zero_mask: zero_mask.ZeroColumnMask | None = None
     major_a: str = "K"
     major_b: str = "K"
-    # 'cutlass_base32b': B (MN-major 128B_base32b) tiled as CUTLASS's Layout_MN_SW128_32B_Atom (4 K-rows per atom,
-    # LBO = 512 between MN atoms, SBO = 512 * atoms between K-row groups), which harness/spec/layouts.py cannot express
+    # 'cutlass_base32b': B (MN-major 128B_base32b) with CUTLASS's packed strides (LBO = 512 between MN atoms, SBO =
+    # 512 * atoms between groups of 4 K-rows), where a 4-row and an 8-row reading of the atom differ; the other
+    # 128B_base32b cases use strides both readings share (datapaths.base32b_strides)
     b_atoms: str = "layouts"
     control: str = ""  # a negative control (CONTROLS): '<name>' or '<name>@A' / '<name>@B' for a descriptor's operand
     sp_selector: int = 0  # .sp of tf32 / f16: the idesc's sparsity selector (the metadata sits that many columns on)
 
     def __post_init__(self):
+        for op, major, sw in (("A", self.major_a, self.swizzle_a), ("B", self.major_b, self.swizzle_b)):
+            if op == "B" or self.form.a_src == "SS":
+                desc_tcgen05.check_operand_swizzle(self.form.kind, major, sw, op)
         if self.sp_selector and not (self.form.sparse and self.form.kind in ("tf32", "f16")):
             raise ValueError("a sparsity selector other than 0 is for the sparse tf32 / f16 forms")
 
@@ -144,6 +150,8 @@ class TcCase:
             parts.append(f"B:{self.b_atoms}")
         if self.sp_selector:
             parts.append(f"sel{self.sp_selector}")
+        if f.variant:
+            parts.append(f"q:{f.variant}")
         if self.control:
             parts.append(f"neg:{self.control}")
         return "-".join(parts)
@@ -163,6 +171,10 @@ class TcCase:
 def cases_for_form(form: Form) -> list[TcCase]:
     if form.sparse:
         return sparse_cases(form)
+    if form.tmem_check:  # its one observation, alone in its launch
+        return bug_controls(form)
+    if form.variant:
+        return variant_cases(form)
     out = []
     swz = [s for s in ("none", "32B", "64B", "128B")]
     i = 0
@@ -176,15 +188,21 @@ def cases_for_form(form: Form) -> list[TcCase]:
             i += 1
     out += negative_controls(form) + bug_controls(form)
     if form.kind in MN_MAJOR_KINDS and not form.ws:
-        # MN-major operands (the transpose bits), every swizzle, 128B_base32b where the type allows it
+        # MN-major operands (the transpose bits): f16 with every swizzle; tf32 with 128B_base32b only, the one layout
+        # the ISA allows an MN-major tf32 operand (desc_tcgen05.MN_MAJOR_ONLY_SWIZZLE: PTX ISA 9.7.16.10.3, CUTLASS
+        # sm100_common.inl:92); the other swizzles' results are undefined, so they are not swept
         m, n = shapes(form)[-1]
         a, b, acc = type_combos(form.kind)[0]
-        mn_swz = ("none", "32B", "64B", "128B") + (("128B_base32b",) if form.kind == "tf32" else ())
-        for j, sw in enumerate(mn_swz):
-            ma = "MN" if form.a_src == "SS" and j % 2 == 0 else "K"
-            out.append(TcCase(form, m, n, a, b, acc, sw if ma == "MN" else "128B", sw, j % 2, None, ma, "MN"))
-        if form.kind == "tf32":  # one case that tells the two readings of 128B_base32b apart (see unsettled_reason)
+        if form.kind == "tf32":
+            pairs = ([("MN", "128B_base32b")] if form.a_src == "SS" else []) + [("K", "128B")]
+            for j, (ma, sa) in enumerate(pairs):
+                out.append(TcCase(form, m, n, a, b, acc, sa, "128B_base32b", j % 2, None, ma, "MN"))
+            # B tiled as CUTLASS tiles it (LBO 512 between MN atoms, SBO over 4 K-rows), not the strides above
             out.append(TcCase(form, m, n, a, b, acc, "128B", "128B_base32b", 0, None, "K", "MN", "cutlass_base32b"))
+        else:
+            for j, sw in enumerate(("none", "32B", "64B", "128B")):
+                ma = "MN" if form.a_src == "SS" and j % 2 == 0 else "K"
+                out.append(TcCase(form, m, n, a, b, acc, sw if ma == "MN" else "128B", sw, j % 2, None, ma, "MN"))
     return out
 
 
@@ -214,12 +232,12 @@ def sparse_cases(form: Form) -> list[TcCase]:
 # Negative controls: a descriptor deliberately disagrees with what was written. The reference predicts the misread
 # (reference.py): smem-descriptor controls read the image through the wrong layout; wrong-m / wrong-n write the
 # product of the smaller shape through its own data path and read it back through the case's; version-cleared
-# is undefined by the ISA, so any result but the intended product counts as caught.
+# is undefined by the ISA and likely ignored by the hardware: an observation (OBSERVATIONS), not a control.
 CONTROLS = {
     "wrong-swizzle": "the smem descriptor names another swizzle mode than the image was written with",
     "swapped-lbo-sbo": "the smem descriptor's LBO and SBO swapped",
     "start+16": "the smem descriptor starts 16 bytes after the operand",
-    "version-cleared": "the smem descriptor's fixed version field (bits 46-48, must be 1) cleared",
+    "version-cleared": "the smem descriptor's fixed version field (bits 46-48, must be 1) cleared (an observation)",
     "wrong-m": "the instruction descriptor says M/2",
     "wrong-n": "the instruction descriptor says N/2",
 }
@@ -246,18 +264,31 @@ MODELS_BUG = {
     "tmem-beyond-alloc": "a Tensor Memory column beyond the allocation (issue 16; PTX ISA 9.7.16.7: tcgen05 accesses "
                          "must stay within the columns tcgen05.alloc returned)",
 }
-CONTROL_PREDICTION = {name: "undefined" for name in ("version-cleared", *BUG_CONTROLS)}  # the rest: 'exact'
+# Probes of encodings the ISA leaves undefined that no outcome could show wrong: they cannot fail as predicted, so
+# they are observations (Status.OBSERVED), recorded with what the device did and never counted as a pass or a fail.
+OBSERVATIONS = {
+    "version-cleared": "the hardware likely ignores the version field: triton-lang/triton#8032's kernels ran with "
+                       "bit 46 clear until the bug was found, so the intended product is no evidence of a harness "
+                       "that cannot fail",
+    "tmem-beyond-alloc": "NVIDIA documents no runtime check of a Tensor Memory access beyond the allocation but "
+                         "ptxas's -g-tmem-access-check, and without it the access may land in another CTA's columns: "
+                         "made only in a form compiled with that check (where the toolchain has it) whose CTA has its "
+                         "SM to itself",
+}
+CONTROL_PREDICTION = {name: "observation" if name in OBSERVATIONS else "undefined"
+                      for name in ("version-cleared", *BUG_CONTROLS)}  # the rest: 'exact'
 
 
 def bug_controls(form: Form) -> list[TcCase]:
-    """The public-bug controls other than version-cleared (planned with the smem-descriptor controls): N > 256 and
-    the column beyond the allocation on the one-CTA f16 SS form, the M = 64 collision on the one-CTA mxf4nvf4 form
-    (NVFP4, the bug's kernel)."""
+    """The public-bug controls other than version-cleared (planned with the smem-descriptor controls): N > 256 on
+    the one-CTA f16 SS form, the M = 64 collision on the one-CTA mxf4nvf4 form (NVFP4, the bug's kernel), and the
+    column beyond the allocation (an observation) alone in the TMEM-checked f16 form."""
+    if form.tmem_check:
+        return [TcCase(form, 128, 256, "f16", "f16", "f32", "128B", "128B", control="tmem-beyond-alloc")]
     if form.sparse or form.ws or form.cta_group != 1 or form.a_src != "SS":
         return []
     if form.kind == "f16":
-        return [TcCase(form, 128, 256, "f16", "f16", "f32", "128B", "128B", control=name)
-                for name in ("n-above-256", "tmem-beyond-alloc")]
+        return [TcCase(form, 128, 256, "f16", "f16", "f32", "128B", "128B", control="n-above-256")]
     if form.kind == "mxf4nvf4":
         return [TcCase(form, 128, 128, "e2m1", "e2m1", "f32", "128B", "128B", control="m64-collision")]
     return []
@@ -293,7 +324,27 @@ def all_cases(arch: str = "sm_100a") -> list[tuple[Form, list[TcCase]]]:
 
 def forms_for(arch: str) -> list[Form]:
     # NVRTC 13: "Feature '.kind::i8' not supported on .target 'sm_103a'" (tests/test_tcgen05.py keeps it so)
-    return [f for f in all_forms() if not (arch == "sm_103a" and f.kind == "i8")]
+    return ([f for f in all_forms() if not (arch == "sm_103a" and f.kind == "i8")] + [Form("f16", tmem_check=True)]
+            + variant_forms())
+
+
+# qualifier forms compiled and SASS-checked without cases: no model of what they compute is settled enough to sweep
+VARIANT_OPEN = {
+    "ashift": ".ashift shifts A's rows down by one (the ISA); what the first row then reads (zeros, or Tensor "
+              "Memory above A) is not stated, and CUTLASS never issues it",
+    "shift_down": "tcgen05.shift.down moves a CTA's Tensor Memory rows down by one lane (the ISA); what lane 0 "
+                  "then holds is not stated, and CUTLASS never issues it",
+}
+
+
+def variant_cases(form: Form) -> list[TcCase]:
+    """A qualifier form's cases: one that accumulates and one that does not, at the largest and smallest legal shape
+    of the kind's first type pairing (reference.py models each qualifier; ashift and shift_down have none)."""
+    if form.variant in VARIANT_OPEN:
+        return []
+    a, b, acc = type_combos(form.kind)[0]
+    sh = shapes(form)
+    return [TcCase(form, m, n, a, b, acc, "128B", "64B", scale_d) for scale_d, (m, n) in ((1, sh[-1]), (0, sh[0]))]
 
 
 # ---------------------------------------------------------------------------------------------------- unsettled
@@ -302,6 +353,14 @@ def unsettled_reason(c: TcCase) -> str | None:
     """Why a case's expected result rests on a reading neither NVIDIA's code nor the PTX ISA text decides (None
     when both fix every layout it uses). A Blackwell run of the case settles it; its record carries the reason."""
     f = c.form
+    if f.variant in ("sid", "dol_sid"):
+        return ("scale-input-d: modelled as the ISA's operand description, D = A*B + D * 2^-scale-input-d "
+                "(kind::f16 / tf32, immediate 0..15); CUTLASS passes the immediate through "
+                "(SM100_MMA_F16BF16_SS_SCALED, mma_sm100_umma.hpp:214-249) with no host model of its arithmetic")
+    if f.variant == "dol":
+        return ("disable-output-lane: one bit a Tensor Memory lane, a masked lane's D untouched; the bit order (bit "
+                "l % 32 of word l / 32, a pair's CTA c in words 4c..4c+3) is the model's reading: the ISA names "
+                "the mask per lane, CUTLASS only ever passes zeros")
     if c.sp_selector:
         return ("sparsity selector 1: the ISA says the selector 'selects the sub-columns' of the metadata and shows "
                 "which only in figures 263 / 265; CUTLASS passes the metadata column's low bit as the selector and "
@@ -311,15 +370,6 @@ def unsettled_reason(c: TcCase) -> str | None:
         return ("sparse A in Tensor Memory: the ISA allows [a-tmem] with .sp but shows no layout of the compressed A; "
                 "CUTLASS has no sparse TS atom. Modelled: the K/2 stored elements of a row where dense A's K would "
                 "sit (rows on D's lanes, packed along 32-bit columns)")
-    if c.b_atoms == "cutlass_base32b":
-        return ("128B_base32b with CUTLASS's strides: CUTLASS's atom is 4 K-rows of 128 bytes and SBO steps over "
-                "4 K-rows (Layout_MN_SW128_32B_Atom, make_umma_desc<Major::MN>); the ISA's canonical-layout table "
-                "has no 128B_base32b row and defines SBO of swizzled MN-major layouts 'from the first 8 columns to "
-                "the next 8 columns' (harness/spec/layouts.py's reading). Modelled: CUTLASS's")
-    if f.a_src == "TS" and f.kind == "f8f6f4" and dtypes.get(c.atype).bits < 8:
-        return ("A in Tensor Memory, 4/6-bit type: the ISA says one element per 8-bit container (4 per 32-bit "
-                "word) but shows where in the byte only in Figures 199-201 (no text); CUTLASS's tmem_frg would "
-                "pack 4/6-bit A densely. Modelled: value in the low bits of its byte")
     if f.a_src == "TS" and c.m == 128 and c.n % 16:
         return ("A in Tensor Memory with M = 128 and N not a multiple of 16: the ISA's shape table has no rule of its "
                 "own for A in Tensor Memory (N steps of 8 are legal), CUTLASS's TS atoms static_assert N % 16 == 0 "

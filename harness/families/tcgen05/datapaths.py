@@ -37,6 +37,20 @@ def a_lane(m: int, row):
     return 32 * (row // 16) + row % 16 if m == 64 else row
 
 
+# Where a 4/6-bit A element of kind::f8f6f4 sits in its 8-bit Tensor Memory container (A from Tensor Memory holds one
+# element per byte, four per 32-bit column). e2m1: bits 5-2, "the central 4 bits of the 8-bit container" (PTX ISA,
+# tcgen05.mma / mma kind::f8f6f4 operand text), as CUTLASS feeds its f8f6f4 MMAs (cute/atom/mma_traits_sm120.hpp:
+# 212-226, fp4_shift_A: "MMA F8F6F4 expects the four-bit data to be in the middle of the eight-bit container ...
+# 0b0000ABCD --> 0b00ABCD00"; tests/oracles/cutlass_fp4_shift.cpp runs it) and a public GB300 tcgen05.cp probe found.
+# e2m3 / e3m2: bits 5-0 ("Same transformation is NOT needed for FP6 and FP8", the same CUTLASS comment).
+CONTAINER_SHIFT = {"e2m1": 2}
+
+
+def tmem_a_container(atype: str, bits):
+    """A's raw `bits` (one element each) as the 8-bit Tensor Memory containers the MMA reads."""
+    return np.asarray(bits, np.uint64) << np.uint64(CONTAINER_SHIFT.get(atype, 0))
+
+
 # ---------------------------------------------------------------------------------------------------- sparse metadata
 
 # tcgen05.mma.sp (PTX ISA 9.7.16.10.8): every chunk of A's row (2 elements for tf32 1:2, 4 for the 2:4 kinds, 8 for
@@ -171,10 +185,11 @@ def read_bits_anywhere(image: np.ndarray, bit_addr, bits: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------- 128B_base32b
 
 def base32b_strides(dtype: str, rows: int, cols: int) -> tuple[int, int]:
-    """(LBO, SBO) for an MN-major 128B_base32b tile that reads the same under both readings of the descriptor:
-    CUTLASS's (Layout_MN_SW128_32B_Atom: 4 K-rows of 128 bytes per atom, SBO steps over 4 K-rows, LBO over
-    128-byte MN atoms) and harness/spec/layouts.py's (8 K-rows per atom, SBO steps over 8). With at most 8 K-rows
-    (tf32: K=8 per MMA) and SBO = 4 rows * 128 bytes, K-row r of MN atom i lands at i*LBO + 128*r in both."""
+    """(LBO, SBO) for an MN-major 128B_base32b tile that reads the same under CUTLASS's reading of the descriptor
+    (Layout_MN_SW128_32B_Atom: 4 K-rows of 128 bytes per atom, SBO steps over 4 K-rows, LBO over 128-byte MN atoms;
+    harness/spec/layouts.py's too) and an 8-row one (SBO over 8 K-rows, as for the 16-byte-atomicity swizzles; the
+    simulated device's, tests/simulated/smem.py). With at most 8 K-rows (tf32: K=8 per MMA) and SBO = 4 rows * 128
+    bytes, K-row r of MN atom i lands at i*LBO + 128*r in both; the 'cutlass_base32b' cases tell them apart."""
     if cols > 8:
         raise layouts.LayoutError("base32b_strides: more than 8 K-rows would read differently under the two readings")
     return 1024, 512  # one 1024-byte block (8 K-rows) per 128-byte MN atom; SBO = 4 K-rows

@@ -7,17 +7,57 @@ import numpy as np
 from harness import kernels
 from harness.families.tcgen05 import forms
 from harness.families.tcgen05.reference import POISON, TcPrepared
-from harness.run.launch import LaunchInput, OutputSpec
+from harness.run.launch import WINDOW_SLACK, LaunchInput, OutputSpec
 from harness.run.sass import SassCheck, SassRule
 
 PARAMS_DTYPE = np.dtype([(k, "<u8") for k in ("image_offset", "desc_a", "desc_b", "zero_mask", "sf_desc_a",
                                              "sf_desc_b")] +
                         [(k, "<u4") for k in ("image_bytes", "idesc", "alloc_cols", "read_cols", "enable_input_d",
                                               "a_tmem_col", "a_tmem_cols", "sf_col_a", "sf_col_b", "spin_limit",
-                                              "sp_meta_col", "sp_meta_cols")])
-assert PARAMS_DTYPE.itemsize == 96
+                                              "sp_meta_col", "sp_meta_cols")] +
+                        [(f"lane_mask{i}", "<u4") for i in range(8)])  # the kernel's lane_mask[8]
+assert PARAMS_DTYPE.itemsize == 128
 SPIN_LIMIT = 1 << 22  # mbarrier polls (tens of milliseconds) before a case reports that its MMA never completed
 STATUS_UNSET = 2  # the kernel writes 0 (the MMA completed) or 1 (it did not within the spin limit)
+
+
+# ptxas's Tensor Memory access check: it makes a TMEM access outside the allocation a reported error at run time
+# (NVIDIA documents no other runtime check). NVRTC passes it on with -Xptxas; a toolchain whose ptxas lacks it
+# ("Unknown option") compiles the form with TC_NO_TMEM_CHECK instead, and the kernel then skips the MMA and reports
+# STATUS_NOT_OBSERVED, so the observation is recorded as not made rather than made unchecked.
+TMEM_CHECK_OPTION = "-Xptxas=-g-tmem-access-check"
+STATUS_NOT_OBSERVED = 3
+# dynamic shared memory of a TMEM-checked launch: an SM's whole per-block allowance (227 KiB on sm_100a / sm_103a),
+# less the kernel's static shared memory, so no other CTA (every kernel of the harness uses shared memory) fits on
+# its SM beside it
+EXCLUSIVE_SMEM = 227 * 1024 - 64
+
+
+def tmem_check_options(tc=None) -> tuple[str, ...]:
+    """The compile options of a TMEM-checked form for toolchain `tc` (the default one when None)."""
+    return (TMEM_CHECK_OPTION,) if _has_tmem_check(tc) else ("-DTC_NO_TMEM_CHECK",)
+
+
+def _has_tmem_check(tc) -> bool:
+    from harness.enums import ToolchainKind
+    from harness.run import toolchain as toolchains
+    try:
+        tc = tc or toolchains.resolve(ToolchainKind.NVRTC, None)
+    except toolchains.ToolchainError:
+        return False
+    return _probe(tc)
+
+
+_PROBED: dict = {}
+
+
+def _probe(tc) -> bool:
+    key = tuple(tc.cache_key())
+    if key not in _PROBED:
+        src = 'extern "C" __global__ void tmem_check_probe(int* p) { p[0] = 1; }'
+        cubin, _ = tc.compile(src, "tmem_check_probe", "sm_100a", (TMEM_CHECK_OPTION,))
+        _PROBED[key] = cubin is not None
+    return _PROBED[key]
 
 
 def source(form: forms.Form) -> str:
@@ -53,11 +93,12 @@ def sass_check(form: forms.Form, arch: str) -> SassCheck:
                     # scale_vec::4X: sm_100a listings spell it .4X, sm_103a listings .BLOCK16 (nvdisasm 13.5)
                     r"(?=.*\.(4X|BLOCK16)\b)" if form.kind == "mxf4nvf4" else r"(?!.*\.(4X|BLOCK16)\b)"])
     a_from = "Tensor Memory" if form.a_src == "TS" else "a shared-memory descriptor"
-    rules = [SassRule(r"UTC[A-Z]MMA(\.\S+)?", "one tensor-core MMA", count=1),
+    n = form.mmas
+    rules = [SassRule(r"UTC[A-Z]MMA(\.\S+)?", "one tensor-core MMA" if n == 1 else f"{n} tensor-core MMAs", count=n),
              SassRule(MNEMONIC[form.kind] + mods + r"(\.\S+)?",
                       f"{MNEMONIC[form.kind]} for .kind::{form.kind}"
                       f"{' .cta_group::2 (.2CTA)' if form.cta_group == 2 else ''}{' .ws (.WS)' if form.ws else ''}"
-                      f" with A from {a_from}", count=1,
+                      f" with A from {a_from}", count=n,
                       operands=r"^tmem\[" if form.a_src == "TS" else r"^gdesc\["),
              SassRule(r"LDTM(\.\S+)?", "tcgen05.ld of D"),
              SassRule(r"STTM(\.\S+)?", "tcgen05.st of C (and of A for TS)"),
@@ -66,7 +107,48 @@ def sass_check(form: forms.Form, arch: str) -> SassCheck:
              SassRule(r"UTCBAR(\.\S+)?", "tcgen05.commit's barrier arrive")]
     if form.cta_group == 2:
         rules.append(SassRule(r"UTCBAR\.2CTA\.MULTICAST(\.\S+)?", "the pair's commit, multicast to both CTAs"))
+    rules += variant_rules(form)
     return SassCheck(arch, tuple(rules), function=form.name)
+
+
+# How each qualifier shows in the SASS (read off NVRTC 13.5 cubins for sm_100a and sm_103a alike): the A collector
+# as suffixes of the A operand (fill .A_KEEP, use .A_REUSE.A_KEEP, lastuse .A_REUSE, discard none), .ashift as
+# UTCHMMA.ASHIFT, scale-input-d as a trailing immediate, the disable-output-lane mask as a uniform register after
+# the idesc, tcgen05.shift as UTCSHIFT.DOWN.
+COLLECTOR_SASS = {"fill": r"\.A_KEEP,", "use": r"\.A_REUSE\.A_KEEP,", "lastuse": r"\.A_REUSE,", "discard": None}
+
+
+def variant_rules(form: forms.Form) -> list[SassRule]:
+    v, mma = form.variant, MNEMONIC[form.kind] + r"(\.\S+)?"
+    plain_a = r"^(gdesc|tmem)\[\w+\],"  # an A operand without a collector suffix
+    out = []
+    if v.startswith("ca_"):
+        steps = v[3:].split("_")
+        for step in dict.fromkeys(steps):
+            rx = COLLECTOR_SASS[step]
+            if rx is None:
+                out.append(SassRule(mma, "collector::a::discard: an A operand without a collector suffix", count=1,
+                                    operands=plain_a))
+            else:
+                out.append(SassRule(mma, f"collector::a::{step} ({rx.strip(',').replace(chr(92), '')} on A)",
+                                    count=steps.count(step), operands=r"^\w+\[\w+\]" + rx))
+    elif form.mmas == 1:  # every other MMA reads A plainly, not through the collector
+        out.append(SassRule(mma, "no collector suffix on A", count=1, operands=plain_a))
+    if v in ("sid", "dol_sid"):
+        out.append(SassRule(mma, f"the scale-input-d immediate {forms.SCALE_INPUT_D}", count=1,
+                            operands=rf",\s*{forms.SCALE_INPUT_D:#x}\s*$"))
+    elif form.kind in ("f16", "tf32") and not form.ws and not form.sparse:
+        out.append(SassRule(mma, "no scale-input-d immediate", count=0, operands=r",\s*0x[0-9a-f]+\s*$"))
+    if v in ("dol", "dol_sid"):
+        out.append(SassRule(mma, "the disable-output-lane mask: a uniform register after the idesc", count=1,
+                            operands=r"idesc\[\w+\],\s*UR\w+,"))
+    elif form.kind in ("f16", "tf32") and not form.ws and not form.sparse:
+        out.append(SassRule(mma, "no disable-output-lane mask", count=0, operands=r"idesc\[\w+\],\s*UR\w+,"))
+    out.append(SassRule(r"UTCHMMA\.ASHIFT(\.\S+)?", ".ashift" if v == "ashift" else "no .ashift",
+                        count=1 if v == "ashift" else 0))
+    out.append(SassRule(r"UTCSHIFT(\.\S+)?", "tcgen05.shift.down" if v == "shift_down" else "no tcgen05.shift",
+                        count=1 if v == "shift_down" else 0))
+    return out
 
 
 def pack(preps: list[TcPrepared]) -> LaunchInput:
@@ -89,7 +171,10 @@ def pack(preps: list[TcPrepared]) -> LaunchInput:
             params[j]["alloc_cols"] = p.alloc_cols or alloc  # a control may allocate less than it uses
             tmem_in[j, :, :p.read_cols] = p.tmem_in[r]
             j += 1
+    extra = 64
+    if preps[0].case.form.tmem_check:  # alone on its SM (see EXCLUSIVE_SMEM)
+        extra = max(64, EXCLUSIVE_SMEM - int(max(i.size for i in images)) - WINDOW_SLACK)
     return LaunchInput(np.concatenate(images), params, {"tmem_in": tmem_in},
                        {"tmem_out": OutputSpec((128, read_cols), "uint32", POISON),
                         "status": OutputSpec((), "uint32", STATUS_UNSET)},
-                       ctas_per_case=preps[0].case.form.cta_group, extra_smem=64)
+                       ctas_per_case=preps[0].case.form.cta_group, extra_smem=extra)

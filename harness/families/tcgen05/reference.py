@@ -8,15 +8,22 @@ import numpy as np
 from harness.families.tcgen05.cases import (CONTROL_PREDICTION, EXACT, SMEM_CONTROLS as SMEM_CONTROLS_NAMES, TcCase,
                                             storage_dtype)
 from harness.families.tcgen05.datapaths import (SF_BLOCKS, SF_ROWS_PER_COPY, SF_TILE_BYTES, SPARSE_NIBBLES,
-                                                TF32_NIBBLES, a_lane, base32b_cutlass_bytes, base32b_strides,
+                                                TF32_NIBBLES, a_lane, base32b_strides,
                                                 d_position, decompress, meta_chunks, meta_columns, meta_position,
                                                 scale_codes_to_values, sf_smem_offset, subbyte_bit_addresses,
-                                                write_bits_anywhere)
-from harness.families.tcgen05.forms import Form
+                                                tmem_a_container, write_bits_anywhere)
+from harness.families.tcgen05.forms import SCALE_INPUT_D, Form
 from harness.spec import desc_tcgen05, dtypes, idesc, layouts, zero_mask
 from harness.spec.layouts import SmemLayout
 
-POISON = 0x7FFF7FFF
+POISON = 0x7FFF7FFF  # the launch's output buffer before the read-back writes it (a cell never read back)
+# Tensor Memory's D columns before an MMA that does not accumulate (enable-input-d off): a pattern no case produces
+# (an f32 NaN whose low half is an f16 NaN; as s32 2141290077, far beyond any case's sums), so a D cell the MMA did
+# not write, a skipped MMA or a previous case's D left in place, fails the read-back (readback.diff names them)
+TMEM_POISON = 0x7FA17E5D
+# the disable-output-lane forms' mask: word w masks lanes 32 (w % 4) .. of CTA w // 4, a different pattern per word so
+# a misread order shows; a masked lane keeps its D
+LANE_MASK = (0x000000FF, 0x0000FF00, 0x00FF0000, 0xFF000000, 0x0F0F0F0F, 0xF0F0F0F0, 0x33333333, 0xCCCCCCCC)
 
 def d_columns(c: TcCase) -> int:
     _, _, col, _ = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
@@ -39,6 +46,9 @@ class TcPrepared:
     intended: np.ndarray | None = None  # a negative control: the product the descriptors were meant to give
     prediction: str = "exact"  # 'exact': `expected` is the predicted misread; 'undefined': the ISA says nothing
     alloc_cols: int | None = None  # a control that allocates fewer Tensor Memory columns than the case uses
+    # [m, n]: D elements the prediction says keep the Tensor Memory poison (a wrong-m / wrong-n control's smaller MMA
+    # does not write them); None: every element is written
+    keeps_poison: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +148,9 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
         prod = a_s @ b_s.T
     else:
         prod = a @ b_eff.T
-    expected = prod + (cm if c.scale_d else 0)
+    # a collector form issues f.mmas MMAs, the later ones accumulating; scale-input-d scales the input D by 2^-s
+    sid = SCALE_INPUT_D if f.variant in ("sid", "dol_sid") else 0
+    expected = f.mmas * prod + (cm * 2.0 ** -sid if c.scale_d else 0)
     if c.dtype != "s32":
         t = dtypes.get(c.dtype)
         assert np.array_equal(t.from_bits(t.to_bits(expected)), expected), f"{c.id}: reference is not exact"
@@ -166,6 +178,9 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
     ctas = cg
     tmem_in = np.zeros((ctas, 128, read_cols), np.uint32)
     cta, lane, dcol, half = d_position(M, N, cg, f.ws, c.dtype)
+    if not c.scale_d:  # every lane of D's columns (A, the factors and the metadata sit after them)
+        tmem_in[:, :, :dcols] = TMEM_POISON
+        assert not np.any(_acc_bits(c.dtype, expected) == TMEM_POISON), f"{c.id}: D holds the poison pattern"
     if c.scale_d:
         bits = _acc_bits(c.dtype, cm)
         if c.dtype == "f16":
@@ -185,26 +200,20 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
         a_lay = operand_layout(f, c.atype, rows_a, k_stored, c.major_a, c.swizzle_a, 0)
         b_start = -(-layouts.footprint(a_lay)[1] // 1024) * 1024
         b_lay = operand_layout(f, c.btype, cols_b, K, c.major_b, c.swizzle_b, b_start)
+        if c.b_atoms == "cutlass_base32b":  # CUTLASS's packed strides: LBO 512 between MN atoms, SBO over 4 K-rows
+            lbo, sbo = layouts.packed_strides("MN", "128B_base32b", storage_dtype(f, c.btype), cols_b, K)
+            b_lay = layouts.validate(b_lay.moved(lbo=lbo, sbo=sbo))
         end = layouts.footprint(b_lay)[1]
-        if c.b_atoms == "cutlass_base32b":
-            b_lbo, b_sbo = 512, 512 * -(-cols_b // 32)
-            mn_, k_ = np.meshgrid(np.arange(cols_b), np.arange(K), indexing="ij")
-            b_bytes = base32b_cutlass_bytes(mn_, k_, b_lbo, b_sbo, b_start)
-            end = int(b_bytes.max()) + 4
         sf_start = -(-end // 1024) * 1024
         size = sf_start + (2 * SF_TILE_BYTES if f.block_scaled else 0)  # A's factors, then B's (512 bytes per 128 rows)
         img = np.zeros(-(-size // 16) * 16, np.uint8)
         if f.a_src == "SS":
             _write_operand(f, c.atype, a_lay, _bits(c.atype, a_part), img)
         else:  # A in TMEM: row -> lane (this CTA's rows), K packed along 32-bit columns
-            _write_tmem_rows(tmem_in[r], a_col, _bits(c.atype, a_part), dtypes.get(storage_dtype(f, c.atype)).bits,
-                             a_lane(M, np.arange(rows_a)))
-        if c.b_atoms == "cutlass_base32b":
-            layouts.write_bits(img, b_bytes * 8, _bits(c.btype, b_part), 32)
-            desc_b = desc_tcgen05.encode_tcgen05_smem_desc(b_start, b_lbo, b_sbo, "128B_base32b", 0, "relative", arch)
-        else:
-            _write_operand(f, c.btype, b_lay, _bits(c.btype, b_part), img)
-            desc_b = _desc(b_lay, arch)
+            _write_tmem_rows(tmem_in[r], a_col, tmem_a_container(c.atype, _bits(c.atype, a_part)),
+                             dtypes.get(storage_dtype(f, c.atype)).bits, a_lane(M, np.arange(rows_a)))
+        _write_operand(f, c.btype, b_lay, _bits(c.btype, b_part), img)
+        desc_b = _desc(b_lay, arch)
         p = {"desc_a": _desc(a_lay, arch) if f.a_src == "SS" else 0, "desc_b": desc_b,
              "idesc": idesc.encode_idesc(c.idesc()), "alloc_cols": alloc, "read_cols": read_cols,
              "enable_input_d": c.scale_d, "a_tmem_col": a_col, "a_tmem_cols": a_cols,
@@ -225,6 +234,14 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
         params.append(p)
     prep = TcPrepared(c, images, params, tmem_in, expected, read_cols,
                       {"a": a, "b": b, "sfa": sfa, "sfb": sfb, "meta": nibbles, "a_stored": a_stored})
+    if f.variant in ("dol", "dol_sid"):  # masked lanes keep what was stored: C (unscaled), or the poison
+        for prm in params:
+            prm.update({f"lane_mask{i}": w for i, w in enumerate(LANE_MASK)})
+        masked = ((np.asarray(LANE_MASK, np.uint64)[4 * cta + lane // 32] >> (lane % 32).astype(np.uint64)) & 1) == 1
+        if c.scale_d:
+            prep.expected = np.where(masked, cm, expected)
+        else:
+            prep.keeps_poison = masked
     return _apply_control(prep, a_lay, b_lay, cm, arch) if c.control else prep
 
 
@@ -246,8 +263,8 @@ def _apply_control(prep: TcPrepared, a_lay: SmemLayout, b_lay: SmemLayout, cm, a
     prep.intended = prep.expected
     a, b = prep.operands["a"], prep.operands["b"]
     acc = cm if c.scale_d else 0
-    if CONTROL_PREDICTION.get(name) == "undefined":  # an encoding the ISA forbids, modelled on a public bug
-        prep.prediction = "undefined"
+    if CONTROL_PREDICTION.get(name) in ("undefined", "observation"):  # an encoding the ISA forbids (a public bug)
+        prep.prediction = CONTROL_PREDICTION[name]
         if name == "version-cleared":  # bits 46-48 hold 0b001: clearing them clears bit 46 (triton#8032)
             p[f"desc_{target.lower()}"] &= ~(0x7 << 46)
         elif name == "n-above-256":  # the N field written unmasked for N = 512 (triton#8910)
@@ -285,11 +302,17 @@ def _apply_control(prep: TcPrepared, a_lay: SmemLayout, b_lay: SmemLayout, cm, a
         tm[cta, lane, col] = _acc_bits(c.dtype, small).astype(np.uint32)
         from harness.families.tcgen05.readback import decode
         prep.expected = decode(c, tm)
+        if not c.scale_d:  # the cells the smaller MMA leaves alone keep the poison stored before it
+            written = np.zeros(tm.shape, bool)
+            written[cta, lane, col] = True
+            ccta, clane, ccol, _ = d_position(c.m, c.n, 1, c.form.ws, c.dtype)
+            prep.keeps_poison = ~written[ccta, clane, ccol]
         p["idesc"] = idesc.encode_idesc(replace(c.idesc(), m=m2, n=n2))
     if c.dtype != "s32":
         t = dtypes.get(c.dtype)
-        assert np.array_equal(t.from_bits(t.to_bits(prep.expected)), prep.expected), f"{c.id}: misread is not exact"
-    if np.array_equal(prep.expected, prep.intended):
+        assert np.array_equal(t.from_bits(t.to_bits(prep.expected)), prep.expected, equal_nan=True), \
+            f"{c.id}: misread is not exact"
+    if np.array_equal(prep.expected, prep.intended, equal_nan=True):
         raise AssertionError(f"{c.id}: the control reads the intended product: it could not fail")
     return prep
 
