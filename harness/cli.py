@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import errno
 import json
 import math
 import os
@@ -24,6 +25,7 @@ from harness.run import cores
 
 PROG = "python -m harness"
 DEFAULT_RESULTS_DIR = Path("results") / "scratch"  # under the current folder
+STDOUT_LOST = 120  # what Python's own exit says when stdout cannot be flushed (docs/results-schema.md, exit codes)
 
 
 class UsageError(Exception):
@@ -347,13 +349,14 @@ def _toolchain(cmd: str, a):
 def _selection(cmd: str, a):
     """The selection the filter flags name (sweep and compile share them)."""
     from harness.plan import Selection
-    if a.match is not None and not a.match.strip():
+    if a.match is not None and any(not m.strip() for m in a.match):
         raise UsageError(f"{cmd}: --match '': give some text of the case ids to run")
     return Selection(
         families=tuple(a.family) if a.family else None, kinds=tuple(a.kind) if a.kind else None,
         n_values=tuple(a.n) if a.n else None, dtypes=tuple(a.dtype) if a.dtype else None,
         a_srcs=tuple(a.a_src) if a.a_src else None, cta_groups=tuple(a.cta_group) if a.cta_group else None,
-        data_modes=tuple(a.data) if a.data else None, controls=not a.no_controls, match=a.match)
+        data_modes=tuple(a.data) if a.data else None, controls=not a.no_controls,
+        match=tuple(a.match) if a.match else None)
 
 
 def _out_folder(cmd: str, flag: str, text: str) -> Path:
@@ -496,18 +499,22 @@ def _sweep_command(a, ahead, helpers) -> int:
                             shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches,
                             hold_plan=a.own_process, ahead=ahead, helpers=helpers,
                             workers_on_one_gpu=engine.WORKERS_ON_ONE_GPU, level=a.level)
+    from harness.records import results
     try:  # an empty or impossible selection is refused while planning, before anything is compiled
         summary = sweep.run(sel, cfg)
     except sweep.SweepError as e:
         raise UsageError(f"sweep: {e}") from None
+    except results.ResultsWriteError as e:  # a full disk: the file holds every record up to its last whole line
+        raise UsageError(f"sweep: --out {e.strerror or e}") from None
     code = sweep.exit_code(summary)
     if a.bundle is not None:  # issue 57: what a bug report needs, for every failing case
         from harness import fleet_cli
         code = max(code, fleet_cli.write_bundle(out, Path(a.bundle), tc))
     if junit is not None:
         from harness.records import junit as junit_xml, results
-        try:
-            junit_xml.convert(out, junit)
+        try:  # a file that is not whole (cases without a record) is written, with its reasons as errors
+            if junit_xml.convert(out, junit, allow_incomplete=True)["incomplete"]:
+                code = max(code, ExitCode.FAILED)
         except (results.ResultsFileError, OSError) as e:  # the sweep ran: say so, keep its status
             print(f"sweep: --junit {a.junit}: not written: {e}", file=sys.stderr)
             code = max(code, ExitCode.FAILED)
@@ -587,7 +594,7 @@ def cmd_merge(a) -> int:
     if any(f.resolve() == out.resolve() for f in files):
         raise UsageError(f"merge: --out {a.out} is one of the inputs; write the merged run elsewhere")
     try:
-        env, cases, summary, disagreements = merge.merge(files)
+        env, cases, summary, disagreements = merge.merge(files, a.allow_mixed, a.allow_incomplete)
     except results.ResultsFileError as e:
         raise UsageError(f"merge: {e}") from None
     try:
@@ -608,6 +615,8 @@ def cmd_merge(a) -> int:
         print(f"  ({len(disagreements) - 20} more disagreements, in the merged file)")
     for f in summary.get("environment_errors", []):
         print(f"  unusable GPU in {f['file']}: {f['error']}")
+    for f in summary.get("incomplete_inputs", []):
+        print(f"  NOT WHOLE: {f['file']}: {f['problem']} (the merged file says so too)")
     return code
 
 
@@ -622,7 +631,10 @@ def cmd_probe(a) -> int:
     if a.name in ("base-offset", "start-alignment"):
         from harness.families.wgmma import FAMILY as WGMMA
         work = sweep.Plan([(WGMMA.kernel_of(key), cs) for key, cs in probes.work(a.name)])
-        summary = sweep.execute(work, sweep.SweepConfig(out_path=out, timeout=a.timeout))
+        try:
+            summary = sweep.execute(work, sweep.SweepConfig(out_path=out, timeout=a.timeout), run_kind="probe")
+        except sweep.SweepError as e:  # another run writes --out
+            raise UsageError(f"probe: {e}") from None
         code = sweep.exit_code(summary)
         if a.json:
             print(json.dumps({"probe": a.name, **summary, "results": str(out), "exit": int(code)}, indent=2,
@@ -651,11 +663,12 @@ def cmd_compare(a) -> int:
     from harness.records import compare, results
     old, new = _results_files("compare", [a.old]), _results_files("compare", [a.new])
     try:
-        report = compare.compare(old, new, accept_lost_coverage=a.accept_lost_coverage)
+        report = compare.compare(old, new, accept_lost_coverage=a.accept_lost_coverage, allow_mixed=a.allow_mixed,
+                                 allow_incomplete=a.allow_incomplete)
     except results.ResultsFileError as e:
         raise UsageError(f"compare: {e}") from None
     print(json.dumps(report, indent=1) if a.json else compare.render(report))
-    return ExitCode.FAILED if report["regressed"] else ExitCode.OK
+    return ExitCode.FAILED if report["regressed"] or report["incomplete"] else ExitCode.OK
 
 
 def cmd_junit(a) -> int:
@@ -669,30 +682,41 @@ def cmd_junit(a) -> int:
     if src.resolve() == out.resolve():
         raise UsageError(f"junit: --out {a.out} is the results file; write the XML elsewhere")
     try:
-        totals = junit.convert(src, out)
+        totals = junit.convert(src, out, a.allow_mixed, a.allow_incomplete)
     except results.ResultsFileError as e:
         raise UsageError(f"junit: {e}") from None
     except OSError as e:
         raise UsageError(f"junit: --out {a.out}: cannot write: {e.strerror or e}") from None
     _print({**totals, "out": str(out)}, a.json, f"{totals['tests']} test cases ({totals['failures']} failures, "
-           f"{totals['errors']} errors, {totals['skipped']} skipped) -> {out}")
-    return ExitCode.OK
+           f"{totals['errors']} errors, {totals['skipped']} skipped) -> {out}"
+           + "".join(f"\nNOT WHOLE: {src}: {p}" for p in totals["incomplete"]))
+    return ExitCode.FAILED if totals["incomplete"] else ExitCode.OK
 
 
 def cmd_report(a) -> int:
+    """The tables; exit 1 where one of them is of a file that is not one whole run (each said on stderr, and in
+    its table), or the README has drifted."""
     from harness.records import report, results
     try:
+        text = report.render(a.root)
+        code = ExitCode.OK
         if a.check:
             ok = report.check(a.check, a.root)
-            print(f"{a.check}: {'matches' if ok else 'DRIFTED from'} the results files under {a.root}")
-            return int(ExitCode.OK if ok else ExitCode.FAILED)
-        if a.update:
+            text = f"{a.check}: {'matches' if ok else 'DRIFTED from'} the results files under {a.root}"
+            code = ExitCode.OK if ok else ExitCode.FAILED
+        elif a.update:
             Path(a.update).write_text(report.update(Path(a.update).read_text(), a.root))
-            return int(ExitCode.OK)
-        print(report.render(a.root))
+            text = None
+    except BrokenPipeError:
+        raise
     except (results.ResultsFileError, OSError) as e:
         raise UsageError(f"report: {e}") from None
-    return int(ExitCode.OK)
+    if text is not None:
+        print(text)
+    for p in report.problems(report.render(a.root)):
+        print(_one_line(f"report: {p}"), file=sys.stderr)
+        code = ExitCode.FAILED
+    return int(code)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -711,8 +735,20 @@ def _selection_args(p, family_names: tuple[str, ...]) -> None:
     p.add_argument("--cta-group", action="append", type=int, choices=[1, 2], help="tcgen05 CTA group")
     p.add_argument("--dtype", action="append", choices=["f16", "f32", "s32"], help="accumulator type")
     p.add_argument("--data", action="append", choices=["exact", "normal"])
-    p.add_argument("--match", help="only cases whose id contains this text")
+    p.add_argument("--match", action="append", help="only cases whose id contains this text (repeatable: any of "
+                                                    "them; other filters narrow it further)")
     p.add_argument("--no-controls", action="store_true", help="skip the negative controls")
+
+
+def _reader_args(p) -> None:
+    """The flags of the commands that read results files (merge, compare, junit): what they otherwise refuse."""
+    p.add_argument("--allow-mixed", action="store_true",
+                   help="take files of different toolchains or harness versions as one run (refused otherwise, "
+                        "exit 2); the merged environment says toolchain: mixed")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="read a file that is not one whole run (no summary: killed or still being written; marked "
+                        "interrupted; cases lost or written twice) instead of refusing it (exit 2); the answer "
+                        "says so and exits 1 or more")
 
 
 def _toolchain_args(p) -> None:
@@ -792,6 +828,7 @@ def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
                                              "*.jsonl except probe-*.jsonl and merged*.jsonl)")
     m.add_argument("--out", required=True, help="the merged results file (its folder is created)")
     m.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _reader_args(m)
     m.set_defaults(fn=cmd_merge)
 
     pr = sub.add_parser("probe", help="targeted experiments on what the spec leaves open")
@@ -811,12 +848,14 @@ def parser_for(family_names: tuple[str, ...]) -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true")
     c.add_argument("--accept-lost-coverage", action="store_true",
                    help="cases missing from new, or passing before and not run now, are a note, not a regression")
+    _reader_args(c)
     c.set_defaults(fn=cmd_compare)
 
     j = sub.add_parser("junit", help="JUnit XML from a results file (one testcase per case)")
     j.add_argument("results", help="a results file (JSON Lines)")
     j.add_argument("--out", required=True, help="the XML file (its folder is created)")
     j.add_argument("--json", action="store_true", help="print the totals as JSON")
+    _reader_args(j)
     j.set_defaults(fn=cmd_junit)
 
     from harness.timing import cli as timing_cli  # python -m harness bench [compare]
@@ -970,6 +1009,12 @@ def main(argv=None, own_process: bool = False) -> int:
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly
         _quiet_stdout()
         return ExitCode.FAILED
+    except OSError as e:  # what it printed could not be written (a full disk under `> file`): Python's own 120
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise
+        _quiet_stdout()  # the exit's flush of what is still buffered would fail again
+        print(_one_line(f"{cmd}: cannot write its output: {e.strerror or e}"), file=sys.stderr)
+        return STDOUT_LOST
     finally:
         nvrtc.remove_temporary_cache()  # where HOME gave no cache folder (compile.settle_cache)
 

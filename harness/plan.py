@@ -42,7 +42,19 @@ class Selection:
     cta_groups: tuple[int, ...] | None = None
     data_modes: tuple[str, ...] | None = None
     controls: bool = True
-    match: str | None = None  # substring of case ids
+    # substrings of case ids: a case is kept when its id holds any of them (a repeated --match widens, as a repeated
+    # --kind does; different filters narrow: README, "Sweep filters"). One string is taken as a tuple of one
+    match: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        if isinstance(self.match, str):
+            object.__setattr__(self, "match", (self.match,))
+        elif self.match is not None:
+            object.__setattr__(self, "match", tuple(self.match) or None)
+
+    def matches(self, case_id: str) -> bool:
+        """Whether --match keeps a case id (any of its texts; every id where none was given)."""
+        return not self.match or any(m in case_id for m in self.match)
 
     def filters(self) -> dict[str, tuple]:
         """facet -> allowed values, for the filters given."""
@@ -57,8 +69,7 @@ class Selection:
         words = [f"--{flag} {v}" for flag, values in given for v in values or ()]
         if not self.controls:
             words.append("--no-controls")
-        if self.match:
-            words.append(f"--match {shlex.quote(self.match)}")
+        words += [f"--match {shlex.quote(m)}" for m in self.match or ()]
         return " ".join(words)
 
     def validate(self) -> "Selection":
@@ -421,6 +432,7 @@ def selected(sel: Selection, run_archs: dict[str, Arch] | None, shard: tuple[int
                          + [(f, a) for f in fams for a in f.archs if a != run_arch(f, run_archs)])
     plan = Plan([])
     seen_values: dict[str, set] = {k: set() for k in filters}
+    matched: set[str] = set()  # the --match texts some case kept has
     narrowed_any = False
     for fam in map(families.get, names):
         missing = [k for k in filters if k not in fam.facets]
@@ -444,8 +456,12 @@ def selected(sel: Selection, run_archs: dict[str, Arch] | None, shard: tuple[int
                 for k, allowed in filters.items():
                     seen_values[k].add(facets[k])
                 if all(facets[k] in allowed for k, allowed in filters.items()) \
-                        and (sel.controls or not facets["control"]) and (not sel.match or sel.match in c.id):
-                    keep.append(c)
+                        and (sel.controls or not facets["control"]):
+                    hits = [m for m in sel.match if m in c.id] if sel.match else True
+                    if hits:
+                        keep.append(c)
+                        if sel.match:
+                            matched.update(hits)
             if keep:
                 plan.work.append((kernel, keep))
         planned = {k.name for k, _ in plan.work[first:]}
@@ -461,6 +477,10 @@ def selected(sel: Selection, run_archs: dict[str, Arch] | None, shard: tuple[int
         if unknown:
             raise SweepError(f"--{k.replace('_', '-')} {unknown[0]}: no case of the selected families has it "
                              f"(they have {_listing(seen_values[k])})")
+    unmatched = [m for m in sel.match or () if m not in matched]
+    if unmatched and plan.work:  # as a value of another filter no case has: refused, not dropped
+        raise SweepError(f"--match {unmatched[0]}: no case of the selection has it in its id (a repeated --match "
+                         f"keeps the cases that have any of the texts)")
     if not plan.work:
         raise SweepError("the selection matches no case" + (f" ({'; '.join(plan.notes)})" if plan.notes else ""))
     if shard:

@@ -3,6 +3,7 @@ diagnosis of what failed. Nothing here knows an instruction family: each kernel'
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -95,9 +96,12 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     helpers = cfg.helpers if cfg.helpers is not None else helpers_ahead(cfg)
     results.host_tools()  # the environment record's answers from other programs, asked meanwhile
     early = engine = None
+    out_lock = contextlib.ExitStack()
     opened: list = []  # the results writer, once _execute has opened it
     devs: list = []
     try:
+        # one writer a results file: a second sweep given this --out is refused before anything is compiled
+        out_lock.enter_context(writing(cfg.out_path))
         try:
             all_archs = [a for fam in families.all_families() for a in fam.archs]
             devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
@@ -119,10 +123,11 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
             p = levels.sample(p, cfg.level, set(run_archs(devs)))
         for note in p.notes:
             log(note)
-        return execute(p, cfg, log, plan_s=time.time() - t, engine=engine, devs=devs, early=early, opened=opened)
+        return execute(p, cfg, log, plan_s=time.time() - t, engine=engine, devs=devs, early=early, opened=opened,
+                       selection=selection_of(sel, cfg.shard))
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (processes.Interrupted) before the results file was opened
         if not opened:
-            write_interrupted(cfg, e, devs)
+            write_interrupted(cfg, e, devs, selection_of(sel, cfg.shard))
         raise
     finally:
         if sys.exc_info()[0] is not None and issubclass(sys.exc_info()[0], KeyboardInterrupt):
@@ -140,9 +145,34 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
             engine.close()  # its helpers with it
         elif helpers is not None:
             helpers.shutdown()
+        out_lock.close()
 
 
-def write_interrupted(cfg: SweepConfig, e: KeyboardInterrupt, devs) -> None:
+def selection_of(sel: Selection, shard: tuple[int, int] | None) -> str:
+    """The selection as the environment record keeps it (`selection`): the sweep's filter flags and its shard, so
+    that a --resume of another selection is refused, naming the difference."""
+    return " ".join(x for x in (sel.flags(), f"--shard {shard[0]}/{shard[1]}" if shard else "") if x)
+
+
+@contextlib.contextmanager
+def writing(out_path: Path | None):
+    """The results file's one-writer lock for the block (results.held; nothing without a file): SweepError (exit 2)
+    where another sweep holds it, or the file system gives no locks."""
+    if not out_path:
+        yield
+        return
+    try:
+        lock = results.held(Path(out_path))
+        lock.__enter__()
+    except results.ResultsFileError as e:
+        raise SweepError(f"--out {e}") from None
+    try:
+        yield
+    finally:
+        lock.__exit__(None, None, None)
+
+
+def write_interrupted(cfg: SweepConfig, e: KeyboardInterrupt, devs, selection: str | None = None) -> None:
     """The results file of a sweep interrupted before it opened it (while it planned or compiled): its environment
     and a summary that says it was interrupted and ran nothing, so that the file is whole and says so, and `--resume`
     continues from it. A --resume file is left as it is (it holds the runs before)."""
@@ -150,10 +180,11 @@ def write_interrupted(cfg: SweepConfig, e: KeyboardInterrupt, devs) -> None:
         return
     with processes.whole():
         try:
-            env = results.environment([d for d, _ in devs], toolchain=cfg.toolchain, kernels=cfg.kernels)
+            # the environment record a --resume is checked against: the one the sweep would have written
+            env = _environment(cfg, devs, gpu.unusable(), selection, "sweep")
             writer = results.ResultsWriter(cfg.out_path, env)
-            writer.close({"interrupted": True, "signal": str(e) or "SIGINT", "ran": 0, "cases": None,
-                          "unaccounted": None})
+            writer.close({"signal": str(e) or "SIGINT", "ran": 0, "cases": None, "unaccounted": None},
+                         interrupted=True)
         except (OSError, ValueError):  # no file to say it in: the command line's line says it
             pass
 
@@ -288,10 +319,22 @@ def compile_first(sel: Selection, cfg: SweepConfig, devs) -> tuple[list[Kernel],
 
 def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: Engine | None = None,
             devs: list[tuple[int, str]] | None = None, early: EarlyCompile | None = None,
-            opened: list | None = None) -> dict:
+            opened: list | None = None, selection: str | None = None, run_kind: str = "sweep") -> dict:
     """Compile, run and read back a plan; then probe up to `cfg.diagnose` cases that did not do what the model
     says, and record (and draw) what the hardware read instead. An `engine` handed in is wound down at the end
-    (Engine.wind_down): it runs nothing more, and its owner closes it."""
+    (Engine.wind_down): it runs nothing more, and its owner closes it. `selection`: the flags that chose the plan
+    (selection_of), kept in the environment record; `run_kind` what the file is (results.RUN_KINDS).
+
+    With `cfg.resume` onto an existing file, the file must be this selection's, toolchain's and environment's
+    (SweepError naming the difference, exit 2); its cases are not run again, and the summary (and so the exit
+    status) counts every case of the file, those it held and those run now. A file that holds every planned case
+    and its summary is left as it is: the summary is the file's, counted again from its records."""
+    with writing(cfg.out_path):
+        return _resumed_or_run(p, cfg, log, plan_s, engine, devs, early, opened, selection, run_kind)
+
+
+def _resumed_or_run(p: Plan, cfg: SweepConfig, log, plan_s, engine, devs, early, opened, selection,
+                    run_kind) -> dict:
     t0 = time.time()
     progress = _terminal(log)
     log = progress.log
@@ -302,17 +345,29 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
         devs = devices(cfg, {k.arch for k, _ in p.work}) if gpu.device_count() else []
     cfg = dataclasses.replace(cfg, toolchain=check_toolchain(p, cfg, devs))
     prev = None
+    # the environment record: made as the results file is opened, after the compile (its answers from ptxas and
+    # nvidia-smi come meanwhile: results.host_tools), but first where a --resume file is to be checked against it
+    env = lambda: _environment(cfg, devs, problem, selection, run_kind)  # noqa: E731
     if cfg.resume and cfg.out_path and Path(cfg.out_path).exists():
-        prev_env, prev, _ = results.load(cfg.out_path)
-        check_resume_toolchain(prev_env, cfg)
+        try:
+            prev = results.read(cfg.out_path)
+        except results.ResultsFileError as e:
+            raise SweepError(f"--resume {e}") from None
+        check_resume_toolchain(prev.env, cfg)
+        made = env()
+        check_resume(prev, made, p, cfg)
+        env = lambda: made  # noqa: E731
     log(f"plan: {len(p.work)} kernels, {p.cases} cases" +
         (f" (+{len(p.compile_only)} kernels of other archs, compile only)" if p.compile_only else ""))
     done_ids: set[str] = set()
     if prev is not None:
-        done_ids = set(prev)
+        done_ids = set(prev.cases)
         log(f"resume: {len(done_ids)} cases already in {cfg.out_path}")
     work = [(k, [c for c in cs if c.id not in done_ids]) for k, cs in p.work] if done_ids else p.work
     work = [(k, cs) for k, cs in work if cs]
+    if prev is not None and not work and prev.summary is not None and not prev.problems():
+        log(f"resume: every planned case of {cfg.out_path} has its record, and the file its summary: nothing to run")
+        return {**prev.summary, **_counted(prev.cases.values(), p.cases)}
     archs_here = {a for _, a in devs}
     runnable = [(k, cs) for k, cs in work if str(k.arch) in archs_here]
     own_engine = None
@@ -321,7 +376,7 @@ def execute(p: Plan, cfg: SweepConfig, log=_log, plan_s: float = 0.0, engine: En
     progress.start(sum(len(cs) for _, cs in work))
     try:
         return _execute(p, work, runnable, cfg, log, plan_s, engine, devs, t0, problem, progress, early,
-                        opened=opened, done_ids=done_ids)
+                        opened=opened, env=env, held=prev.cases.values() if prev is not None else ())
     finally:
         progress.close()
         if own_engine is not None:
@@ -365,6 +420,69 @@ def check_kernels_toolchain(kernels: list[Kernel], cfg: SweepConfig, devs) -> To
         except toolchains.ToolchainError as e:
             raise SweepError(f"--toolchain driver-jit on GPU {d}: {e}") from None
     return tc
+
+
+def _environment(cfg: SweepConfig, devs, problem, selection: str | None, run_kind: str) -> dict:
+    """The environment record of this run's results file."""
+    env = results.environment([d for d, _ in devs], toolchain=cfg.toolchain, kernels=cfg.kernels, run=run_kind)
+    env["gpu_state"] = "unusable" if problem else ("usable" if devs else gpu.state().kind)
+    env["gpus_requested"] = cfg.gpus
+    if cfg.level is not None:
+        env["level"] = cfg.level
+    if problem:
+        env["gpu_error"] = problem
+    if selection is not None:
+        env["selection"] = selection
+    return env
+
+
+# environment fields that differ between any two starts of one run: a resume does not compare them
+_RESUME_VOLATILE = {"type", "date", "schema"}
+# fields a file written before them lacks: their absence is no other environment (its kind and cases say instead)
+_RESUME_NEWER = {"run", "selection", "cuda_bindings"}
+
+
+def check_resume(prev: results.ResultsFile, env: dict, p: Plan, cfg: SweepConfig) -> None:
+    """SweepError (exit 2) where the --resume file is not this run's to continue: another kind of run's, another
+    selection's (its `selection`, or, in a file from before that field, cases this plan does not have), or another
+    environment's (any field of its environment record but the date: GPU, driver, host, versions); the message
+    names the first difference."""
+    where = f"--resume {cfg.out_path}"
+    if prev.kind != env.get("run", "sweep"):
+        raise SweepError(f"{where}: is a {prev.kind} run's results, not a {env.get('run', 'sweep')}'s; "
+                         f"give a new --out")
+    was, now = prev.env.get("selection"), env.get("selection")
+    if was is not None and now is not None and was != now:
+        raise SweepError(f"{where}: its cases are of another selection ({was or 'everything'}), this run's is "
+                         f"{now or 'everything'}; give a new --out")
+    planned = {c.id for _, cs in p.work for c in cs}
+    foreign = [cid for cid in prev.cases if cid not in planned]
+    if foreign:
+        raise SweepError(f"{where}: {len(foreign)} of its cases are not in this run's selection (such as "
+                         f"{foreign[0]}); give a new --out"[:400])
+    for key in sorted((set(prev.env) | set(env)) - _RESUME_VOLATILE):
+        if key in _RESUME_NEWER and key not in prev.env:  # a file from before the field (checked above)
+            continue
+        if key == "selection" and now is None:
+            continue
+        if prev.env.get(key) != env.get(key):
+            raise SweepError(f"{where}: written in another environment: {key} {prev.env.get(key)!r} there, "
+                             f"{env.get(key)!r} here; give a new --out"[:400])
+
+
+def _counted(records, planned: int) -> dict:
+    """A summary's counts of case records: per status, ran, ordinary and controls apart, unaccounted."""
+    counts = {str(s): 0 for s in Status}
+    by_kind = {k: {str(s): 0 for s in Status} for k in ("ordinary", "controls", "observations")}
+    for r in records:
+        counts[r["status"]] += 1
+        by_kind["observations" if r["status"] == Status.OBSERVED else
+                "controls" if r.get("control") else "ordinary"][r["status"]] += 1
+    return {**counts, "ran": sum(n for s, n in counts.items() if Status(s).ran),
+            "ordinary": {k: v for k, v in by_kind["ordinary"].items() if v},
+            "controls": {k: v for k, v in by_kind["controls"].items() if v},
+            "observations": by_kind["observations"][Status.OBSERVED],
+            "unaccounted": planned - sum(counts.values())}
 
 
 def check_resume_toolchain(prev_env: dict, cfg: SweepConfig) -> None:
@@ -467,11 +585,13 @@ def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int
 
 
 def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, devs, t0, problem=None,
-             progress=None, early: EarlyCompile | None = None, opened: list | None = None,
-             done_ids: set[str] = frozenset()) -> dict:
+             progress=None, early: EarlyCompile | None = None, opened: list | None = None, env=None,
+             held=()) -> dict:
     """Every case of `work` gets a record in the results file (written however little runs), and the file
     ends with the summary. `problem`: the GPU here is unusable (gpu.unusable()): nothing is compiled or
-    launched, every case is recorded `error` with the message, and the summary carries it."""
+    launched, every case is recorded `error` with the message, and the summary carries it. `env()`: the results
+    file's environment record; `held`: the case records the file holds already (--resume), counted in the summary
+    with those written now."""
     run_set = {k for k, _ in runnable}
     jobs = [Job(k, tuple(cs)) for k, cs in runnable]
     if engine is not None and jobs:
@@ -510,15 +630,9 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         summary["environment_error"] = problem
     writer = None
     if cfg.out_path:
-        env = results.environment([d for d, _ in devs], toolchain=cfg.toolchain, kernels=cfg.kernels)
-        env["gpu_state"] = "unusable" if problem else ("usable" if devs else gpu.state().kind)
-        env["gpus_requested"] = cfg.gpus
-        if cfg.level is not None:
-            env["level"] = cfg.level
-        if problem:
-            env["gpu_error"] = problem
+        made = env() if env else _environment(cfg, devs, problem, None, "sweep")
         with processes.whole():
-            writer = results.ResultsWriter(cfg.out_path, env, resume=cfg.resume)
+            writer = results.ResultsWriter(cfg.out_path, made, resume=cfg.resume)
             if opened is not None:
                 opened.append(writer)
     counts = {str(s): 0 for s in Status}
@@ -534,6 +648,10 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         return controls_of[kernel_name]
 
     by_kind = {k: {str(s): 0 for s in Status} for k in ("ordinary", "controls", "observations")}
+    for r in held:  # the resumed file's: the summary is the whole file's
+        counts[r["status"]] += 1
+        by_kind["observations" if r["status"] == Status.OBSERVED else
+                "controls" if r.get("control") else "ordinary"][r["status"]] += 1
     suspects: list[tuple[Kernel, str]] = []
     recorded: set[str] = set()  # the case ids this run wrote: a planned case none of them is, is unaccounted
 
@@ -597,10 +715,9 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         summary["ordinary"] = {k: v for k, v in by_kind["ordinary"].items() if v}
         summary["controls"] = {k: v for k, v in by_kind["controls"].items() if v}
         summary["observations"] = by_kind["observations"][Status.OBSERVED]  # neither pass nor fail
-        # every planned case: those this run recorded, and (--resume) those the file already held; a case with
-        # neither is no pass (exit_code)
-        held = sum(c.id in done_ids for _, cs in p.work for c in cs) if done_ids else 0
-        summary["unaccounted"] = p.cases - held - sum(counts.values())
+        # every planned case: those this run recorded, and (--resume) those the file already held (counted in
+        # `counts`, so that the summary is the whole file's); a case with neither is no pass (exit_code)
+        summary["unaccounted"] = p.cases - sum(counts.values())
         missing = [c.id for _, cs in work for c in cs if c.id not in recorded]
         if missing:  # named, so that nothing is lost silently (an interrupt leaves the rest of the plan here)
             summary["unaccounted_ids"] = missing[:UNACCOUNTED_NAMED]

@@ -45,7 +45,7 @@ def addresses(out: Path, timeout: float, match: str | None = None) -> str:
         c = by_id[r["id"]]
         if c.control and r.get("wrong"):
             r["control"] = c.control
-    writer = results.ResultsWriter(out, results.environment())
+    writer = results.ResultsWriter(out, results.environment(run="probe"))
     for r in recs:
         writer.write(r)
     as_model = sum(r.get("reads_as_model", False) for r in recs)
@@ -98,7 +98,7 @@ def _raw_experiments(out: Path, timeout: float, setups, name: str, probe_all: bo
                                              out.parent / f"{out.stem}-png")
     finally:
         worker.close()
-    writer = results.ResultsWriter(out, results.environment())
+    writer = results.ResultsWriter(out, results.environment(run="probe"))
     lines = [f"probe {name}: results {out}"]
     verdicts = {"pass": "holds", "fail": "does not hold", "fault": "faults", "timeout": "hangs"}
     for c, p, _, claim in setups:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from harness.records import merge
 
 # environment keys that differ between any two runs and say nothing about the stack
-_VOLATILE = {"type", "date", "seed", "merged_from"}
+_VOLATILE = {"type", "date", "seed", "merged_from", "toolchains"}
 
 
 def where(m: dict) -> str:
@@ -22,9 +22,25 @@ def _pattern(rec: dict):
             rec.get("error"))
 
 
+_TOOLCHAIN_KEYS = ("toolchain", "nvrtc", "nvrtc_build", "harness")
+
+
+def is_mixed(env: dict) -> bool:
+    """Whether an environment record is a merge of runs of different toolchains or harness versions: marked so
+    (merge --allow-mixed), or, from a merge that did not yet check, with those fields among what its inputs did not
+    share."""
+    return env.get("toolchain") == "mixed" or any(
+        isinstance(m, dict) and any(k in m for k in _TOOLCHAIN_KEYS) for m in env.get("merged_from") or ())
+
+
 def toolchain_of(env: dict) -> str:
     """The toolchain an environment record names, in words. Files from before the toolchain axis (schema 1 and 2)
-    name none: their kernels were NVRTC cubins."""
+    name none: their kernels were NVRTC cubins. A merge of mixed runs names each input's."""
+    if env.get("toolchain") == "mixed":
+        return "mixed (" + "; ".join(map(str, env.get("toolchains") or ["each input's in merged_from"])) + ")"
+    if is_mixed(env):
+        return "mixed (" + "; ".join(f"{m.get('file')}: {toolchain_of({**env, 'merged_from': None, **m})}"
+                                     for m in env["merged_from"] if isinstance(m, dict)) + ")"
     kind = env.get("toolchain", "nvrtc")
     build = env.get("nvrtc_build")
     parts = [f"NVRTC {env.get('nvrtc')}"] + ([f"V{build}" if not str(build).startswith("sha256:") else build]
@@ -40,7 +56,9 @@ def toolchain_of(env: dict) -> str:
 
 def toolchains_differ(a: dict, b: dict) -> bool:
     """Whether two environment records name different compilers: kind, NVRTC version, its build where both name
-    one, and for the driver's JIT the driver."""
+    one, and for the driver's JIT the driver. A merge of mixed runs differs from anything."""
+    if is_mixed(a) or is_mixed(b):
+        return True
     kind_a, kind_b = a.get("toolchain", "nvrtc"), b.get("toolchain", "nvrtc")
     if kind_a != kind_b or a.get("nvrtc") != b.get("nvrtc"):
         return True
@@ -49,16 +67,23 @@ def toolchains_differ(a: dict, b: dict) -> bool:
     return kind_a == "driver-jit" and a.get("driver") != b.get("driver")
 
 
-def compare(old_path, new_path, accept_lost_coverage: bool = False) -> dict:
+def compare(old_path, new_path, accept_lost_coverage: bool = False, allow_mixed: bool = False,
+            allow_incomplete: bool = False) -> dict:
     """Each side is a results file, or several (a list, or a directory of them) taken together as one run.
 
     A regression: a case that passed and now does not (`newly_failing`, an unusable GPU's `error` included),
     a failure that changed, a case that fails now and was never checked before (`failing_unchecked_before`:
     not run, or absent, in old), and lost coverage: cases in old missing from new (`missing_in_new`) or
     passing before and not run now (`no_longer_run`). With `accept_lost_coverage` lost coverage is listed in
-    `notes` and is no regression (a run on a GPU of another arch, a shard)."""
-    old_env, old, _, _ = merge.merge(old_path if isinstance(old_path, (list, tuple)) else [old_path])
-    new_env, new, _, _ = merge.merge(new_path if isinstance(new_path, (list, tuple)) else [new_path])
+    `notes` and is no regression (a run on a GPU of another arch, a shard).
+
+    Each side must be one whole sweep run (merge.read_run: a probe's or a bench's file is refused; MixedRuns unless
+    `allow_mixed`; NotWhole unless `allow_incomplete`, and then `incomplete` lists what is not whole: an answer
+    about part of a run, which the command's exit status does not let pass)."""
+    sides = []
+    for p in (old_path, new_path):
+        sides.append(merge.merge(p if isinstance(p, (list, tuple)) else [p], allow_mixed, allow_incomplete))
+    (old_env, old, old_summary, _), (new_env, new, new_summary, _) = sides
     name = lambda p: " + ".join(map(str, p)) if isinstance(p, (list, tuple)) else str(p)
     report = {"old": name(old_path), "new": name(new_path), "newly_failing": [], "newly_passing": [],
               "changed_failures": [],
@@ -100,6 +125,8 @@ def compare(old_path, new_path, accept_lost_coverage: bool = False) -> dict:
         report["notes"].append(f"lost coverage accepted: {len(report['missing_in_new'])} cases missing in new, "
                                f"{len(report['no_longer_run'])} passed before and are not run now")
     report["accept_lost_coverage"] = accept_lost_coverage
+    report["incomplete"] = [{"side": side, **f} for side, s in (("old", old_summary), ("new", new_summary))
+                            for f in s.get("incomplete_inputs") or ()]
     report["regressed"] = bool(report["newly_failing"] or report["changed_failures"]
                                or report["failing_unchecked_before"] or (lost and not accept_lost_coverage))
     return report
@@ -143,5 +170,8 @@ def render(report: dict, limit: int = 20) -> str:
         if len(items) > limit:
             lines.append(f"  ... {len(items) - limit} more {name} (use --json for all)")
     lines += [f"note: {n}" for n in report.get("notes", [])]
-    lines.append("REGRESSED" if report["regressed"] else "no regression")
+    lines += [f"NOT WHOLE ({f['side']}): {f['file']}: {f['problem']}" for f in report.get("incomplete", [])]
+    lines.append("REGRESSED" if report["regressed"] else
+                 "no regression among the cases recorded, but an input is not whole" if report.get("incomplete")
+                 else "no regression")
     return "\n".join(lines)

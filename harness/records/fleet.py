@@ -175,6 +175,9 @@ def verdict(env: dict, cases: dict, summary: dict | None, results_file: str, now
     if summary is None:
         run_problems.append(("UNKNOWN", "the sweep did not finish (its results file has no summary record)",
                              REMEDIATION["not-assessed"]))
+    elif summary.get("interrupted") or summary.get("unaccounted"):  # results.ResultsFile.problems: not whole
+        run_problems.append(("UNKNOWN", "the sweep did not finish (its summary is marked interrupted, or counts "
+                                        "planned cases without a record)", REMEDIATION["not-assessed"]))
     if not any(Status(r["status"]).ran for r in cases.values() if r.get("status") in Status.values()):
         run_problems.append(("UNKNOWN", "no case ran on this node", REMEDIATION["not-assessed"]))
     if max_age_s is not None and (age is None or age > max_age_s):

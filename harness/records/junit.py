@@ -58,12 +58,14 @@ def _case_times(cases: dict) -> dict[str, float]:
             for cid, r in cases.items()}
 
 
-def build(env: dict, cases: dict, summary: dict | None = None) -> ET.Element:
-    """The <testsuites> element for one run's records (results.load's answer)."""
+def build(env: dict, cases: dict, summary: dict | None = None, incomplete=()) -> ET.Element:
+    """The <testsuites> element for one run's records (results.load's answer); `incomplete`: why the file is not
+    one whole run (results.ResultsFile.problems), each an <error> of a `results-file` suite, so that a CI's
+    reporter shows a run cut short as red, not as the green of the cases it got to."""
     times = _case_times(cases)
     suites: dict[str, list[dict]] = {}
     for r in cases.values():
-        fam = r.get("family", "unknown")
+        fam = r.get("family") or "unknown"  # null in a record of another tool's: no suite named None
         suites.setdefault(f"{fam}.controls" if r.get("control") else fam, []).append(r)
     root = ET.Element("testsuites", name="tensor-core-harness")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
@@ -102,13 +104,22 @@ def build(env: dict, cases: dict, summary: dict | None = None) -> ET.Element:
                 ET.SubElement(tc, "skipped", message=str(r.get("reason") or "not run"))
             elif st == Status.OBSERVED:  # neither a pass nor a fail
                 ET.SubElement(tc, "skipped", message=f"observation: {r.get('observation', '')}")
+    if incomplete:
+        suite = ET.SubElement(root, "testsuite", name="results-file", id=str(len(suites)), tests=str(len(incomplete)),
+                              failures="0", errors=str(len(incomplete)), skipped="0", time="0.000",
+                              hostname=str(env.get("host") or "unknown"))
+        for i, why in enumerate(incomplete):
+            tc = ET.SubElement(suite, "testcase", classname="results-file", name=f"whole-{i}", time="0.0000")
+            ET.SubElement(tc, "error", message=str(why), type="incomplete").text = str(why)
+        totals["tests"] += len(incomplete)
+        totals["errors"] += len(incomplete)
     for k, v in totals.items():
         root.set(k, f"{v:.3f}" if k == "time" else str(v))
     return root
 
 
-def write(env: dict, cases: dict, summary: dict | None, out: Path) -> ET.Element:
-    root = build(env, cases, summary)
+def write(env: dict, cases: dict, summary: dict | None, out: Path, incomplete=()) -> ET.Element:
+    root = build(env, cases, summary, incomplete)
     ET.indent(root)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -116,8 +127,12 @@ def write(env: dict, cases: dict, summary: dict | None, out: Path) -> ET.Element
     return root
 
 
-def convert(results_path: Path, out: Path) -> dict:
-    """Write `out` from a results file; returns the totals (tests, failures, errors, skipped)."""
-    env, cases, summary = results.load(results_path)
-    root = write(env, cases, summary, out)
-    return {k: root.get(k) for k in ("tests", "failures", "errors", "skipped", "time")}
+def convert(results_path: Path, out: Path, allow_mixed: bool = False, allow_incomplete: bool = False) -> dict:
+    """Write `out` from a sweep's results file (merge.read_run's checks: ResultsFileError for a probe's or bench's
+    file, merge.MixedRuns, merge.NotWhole unless allowed); returns the totals (tests, failures, errors, skipped) and
+    `incomplete`, why the file is not whole (then also in the XML)."""
+    from harness.records import merge
+    f, = merge.read_run([results_path], allow_mixed, allow_incomplete)
+    problems = f.problems()
+    root = write(f.env, f.cases, f.summary, out, problems)
+    return {**{k: root.get(k) for k in ("tests", "failures", "errors", "skipped", "time")}, "incomplete": problems}

@@ -10,6 +10,12 @@ sweep) is kept once, with fleet semantics:
 Every disagreement (outcomes that ran and differ) is listed: a case that passes on one node and fails on
 another is exactly what a fleet operator needs to see. The environment keeps what all inputs share and lists,
 per input, what they do not. A single file merges too (the same records and summary).
+
+Every input must be a sweep's results (a probe's or a bench's is refused), of one toolchain and one harness
+version (`MixedRuns`, unless `allow_mixed`: the merged environment then says `toolchain: "mixed"` and lists each
+input's), and whole (`NotWhole` for one without its summary, marked interrupted, or missing cases, unless
+`allow_incomplete`: the merged summary then lists them in `incomplete_inputs`, the merged file is itself not
+whole to every reader, and the exit status is at least 1).
 """
 from __future__ import annotations
 
@@ -28,35 +34,74 @@ BAD = ("fail", "fault", "timeout", "compile-error")
 
 
 def expand(paths) -> list[Path]:
-    """Files, with each directory standing for the *.jsonl (and *.jsonl.gz) files in it (sorted)."""
-    out = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = results.results_files(p)
-            if not found:
-                raise results.ResultsFileError(f"{p}: directory holds no *.jsonl results file")
-            out += found
-        else:
-            out.append(p)
-    if not out:
-        raise results.ResultsFileError("no results file given")
-    return out
+    """Files, with each directory standing for its run's sweep files (results.expand_run: not its probe-*, bench-*
+    or, beside other files, merged* files, which are no sweep's or repeat its inputs)."""
+    return results.expand_run(paths)
 
 
-def merge(paths) -> tuple[dict, dict[str, dict], dict, list[dict]]:
-    """(environment, {id: record}, summary, disagreements) of several results files taken together."""
-    files = expand(paths)
-    loaded = [(str(f), *results.load(f)) for f in files]
+class NotWhole(results.ResultsFileError):
+    """An input is not one whole run (results.ResultsFile.problems)."""
+
+
+class MixedRuns(results.ResultsFileError):
+    """The inputs were compiled by different toolchains or run by different harness versions."""
+
+
+def mixed(files: list[results.ResultsFile]) -> str | None:
+    """What differs between the inputs' runs that makes them no one run (None: nothing): the toolchain (kind,
+    NVRTC version or build, the driver of a driver-jit run) or the harness version; an input that is itself a merge
+    of mixed runs is mixed."""
+    from harness.records.compare import is_mixed, toolchain_of, toolchains_differ
+    for f in files:
+        if is_mixed(f.env):
+            return f"{f.path} is a merge of mixed runs ({toolchain_of(f.env)})"
+    first = files[0]
+    for f in files[1:]:
+        if toolchains_differ(first.env, f.env):
+            return f"toolchains differ: {first.path}: {toolchain_of(first.env)}; {f.path}: {toolchain_of(f.env)}"
+        if first.env.get("harness") != f.env.get("harness"):
+            return (f"harness versions differ: {first.path}: {first.env.get('harness')}; {f.path}: "
+                    f"{f.env.get('harness')}")
+    return None
+
+
+def read_run(paths, allow_mixed: bool = False, allow_incomplete: bool = False) -> list[results.ResultsFile]:
+    """The results files of one run (a file, a list, a directory), each read and checked: a sweep's (ResultsFileError
+    otherwise), of one toolchain and harness (MixedRuns unless `allow_mixed`), whole (NotWhole unless
+    `allow_incomplete`)."""
+    files = [results.read(f) for f in expand(paths)]
+    results.check_kind(files)
+    why = mixed(files)
+    if why and not allow_mixed:
+        raise MixedRuns(f"{why}: not one run (pass --allow-mixed to take them together anyway)")
+    broken = results.whole_problems(files)
+    if broken and not allow_incomplete:
+        raise NotWhole(f"{broken[0]['file']}: not a whole run: {broken[0]['problem']} (pass --allow-incomplete to "
+                       f"read what it holds; the answer is then flagged, exit 1 or more)"[:400])
+    return files
+
+
+def merge(paths, allow_mixed: bool = False,
+          allow_incomplete: bool = False) -> tuple[dict, dict[str, dict], dict, list[dict]]:
+    """(environment, {id: record}, summary, disagreements) of several results files taken together (read_run's
+    checks first)."""
+    from harness.records.compare import toolchain_of
+    files = read_run(paths, allow_mixed, allow_incomplete)
+    loaded = [(str(f.path), f.env, f.cases, f.summary) for f in files]
+    incomplete = results.whole_problems(files)
     env_errors = [{"file": f, "error": (s or {}).get("environment_error") or e.get("gpu_error")}
                   for f, e, _, s in loaded if (s or {}).get("environment_error") or e.get("gpu_error")]
     if len(loaded) == 1:
         _, env, cases, _ = loaded[0]
-        return env, cases, _summary(cases, 1, env_errors), []
+        return env, cases, _summary(cases, 1, env_errors, incomplete), []
     envs = [env for _, env, _, _ in loaded]
     shared = {k: v for k, v in envs[0].items() if all(e.get(k) == v for e in envs[1:])}
     env = {**shared, "type": "environment", "schema": results.SCHEMA,
            "merged_from": [{"file": f, **{k: v for k, v in e.items() if k not in shared}}
                            for (f, _, _, _), e in zip(loaded, envs)]}
+    if mixed(files):  # allowed: say so, so that no reader names one toolchain for all of it
+        env["toolchain"] = "mixed"
+        env["toolchains"] = [f"{f}: {toolchain_of(e)}" for (f, _, _, _), e in zip(loaded, envs)]
     cases: dict[str, dict] = {}
     seen: dict[str, list[tuple[str, dict]]] = {}
     for f, e, recs, _ in loaded:
@@ -73,21 +118,23 @@ def merge(paths) -> tuple[dict, dict[str, dict], dict, list[dict]]:
         if len(runs) > 1:
             worst["runs"] = len(runs)
         cases[cid] = worst
-    return env, cases, _summary(cases, len(loaded), env_errors), disagreements
+    return env, cases, _summary(cases, len(loaded), env_errors, incomplete), disagreements
 
 
-def _summary(cases: dict[str, dict], inputs: int, env_errors=()) -> dict:
+def _summary(cases: dict[str, dict], inputs: int, env_errors=(), incomplete=()) -> dict:
     s = {"type": "summary", "inputs": inputs, "cases": len(cases)}
     for k in _COUNTED:
         s[k] = sum(r.get("status") == k for r in cases.values())
     s["environment_errors"] = list(env_errors)
+    if incomplete:
+        s["incomplete_inputs"] = list(incomplete)
     return s
 
 
 def exit_code(summary: dict, disagreements: list) -> ExitCode:
-    """1 when a case failed anywhere or the inputs disagree; 4 when an input's GPU was unusable and no case
-    failed; 3 when no input ran anything; else 0."""
-    if disagreements or any(summary.get(k) for k in BAD):
+    """1 when a case failed anywhere, the inputs disagree or an input was not whole (--allow-incomplete); 4 when an
+    input's GPU was unusable and no case failed; 3 when no input ran anything; else 0."""
+    if disagreements or any(summary.get(k) for k in BAD) or summary.get("incomplete_inputs"):
         return ExitCode.FAILED
     if summary.get("environment_errors") or summary.get("error"):
         return ExitCode.ENVIRONMENT

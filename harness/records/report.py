@@ -29,9 +29,22 @@ SCRATCH = "scratch"
 
 
 def sweep_files(root) -> list[Path]:
+    """The sweep files of every run folder under `root`; where `root` is itself a run folder (it holds results
+    files), its own."""
     root = Path(root)
+    if not root.is_dir():
+        raise results.ResultsFileError(f"{root}: no such folder")
+    own = [p for p in results.results_files(root) if re.match(r"(sweep|merged)", p.name)]
+    if own:
+        return sorted(own)
     return sorted(p for d in root.iterdir() if d.is_dir() and d.name != SCRATCH for p in results.results_files(d)
                   if re.match(r"(sweep|merged)", p.name))
+
+
+def base_of(root) -> Path:
+    """What a table's file name is relative to: `root`, or its parent where `root` is a run folder."""
+    root = Path(root)
+    return root.parent if any(p.parent == root for p in sweep_files(root)) else root
 
 
 @lru_cache(maxsize=4096)
@@ -42,14 +55,18 @@ def _kernel_key(family: str | None, kernel: str) -> tuple:
     parts = kernel.split("_")
     if parts[:2] == ["wgmma", "sp"]:  # wgmma_sp_<kind>_<shape>_<acc>_<src>
         parts = parts[1:]
+    parts += ["?"] * (3 - len(parts))  # a name of another tool's (a toy family, an edit): its row says "?"
     return family, parts[1], None if family == "tcgen05" else parts[-2], parts[-1]  # wgmma_<kind>_<shape>_<acc>_<src>
 
 
 def row_key(rec: dict) -> tuple:
     """(family, kind, accumulator, A source) from the kernel name and the case id, for either family."""
-    family, kind, acc, src = _kernel_key(rec.get("family"), rec["kernel"])
+    family, kind, acc, src = _kernel_key(rec.get("family"), rec.get("kernel") or "?")  # no kernel: another tool's
     if acc is None:
-        acc = rec["id"].split("-")[1].split(".")[1]
+        try:
+            acc = rec["id"].split("-")[1].split(".")[1]
+        except IndexError:  # not a tcgen05 case id
+            acc = "?"
     return family, kind, acc, src
 
 
@@ -73,8 +90,14 @@ def table(path: Path, root: Path) -> list[str]:
                                    lambda: computed_table(path, name))
 
 
+NOT_WHOLE = "NOT WHOLE: "  # the marker of a table whose file is not one whole run (problems() reads it back)
+
+
 def computed_table(path: Path, name: Path) -> list[str]:
-    env, cases, summary = results.load(path)
+    f = results.read(path)
+    env, cases, summary = f.env, f.cases, f.summary
+    results.check_kind([f])
+    problems = f.problems()
     rows: dict[tuple, dict] = {}
     for rec in cases.values():
         key = row_key(rec)
@@ -92,8 +115,8 @@ def computed_table(path: Path, name: Path) -> list[str]:
     lines = [f"### `{name}`", "",
              f"{gpu}{' (' + where + ')' if where else ''}; {total['cases']:,} cases: "
              + ", ".join(f"{total[s]:,} {s}" for s in STATUSES if total[s])
-             + f"; negative controls {total['controls caught']:,} of {total['controls']:,} caught as predicted"
-             + ("" if summary else "; NO SUMMARY RECORD (the run did not finish)"), ""]
+             + f"; negative controls {total['controls caught']:,} of {total['controls']:,} caught as predicted", ""]
+    lines += [f"**{NOT_WHOLE}{p}**" for p in problems] + ([""] if problems else [])
     cols = ["cases", *STATUSES, "controls", "controls caught"]
     shown = [c for c in cols if c in ("cases", "pass") or total[c]]
     lines.append("| family | kind | accumulator | A source | " + " | ".join(shown) + " |")
@@ -107,11 +130,21 @@ def computed_table(path: Path, name: Path) -> list[str]:
 
 def render(root) -> str:
     root = Path(root)
+    files = sweep_files(root)
+    if not files:
+        raise results.ResultsFileError(f"{root}: holds no sweep results (sweep*.jsonl, merged*.jsonl), nor do its "
+                                       f"folders")
+    base = root.parent if any(p.parent == root for p in files) else root
     lines = [BEGIN, ""]
-    for p in sweep_files(root):
-        lines += table(p, root)
+    for p in files:
+        lines += table(p, base)
     lines.append(END)
     return "\n".join(lines)
+
+
+def problems(text: str) -> list[str]:
+    """The not-whole lines of rendered tables: a file cut short, interrupted, or written twice."""
+    return [ln.strip("*") for ln in text.splitlines() if ln.startswith(f"**{NOT_WHOLE}")]
 
 
 def update(text: str, root) -> str:

@@ -149,7 +149,7 @@ def run(forms_, out_path: Path, device: int = 0, timeout: float = 120.0, jobs: i
     t_start = time.perf_counter()
     info = gpu.device_info(device)
     arch = info["arch"] if info else None
-    env = results.environment([device], seed_note="bench: fixed image seed 12345")
+    env = results.environment([device], seed_note="bench: fixed image seed 12345", run="bench")
     env["bench"] = {"device": device, "multiprocessors": info["multiprocessors"] if info else None,
                     "rated_sm_clock_mhz": device_clock_mhz(device) if info else None,
                     "nvidia_smi_before": nvidia_smi_clocks(info), "forms": len(forms_),
