@@ -305,7 +305,7 @@ def test_one_textfile_per_gpu_with_its_counts_and_the_sweep_age(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for p in written]  # no temporary file left
     m = parse_exposition(written[1].read_text())
     counts = {lab["status"]: v for lab, v in m["tc_harness_cases"]["samples"]}
-    assert counts == {"pass": 1, "fail": 1, "fault": 1, "timeout": 0, "compile-error": 0, "error": 0}
+    assert counts == {"pass": 1, "fail": 1, "fault": 1, "timeout": 0, "compile-error": 0, "error": 0, "observed": 0}
     assert all(lab["gpu_uuid"] == "GPU-bbbb" for meta in m.values() for lab, _ in meta["samples"])
     assert m["tc_harness_failed_cases"]["samples"][0][1] == 2
     assert m["tc_harness_sweep_age_seconds"]["samples"][0][1] == 300
