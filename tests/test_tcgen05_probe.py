@@ -203,9 +203,9 @@ def test_a_packed_operand_is_not_numbered_but_holds_the_other_ones_one_hot(worke
 
 
 def test_ts_4_and_6_bit_a_planted_dense_packing_is_named(worker):
-    """The unsettled reading (cases.unsettled_reason): a 4/6-bit A in Tensor Memory one per 8-bit container, value
-    in its low bits (the model), or packed densely as CUTLASS's tmem_frg would; a device reading it densely is
-    named, a device reading from 4 columns further on is named as that."""
+    """A 4/6-bit A in Tensor Memory one per 8-bit container (the model: e2m1 in bits 5-2, e2m3 / e3m2 in bits 5-0),
+    or packed densely as CUTLASS's tmem_frg would; a device reading it densely is named, a device reading from 4
+    columns further on is named as that."""
     for t, w in (("e2m1", 4), ("e2m3", 6)):
         c = T.TcCase(Form("f8f6f4", 1, a_src="TS"), 128, 32, t, "e4m3", "f32", "128B", "128B")
         a = next(r for r in diagnose([c], worker, "tmem-a-dense") if r["operand"] == "A")
@@ -218,6 +218,61 @@ def test_ts_4_and_6_bit_a_planted_dense_packing_is_named(worker):
     assert f"A read from column {col0 + 4} instead of {col0} (the A address +4 columns off)" in a["summary"]
     assert a["summary"].startswith(f"A (Tensor Memory): A starts at column {col0 + 4}, the model's at {col0}; the "
                                    "rest of the map is the model's")
+
+
+E2M1_TS = T.TcCase(Form("f8f6f4", 1, a_src="TS"), 128, 32, "e2m1", "e4m3", "f32", "128B", "128B")
+
+
+def test_ts_e2m1_a_is_numbered_in_the_central_bits_of_its_container(worker):
+    """An e2m1 A in Tensor Memory: the probe numbers every container (and puts B's probe's one-hot) in bits 5-2, where
+    the model (datapaths.tmem_a_container) and the ISA ('the central 4 bits of the 8-bit container') say the MMA
+    reads it; the simulated device, which reads it there by its own constant, gives back the model's map, and
+    both operands read as the model."""
+    st = probe.setup_of(E2M1_TS)
+    op = st.a
+    assert op.element == "e2m1" and op.bits == 8 and op.shift == 2
+    for p in range(probe.plan_passes(st, "A")[0]):  # every container holds bits 5-2 only, and some hold them
+        cells = probe.tmem_numbering(st, p)
+        assert not np.any(cells.view(np.uint8) & np.uint8(0b11000011)) and np.any(cells), p
+    hot = np.zeros((128, st.read_cols), np.uint32)  # B's one-hot A: 1.0 is e2m1 0b0010, in bits 5-2 0b00001000
+    probe._tmem_write(hot, op, np.full((op.rows, op.k), 0b0010))
+    lane, col, part = op.model
+    assert np.all((hot[lane, col] >> (8 * part).astype(np.uint32)) & 0xFF == 0b1000)
+    # the probe's own prediction of the model's reading gives back every slot
+    slot, valid = probe.predicted_tmem_slots(st, *probe.container_reading(op))
+    assert valid.all() and [np.array_equal(a, b) for a, b in zip(probe.tmem_position_of_slot(st, slot), op.model)] \
+        == [True] * 3
+    slot, valid = probe.run_jobs(st, "A", worker, "sim.cubin", E2M1_TS.form.name)
+    assert valid.all()
+    assert all(np.array_equal(a, b) for a, b in zip(probe.tmem_position_of_slot(st, slot), op.model))
+    recs = {r["operand"]: r for r in diagnose([E2M1_TS], worker) if r.get("probe") != "tmem-d"}
+    for r in recs.values():
+        assert r["status"] == "pass" and r["reads_as_model"] and r["reads_as_intended"] and r["wrong"] == 0, r
+
+
+def test_ts_e2m1_a_written_in_the_low_bits_is_a_misreading(worker, monkeypatch):
+    """Planted bug: the probe writes e2m1 in the low bits of its container (the model's shift 0 in the probe's use,
+    as before the model followed the ISA); the device reads bits 5-2, so A's recovered map is not the model's and
+    the record names the container position the device read, and B's probe (A's one-hot written low) fails too."""
+    faithful = {r["operand"]: r for r in diagnose([E2M1_TS], worker) if r.get("probe") != "tmem-d"}
+    monkeypatch.setitem(datapaths.CONTAINER_SHIFT, "e2m1", 0)
+    assert probe.setup_of(E2M1_TS).a.shift == 0
+    recs = {r["operand"]: r for r in diagnose([E2M1_TS], worker) if r.get("probe") != "tmem-d"}
+    a, b = recs["A"], recs["B"]
+    assert a["status"] == "fail" and not a["reads_as_model"] and a["wrong"] > 0, a
+    assert a["summary"] != faithful["A"]["summary"]
+    assert a["explanation"] == ("e2m1 A read from bits 5-2 of its 8-bit Tensor Memory container, not bits 3-0 "
+                                "(the model's: datapaths.tmem_a_container)"), a
+    assert b["status"] != "pass" and not b["reads_as_model"], b
+
+
+def test_ts_e2m1_a_read_from_the_low_bits_is_named(worker):
+    """A device reading an e2m1 A from bits 3-0 of its container (tmem-a-container-low): named against the ISA."""
+    a = next(r for r in diagnose([E2M1_TS], worker, "tmem-a-container-low") if r["operand"] == "A")
+    assert a["status"] == "fail" and a["explanation"] == (
+        "e2m1 A read from bits 3-0 of its 8-bit Tensor Memory container, not bits 5-2 (the model's: "
+        "datapaths.tmem_a_container; the PTX ISA's 'central 4 bits of the 8-bit container')"), a
+    assert a["summary"].startswith("A (Tensor Memory): e2m1 A read from bits 3-0"), a["summary"]
 
 
 def test_aliasing_descriptor_of_the_other_operand_is_not_probed(worker):

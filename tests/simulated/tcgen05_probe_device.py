@@ -5,7 +5,8 @@ tensor core does: it decodes the issuing CTA's instruction descriptor (M, N, typ
 and shared-memory descriptors (harness.spec.desc_tcgen05.decode_tcgen05_smem_desc), reads A and B from each CTA's
 image through the layouts the descriptors encode (harness.spec.layouts; a CTA pair: M/2 rows of A and N/2 rows
 of B from each CTA, through the issuing CTA's descriptors) -- or A from the Tensor Memory image the kernel stores
-(tmem_in, the rows on datapaths.a_lane's lanes, K packed along 32-bit columns from a_tmem_col) --, computes
+(tmem_in, the rows on datapaths.a_lane's lanes, K packed along 32-bit columns from a_tmem_col, a 4/6-bit A one
+element per 8-bit container, e2m1 in its bits 5-2) --, computes
 D = A B^T (+ C when enable_input_d) and writes it into the Tensor Memory read-back, poison elsewhere.
 
 What the probes check is written here from the PTX ISA's words, not taken from harness/families/tcgen05/
@@ -15,6 +16,8 @@ datapaths.py (the model under test):
     E (.ws M=64, the second half of N on lanes 64-127), G (.ws M=32, N in quarters on the four lane quarters);
   * sub-byte operands of kind::f8f6f4 / mxf8f6f4 in shared memory: each 16-byte chunk of the 8-bit-slot layout
     holds its 16 elements packed from the chunk's first bit, `bits` apart;
+  * a 4/6-bit A of kind::f8f6f4 in Tensor Memory: one element per 8-bit container, e2m1 in "the central 4 bits of
+    the 8-bit container" (bits 5-2, PTX ISA tcgen05.mma), e2m3 / e3m2 in bits 5-0 (TMEM_A_CONTAINER_SHIFT);
   * block scaling: tcgen05.cp 32x128b.warpx4 copies 32 rows of 16 bytes (8-row core matrices, 16 bytes a row,
     SBO between core matrices) into lanes i, 32+i, 64+i, 96+i, four 32-bit columns from the scale-factor address;
     the MMA takes the factor of A row m (B column n) and K block b from lane m (n), column address + m // 32,
@@ -29,6 +32,7 @@ does not load), after '#', comma-separated:
     tmem-a-col+<c>          A in Tensor Memory read from <c> columns further right
     tmem-a-lanes=<M>        A's rows read from the lanes of M=<M>'s data path (64: layout F, 128: identity)
     tmem-a-dense            a 4/6-bit A read densely packed (element k at bits k*w of its row), not one per byte
+    tmem-a-container-low    a 4/6-bit A read from the low bits of its 8-bit container (e2m1: bits 3-0, not 5-2)
   where D goes:
     d-ctas-swapped          the pair's two halves of D in each other's CTA
     d-pair-by-columns       an M=128 pair splits N, not M: CTA c//(N/2) holds every row of its columns
@@ -133,6 +137,13 @@ def _read_smem_as_described(img: np.ndarray, desc: int, major: str, t: str, stor
     return dtypes.get(t).from_bits(raw)
 
 
+# Where the MMA reads a 4/6-bit A element in its 8-bit Tensor Memory container (bits up from the container's first
+# bit), from the PTX ISA's tcgen05.mma text: an e2m1 value "resides in the central 4 bits of the 8-bit container"
+# (bits 5-2); e2m3 / e3m2 fill the low 6 bits (bits 5-0). Coded here, not imported from datapaths.CONTAINER_SHIFT
+# (the model under test), so that a probe writing e2m1 elsewhere in its container reads as misread.
+TMEM_A_CONTAINER_SHIFT = {"e2m1": 2, "e2m3": 0, "e3m2": 0}
+
+
 def _read_tmem_a(tm: np.ndarray, col0: int, m: int, k: int, t: str, storage: str, plants) -> np.ndarray:
     vals = _read_tmem_a_as_described(tm, col0, m, k, t, storage, plants)
     if MISREAD_TMEM_A is not None:
@@ -162,6 +173,9 @@ def _read_tmem_a_as_described(tm: np.ndarray, col0: int, m: int, k: int, t: str,
         return dtypes.get(t).from_bits(raw)
     cells = tm[lane, col0 + dcol + kk // per].astype(np.uint64)
     bits = (cells >> ((kk % per) * w).astype(np.uint64)) & np.uint64((1 << w) - 1)
+    if dtypes.get(t).bits < w:  # a 4/6-bit element in its 8-bit container: from_bits keeps the element's width
+        shift = 0 if "tmem-a-container-low" in plants else TMEM_A_CONTAINER_SHIFT[t]
+        bits = bits >> np.uint64(shift)
     return dtypes.get(t).from_bits(bits)
 
 

@@ -23,8 +23,10 @@ says so when the accumulator values are not digits.
 
 Probed: cta_group::1 without .ws, kinds tf32 and f16 (tf32, f16, bf16), f8f6f4 and i8 (s8, u8), A and B in
 shared memory (SS) and A in Tensor Memory (TS), K- and MN-major, every swizzle layouts.py models. A 4/6-bit A in
-Tensor Memory is numbered one element per 8-bit container (value in the low bits, the model's reading) and a read
-of it packed densely (CUTLASS's) is recognised and named; a 4/6-bit operand in shared memory (packed 16 per 16-byte
+Tensor Memory is numbered (and given its one-hot) one element per 8-bit container, at the container position the
+model gives (datapaths.tmem_a_container: e2m1 in bits 5-2, "the central 4 bits of the 8-bit container" of the PTX
+ISA's tcgen05.mma text; e2m3 / e3m2 in bits 5-0); a read of it from another position in its container, or packed
+densely (CUTLASS's tmem_frg), is recognised and named; a 4/6-bit operand in shared memory (packed 16 per 16-byte
 chunk) is not numbered, but holds the other operand's one-hot. Everything else gets a 'not-probed' record saying why
 (unsupported(), packed_reason()); where D sits and which scale factors are used is tmem_probe.py's and
 sf_probe.py's, for every form.
@@ -104,7 +106,9 @@ class SmemOperand:
 
 @dataclass(frozen=True)
 class TmemOperand:
-    """A in Tensor Memory: row r on lane a_lane(M, r), element k in column col0 + k // per, bits (k % per) * w."""
+    """A in Tensor Memory: row r on lane a_lane(M, r), element k in column col0 + k // per, part k % per (bits
+    (k % per) * w ..); a 4/6-bit A's value sits in its 8-bit container where datapaths.tmem_a_container puts it
+    (`shift` bits up: 2 for e2m1, the ISA's central 4 bits; 0 for e2m3 / e3m2)."""
     dtype: str
     rows: int
     k: int
@@ -124,6 +128,17 @@ class TmemOperand:
     @property
     def per(self) -> int:
         return 32 // self.bits
+
+    @property
+    def shift(self) -> int:
+        """Bits from a container's first bit to its element's (the model's: datapaths.tmem_a_container)."""
+        return int(self.container(1)).bit_length() - 1
+
+    def container(self, values_bits) -> np.ndarray:
+        """Raw element bits -> the container bits that hold them where the model says the MMA reads them."""
+        if not self.element:
+            return np.asarray(values_bits, np.uint64)
+        return datapaths.tmem_a_container(self.value_dtype, values_bits)
 
     def position(self, m: int):
         """(lane, column, part) [rows, k] of every element under the data path of M = m."""
@@ -241,7 +256,7 @@ def setup_of(c: TcCase, arch: str = "sm_100a") -> Setup:
             spans += [layouts.footprint(a.layout)[1], layouts.footprint(a_d)[1]]
         except (NotProbed, layouts.LayoutError) as e:
             skipped.append(("A", str(e)))
-    else:  # a 4/6-bit A sits in an 8-bit container, value in the low bits (the unsettled reading, cases.py)
+    else:  # a 4/6-bit A sits in an 8-bit container where datapaths.tmem_a_container puts it (e2m1: bits 5-2)
         a = TmemOperand(sa, m, K, int(p["a_tmem_col"]), c.m, m, c.atype if sa != c.atype else "")
     if c.b_atoms != "layouts":
         skipped.append(("B", f"B is tiled as {c.b_atoms} (CUTLASS's 4-K-row 128B_base32b atoms), which "
@@ -308,20 +323,21 @@ def _one_hot(which: str, s: int, st: Setup) -> np.ndarray:
 
 
 def _tmem_write(tm: np.ndarray, op: TmemOperand, values_bits: np.ndarray) -> None:
-    """A's raw bits [rows, k] into one CTA's TMEM image [128, cols] at the model's positions."""
+    """A's raw bits [rows, k] into one CTA's TMEM image [128, cols] at the model's positions (a 4/6-bit A's at its
+    container position)."""
     lane, col, part = op.model
     w = np.uint64(op.bits)
-    np.bitwise_or.at(tm, (lane, col), (np.asarray(values_bits, np.uint64) << (part.astype(np.uint64) * w))
-                     .astype(np.uint32))
+    np.bitwise_or.at(tm, (lane, col), (op.container(values_bits) << (part.astype(np.uint64) * w)).astype(np.uint32))
 
 
 def tmem_numbering(st: Setup, p: int) -> np.ndarray:
     """Pass p of the TMEM probe: every element-sized part of every cell [128, read_cols] holds digit p of its
-    number (lane, column, part), as a raw value of A's type in the part's low bits."""
+    number (lane, column, part), as a raw value of A's type where the model says the MMA reads it: the part's low
+    bits, or for a 4/6-bit A its 8-bit container's position (datapaths.tmem_a_container; e2m1: bits 5-2)."""
     op = st.a
     base, pt = DIGITS[op.value_dtype], dtypes.get(op.value_dtype)
     slot = np.arange(128 * st.read_cols * op.per, dtype=np.int64).reshape(128, st.read_cols, op.per)
-    bits = pt.to_bits(_digits_to_values(op.value_dtype, (slot // base ** p) % base)).astype(np.uint64)
+    bits = op.container(pt.to_bits(_digits_to_values(op.value_dtype, (slot // base ** p) % base)))
     tm = np.zeros((128, st.read_cols), np.uint32)
     for j in range(op.per):
         tm |= (bits[:, :, j] << np.uint64(j * op.bits)).astype(np.uint32)
@@ -421,6 +437,21 @@ def read_tmem_bits(tm: np.ndarray, lane, bit, width: int) -> np.ndarray:
     return ((lo | (hi << np.uint64(32))) >> off) & np.uint64((1 << width) - 1)
 
 
+def container_reading(op: TmemOperand, shift: int | None = None):
+    """(lane, bit offset in the lane's row) [rows, k] of A's elements one per container, the value `shift` bits up
+    in it (None: the model's, op.shift)."""
+    lane, col, part = op.model
+    return lane, 32 * col + part * op.bits + (op.shift if shift is None else shift)
+
+
+def container_alternatives(op: TmemOperand) -> list[int]:
+    """The other positions a 4/6-bit A's value could sit at in its 8-bit container (shifts but the model's)."""
+    if not op.element:
+        return []
+    w = dtypes.get(op.value_dtype).bits
+    return [s for s in range(op.bits - w + 1) if s != op.shift]
+
+
 def dense_reading(op: TmemOperand):
     """(lane, bit offset in the lane's row) [rows, k] of A's elements packed densely, element k at bits k*w.. from
     A's first column: how CUTLASS's tmem_frg would lay out a 4/6-bit A, against the model's one per byte."""
@@ -444,6 +475,10 @@ def predicted_tmem_slots(st: Setup, lane, bit) -> tuple[np.ndarray, np.ndarray]:
         slot += np.where(good, np.rint(np.where(np.isfinite(dig), dig, 0)), 0).astype(np.int64) * base ** p
     return slot, valid
 
+
+CONTAINER_WORDS = ("{t} A read from bits {hi}-{lo} of its 8-bit Tensor Memory container, not bits {mhi}-{mlo} (the "
+                   "model's: datapaths.tmem_a_container{isa})")
+ISA_E2M1 = "; the PTX ISA's 'central 4 bits of the 8-bit container'"
 
 DENSE_WORDS = ("A read densely packed, element k of a row at bits {w}k .. {w}k+{w1} from A's first column (as "
                "CUTLASS's tmem_frg would pack {t}), not one element per 8-bit container")
@@ -663,13 +698,21 @@ def _record(c: TcCase, st: Setup, which: str, slot: np.ndarray, valid: np.ndarra
                 rec["summary"] = f"{tm['sentence']}; known as: {rec['summary']}"
         if not valid.all():
             rec["status"] = "inconclusive"
-        if not as_model and op.element:  # a 4/6-bit A: is it the dense packing rather than one per container?
-            d_slot, d_valid = predicted_tmem_slots(st, *dense_reading(op))
-            if np.array_equal(d_valid, valid) and np.array_equal(np.where(valid, d_slot, 0), np.where(valid, slot, 0)):
-                w = dtypes.get(op.value_dtype).bits
-                rec["status"] = "fail"
-                rec["explanation"] = DENSE_WORDS.format(w=w, w1=w - 1, t=op.value_dtype)
-                rec["summary"] = f"A (Tensor Memory): {rec['explanation']} (every probe value reproduced)"
+        if not as_model and op.element:  # a 4/6-bit A: another place in its container, or packed densely?
+            w = dtypes.get(op.value_dtype).bits
+            named = [(container_reading(op, s), CONTAINER_WORDS.format(
+                t=op.value_dtype, hi=s + w - 1, lo=s, mhi=op.shift + w - 1, mlo=op.shift,
+                isa=ISA_E2M1 if op.value_dtype == "e2m1" and op.shift == 2 else ""))
+                for s in container_alternatives(op)]
+            named.append((dense_reading(op), DENSE_WORDS.format(w=w, w1=w - 1, t=op.value_dtype)))
+            for reading, words in named:
+                d_slot, d_valid = predicted_tmem_slots(st, *reading)
+                if np.array_equal(d_valid, valid) and np.array_equal(np.where(valid, d_slot, 0),
+                                                                     np.where(valid, slot, 0)):
+                    rec["status"] = "fail"
+                    rec["explanation"] = words
+                    rec["summary"] = f"A (Tensor Memory): {words} (every probe value reproduced)"
+                    break
         return rec
     bits = dtypes.get(op.layout.dtype).bits
     observed = slot * bits
