@@ -20,7 +20,7 @@ for s in "${steps[@]}"; do
   case $s in
     stock) OUT=$d timeout 300 bash tools/device_stock_image.sh;;
     faults) PYTHONPATH=$PWD timeout 300 python3 benchmarks/bench_mass_faults.py --out-dir "$d" > "$d/run.txt" 2>&1;;
-    diagnosis) timeout 200 python3 benchmarks/diagnosis_proof.py --out "$d/diagnosis-proof.jsonl" --random 3 --png \
+    diagnosis) timeout 200 python3 benchmarks/diagnosis_proof.py --out "$d/diagnosis-proof.jsonl" --random 3 \
                  > "$d/diagnosis-proof.log" 2>&1;;
     fleet) OUT=$d timeout 200 bash benchmarks/issue57_device.sh;;
     tcgen05) OUT=$d timeout 120 python3 benchmarks/tcgen05_forms_toolchain.py > "$d/run.txt" 2>&1;;
