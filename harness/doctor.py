@@ -129,6 +129,15 @@ def facts() -> tuple[dict, list[Problem], list[str]]:
         problems.append(Problem(f"no usable NVRTC: {why}",
                                 "pip install 'cuda-toolkit[nvrtc]==13.*' cuda-bindings (or pip install -e . from "
                                 "the checkout)"))
+    # the SASS check's disassembler: without it a sweep refuses to start (exit 2)
+    from harness.run import compile as nvrtc
+    try:
+        f["nvdisasm"] = nvrtc.nvdisasm_path()
+    except nvrtc.NvdisasmMissing:
+        f["nvdisasm"] = None
+        problems.append(Problem("nvdisasm (the SASS check's disassembler) is not installed: a sweep cannot check "
+                                "the cubins it builds", "pip install nvidia-cuda-nvdisasm (or put a CUDA toolkit's "
+                                "bin folder on PATH)"))
     # the GPUs, as a sweep sees them
     st = gpu.state()
     f["gpu_state"] = st.kind
@@ -269,6 +278,7 @@ def render(rep: Report) -> str:
                      f"{', '.join(f['nvrtc_builds']) or 'none of the harness archs'}; {f['nvrtc_library']}")
     else:
         lines.append("NVRTC          none usable")
+    lines.append(f"nvdisasm       {f.get('nvdisasm') or 'not installed'}")
     for dist in ("cuda-bindings", "cupy-cuda13x", "numpy", "ml_dtypes"):
         lines.append(f"{dist:<14} {f.get(dist) or 'not installed'}")
     lines.append(f"driver         {f.get('driver') or 'none'}"

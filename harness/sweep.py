@@ -414,6 +414,11 @@ def check_kernels_toolchain(kernels: list[Kernel], cfg: SweepConfig, devs) -> To
             raise SweepError(f"NVRTC {tc.library.version} ({tc.library.path}) cannot build {arch}, which the "
                              f"selection's {', '.join(fams)} kernels need (NVRTC: {reason}; it lists "
                              f"{', '.join(map(str, tc.archs))}): give {instead} or another --nvrtc")
+        if kernels and sass_checked(cfg):
+            try:
+                nvrtc.nvdisasm_path()
+            except nvrtc.NvdisasmMissing as e:  # before any compile: every cubin would go unchecked
+                raise SweepError(str(e)) from None
     for d, _ in devs:
         try:
             toolchains.check_driver(tc, (gpu.device_info(d) or {}).get("driver") or 0)

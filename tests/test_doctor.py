@@ -38,6 +38,7 @@ def test_json_carries_the_facts_and_the_problems():
     ("python", "Python 3.9.18 is not one the harness supports"),
     ("no-nvrtc", "no usable NVRTC"),
     ("interpreter", "shared b' ' was overwritten"),
+    ("no-nvdisasm", "nvdisasm (the SASS check's disassembler) is not installed"),
 ])
 def test_each_problem_is_one_line_with_its_fix_and_exit_4(plant, expect, monkeypatch):
     real = doctor._distribution
@@ -55,10 +56,30 @@ def test_each_problem_is_one_line_with_its_fix_and_exit_4(plant, expect, monkeyp
         monkeypatch.setattr(toolchain, "default", missing)
     elif plant == "interpreter":
         monkeypatch.setattr(doctor, "interpreter_whole", lambda: False)
+    elif plant == "no-nvdisasm":  # cuda-toolkit 13.0's wheels bring none (the stock GPU image's)
+        _no_nvdisasm(monkeypatch)
     proc = cli_in_process.run("doctor")
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("problem: ")]
     assert proc.returncode == 4, proc.stdout
     assert any(expect in ln and "; fix: " in ln for ln in lines), proc.stdout
+
+
+def _no_nvdisasm(monkeypatch):
+    from harness.run import compile as nvrtc
+
+    def missing():
+        raise nvrtc.NvdisasmMissing(nvrtc.NVDISASM_MISSING)
+    monkeypatch.setattr(nvrtc, "nvdisasm_path", missing)
+
+
+def test_a_sweep_without_nvdisasm_is_one_line_and_exit_2_before_any_compile(monkeypatch, tmp_path):
+    from harness.run import compile as nvrtc
+    _no_nvdisasm(monkeypatch)
+    compiled = []
+    monkeypatch.setattr(nvrtc, "compile_many", lambda *a, **k: compiled.append(a) or [])
+    proc = cli_in_process.run("sweep", "--kind", "tf32", "--n", "8", "--out", str(tmp_path / "r.jsonl"))
+    assert proc.returncode == 2 and not compiled, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == f"sweep: {nvrtc.NVDISASM_MISSING}"
 
 
 def _results(tmp_path, **env) -> Path:

@@ -7,8 +7,6 @@ import importlib.util
 import os
 import subprocess
 import sys
-import sysconfig
-import venv
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -50,7 +48,7 @@ SELECTION = "--family wgmma_seq --kind f16 --level 1"
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """(the scratch venv's python, the scratch project) with the wheel of this tree installed."""
+    """(this python, the scratch project, the environment whose PYTHONPATH holds the wheel of this tree)."""
     if importlib.util.find_spec("pip") is None:
         (pytest.fail if os.environ.get("CI") else pytest.skip)(f"pip is not installed in {sys.executable}")
     tmp = tmp_path_factory.mktemp("plugin")
@@ -59,22 +57,17 @@ def installed(tmp_path_factory):
                             str(ROOT)], capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = (tmp / "w").glob("tensor_core_harness-*.whl")
-    env_dir = tmp / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
-    py = str(env_dir / "bin" / "python")
-    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    # this interpreter's packages (pytest, numpy, ...) as tests/test_packaging.py reaches them; `harness` itself
-    # comes from the wheel
-    Path(site, "tc_harness_test_dependencies.pth").write_text(
-        "\n".join(dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])) + "\n")
-    # without PYTHONPATH: a checkout on it (its *.egg-info) would read to pip as the package already installed
-    subprocess.run([sys.executable, "-m", "pip", "--python", py, "install", "-q", "--no-deps", "--no-index",
+    # the wheel in a folder of its own that the scratch runs read first (PYTHONPATH), this environment's packages
+    # behind it: not a nested venv, whose cuda.pathfinder would look for libnvrtc only in its own site-packages
+    # (tests/test_packaging.py says why), so from a user's venv it could not load NVRTC
+    target = tmp / "installed"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target),
                     str(wheel)], check=True, capture_output=True, timeout=600, env=_clean_env())
+    env = {**_clean_env(), "PYTHONPATH": str(target)}
     project = tmp / "project"
     project.mkdir()
     (project / "test_my_kernels.py").write_text(SCRATCH_TESTS)
-    return py, project
+    return sys.executable, project, env
 
 
 def _clean_env() -> dict:
@@ -82,22 +75,22 @@ def _clean_env() -> dict:
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
 
 
-def _pytest(py, project, *args):
+def _pytest(py, project, env, *args):
     return subprocess.run([py, "-m", "pytest", "-p", "no:cacheprovider", "-rs", *map(str, args)], cwd=project,
-                          capture_output=True, text=True, timeout=600, env=_clean_env())
+                          capture_output=True, text=True, timeout=600, env=env)
 
 
 def test_the_wheel_registers_the_plugin(installed):
-    py, project = installed
+    py, project, env = installed
     out = subprocess.run([py, "-c", "import importlib.metadata as m, harness.pytest_plugin as p; "
                                     "print([e.value for e in m.entry_points(group='pytest11')]); print(p.__file__)"],
-                         cwd=project, capture_output=True, text=True, check=True, env=_clean_env()).stdout
+                         cwd=project, capture_output=True, text=True, check=True, env=env).stdout
     assert "'harness.pytest_plugin'" in out and str(ROOT) not in out.splitlines()[1]
 
 
 def test_a_scratch_project_runs_the_tap_fixtures_and_a_sweep_selection(installed):
-    py, project = installed
-    r = _pytest(py, project, "-q", "--tc-sweep", SELECTION, "--tc-junit", project / "tc.xml",
+    py, project, env = installed
+    r = _pytest(py, project, env, "-q", "--tc-sweep", SELECTION, "--tc-junit", project / "tc.xml",
                 "--junitxml", project / "pytest.xml")
     sample = levels.sample(plan.make(plan.Selection(families=("wgmma_seq",), kinds=("f16",)), None, cache=True), 1)
     kernels = len(sample.work)
@@ -118,9 +111,9 @@ def test_a_scratch_project_runs_the_tap_fixtures_and_a_sweep_selection(installed
 
 
 def test_a_bad_selection_is_one_line_and_a_usage_error(installed):
-    py, project = installed
-    r = _pytest(py, project, "--tc-sweep", "--family nope")
+    py, project, env = installed
+    r = _pytest(py, project, env, "--tc-sweep", "--family nope")
     assert r.returncode == 4 and "--tc-sweep: " in r.stderr and "invalid choice: 'nope'" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    r = _pytest(py, project, "--tc-sweep", "--out x.jsonl")
+    r = _pytest(py, project, env, "--tc-sweep", "--out x.jsonl")
     assert r.returncode == 4 and "--out is not a selection flag" in r.stderr

@@ -481,8 +481,16 @@ def _store(path: Path, module: bytes, own: Path | None) -> None:
 # ----------------------------------------------------------------------------------------------------
 # SASS
 
+NVDISASM_MISSING = ("nvdisasm (the SASS check's disassembler) is not installed: pip install nvidia-cuda-nvdisasm, "
+                    "or put a CUDA toolkit's bin folder on PATH (cuda-toolkit 13.0 and 13.1 bring no nvdisasm wheel)")
+
+
+class NvdisasmMissing(FileNotFoundError):
+    """No nvdisasm: the cubins' SASS cannot be checked (NVDISASM_MISSING says what to install)."""
+
+
 def nvdisasm_path() -> str:
-    """nvdisasm from the nvidia-cuda-nvdisasm wheel, else the one on PATH."""
+    """nvdisasm from the nvidia-cuda-nvdisasm wheel, else the one on PATH; NvdisasmMissing, one line, if neither."""
     try:
         import nvidia
         for base in nvidia.__path__:
@@ -495,7 +503,7 @@ def nvdisasm_path() -> str:
     found = shutil.which("nvdisasm")
     if found:
         return found
-    raise FileNotFoundError("nvdisasm not found: install the nvidia-cuda-nvdisasm wheel")
+    raise NvdisasmMissing(NVDISASM_MISSING)
 
 
 # nvdisasm's listing of the code sections (-c) without its dataflow analysis (-ndf), which only names the targets of
