@@ -708,7 +708,8 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             log("GPUs: " + ", ".join(f"{d} ({gpu.device_info(d)['name']}, {a})" for d, a in devs))
             timing.update(engine.run(cubins, cfg.timeout, emit, log))
         if suspects and cfg.diagnose > 0:
-            summary["diagnosed"] = _diagnose(p, compiled, suspects[:cfg.diagnose], devs, cfg, writer, log)
+            summary["diagnosed"] = _diagnose(p, compiled, suspects[:cfg.diagnose], devs, cfg, writer, log,
+                                             storm=engine.storm if engine is not None else None)
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (processes.Interrupted): the file says so, then out
         interrupted = e
         raise
@@ -766,24 +767,39 @@ def exit_code(summary: dict) -> ExitCode:
     return ExitCode.OK
 
 
-def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log) -> int:
+def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log, storm=None) -> int:
+    """Probe the suspects, one GPU worker per GPU for all of them. Of a family and arch in a fault storm (`storm`,
+    the engine's FaultStorm) only the first suspect is probed: its launches faulted, so its probes most likely fault
+    too, and each fault costs the worker its CUDA context."""
     by_id = {c.id: c for _, cs in p.work for c in cs}
     png_dir = Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-diagnosis" if cfg.out_path else None
     by_kernel: dict[Kernel, list] = {}
+    stormed: dict[tuple[str, str], int] = {}  # group in a storm -> its suspects not probed
     for k, cid in suspects:
+        if storm is not None and storm.raging(k):
+            g = (str(k.family), str(k.arch))
+            if g in stormed or any((str(x.family), str(x.arch)) == g for x in by_kernel):
+                stormed[g] = stormed.get(g, 0) + 1
+                continue
+            stormed[g] = 0
         by_kernel.setdefault(k, []).append(by_id[cid])
+    for (fam, arch), skipped in stormed.items():
+        if skipped:
+            log(f"diagnosis: {skipped} more suspects of {fam} on {arch} not probed: a fault storm (one is)")
+    workers: dict[int, GpuWorker] = {}
     n = 0
-    for k, cases in by_kernel.items():
-        device = next(d for d, a in devs if a == str(k.arch))
-        worker = GpuWorker(device, cfg.backend)
-        try:
+    try:
+        for k, cases in by_kernel.items():
+            device = next(d for d, a in devs if a == str(k.arch))
+            worker = workers.get(device) or workers.setdefault(device, GpuWorker(device, cfg.backend))
             recs = families.get(k.family).diagnose(k, cases, str(compiled[k].cubin_path), worker, cfg.timeout,
                                                   png_dir)
-        finally:
+            for r in recs:
+                log(f"diagnosis {r['id']} operand {r['operand']}: {r.get('summary') or r.get('error')}")
+                if writer:
+                    writer.write(r)
+            n += len(recs)
+    finally:
+        for worker in workers.values():
             worker.close()
-        for r in recs:
-            log(f"diagnosis {r['id']} operand {r['operand']}: {r.get('summary') or r.get('error')}")
-            if writer:
-                writer.write(r)
-        n += len(recs)
     return n

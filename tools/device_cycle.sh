@@ -18,7 +18,7 @@ export PYTHONUNBUFFERED=1
 for s in "${steps[@]}"; do
   d=$OUT/$s; mkdir -p "$d"; t0=$(date +%s)
   case $s in
-    stock) OUT=$d timeout 300 bash tools/device_stock_image.sh;;
+    stock) OUT=$d timeout 420 bash tools/device_stock_image.sh;;
     faults) PYTHONPATH=$PWD timeout 300 python3 benchmarks/bench_mass_faults.py --out-dir "$d" > "$d/run.txt" 2>&1;;
     diagnosis) timeout 200 python3 benchmarks/diagnosis_proof.py --out "$d/diagnosis-proof.jsonl" --random 3 \
                  > "$d/diagnosis-proof.log" 2>&1;;

@@ -509,7 +509,7 @@ class Engine:
         def harvest(w: GpuWorker):
             entry = in_flight[w].popleft()
             try:
-                w.collect()
+                w.collect(restart=False)  # after a failure, `complete` withdraws what a storm keeps from launching
                 self.slowest_launch_s = max(self.slowest_launch_s or 0.0, w.last_s)
                 return entry, w, None
             except LaunchFailed as e:
@@ -532,8 +532,17 @@ class Engine:
             if error.status in (Status.FAULT, Status.TIMEOUT):  # bisected once every launch has gone, if at all
                 storm_noted(job, str(error.status))
                 deferred.append((entry, w.device, error))
-                return
-            isolate(entry, w.device, error)
+            else:
+                isolate(entry, w.device, error)
+            # the launches the failed worker held and never ran: those of a group in a storm are not launched (each
+            # would most likely fault too, and cost a fresh worker); the rest go to a fresh worker now
+            held = list(in_flight[w])
+            stormed = {e[0].kernel.name for e in held if self.storm.raging(e[0].kernel)}
+            gone = w.withdraw(lambda sent: sent[1] in stormed)
+            in_flight[w] = deque(e for i, e in enumerate(held) if i not in gone)
+            for i in gone:
+                not_launched(held[i][0], held[i][1])
+            w.resume()
 
         def isolate(entry, device: int, error) -> None:
             job, spooled, tk = entry

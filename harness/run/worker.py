@@ -351,9 +351,10 @@ class GpuWorker:
             later[0].deadline = time.monotonic() + max(later[0].timeout, STARTUP_S)
         return True
 
-    def collect(self):
+    def collect(self, restart: bool = True):
         """The answer to the oldest launch held: the kernel's outputs, or LaunchFailed (fault, or hang past the
-        timeout)."""
+        timeout). After a failure the launches still held go to a fresh worker at once, or with `restart` False
+        only at `resume` (the caller may `withdraw` some first)."""
         head = self._pending[0]
         try:
             while head.answer is None:
@@ -361,7 +362,7 @@ class GpuWorker:
                     self._restart()
                 if not self._conn.poll(max(0.0, head.deadline - time.monotonic())):
                     started = head.started
-                    self._fail()
+                    self._fail(restart=restart)
                     if not started:  # the worker never took the launch up: its start-up, not the case
                         raise LaunchFailed("error", f"the GPU worker did not take the launch up within "
                                                     f"{max(head.timeout, STARTUP_S):g} s (start-up: CUDA, the driver); "
@@ -375,9 +376,9 @@ class GpuWorker:
                 # written, Answers): not the head's doing. A fresh worker runs the head again, alone; the launches
                 # behind it are sent once it is answered (as the head, each goes to a fresh worker: collect's restart)
                 self._restart(alone=True)
-                return self.collect()
+                return self.collect(restart)
             code, started = (self._proc.exitcode if self._proc else None), head.started
-            self._fail()
+            self._fail(restart=restart)
             if not started:
                 raise LaunchFailed("error", f"the GPU worker died before it took the launch up (exit code {code}): "
                                             "its start-up (CUDA, the driver) failed, not the case") from None
@@ -386,23 +387,39 @@ class GpuWorker:
         self._pending.popleft()
         self.gpu_s += seconds
         if status == "load-error":
-            self._fail(popped=True)
+            self._fail(popped=True, restart=restart)
             raise LaunchFailed(str(Status.COMPILE_ERROR), payload)
         if status != "ok":
-            self._fail(popped=True)
+            self._fail(popped=True, restart=restart)
             raise LaunchFailed("fault", payload)
         self.last_s = seconds
         return payload
 
-    def _fail(self, popped: bool = False) -> None:
+    def _fail(self, popped: bool = False, restart: bool = True) -> None:
         """The oldest launch failed (already taken off the queue if `popped`): the worker goes, and the launches
-        behind it, which it never took up, go to a fresh one."""
+        behind it, which it never took up, go to a fresh one (now, or with `restart` False at `resume`)."""
         if not popped:
             self._pending.popleft()
-        if self._pending:
+        if self._pending and restart:
             self._restart()
-        else:
-            self._stop()
+            return
+        self._stop()
+        for pending in self._pending:
+            pending.sent = pending.started = False
+            pending.answer = pending.deadline = None
+
+    def withdraw(self, unwanted) -> list[int]:
+        """Take off the launches held that no running worker was sent (after a failure collected with `restart`
+        False) and for whose job `unwanted(job)` holds; their positions in the order sent (that of `collect`)."""
+        gone = [i for i, p in enumerate(self._pending) if not p.sent and unwanted(p.job)]
+        for i in reversed(gone):
+            del self._pending[i]
+        return gone
+
+    def resume(self) -> None:
+        """A fresh worker for the launches still held, if a failure left them waiting (collect's `restart`)."""
+        if self._pending and not self._pending[0].sent:
+            self._restart()
 
     def run(self, cubin_path: str, name: str, launch, timeout: float) -> dict:
         self.submit(cubin_path, name, launch, timeout)
