@@ -111,6 +111,9 @@ ENV = {"type": "environment", "schema": 3, "harness": "0.1.0", "date": "2026-12-
 CASE = {"type": "case", "id": "wgmma/f16/n8#0", "family": "wgmma", "kernel": "k0", "arch": "sm_90a", "status": "pass",
         "gpu": 0, "mismatches": 0, "first_mismatches": [{"row": 0, "col": 1, "expected": 1.0, "got": 2.0}]}
 SUMMARY = {"type": "summary", "cases": 1, "pass": 1, "timing": {"plan_s": 0.1, "new_timer_s": 2.0}, "gpus": [0]}
+# a storm's summary as the engine reports it (engine.FaultStorm.report)
+STORM = {"family": "wgmma", "arch": "sm_90a", "answered": 16, "failed": {"fault": 12}, "not_launched": 376}
+STORMY = dict(SUMMARY, timing={"plan_s": 0.1, "fault_storms": [STORM]})
 
 
 def _broken():
@@ -131,11 +134,15 @@ def _broken():
     out.append(("a nested wrong type", r))
     out.append(("a timing that is no number", dict(SUMMARY, timing={"plan_s": "fast"})))
     out.append(("a level that is no fleet level", dict(ENV, level=2)))
+    out.append(("a storm without its family", dict(SUMMARY, timing={"fault_storms": [
+        {k: v for k, v in STORM.items() if k != "family"}]})))
+    out.append(("a storm's failed count that is no integer", dict(SUMMARY, timing={"fault_storms": [
+        dict(STORM, failed={"fault": "12"})]})))
     return out
 
 
 def test_good_records_validate():
-    for r in (ENV, CASE, SUMMARY):
+    for r in (ENV, CASE, SUMMARY, STORMY):
         assert errors(r, SCHEMA) == []
 
 

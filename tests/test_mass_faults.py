@@ -11,6 +11,7 @@ import os
 import time
 import zlib
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -132,6 +133,10 @@ def test_a_fault_storm_ends_within_twice_a_clean_sweep_with_every_case_accounted
     assert engine_module.STORM_MIN_FAILED <= len(failed) <= engine_module.STORM_MIN_FAILED + 2, failed
     assert len(launched) == len(set(launched)) < kernels  # no bisection launch; most never launched
     [storm] = timing["fault_storms"]
+    # the summary's timings as the engine gave them are what docs/results-schema.json documents
+    from harness.records.schema_check import errors
+    schema = json.loads((Path(__file__).resolve().parent.parent / "docs" / "results-schema.json").read_text())
+    assert errors({"type": "summary", "cases": len(stormy), "fault": len(stormy), "timing": timing}, schema) == []
     assert storm["not_launched"] == kernels - len(launched) and storm["failed"] == {"fault": len(failed)}
     assert any("fault storm" in m for m in logs)
     by_kernel = {}
