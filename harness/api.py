@@ -165,7 +165,7 @@ class AddressMap:
     """Where every element of a tile lives: `address[mn, k]` is the shared-memory byte address the tensor core
     reads element (mn, k) from (the first byte of a sub-byte element's byte; `bit` its bit there), after the
     swizzle. `cute` is the same map in CuTe notation (element units, the swizzle on byte addresses, as the PTX ISA
-    writes it)."""
+    writes it), or '' for a tile that notation cannot write as a product (cute_notation says which)."""
     layout: SmemLayout
     address: np.ndarray = _field(hash=False, compare=False)
     bit: np.ndarray = _field(hash=False, compare=False)
@@ -205,9 +205,14 @@ def canonical_layout(dtype: str, major: str, swizzle: str, rows: int, cols: int,
 
 
 def address_map(layout: SmemLayout) -> AddressMap:
-    """The address of every element of `layout` (see AddressMap), in the PTX ISA's model."""
+    """The address of every element of `layout` (see AddressMap), in the PTX ISA's model. Every canonical layout
+    has one; `cute` is '' where CuTe notation cannot write the tile as a product (see cute_notation)."""
     bits = _layouts.element_bit_addresses(_layouts.validate(layout))
-    return AddressMap(layout, bits >> 3, bits & 7, cute_notation(layout))
+    try:
+        cute = cute_notation(layout)
+    except LayoutError:  # the layout is valid (above): only its shape is no product
+        cute = ""
+    return AddressMap(layout, bits >> 3, bits & 7, cute)
 
 
 def _elements(nbytes: int, bits: int) -> int:
@@ -227,18 +232,20 @@ def cute_notation(layout: SmemLayout) -> str:
         shape = f"((8,{L.rows // 8}),({T},{L.cols // T}))"
         stride = f"(({T},{sbo}),(1,{lbo}))" if L.swizzle == "none" else f"(({W},{sbo}),(1,{T}))"
     else:
-        chunks, kgroups = L.rows // T, L.cols // 8
+        # K-rows of one swizzle atom, which SBO steps over: 4 for 128B_base32b, else 8 (layouts.MN_KROWS_PER_ATOM)
+        krows = _layouts.MN_KROWS_PER_ATOM.get(L.swizzle, 8)
+        chunks, kgroups = L.rows // T, L.cols // krows
         if L.swizzle == "none":
             shape, stride = f"(({T},{chunks}),(8,{kgroups}))", f"((1,{sbo}),({T},{lbo}))"
         else:
             per_row = L.row_bytes // 16
             if chunks <= per_row:
-                shape, stride = f"(({T},{chunks}),(8,{kgroups}))", f"((1,{T}),({W},{sbo}))"
+                shape, stride = f"(({T},{chunks}),({krows},{kgroups}))", f"((1,{T}),({W},{sbo}))"
             elif chunks % per_row:
                 raise LayoutError(f"MN-major {L.swizzle}: {L.rows} rows are {chunks} chunks, not a whole number of "
                                   f"{per_row}-chunk swizzle rows")
             else:
-                shape = f"(({T},{per_row},{chunks // per_row}),(8,{kgroups}))"
+                shape = f"(({T},{per_row},{chunks // per_row}),({krows},{kgroups}))"
                 stride = f"((1,{T},{lbo}),({W},{sbo}))"
     return f"Swizzle<{b},{m},{s}> o {shape}:{stride}"
 

@@ -232,3 +232,26 @@ def test_what_the_cli_commands_need_besides():
         api.zero_mask_legal_n(16)
     m = api.address_map(B16)  # 16 rows of 128 bytes from byte 0
     assert m.footprint == (0, 2048) and (m.chunk == m.address >> 4).all()
+
+
+def test_mn_major_32_byte_atomicity_cute_notation_steps_sbo_every_4_k_rows():
+    lay = api.canonical_layout("tf32", "MN", "128B_base32b", 32, 16)  # packed: LBO = SBO = 512 (4 rows of 128 B)
+    m = api.address_map(lay)
+    assert m.cute == api.cute_notation(lay) == "Swizzle<2,5,2> o ((4,8),(4,4)):((1,4),(32,128))"
+    # k = 1: row 1 of the atom at byte 128, whose bits 7-8 (1) swizzle bits 5-6: 160; k = 8: third atom, 2 * SBO
+    assert (m.address[0, 1], m.address[0, 4], m.address[0, 8]) == (160, 512, 1024)
+    for dtype, rows, cols in (("tf32", 32, 16), ("f16", 64, 16), ("e4m3", 256, 8)):
+        for wide in (False, True):
+            lay = api.canonical_layout(dtype, "MN", "128B_base32b", rows, cols)
+            if wide:
+                lay = api.canonical_layout(dtype, "MN", "128B_base32b", rows, cols, lay.lbo * 2, lay.sbo * 2)
+            assert np.array_equal(cute_layout.spec_addresses(api.cute_notation(lay), lay.bits // 8),
+                                  api.address_map(lay).address), lay
+
+
+def test_a_tile_cute_cannot_write_as_a_product_still_has_its_address_map():
+    lay = api.canonical_layout("f16", "MN", "128B", 72, 16)  # 9 chunks along MN: one swizzle row and one more
+    with pytest.raises(api.LayoutError, match="not a whole number"):
+        api.cute_notation(lay)
+    m = api.address_map(lay)
+    assert m.cute == "" and m.address.shape == (72, 16) and m.address[64, 0] == lay.lbo  # chunk 8: the next LBO
