@@ -51,6 +51,7 @@ SWIZZLE_ROW_BYTES = {"none": 16, "32B": 32, "64B": 64, "128B": 128, "128B_base32
 MN_KROWS_PER_ATOM = {"128B_base32b": 4}
 # Where the repeating pattern must start for base offset 0 (spec table).
 PATTERN_BYTES = {"none": 16, "32B": 256, "64B": 512, "128B": 1024, "128B_base32b": 1024}
+SMEM_BYTES = 1 << 18  # a descriptor's 14-bit address fields (16-byte units) reach 256 KiB
 MAJORS = ("K", "MN")
 SWIZZLES = ("none", "32B", "64B", "128B")
 
