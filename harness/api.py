@@ -15,6 +15,8 @@ ISA's documented layouts (the models in harness/spec), on the CPU; nothing compi
 Errors: a value or layout that cannot be what is asked raises `DescriptorError` or `LayoutError` (both
 ValueError) with one sentence naming the rule; a decoded value that breaks a rule is not an error: the rules it
 breaks are returned (`Decoded.problems`), so a value taken from a kernel is explained rather than refused.
+
+The command line's `desc`, `idesc`, `zmask` and `layout` are shells over these functions.
 """
 from __future__ import annotations
 

@@ -182,11 +182,6 @@ def smem_address(layout: SmemLayout) -> np.ndarray:
     return element_bit_addresses(layout) >> 3
 
 
-def chunk_index(layout: SmemLayout) -> np.ndarray:
-    """(rows, cols) index of the 16-byte chunk each element lands in (address >> 4)."""
-    return smem_address(layout) >> 4
-
-
 @lru_cache(maxsize=4096)  # a kernel's cases place the same few layouts over and over
 def footprint(layout: SmemLayout) -> tuple[int, int]:
     """[lo, hi) byte range of the 16-byte chunks the tile touches."""
@@ -336,19 +331,3 @@ def packed_strides(major: str, swizzle: str, dtype: str, rows: int, cols: int) -
 def describe_tile(layout: SmemLayout) -> str:
     return (f"{layout.major}-major {layout.swizzle} {layout.dtype} {layout.rows}x{layout.cols} "
             f"LBO={layout.lbo} SBO={layout.sbo} start={layout.start} base_offset={layout.base_offset}")
-
-
-def render_chunks(layout: SmemLayout, max_cols: int = 64) -> str:
-    """A terminal picture: for every element, the 16-byte chunk it lands in (relative to the lowest)."""
-    ch = chunk_index(layout)
-    ch = ch - ch.min()
-    width = max(2, len(str(int(ch.max()))))
-    cols = min(layout.cols, max_cols)
-    header = f"{describe_tile(layout)}\nchunk (16 B, relative to byte {footprint(layout)[0]}) of element [mn, k]\n"
-    head = " " * 6 + " ".join(f"{c:>{width}}" for c in range(cols))
-    lines = [header + "mn\\k  " + head[6:]]
-    for r in range(layout.rows):
-        lines.append(f"{r:>4}  " + " ".join(f"{int(ch[r, c]):>{width}}" for c in range(cols)))
-    if cols < layout.cols:
-        lines.append(f"... {layout.cols - cols} more columns (use --json for all)")
-    return "\n".join(lines)
