@@ -15,10 +15,12 @@ ISA's documented layouts (the models in harness/spec), on the CPU; nothing compi
 Errors: a value or layout that cannot be what is asked raises `DescriptorError` or `LayoutError` (both
 ValueError) with one sentence naming the rule; a decoded value that breaks a rule is not an error: the rules it
 breaks are returned (`Decoded.problems`), so a value taken from a kernel is explained rather than refused.
+
+The command line's `desc`, `idesc`, `zmask` and `layout` are shells over these functions.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field as _field, replace
+from dataclasses import asdict as _asdict, dataclass, field as _field, replace
 
 import numpy as np
 
@@ -35,7 +37,9 @@ from harness.spec.zero_mask import ZeroColumnMask
 __all__ = [
     "Arch", "Swizzle", "Major", "DescriptorError", "LayoutError",
     "SmemDescriptor", "Decoded", "encode_smem_descriptor", "decode_smem_descriptor", "smem_descriptor_problems",
+    "validate_smem_descriptor",
     "InstrDescriptor", "encode_instr_descriptor", "pack_instr_descriptor", "decode_instr_descriptor",
+    "validate_instr_descriptor", "default_accumulator_dtype",
     "ZeroColumnMask", "encode_zero_column_mask", "decode_zero_column_mask", "zero_columns", "zero_mask_legal_n",
     "SmemLayout", "AddressMap", "canonical_layout", "address_map", "cute_notation",
     "Fragment", "wgmma_fragment", "TmemMap", "tmem_map",
@@ -69,10 +73,15 @@ class SmemDescriptor:
 @dataclass(frozen=True)
 class Decoded:
     """A decoded descriptor: its value as hex, its fields (addresses in bytes) and the rules it breaks (empty: it
-    breaks none the spec states)."""
-    value: str
+    breaks none the spec states).
+
+    refused: a rule refused the fields before a value was made (validate_smem_descriptor,
+    validate_instr_descriptor); `fields` are then the fields as given, `problems` that rule, and `value` None, or
+    for an instruction descriptor whose fields fit their bits, what they pack to without the rules."""
+    value: str | None
     fields: dict = _field(hash=False)
     problems: tuple[str, ...] = ()
+    refused: bool = False
 
     @property
     def ok(self) -> bool:
@@ -88,15 +97,58 @@ def encode_smem_descriptor(d: SmemDescriptor) -> int:
     return _tc.encode_tcgen05_smem_desc(d.start, d.lbo, d.sbo, d.swizzle, d.base_offset, d.lbo_mode, d.arch)
 
 
-def decode_smem_descriptor(value, arch: str) -> Decoded:
+def _check_operand(arch: str, kind: str | None, major: str | None) -> None:
+    """Refuse an operand (tcgen05 .kind and major-ness) that no descriptor of `arch` can describe."""
+    if kind is None:
+        if major is not None:
+            raise DescriptorError(f"major {major!r} says how the operand of an MMA's .kind is laid out; give the "
+                                  "kind too")
+        return
+    if arch == Arch.SM_90A:
+        raise DescriptorError(f".kind::{kind} is a tcgen05 .kind (sm_100a / sm_103a), not an sm_90a operand")
+    if kind not in _idesc.KINDS:
+        raise DescriptorError(f"unknown kind {kind!r}; one of {', '.join(_idesc.KINDS)}")
+    if major is not None and major not in Major.values():
+        raise DescriptorError(f"major must be K or MN, not {major!r}")
+
+
+def decode_smem_descriptor(value, arch: str, kind: str | None = None, major: str | None = None) -> Decoded:
     """Fields of a 64-bit value (int or '0x...' text) and the rules it breaks (reserved bits set, version bits
     not 0b001 on tcgen05, reserved swizzle codes, base offset with no swizzle, the absolute-LBO mode's limits).
     Field names: start_address, leading_byte_offset (leading_byte_address in absolute mode), stride_byte_offset,
-    base_offset, swizzle; tcgen05 adds version and lbo_mode."""
+    base_offset, swizzle; tcgen05 adds version and lbo_mode.
+
+    kind (tcgen05 only): the .kind of the MMA whose operand the value describes, `major` ('K', the default, or
+    'MN': its transpose bit set) how that operand is laid out; the rules tying the swizzle to them are checked
+    too (an MN-major tf32 operand takes 128B_base32b only). DescriptorError for a kind on sm_90a, or a major
+    without a kind."""
     if arch not in Arch.values():
         raise DescriptorError(f"arch must be one of {', '.join(Arch.values())}, not {arch!r}")
+    _check_operand(arch, kind, major)
     info = _wg.decode_wgmma_desc(value) if arch == Arch.SM_90A else _tc.decode_tcgen05_smem_desc(value, arch)
-    return Decoded(info["value"], dict(info["fields"]), tuple(info["problems"]))
+    problems = list(info["problems"])
+    if kind is not None:
+        why = _tc.operand_swizzle_problem(kind, major or Major.K, info["fields"]["swizzle"])
+        if why:
+            problems.append(why)
+    return Decoded(info["value"], dict(info["fields"]), tuple(problems))
+
+
+def validate_smem_descriptor(d: SmemDescriptor, kind: str | None = None, major: str | None = None) -> Decoded:
+    """Encode `d` and decode the value: its fields and every rule it breaks (`kind` and `major` as in
+    decode_smem_descriptor). Where encode_smem_descriptor raises for a field that breaks a rule, this returns
+    the fields as given with that rule as the one problem (`refused`, value None). DescriptorError only for a
+    kind or major that no descriptor of d.arch can describe."""
+    _check_operand(d.arch, kind, major)
+    try:
+        value = encode_smem_descriptor(d)
+    except DescriptorError as rule:
+        fields = {"start_address": d.start, "leading_byte_offset": d.lbo, "stride_byte_offset": d.sbo,
+                  "base_offset": d.base_offset, "swizzle": d.swizzle}
+        if d.arch != Arch.SM_90A:
+            fields["lbo_mode"] = d.lbo_mode
+        return Decoded(None, fields, (str(rule),), refused=True)
+    return decode_smem_descriptor(value, d.arch, kind, major)
 
 
 def smem_descriptor_problems(value, arch: str) -> tuple[str, ...]:
@@ -118,12 +170,59 @@ def pack_instr_descriptor(d: InstrDescriptor) -> int:
 
 
 def decode_instr_descriptor(value, kind: str, cta_group: int | None = None, ws: bool | None = None,
-                            arch: str | None = None, scale_vec: str = "") -> Decoded:
+                            arch: str | None = None, scale_vec: str = "", swizzle_a: str | None = None,
+                            swizzle_b: str | None = None) -> Decoded:
     """Fields of a 32-bit instruction descriptor of .kind::`kind` and the rules it breaks. The CTA group, .ws and
     the arch are not in the value: give them when known (otherwise a CTA pair is assumed for M = 256, .ws for
-    M = 32)."""
+    M = 32).
+
+    swizzle_a, swizzle_b: the swizzle of A's and B's shared-memory descriptors, which live outside this value;
+    given, the rules tying them to its transpose bits are checked too (an MN-major tf32 operand: 128B_base32b
+    only)."""
+    for sw in (swizzle_a, swizzle_b):
+        if sw is not None and sw not in Swizzle.values():
+            raise DescriptorError(f"unknown swizzle {sw!r}; one of {', '.join(Swizzle.values())}")
     info = _idesc.decode_idesc(value, kind, cta_group, ws, arch, scale_vec)
-    return Decoded(info["value"], dict(info["fields"]), tuple(info["problems"]))
+    fields, problems = dict(info["fields"]), list(info["problems"])
+    for op, sw in (("A", swizzle_a), ("B", swizzle_b)):
+        if sw is not None:
+            major = Major.MN if fields.get(f"transpose_{op.lower()}") else Major.K
+            why = _tc.operand_swizzle_problem(kind, major, sw, op)
+            if why:
+                problems.append(why)
+    return Decoded(info["value"], fields, tuple(problems))
+
+
+def validate_instr_descriptor(d: InstrDescriptor, arch: str | None = None, swizzle_a: str | None = None,
+                              swizzle_b: str | None = None) -> Decoded:
+    """Encode `d` and decode the value with d's CTA group, .ws and scale vector: its fields and every rule it
+    breaks (`arch`, `swizzle_a`, `swizzle_b` as in encode_instr_descriptor and decode_instr_descriptor). Where
+    encode_instr_descriptor raises for a field that breaks a rule, this returns the fields as given with that rule
+    as the one problem (`refused`), the value being what a kernel that ignores the rules would issue
+    (pack_instr_descriptor), or None where the fields do not pack. DescriptorError only for an unknown kind or
+    arch."""
+    if d.kind not in _idesc.KINDS:
+        raise DescriptorError(f"unknown kind {d.kind!r}; one of {', '.join(_idesc.KINDS)}")
+    if arch is not None and arch not in _tc.TCGEN05_ARCHS:
+        raise DescriptorError(f"tcgen05 is for {' or '.join(_tc.TCGEN05_ARCHS)}, not {arch}")
+    try:
+        value = encode_instr_descriptor(d, arch)
+    except DescriptorError as rule:
+        try:
+            raw = f"0x{pack_instr_descriptor(d):08x}"
+        except DescriptorError:
+            raw = None
+        return Decoded(raw, _asdict(d), (str(rule),), refused=True)
+    return decode_instr_descriptor(value, d.kind, d.cta_group, d.ws, arch, d.scale_vec, swizzle_a, swizzle_b)
+
+
+def default_accumulator_dtype(kind: str) -> str:
+    """The accumulator type of a .kind's MMA where none is named: f32 where the kind has it, else its own (s32
+    for i8)."""
+    if kind not in _idesc.KINDS:
+        raise DescriptorError(f"unknown kind {kind!r}; one of {', '.join(_idesc.KINDS)}")
+    codes = _idesc.DTYPE_CODES[kind]
+    return "f32" if "f32" in codes else next(iter(codes))
 
 
 def encode_zero_column_mask(z: ZeroColumnMask) -> int:
@@ -165,7 +264,7 @@ class AddressMap:
     """Where every element of a tile lives: `address[mn, k]` is the shared-memory byte address the tensor core
     reads element (mn, k) from (the first byte of a sub-byte element's byte; `bit` its bit there), after the
     swizzle. `cute` is the same map in CuTe notation (element units, the swizzle on byte addresses, as the PTX ISA
-    writes it)."""
+    writes it), or '' for a tile that notation cannot write as a product (cute_notation says which)."""
     layout: SmemLayout
     address: np.ndarray = _field(hash=False, compare=False)
     bit: np.ndarray = _field(hash=False, compare=False)
@@ -186,7 +285,8 @@ def canonical_layout(dtype: str, major: str, swizzle: str, rows: int, cols: int,
                      sbo: int | None = None, start: int = 0, base_offset: int = 0) -> SmemLayout:
     """The canonical layout of a rows (MN) x cols (K) tile of `dtype`, `major`-major, with `swizzle`
     (PTX ISA 9.7.15.5.1.2 / 9.7.16.3). LBO and SBO default to a densely packed tile. Raises LayoutError for a
-    tile the descriptor cannot express, or strides that make two elements overlap."""
+    tile the descriptor cannot express (one larger than the 256 KiB its address fields reach included), or
+    strides that make two elements overlap."""
     if (lbo is None) != (sbo is None):
         raise LayoutError("give both lbo and sbo, or neither (packed strides)")
     if major not in Major.values():
@@ -194,20 +294,28 @@ def canonical_layout(dtype: str, major: str, swizzle: str, rows: int, cols: int,
     if swizzle not in _layouts.SWIZZLE_BMS:
         raise LayoutError(f"unknown swizzle {swizzle!r}; one of {', '.join(_layouts.SWIZZLE_BMS)}")
     try:
-        _dtypes.get(dtype)
-    except (KeyError, ValueError):
-        raise LayoutError(f"unknown element type {dtype!r}") from None
+        bits = _dtypes.get(dtype).bits
+    except ValueError as e:  # the known types' names with it
+        raise LayoutError(str(e)) from None
     if lbo is None:
         lbo, sbo = _layouts.packed_strides(major, swizzle, dtype, rows, cols)
     lay = _layouts.validate(SmemLayout(major, swizzle, dtype, rows, cols, lbo, sbo, start, base_offset))
+    # before the overlap check, whose work grows with the addresses' span
+    if rows * cols * bits > 8 * _layouts.SMEM_BYTES:
+        raise LayoutError(f"a {rows}x{cols} {dtype} tile is larger than shared memory (256 KiB)")
     _layouts.check_distinct(lay)
     return lay
 
 
 def address_map(layout: SmemLayout) -> AddressMap:
-    """The address of every element of `layout` (see AddressMap), in the PTX ISA's model."""
+    """The address of every element of `layout` (see AddressMap), in the PTX ISA's model. Every canonical layout
+    has one; `cute` is '' where CuTe notation cannot write the tile as a product (see cute_notation)."""
     bits = _layouts.element_bit_addresses(_layouts.validate(layout))
-    return AddressMap(layout, bits >> 3, bits & 7, cute_notation(layout))
+    try:
+        cute = cute_notation(layout)
+    except LayoutError:  # the layout is valid (above): only its shape is no product
+        cute = ""
+    return AddressMap(layout, bits >> 3, bits & 7, cute)
 
 
 def _elements(nbytes: int, bits: int) -> int:
@@ -227,18 +335,20 @@ def cute_notation(layout: SmemLayout) -> str:
         shape = f"((8,{L.rows // 8}),({T},{L.cols // T}))"
         stride = f"(({T},{sbo}),(1,{lbo}))" if L.swizzle == "none" else f"(({W},{sbo}),(1,{T}))"
     else:
-        chunks, kgroups = L.rows // T, L.cols // 8
+        # K-rows of one swizzle atom, which SBO steps over: 4 for 128B_base32b, else 8 (layouts.MN_KROWS_PER_ATOM)
+        krows = _layouts.MN_KROWS_PER_ATOM.get(L.swizzle, 8)
+        chunks, kgroups = L.rows // T, L.cols // krows
         if L.swizzle == "none":
             shape, stride = f"(({T},{chunks}),(8,{kgroups}))", f"((1,{sbo}),({T},{lbo}))"
         else:
             per_row = L.row_bytes // 16
             if chunks <= per_row:
-                shape, stride = f"(({T},{chunks}),(8,{kgroups}))", f"((1,{T}),({W},{sbo}))"
+                shape, stride = f"(({T},{chunks}),({krows},{kgroups}))", f"((1,{T}),({W},{sbo}))"
             elif chunks % per_row:
                 raise LayoutError(f"MN-major {L.swizzle}: {L.rows} rows are {chunks} chunks, not a whole number of "
                                   f"{per_row}-chunk swizzle rows")
             else:
-                shape = f"(({T},{per_row},{chunks // per_row}),(8,{kgroups}))"
+                shape = f"(({T},{per_row},{chunks // per_row}),({krows},{kgroups}))"
                 stride = f"((1,{T},{lbo}),({W},{sbo}))"
     return f"Swizzle<{b},{m},{s}> o {shape}:{stride}"
 

@@ -14,13 +14,13 @@ import json
 import math
 import os
 import sys
+from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 
-from harness import __version__, families
+from harness import __version__, api, families
 from harness.enums import Arch, ExitCode, Major, OperandSource, Swizzle
-from harness.spec import desc_tcgen05, desc_wgmma, descriptors, idesc, layouts as L, zero_mask
-from harness.spec.descriptors import DescriptorError
+from harness.spec import descriptors, idesc, layouts as L
 from harness.run import cores
 
 PROG = "python -m harness"
@@ -117,24 +117,21 @@ def _fill(a, defaults: dict) -> None:
             setattr(a, k, v)
 
 
-def _report_decoded(info: dict, title: str, as_json: bool, width: int) -> int:
-    """Print a decoded descriptor's fields and the spec rules it breaks; exit 1 if it breaks any."""
-    lines = [f"{title} {info['value']}"]
-    lines += [f"  {k:<{width}} {v}" for k, v in info["fields"].items()]
-    lines += [f"  problem: {p}" for p in info["problems"]] or ["  (no spec violations)"]
+def _report_decoded(dec: api.Decoded, title: str, as_json: bool, width: int, named: dict) -> int:
+    """Print a descriptor as the API decoded it, or refused it (its fields as given), with the spec rules it
+    breaks; exit 1 if it breaks any. `named`: what the JSON of a decoded value names before it (its arch or kind)."""
+    info = {"value": dec.value, "fields": dec.fields, "problems": list(dec.problems)}
+    if dec.refused:  # as the command has always printed a refused value: fields aligned at 18, no `named`
+        lines = [f"{title} {dec.value or '(not encodable)'}"] + [f"  {k:<18} {v}" for k, v in dec.fields.items()]
+    else:
+        info = {**named, **info}
+        lines = [f"{title} {dec.value}"] + [f"  {k:<{width}} {v}" for k, v in dec.fields.items()]
+    lines += [f"  problem: {p}" for p in dec.problems] or ["  (no spec violations)"]
     _print(info, as_json, "\n".join(lines))
-    return ExitCode.FAILED if info["problems"] else ExitCode.OK
+    return ExitCode.FAILED if dec.problems else ExitCode.OK
 
 
 # ---------------------------------------------------------------------------------------------------- desc
-
-def _refused(title: str, fields: dict, rule: DescriptorError, value: str | None, as_json: bool) -> int:
-    """A value the spec forbids: the fields as given, the rule's text as a problem line, exit 1."""
-    info = {"value": value, "fields": fields, "problems": [str(rule)]}
-    lines = [f"{title} {value or '(not encodable)'}"] + [f"  {k:<18} {v}" for k, v in fields.items()]
-    _print(info, as_json, "\n".join(lines + [f"  problem: {rule}"]))
-    return 1
-
 
 DESC_DEFAULTS = {"start": None, "lbo": None, "sbo": None, "swizzle": "none", "base_offset": 0, "lbo_mode": "relative"}
 
@@ -146,8 +143,6 @@ def cmd_desc(a) -> int:
             raise UsageError(f"desc: --decode takes no encode flag ({', '.join(extra)}); give one or the other")
         if not 0 <= a.decode < 1 << 64:
             raise UsageError(f"desc: --decode {a.decode:#x} does not fit the 64-bit descriptor")
-        info = (desc_wgmma.decode_wgmma_desc(a.decode) if a.arch == "sm_90a"
-                else desc_tcgen05.decode_tcgen05_smem_desc(a.decode, a.arch))
     else:
         _fill(a, DESC_DEFAULTS)
         missing = [n for n in ("start", "lbo", "sbo") if getattr(a, n) is None]
@@ -155,29 +150,16 @@ def cmd_desc(a) -> int:
             raise UsageError(f"desc: give --{', --'.join(missing)} (or --decode VALUE)")
         if a.arch == "sm_90a" and a.lbo_mode != "relative":
             raise UsageError("desc: --lbo-mode absolute is a tcgen05 (sm_103a) mode, not sm_90a")
-        try:
-            if a.arch == "sm_90a":
-                value = desc_wgmma.encode_wgmma_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset)
-                info = desc_wgmma.decode_wgmma_desc(value)
-            else:
-                value = desc_tcgen05.encode_tcgen05_smem_desc(a.start, a.lbo, a.sbo, a.swizzle, a.base_offset, a.lbo_mode,
-                                                   a.arch)
-                info = desc_tcgen05.decode_tcgen05_smem_desc(value, a.arch)
-        except DescriptorError as e:
-            fields = {"start_address": a.start, "leading_byte_offset": a.lbo, "stride_byte_offset": a.sbo,
-                      "base_offset": a.base_offset, "swizzle": a.swizzle}
-            if a.arch != "sm_90a":
-                fields["lbo_mode"] = a.lbo_mode
-            return _refused(f"{a.arch} shared-memory matrix descriptor", fields, e, None, a.json)
     if a.major is not None and a.kind is None:
         raise UsageError("desc: --major says how the operand of --kind KIND is laid out; give --kind too")
-    if a.kind is not None:  # the operand this descriptor describes: rules that span it and the instruction
-        if a.arch == "sm_90a":
-            raise UsageError("desc: --kind names a tcgen05 .kind (sm_100a / sm_103a), not an sm_90a operand")
-        why = desc_tcgen05.operand_swizzle_problem(a.kind, a.major or "K", info["fields"]["swizzle"])
-        if why:
-            info["problems"].append(why)
-    return _report_decoded(info, f"{info['arch']} shared-memory matrix descriptor", a.json, 22)
+    if a.kind is not None and a.arch == "sm_90a":
+        raise UsageError("desc: --kind names a tcgen05 .kind (sm_100a / sm_103a), not an sm_90a operand")
+    if a.decode is not None:
+        dec = api.decode_smem_descriptor(a.decode, a.arch, a.kind, a.major)
+    else:
+        d = api.SmemDescriptor(a.arch, a.start, a.lbo, a.sbo, a.swizzle, a.base_offset, a.lbo_mode)
+        dec = api.validate_smem_descriptor(d, a.kind, a.major)
+    return _report_decoded(dec, f"{a.arch} shared-memory matrix descriptor", a.json, 22, {"arch": a.arch})
 
 
 IDESC_DEFAULTS = {"atype": None, "btype": None, "dtype": None, "m": None, "n": None, "transpose_a": False,
@@ -186,21 +168,16 @@ IDESC_DEFAULTS = {"atype": None, "btype": None, "dtype": None, "m": None, "n": N
                   "a_sf_id": 0, "b_sf_id": 0, "cta_group": 1}
 
 
-def default_dtype(kind: str) -> str:
-    """The accumulator type idesc assumes without --dtype: f32 where the kind allows it (s32 for i8)."""
-    codes = idesc.DTYPE_CODES[kind]
-    return "f32" if "f32" in codes else next(iter(codes))
-
-
 def cmd_idesc(a) -> int:
-    ws = True if a.ws else None  # not in the value: only a given --ws is known
     if a.decode is not None:
         extra = [f for f in _given(a, IDESC_DEFAULTS) if f not in ("--cta-group", "--ws")]
         if extra:
             raise UsageError(f"idesc: --decode takes no encode flag ({', '.join(extra)}); give one or the other")
         if not 0 <= a.decode < 1 << 32:
             raise UsageError(f"idesc: --decode {a.decode:#x} does not fit the 32-bit instruction descriptor")
-        info = idesc.decode_idesc(a.decode, a.kind, a.cta_group, ws, a.arch, a.scale_vec or "")
+        ws = True if a.ws else None  # not in the value: only a given --ws is known
+        dec = api.decode_instr_descriptor(a.decode, a.kind, a.cta_group, ws, a.arch, a.scale_vec or "",
+                                          a.swizzle_a, a.swizzle_b)
     else:
         if a.scale_type is not None and a.kind not in idesc.BLOCK_SCALED:
             raise UsageError(f"idesc: --scale-type is for the block-scaled kinds ({', '.join(idesc.BLOCK_SCALED)}), "
@@ -209,50 +186,20 @@ def cmd_idesc(a) -> int:
         missing = [n for n in ("atype", "btype", "m", "n") if getattr(a, n) is None]
         if missing:
             raise UsageError(f"idesc: give --{', --'.join(missing)} (or --decode VALUE)")
-        dtype = a.dtype or default_dtype(a.kind)
-        d = idesc.InstrDescriptor(a.kind, a.atype, a.btype, dtype, a.m, a.n, a.transpose_a, a.transpose_b,
-                              a.negate_a, a.negate_b, a.sparse, a.sparsity_selector, a.saturate, a.max_shift,
-                              a.scale_type, a.a_sf_id, a.b_sf_id, a.k96, a.cta_group or 1, a.ws, a.scale_vec or "")
-        try:
-            value = idesc.encode_idesc(d, a.arch)
-        except DescriptorError as e:
-            try:
-                raw = f"0x{idesc.pack_idesc(d):08x}"
-            except DescriptorError:
-                raw = None
-            fields = {k: v for k, v in descriptors.as_dict(d).items()}
-            return _refused(f"tcgen05 instruction descriptor .kind::{a.kind}", fields, e, raw, a.json)
-        info = idesc.decode_idesc(value, a.kind, a.cta_group or 1, a.ws, a.arch, a.scale_vec or "")
-    # the operands' swizzle modes live in their shared-memory descriptors; given, the rules that tie them to the
-    # instruction descriptor's transpose bits are checked (an MN-major tf32 operand: 128B_base32b only)
-    for op, sw in (("A", a.swizzle_a), ("B", a.swizzle_b)):
-        if sw is not None:
-            major = "MN" if info["fields"].get(f"transpose_{op.lower()}") else "K"
-            why = desc_tcgen05.operand_swizzle_problem(a.kind, major, sw, op)
-            if why:
-                info["problems"].append(why)
-    return _report_decoded(info, f"tcgen05 instruction descriptor .kind::{info['kind']}", a.json, 18)
+        d = api.InstrDescriptor(a.kind, a.atype, a.btype, a.dtype or api.default_accumulator_dtype(a.kind), a.m, a.n,
+                                a.transpose_a, a.transpose_b, a.negate_a, a.negate_b, a.sparse, a.sparsity_selector,
+                                a.saturate, a.max_shift, a.scale_type, a.a_sf_id, a.b_sf_id, a.k96, a.cta_group, a.ws,
+                                a.scale_vec or "")
+        dec = api.validate_instr_descriptor(d, a.arch, a.swizzle_a, a.swizzle_b)
+    return _report_decoded(dec, f"tcgen05 instruction descriptor .kind::{a.kind}", a.json, 18, {"kind": a.kind})
 
 
 ZMASK_DEFAULTS = {"start_count": [0, 0, 0, 0], "first_span": [0, 0, 0, 0], "skip_span": 0, "use_span": 0,
                   "shift": 0, "all_zero": None}
 
 
-def zmask_legal_n(m: int) -> list[int]:
-    """Every N some tcgen05.mma of M rows takes (any kind, cta_group, .ws): the N a zero-column mask can cover."""
-    ns: set[int] = set()
-    for kind in idesc.KINDS:
-        for cg in (1, 2):
-            for ws in (False, True):
-                try:
-                    ns.update(idesc.legal_shapes(kind, cg, ws).get(m, []))
-                except descriptors.DescriptorError:
-                    pass
-    return sorted(n for n in ns if n % zero_mask.ZERO_MASK_SUBMASKS[m] == 0)
-
-
 def cmd_zmask(a) -> int:
-    legal = zmask_legal_n(a.m)
+    legal = api.zero_mask_legal_n(a.m)
     if a.n not in legal:
         step = legal[1] - legal[0]
         listing = (f"{legal[0]}..{legal[-1]} step {step}" if all(y - x == step for x, y in zip(legal, legal[1:]))
@@ -264,17 +211,16 @@ def cmd_zmask(a) -> int:
             raise UsageError(f"zmask: --decode takes no encode flag ({', '.join(extra)}); give one or the other")
         if not 0 <= a.decode < 1 << 64:
             raise UsageError(f"zmask: --decode {a.decode:#x} does not fit the 64-bit descriptor")
-        z = zero_mask.decode_zero_column_mask(a.decode)
+        z = api.decode_zero_column_mask(a.decode)
     else:
         _fill(a, ZMASK_DEFAULTS)
-        z = zero_mask.ZeroColumnMask(tuple(a.start_count), tuple(a.first_span), not a.all_zero, a.skip_span,
-                             a.use_span, a.shift)
-    value = zero_mask.encode_zero_column_mask(z)
-    bits = zero_mask.zero_column_mask_bits(z, a.m, a.n)
-    info = {"value": f"0x{value:016x}", "fields": descriptors.as_dict(z), "m": a.m, "n": a.n,
-            "mask_lsb_first": "".join(map(str, bits)),
-            "zero_columns": [j for j, b in enumerate(bits) if b],
-            "b_columns_used_from": z.column_shift}
+        z = api.ZeroColumnMask(tuple(a.start_count), tuple(a.first_span), not a.all_zero, a.skip_span, a.use_span,
+                               a.shift)
+    value = api.encode_zero_column_mask(z)
+    zero = api.zero_columns(z, a.m, a.n)
+    info = {"value": f"0x{value:016x}", "fields": asdict(z), "m": a.m, "n": a.n,
+            "mask_lsb_first": "".join("1" if j in zero else "0" for j in range(a.n)),
+            "zero_columns": zero, "b_columns_used_from": z.column_shift}
     text = (f"zero-column mask descriptor {info['value']}  (M={a.m}, N={a.n})\n"
             f"  mask, column 0 first (1 = column reads as zero): {info['mask_lsb_first']}\n"
             f"  B columns {z.column_shift}..{z.column_shift + a.n - 1} are used (column shift {z.column_shift})")
@@ -284,7 +230,19 @@ def cmd_zmask(a) -> int:
 
 # ---------------------------------------------------------------------------------------------------- layout
 
-SMEM_BYTES = 1 << 18  # a descriptor's 14-bit address fields (16-byte units) reach 256 KiB
+def _chunk_picture(m: api.AddressMap, max_cols: int = 64) -> str:
+    """A terminal picture of an address map: for every element, the 16-byte chunk it lands in (relative to the
+    lowest)."""
+    lay, lo = m.layout, m.footprint[0]
+    ch = m.chunk - (lo >> 4)
+    width = max(2, len(str(int(ch.max()))))
+    cols = min(lay.cols, max_cols)
+    lines = [f"{L.describe_tile(lay)}\nchunk (16 B, relative to byte {lo}) of element [mn, k]\n"
+             + "mn\\k  " + " ".join(f"{c:>{width}}" for c in range(cols))]
+    lines += [f"{r:>4}  " + " ".join(f"{int(ch[r, c]):>{width}}" for c in range(cols)) for r in range(lay.rows)]
+    if cols < lay.cols:
+        lines.append(f"... {lay.cols - cols} more columns (use --json for all)")
+    return "\n".join(lines)
 
 
 def cmd_layout(a) -> int:
@@ -295,28 +253,24 @@ def cmd_layout(a) -> int:
         if not 0 < getattr(a, flag) <= 1024:
             raise UsageError(f"layout: --{flag} {getattr(a, flag)}: give 1..1024 elements")
     for flag in ("lbo", "sbo", "start"):
-        if not 0 <= getattr(a, flag) < SMEM_BYTES:
-            raise UsageError(f"layout: --{flag} {getattr(a, flag)}: give 0..{SMEM_BYTES - 16} bytes")
-    lay = L.SmemLayout(a.major, a.swizzle, a.dtype, a.rows, a.cols, a.lbo, a.sbo, a.start, a.base_offset)
-    L.validate(lay)
-    if lay.rows * lay.cols * L.dtypes.get(lay.dtype).bits > 8 * SMEM_BYTES:
-        raise UsageError(f"layout: a {a.rows}x{a.cols} {a.dtype} tile is larger than shared memory (256 KiB)")
-    L.check_distinct(lay)
-    addr = L.smem_address(lay)
+        if not 0 <= getattr(a, flag) < L.SMEM_BYTES:
+            raise UsageError(f"layout: --{flag} {getattr(a, flag)}: give 0..{L.SMEM_BYTES - 16} bytes")
+    m = api.address_map(api.canonical_layout(a.dtype, a.major, a.swizzle, a.rows, a.cols, a.lbo, a.sbo, a.start,
+                                             a.base_offset))
     if png is not None:
         from harness.diagnosis import pictures
         try:
             png.parent.mkdir(parents=True, exist_ok=True)
-            pictures.layout_png(lay, png)
+            pictures.layout_png(m.layout, m.chunk, png)
         except OSError as e:
             raise UsageError(f"layout: --png {a.png}: cannot write: {e.strerror or e}") from None
         print(f"wrote {png}")
         return ExitCode.OK
     if a.json:
-        print(json.dumps({"layout": descriptors.as_dict(lay), "address": addr.tolist(),
-                          "chunk": (addr >> 4).tolist(), "footprint": list(L.footprint(lay))}))
+        print(json.dumps({"layout": asdict(m.layout), "address": m.address.tolist(), "chunk": m.chunk.tolist(),
+                          "footprint": list(m.footprint)}))
     else:
-        print(L.render_chunks(lay))
+        print(_chunk_picture(m))
     return ExitCode.OK
 
 

@@ -232,3 +232,83 @@ def test_what_the_cli_commands_need_besides():
         api.zero_mask_legal_n(16)
     m = api.address_map(B16)  # 16 rows of 128 bytes from byte 0
     assert m.footprint == (0, 2048) and (m.chunk == m.address >> 4).all()
+
+
+# ---------------------------------------------------------------------------------------------------- validate
+
+def test_validate_smem_descriptor_decodes_what_encodes_and_names_the_rule_of_what_does_not():
+    ok = api.validate_smem_descriptor(api.SmemDescriptor("sm_90a", 1024, 16, 1024, "128B"))
+    assert (ok.value, ok.problems, ok.refused) == ("0x4000004000010040", (), False)
+    bad = api.validate_smem_descriptor(api.SmemDescriptor("sm_90a", 8, 16, 16))  # start not a multiple of 16
+    assert bad.refused and bad.value is None and not bad.ok and "16-byte aligned" in bad.problems[0]
+    assert bad.fields == {"start_address": 8, "leading_byte_offset": 16, "stride_byte_offset": 16, "base_offset": 0,
+                          "swizzle": "none"}
+    bad = api.validate_smem_descriptor(api.SmemDescriptor("sm_100a", 0, 4096, 1024, "128B", lbo_mode="absolute"))
+    assert bad.refused and bad.fields["lbo_mode"] == "absolute" and "sm_103a only" in bad.problems[0]
+
+
+def test_the_operand_rule_ties_an_mn_major_tf32_descriptor_to_the_32_byte_atomicity_swizzle():
+    d = api.SmemDescriptor("sm_100a", 0, 16, 1024, "128B")
+    (why,) = api.validate_smem_descriptor(d, "tf32", "MN").problems
+    assert "needs swizzle 128B_base32b, not 128B" in why
+    assert api.validate_smem_descriptor(d, "tf32").ok and api.validate_smem_descriptor(d, "f16", "MN").ok
+    v = api.encode_smem_descriptor(api.SmemDescriptor("sm_100a", 0, 16, 1024, "128B_base32b"))
+    assert api.decode_smem_descriptor(v, "sm_100a", "tf32", "MN").ok
+    with pytest.raises(api.DescriptorError, match="not an sm_90a operand"):
+        api.decode_smem_descriptor(0, "sm_90a", "tf32")
+    with pytest.raises(api.DescriptorError, match="give the kind too"):
+        api.validate_smem_descriptor(d, major="MN")
+
+
+def test_validate_instr_descriptor_keeps_what_a_refused_descriptor_packs_to():
+    ok = api.validate_instr_descriptor(api.InstrDescriptor("f16", "f16", "f16", "f32", 128, 256))
+    assert ok == api.decode_instr_descriptor(0x0840_0010, "f16", 1, False) and not ok.refused
+    bad = api.validate_instr_descriptor(api.InstrDescriptor("f16", "f16", "f16", "f32", 128, 12))
+    assert bad.refused and bad.value == "0x08020010" and bad.fields["n"] == 12  # pack_instr_descriptor's value
+    assert bad.problems == ("N = 12 is not legal for .kind::f16 cta_group::1 M = 128; legal N: 8..256 step 8",)
+    bad = api.validate_instr_descriptor(api.InstrDescriptor("f16", "zz", "f16", "f32", 128, 64))
+    assert bad.refused and bad.value is None and "not 'zz'" in bad.problems[0]  # no code for zz: nothing packs
+
+
+def test_the_operands_swizzles_are_checked_against_the_transpose_bits():
+    d = api.InstrDescriptor("tf32", "tf32", "tf32", "f32", 128, 64, transpose_b=True)  # B MN-major, A K-major
+    (why,) = api.validate_instr_descriptor(d, swizzle_a="128B", swizzle_b="128B").problems
+    assert "operand B needs swizzle 128B_base32b" in why
+    assert api.validate_instr_descriptor(d, swizzle_a="128B", swizzle_b="128B_base32b").ok
+    with pytest.raises(api.DescriptorError, match="unknown swizzle"):
+        api.decode_instr_descriptor(0x0811_0910, "tf32", swizzle_a="256B")
+
+
+def test_the_default_accumulator_is_f32_where_the_kind_has_it():
+    assert [api.default_accumulator_dtype(k) for k in ("f16", "tf32", "f8f6f4", "i8", "mxf4")] == [
+        "f32", "f32", "f32", "s32", "f32"]
+    with pytest.raises(api.DescriptorError, match="unknown kind"):
+        api.default_accumulator_dtype("f64")
+
+
+def test_a_tile_larger_than_shared_memory_is_refused_before_its_strides_are_checked():
+    with pytest.raises(api.LayoutError, match="larger than shared memory"):  # 4 MiB, and overlapping strides
+        api.canonical_layout("f32", "K", "none", 1024, 1024, lbo=16, sbo=16)
+
+
+def test_mn_major_32_byte_atomicity_cute_notation_steps_sbo_every_4_k_rows():
+    lay = api.canonical_layout("tf32", "MN", "128B_base32b", 32, 16)  # packed: LBO = SBO = 512 (4 rows of 128 B)
+    m = api.address_map(lay)
+    assert m.cute == api.cute_notation(lay) == "Swizzle<2,5,2> o ((4,8),(4,4)):((1,4),(32,128))"
+    # k = 1: row 1 of the atom at byte 128, whose bits 7-8 (1) swizzle bits 5-6: 160; k = 8: third atom, 2 * SBO
+    assert (m.address[0, 1], m.address[0, 4], m.address[0, 8]) == (160, 512, 1024)
+    for dtype, rows, cols in (("tf32", 32, 16), ("f16", 64, 16), ("e4m3", 256, 8)):
+        for wide in (False, True):
+            lay = api.canonical_layout(dtype, "MN", "128B_base32b", rows, cols)
+            if wide:
+                lay = api.canonical_layout(dtype, "MN", "128B_base32b", rows, cols, lay.lbo * 2, lay.sbo * 2)
+            assert np.array_equal(cute_layout.spec_addresses(api.cute_notation(lay), lay.bits // 8),
+                                  api.address_map(lay).address), lay
+
+
+def test_a_tile_cute_cannot_write_as_a_product_still_has_its_address_map():
+    lay = api.canonical_layout("f16", "MN", "128B", 72, 16)  # 9 chunks along MN: one swizzle row and one more
+    with pytest.raises(api.LayoutError, match="not a whole number"):
+        api.cute_notation(lay)
+    m = api.address_map(lay)
+    assert m.cute == "" and m.address.shape == (72, 16) and m.address[64, 0] == lay.lbo  # chunk 8: the next LBO

@@ -20,7 +20,7 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from harness import cli, sweep
+from harness import api, cli, sweep
 from harness.enums import ExitCode
 from harness.records import results
 
@@ -209,7 +209,7 @@ def invalid_argv(draw):
         faults.append(lambda: ("value out of range", _set(argv, "--decode", str(draw(st.one_of(
             st.integers(max_value=-1), st.integers(min_value=1 << width)))))))
     if cmd == "zmask":
-        legal = set(cli.zmask_legal_n(128))
+        legal = set(api.zero_mask_legal_n(128))
         faults.append(lambda: ("illegal N", _set(argv, "--n", str(draw(st.one_of(
             st.integers(-(1 << 80), 1 << 80), st.integers(-300, 300)).filter(lambda n: n not in legal))))))
     if cmd == "idesc" and "decode" not in base:

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from harness import __version__, cli, sweep
+from harness import __version__, api, cli, sweep
 from harness.enums import ExitCode
 from harness.records import results
 from test_compare import FAIL, case, write
@@ -148,8 +148,8 @@ def test_zmask_checks_n_before_any_work(capsys, m, n, extra):
 
 
 def test_zmask_legal_n():
-    assert cli.zmask_legal_n(32) == [64, 128, 256]
-    assert cli.zmask_legal_n(128) == list(range(8, 257, 8)) == cli.zmask_legal_n(64)
+    assert api.zero_mask_legal_n(32) == [64, 128, 256]
+    assert api.zero_mask_legal_n(128) == list(range(8, 257, 8)) == api.zero_mask_legal_n(64)
 
 
 # ---------------------------------------------------------------------------- output paths
@@ -274,7 +274,7 @@ def test_idesc_defaults_to_an_f32_accumulator(capsys):
     rc, out, err = call(capsys, "idesc", "--kind", "i8", "--atype", "s8", "--btype", "s8", "--m", "128", "--n", "64",
                         "--json")
     assert rc == ExitCode.OK and json.loads(out)["fields"]["dtype"] == "s32", err
-    assert cli.default_dtype("tf32") == "f32" and cli.default_dtype("mxf4") == "f32"
+    assert api.default_accumulator_dtype("tf32") == "f32" and api.default_accumulator_dtype("mxf4") == "f32"
 
 
 def test_idesc_decode_checks_m_and_n_even_with_a_bad_type_code(capsys):

@@ -102,11 +102,11 @@ def _cell_in(rows: int, cols: int) -> float:
     return CELL_IN if max(rows, cols) <= LABEL_MAX else max(0.05, 40 / max(rows, cols))
 
 
-def layout_figure(lay: layouts.SmemLayout):
-    """The figure `layout_png` saves: element [mn, k] labelled with its 16-byte chunk (relative to the lowest),
-    coloured by address bits 4-6, with the colour key beside it."""
+def layout_figure(lay: layouts.SmemLayout, chunk: np.ndarray):
+    """The figure `layout_png` saves: element [mn, k] labelled with its 16-byte chunk (`chunk`, the address map's
+    address >> 4, drawn relative to the lowest), coloured by address bits 4-6, with the colour key beside it."""
     plt = pyplot()
-    chunk = layouts.chunk_index(lay)
+    chunk = np.asarray(chunk)
     rows, cols = chunk.shape
     cell = _cell_in(rows, cols)
     legend_in = 2.6
@@ -119,10 +119,11 @@ def layout_figure(lay: layouts.SmemLayout):
     return fig
 
 
-def layout_png(lay: layouts.SmemLayout, path) -> None:
-    """One canonical layout to a PNG file, written under exactly the name given."""
+def layout_png(lay: layouts.SmemLayout, chunk: np.ndarray, path) -> None:
+    """One canonical layout, the 16-byte chunk of each of its elements (harness.api.address_map's), to a PNG file
+    written under exactly the name given."""
     plt = pyplot()
-    fig = layout_figure(lay)
+    fig = layout_figure(lay, chunk)
     try:
         fig.savefig(path, dpi=DPI, format="png")
     finally:

@@ -51,6 +51,7 @@ SWIZZLE_ROW_BYTES = {"none": 16, "32B": 32, "64B": 64, "128B": 128, "128B_base32
 MN_KROWS_PER_ATOM = {"128B_base32b": 4}
 # Where the repeating pattern must start for base offset 0 (spec table).
 PATTERN_BYTES = {"none": 16, "32B": 256, "64B": 512, "128B": 1024, "128B_base32b": 1024}
+SMEM_BYTES = 1 << 18  # a descriptor's 14-bit address fields (16-byte units) reach 256 KiB
 MAJORS = ("K", "MN")
 SWIZZLES = ("none", "32B", "64B", "128B")
 
@@ -179,11 +180,6 @@ def element_bit_addresses(layout: SmemLayout) -> np.ndarray:
 def smem_address(layout: SmemLayout) -> np.ndarray:
     """(rows, cols) shared-memory byte address each logical element is read from."""
     return element_bit_addresses(layout) >> 3
-
-
-def chunk_index(layout: SmemLayout) -> np.ndarray:
-    """(rows, cols) index of the 16-byte chunk each element lands in (address >> 4)."""
-    return smem_address(layout) >> 4
 
 
 @lru_cache(maxsize=4096)  # a kernel's cases place the same few layouts over and over
@@ -335,19 +331,3 @@ def packed_strides(major: str, swizzle: str, dtype: str, rows: int, cols: int) -
 def describe_tile(layout: SmemLayout) -> str:
     return (f"{layout.major}-major {layout.swizzle} {layout.dtype} {layout.rows}x{layout.cols} "
             f"LBO={layout.lbo} SBO={layout.sbo} start={layout.start} base_offset={layout.base_offset}")
-
-
-def render_chunks(layout: SmemLayout, max_cols: int = 64) -> str:
-    """A terminal picture: for every element, the 16-byte chunk it lands in (relative to the lowest)."""
-    ch = chunk_index(layout)
-    ch = ch - ch.min()
-    width = max(2, len(str(int(ch.max()))))
-    cols = min(layout.cols, max_cols)
-    header = f"{describe_tile(layout)}\nchunk (16 B, relative to byte {footprint(layout)[0]}) of element [mn, k]\n"
-    head = " " * 6 + " ".join(f"{c:>{width}}" for c in range(cols))
-    lines = [header + "mn\\k  " + head[6:]]
-    for r in range(layout.rows):
-        lines.append(f"{r:>4}  " + " ".join(f"{int(ch[r, c]):>{width}}" for c in range(cols)))
-    if cols < layout.cols:
-        lines.append(f"... {layout.cols - cols} more columns (use --json for all)")
-    return "\n".join(lines)
