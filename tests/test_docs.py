@@ -25,3 +25,34 @@ def test_the_benchmark_history_is_the_run_folders_table():
         pytest.skip(f"commit {rev}, which holds the run folders, is not in this clone")
     assert bench_history.update(text, bench_history.render(rev)) == text, \
         f"docs/performance.md's history has drifted: python tools/bench_history.py --rev {rev} --update docs/performance.md"
+
+
+RUN_FOLDER = re.compile(r"results/\d{4}-\d\d-\d\d-")
+SOURCES = ("harness", "tests", "benchmarks", "tools")
+
+
+def comments_of(path: Path):
+    """(line, text) of every comment and every string standing alone as a statement (docstrings) of a Python file;
+    of every `#` line of any other file."""
+    text = path.read_text()
+    if path.suffix != ".py":
+        yield from ((n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.lstrip().startswith("#"))
+        return
+    import ast
+    import io
+    import tokenize
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.COMMENT:
+            yield tok.start[0], tok.string
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            yield node.lineno, node.value.value
+
+
+def test_no_comment_cites_a_run_folder():
+    """A comment says its reason itself, with the number and where it is recorded (docs/performance.md), not a run
+    folder's path (issue 55). Code may read a committed results file; only comments and docstrings are looked at."""
+    files = [p for d in SOURCES for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".sh", ".toml") and p.is_file()]
+    files += [ROOT / "conftest.py", ROOT / "pyproject.toml"]
+    citing = [f"{p.relative_to(ROOT)}:{n}" for p in files for n, text in comments_of(p) if RUN_FOLDER.search(text)]
+    assert citing == []
