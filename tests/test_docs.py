@@ -1,7 +1,9 @@
 """The generated parts of the documentation are what their sources say (issue 55).
 
 - docs/performance.md's benchmark history is `tools/bench_history.py`'s table of the run folders at the commit it names
-  (those folders left the tree; git keeps them: a clone without that commit, a shallow one, skips).
+  (those folders left the tree; git keeps them: a clone without that commit, a shallow one, skips);
+- results/README.md's baselines table is `tools/results_readme.py`'s, from the committed results files;
+- no comment cites a run folder; results/ holds no script and stays under 20 MB.
 """
 import re
 import subprocess
@@ -14,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 import bench_history  # noqa: E402
+import results_readme  # noqa: E402
 
 
 def test_the_benchmark_history_is_the_run_folders_table():
@@ -25,6 +28,14 @@ def test_the_benchmark_history_is_the_run_folders_table():
         pytest.skip(f"commit {rev}, which holds the run folders, is not in this clone")
     assert bench_history.update(text, bench_history.render(rev)) == text, \
         f"docs/performance.md's history has drifted: python tools/bench_history.py --rev {rev} --update docs/performance.md"
+
+
+def test_the_results_readme_tables_the_committed_baselines():
+    readme = ROOT / "results" / "README.md"
+    text = readme.read_text()
+    assert results_readme.BEGIN in text, "results/README.md has no baselines table: python tools/results_readme.py"
+    assert results_readme.update(text, results_readme.render(ROOT / "results")) == text, \
+        "results/README.md's baselines table has drifted: python tools/results_readme.py --update results/README.md"
 
 
 RUN_FOLDER = re.compile(r"results/\d{4}-\d\d-\d\d-")
@@ -56,3 +67,11 @@ def test_no_comment_cites_a_run_folder():
     files += [ROOT / "conftest.py", ROOT / "pyproject.toml"]
     citing = [f"{p.relative_to(ROOT)}:{n}" for p in files for n, text in comments_of(p) if RUN_FOLDER.search(text)]
     assert citing == []
+
+
+def test_results_holds_what_users_need_and_no_more_than_20_mb():
+    """Baselines, FINDINGS and this week's runs: no scripts (they belong in benchmarks/ or tools/), under 20 MB."""
+    results = ROOT / "results"
+    files = [p for p in results.rglob("*") if p.is_file() and "scratch" not in p.relative_to(results).parts]
+    assert [str(p.relative_to(ROOT)) for p in files if p.suffix in (".py", ".sh", ".patch")] == []
+    assert sum(p.stat().st_size for p in files) < 20 << 20
