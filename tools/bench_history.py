@@ -209,7 +209,9 @@ def first_sentence(text: str, limit: int = 240) -> str:
 
 def folders_gone(tree: Tree, keep_all: bool) -> list[str]:
     here = {p.name for p in (ROOT / "results").iterdir() if p.is_dir()} if (ROOT / "results").is_dir() else set()
-    return sorted(f for f in tree.files if keep_all or f not in here)
+    def order(folder: str) -> tuple:  # by date, then bench2 before bench10
+        return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", folder))
+    return sorted((f for f in tree.files if keep_all or f not in here), key=order)
 
 
 def render(rev: str, keep_all: bool = False) -> str:
