@@ -54,7 +54,7 @@ def _share_the_cores_among_xdist_workers() -> None:
 def _write_bytecode_in_the_test_session() -> None:
     """Where PYTHONDONTWRITEBYTECODE is set (as on the H100 nodes' images), every run and every xdist worker compiled
     and assert-rewrote every module again: `pytest --collect-only` took 5.4-6.0 s there, 2.8 s with bytecode kept
-    (results/2026-11-26-h100-bench7/collect.txt). The test session writes it (into __pycache__ beside the sources,
+    (bench7 in docs/performance.md). The test session writes it (into __pycache__ beside the sources,
     which .gitignore leaves out; processes the tests start still write none, and read it);
     TC_HARNESS_TEST_BYTECODE=0, or `python -B` itself, leaves Python as it was set up."""
     if sys.dont_write_bytecode and os.environ.get("PYTHONDONTWRITEBYTECODE") \
@@ -64,12 +64,13 @@ def _write_bytecode_in_the_test_session() -> None:
 
 # Python's cyclic garbage collector took 26 s of the 146 s that the 2 xdist workers of a full run were busy on the 2-core
 # CPU machine, and 18-35 s of the 16 workers' time on H100 nodes (2026-11-26, benchmarks/gc_site; 8-10 s since,
-# results/2026-11-26-h100-bench10/call4): every full collection walks each object the process holds, and a test
+# bench10 in docs/performance.md): every full collection walks each object the process holds, and a test
 # process holds the items and the plans of every family (about 840,000 objects by the end), so each of its 30-50 full
 # collections took 0.1-0.45 s. Fewer full collections
 # (the third threshold 100, not 10), what is alive once the tests are collected moved out of the collector's sight,
-# and the plans read with it paused (plan.with_collector_paused): 11.5 s here (results/2026-11-26-cpu/
-# garbage-collector.txt). Cycles the tests make are still collected; what is frozen lives all session anyway.
+# and the plans read with it paused (plan.with_collector_paused): 11.5 s here (the CPU note
+# 2026-11-26 garbage-collector.txt in docs/performance.md). Cycles the tests make are still collected; what is frozen
+# lives all session anyway.
 FULL_COLLECTION_THRESHOLD = 100
 
 
@@ -87,10 +88,11 @@ def pytest_collection_finish(session):
 # pytest-xdist (3.8.0 and before) tells the controller an item's group by appending "@<group>" to the item's node id
 # in the worker, through a field pytest 9.2.0 no longer reads its ids from: the groups are dropped in silence, every
 # test is handed out alone, and each worker builds the module fixtures and GPU shards of whatever tests it is given
-# (pytest-dev/pytest-xdist#1386; the CI run on 2 cores took 340 s, not 275 s: results/2026-11-27-cpu/dependencies.txt).
-# The test extra keeps pytest below 9.2; where another pytest is installed the run says why it is slow, in its
-# warnings summary. The check reads xdist's own channel, the "@<group>" suffix: an xdist that passes groups some other
-# way would set it off on every run, and tests/test_xdist_grouping.py's run without it would then fail.
+# (pytest-dev/pytest-xdist#1386; the CI run on 2 cores took 340 s, not 275 s: the CPU note 2026-11-27 dependencies.txt
+# in docs/performance.md). The test extra keeps pytest below 9.2; where another pytest is installed the run says why it
+# is slow, in its warnings summary. The check reads xdist's own channel, the "@<group>" suffix: an xdist that passes
+# groups some other way would set it off on every run, and tests/test_xdist_grouping.py's run without it would then
+# fail.
 def warn_if_xdist_groups_were_lost(session) -> None:
     if not getattr(session.config.option, "loadgroup", False):
         return
@@ -154,13 +156,13 @@ MODULE_SECONDS = {
 }
 # Where the GPU tests run (a gpu-sweep shard is collected), the groups go out by the seconds each took on an H100
 # node instead (16 cores, 16 workers, cold compile cache): every group of 2 s or more in two README runs of
-# results/2026-11-27-h100-bench25/ (call3, a middling node, and call5, a slower one), their mean, by
+# bench25 in docs/performance.md (a middling node and a slower one), their mean, by
 # benchmarks/group_seconds.py; a spread module's entry is its tests' sum. Ranked by the table above, measured on 2
 # cores, CPU modules that take a third of that on a node went ahead of the GPU shards, and the worker whose shard
 # started 14 s late ended the README run there (62 s); a module in neither table weighs 0 and goes out last:
-# test_plan.py (12 s) ended a run 9 s after most workers had finished (results/2026-11-27-h100-bench18/call3/new2), and
-# test_early_compile.py (16 s, its tests of the helpers added since bench18's table) began at 43 s and ended call5's
-# run at 59.6 s.
+# test_plan.py (12 s) ended a run 9 s after most workers had finished (bench18 in docs/performance.md), and
+# test_early_compile.py (16 s, its tests of the helpers added since bench18's table) began at 43 s and ended the
+# slower node's run at 59.6 s (bench25).
 NODE_GROUP_SECONDS = {
     "test_xdist_grouping": 26, "test_benchmarks": 23, "test_plan": 20, "test_modules": 19,
     "test_robustness_gpu-hang": 17, "test_early_compile": 16, "test_addresses_gpu": 16, "test_robustness_gpu-faults": 14,
@@ -176,7 +178,7 @@ NODE_GROUP_SECONDS = {
 # A spread module's tests of 2 s or more on a node (the same two runs, `group_seconds.py --tests`): each weighs its own
 # seconds there, not an even share of its module's. As a share, test_addresses.py's PNG test (4.3 s of the module's 11,
 # 1/80 of them) went out among the last and ended README runs 3.7-6.1 s after most workers had finished
-# (results/2026-11-27-h100-bench18/call4/new1, new2).
+# (bench18 in docs/performance.md).
 NODE_SPREAD_TEST_SECONDS = {
     "test_benchmarks::test_bench_host_digests_the_same_preparation_alike_from_a_fresh_plan_and_a_cached_one": 6,
     "test_xdist_grouping::test_a_worker_on_a_long_lone_test_is_not_handed_the_next_heavy_group_meanwhile": 5,
@@ -197,7 +199,7 @@ NODE_SPREAD_TEST_SECONDS = {
     "test_modules::test_a_kernel_nvrtc_rejects_is_named_alone_and_its_module_mates_still_build": 2,
     "test_plan::test_a_family_planned_in_parts_has_in_them_the_kernels_and_cases_of_its_whole_plan[wgmma_sp]": 2,
     "test_plan::test_a_family_planned_in_parts_has_in_them_the_kernels_and_cases_of_its_whole_plan[wgmma]": 2,
-    # test_early_compile.py, spread since (its 16 s in one group ended call5's and call6's runs), its tests' seconds there
+    # test_early_compile.py, spread since (its 16 s in one group ended two of bench25's runs), its tests' seconds there
     "test_early_compile::test_launches_are_prepared_while_the_kernels_compile": 6,
     "test_early_compile::test_a_sweep_with_a_gpu_compiles_on_its_engines_helpers[helpers-ahead-compiled-while-planned]": 2,
     "test_early_compile::test_a_sweep_with_a_gpu_compiles_on_its_engines_helpers[helpers-ahead-compiled-after-the-plan]": 2,
@@ -235,7 +237,7 @@ def pytest_collection_modifyitems(config, items):
         # workers' tails (a module of 40 CLI tests, 35 s on one worker of an H100 node, ended the run 10-16 s after
         # most workers were idle), while a spread module of slow tests goes out with the groups of their size (the
         # inner pytest runs of test_xdist_grouping, 5 s each there, ended the README run when they came last:
-        # results/2026-11-26-h100-bench9/call8)
+        # bench9 in docs/performance.md)
         group_of = [m.args[0] if (m := it.get_closest_marker("xdist_group")) else it.nodeid for it in items]
         first, weight = {}, {}
         gpu_run = any(str(g).startswith("gpu-sweep-") for g in group_of)
@@ -264,7 +266,7 @@ def pytest_collection_modifyitems(config, items):
 # xdist hands a worker its next group as soon as it has two tests or fewer to run (its `_reschedule`), counting the
 # one running: a worker that took up a group of one long test (the planted hang, 19 s on an H100 node) was handed
 # the next heavy group at once and held it while the hang ran, and ended the README run 8 s after most workers were
-# idle (results/2026-11-26-h100-bench9/call5/, pytest_timeline). Two quick tests that run anywhere (`spread`, from
+# idle (bench9 in docs/performance.md, pytest_timeline). Two quick tests that run anywhere (`spread`, from
 # QUICK_SPREAD_MODULES: the CLI's input checks, 89 tests of hundredths of a second) go after the long one in its
 # group, so that the worker asks for more work only when the long test is done.
 HEAVY_GROUP_SECONDS = 5

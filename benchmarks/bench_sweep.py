@@ -18,7 +18,7 @@ from pathlib import Path
 
 
 # NVIDIA's compute cache: on the H100 node, NVRTC 13.0 compiled a module it had compiled before (in another process,
-# into another TC_HARNESS_CACHE) in a fraction of the time (results/2026-11-23-h100-bench3/check.txt), so a cold
+# into another TC_HARNESS_CACHE) in a fraction of the time (bench3 in docs/performance.md), so a cold
 # run empties both caches: the harness's, and this one, in the same temporary folder
 def caches(folder: str) -> dict:
     return {"TC_HARNESS_CACHE": folder, "CUDA_CACHE_PATH": os.path.join(folder, "nv-compute-cache")}

@@ -1,7 +1,7 @@
 """The seconds each xdist group of the README's test command took, from bench_pytest.py's timelines: what the
 conftest's NODE_GROUP_SECONDS (GPU nodes) orders the groups by. A group missing from that table weighs a third of its
 CI seconds, or nothing, and goes out last: a module of 12 s handed out last ended a README run on an H100 node 9 s after
-most workers had finished (results/2026-11-27-h100-bench18/call3/new2). Run it on the timelines of cold runs on a
+most workers had finished (bench18 in docs/performance.md). Run it on the timelines of cold runs on a
 node, and put the groups it lists into the table:
     python3 benchmarks/group_seconds.py results/<run>/<name>-readme.timeline.gz [...] [--min 2]
 A group is an xdist group (a test id's `@group`); the tests of a `spread` module, each a group of its own, are summed

@@ -412,7 +412,7 @@ def cmd_sweep(a) -> int:
     # sweep starts its worker as it always did
     ahead = sweep.worker_ahead(sweep.SweepConfig(gpus=a.gpus), fork=True) if a.own_process else None
     # and its helpers (the processes that compile, then prepare), started in a thread while the input is checked
-    # (the toolchain's check alone took 0.47 s on an H100 node: results/2026-11-27-h100-bench24/call1/)
+    # (the toolchain's check alone took 0.47 s on an H100 node: bench24 in docs/performance.md)
     helpers = sweep.helpers_ahead(sweep.SweepConfig(workers=a.jobs)) if a.own_process else None
     try:
         return _sweep_command(a, ahead, helpers)
@@ -982,8 +982,8 @@ def entry() -> None:
     """The command line's process (`python -m harness`, `tc-harness`): main(), then out without tearing the
     interpreter down where nothing is left to finish. A sweep holds its plan (~56,000 cases) and every module it
     imported; freeing them took 0.6-0.7 s after main returned, on the CPU machine
-    (results/2026-11-26-cpu/fast-exit.txt). Where a child process or another thread that is not a daemon is still
-    alive (nothing the commands leave behind), the ordinary exit joins them."""
+    (the CPU note 2026-11-26 fast-exit.txt in docs/performance.md). Where a child process or another thread that is not
+    a daemon is still alive (nothing the commands leave behind), the ordinary exit joins them."""
     import multiprocessing
     import threading
 

@@ -126,9 +126,9 @@ def with_collector_paused(build, *args):
     """build(*args) with Python's cyclic garbage collector paused: a plan is ~250,000 objects (wgmma's), none of them
     garbage, and while they are made the heap keeps growing by the quarter that sets off a full collection, each of
     which walks every object made so far. Reading every family's plan took 0.60-0.76 s, 0.26-0.31 s so
-    (results/2026-11-26-cpu/garbage-collector.txt). The collector runs again afterwards, as it ran before; keeping
-    long-lived objects out of its sight (gc.freeze) is for a process's entry point to decide (the test session's
-    conftest.py does), since it would keep every garbage cycle alive at that moment too."""
+    (the CPU note 2026-11-26 garbage-collector.txt in docs/performance.md). The collector runs again afterwards, as it
+    ran before; keeping long-lived objects out of its sight (gc.freeze) is for a process's entry point to decide (the
+    test session's conftest.py does), since it would keep every garbage cycle alive at that moment too."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -150,11 +150,11 @@ def plan_path(fam, arch) -> Path | None:
 # many parts, part i holding every PLAN_PARTS-th kernel of kernel_list from the i-th. Processes that start together on
 # an empty cache (the README test command's 17) build different parts at once (build_free_plans): in one file, the
 # dense family's plan was built by one process while the others waited for it, and the README run's workers ended
-# their collection 9.1-10.4 s in, cold, on an H100 node (results/2026-11-27-h100-bench18/call1/; a profile of that
-# wait on an H200 node: call2/tl-pytest-cold-collect/). With the parts their first tests began 2.1-3.9 s earlier
-# (call3/, the trees in turn on one H100 node). On this project's CPU machine, in a fresh process, the dense
+# their collection 9.1-10.4 s in, cold, on an H100 node (bench18 in docs/performance.md, which also has a
+# profile of that wait on an H200 node). With the parts their first tests began 2.1-3.9 s earlier (bench18 too, the
+# trees in turn on one H100 node). On this project's CPU machine, in a fresh process, the dense
 # family's whole plan builds in 0.79-1.00 s, a part of it in 0.17-0.25 s; a warm read of every plan took 0.24-0.31 s
-# against 0.36-0.42 s in one file a plan (results/2026-11-27-cpu/plan-parts.txt).
+# against 0.36-0.42 s in one file a plan (the CPU note 2026-11-27 plan-parts.txt in docs/performance.md).
 PLAN_PARTS = 8
 
 
@@ -261,8 +261,8 @@ def built_alone(path: Path, build, siblings: str, wait: bool = True) -> list | N
     """The plan at `path`, built and written (write_plan) by one process at a time: processes starting together on
     an empty cache build it once. The README's pytest on an H100 node ran the controller and 16 workers, each
     building every plan at once, and every worker's collection ended 10.4 s into the run, against 5.5-6.8 s with the
-    plans cached (results/2026-11-26-h100-bench11/call3/); with the lock it ended at 5.7-6.9 s in one cold run,
-    9.9-11.5 s in the machine's first, the whole run the same within its spread (call4/). What it saves for certain
+    plans cached (bench11 in docs/performance.md); with the lock it ended at 5.7-6.9 s in one cold run,
+    9.9-11.5 s in the machine's first, the whole run the same within its spread (bench11 too). What it saves for certain
     is the others' CPU: 16 copies of every plan's build.
     The first process to take the lock (an flock on a file beside the plan) builds; the others wait for it, then read
     what it wrote. A waiter that finds nothing written (the writer's cache is full, or it wrote nothing) or that
@@ -356,8 +356,8 @@ def make_held(sel: Selection, run_archs: dict[str, Arch] | None = None,
     (wgmma's and wgmma_sp's), none of them garbage. Paused only while each family's plan is read, they were left to
     the collector's youngest generation: a simulated warm sweep's process spent 0.28-0.54 s collecting (0.03 s held),
     0.16-0.19 s of it in one pass over them between the plan and the first launch and 0.21-0.24 s in a full one at the
-    end (results/2026-11-27-cpu/held-plan.txt; on an H100 node no end-to-end difference showed,
-    results/2026-11-27-h100-bench17/call1/). Cycles already garbage at the freeze stay until the process ends (the
+    end (the CPU note 2026-11-27 held-plan.txt in docs/performance.md; on an H100 node no end-to-end difference showed,
+    bench17 in docs/performance.md). Cycles already garbage at the freeze stay until the process ends (the
     collections at this point found 0-18 objects); cycles made afterwards are collected as ever."""
     def made_and_frozen() -> Plan:
         plan = make(sel, run_archs, shard, cache=True)
@@ -373,7 +373,7 @@ def make(sel: Selection, run_archs: dict[str, Arch] | None = None, shard: tuple[
     Made with the cyclic garbage collector paused throughout (with_collector_paused), not only while plans are read:
     a selection's filters make a dict for each of the family's cases, and the collections they set off walked every
     plan the process holds. Seven makes as a test session's collection asks them took 0.46-0.51 s paused, 0.66-0.77 s
-    not, five fresh processes each (results/2026-11-27-cpu/plan-parts.txt)."""
+    not, five fresh processes each (the CPU note 2026-11-27 plan-parts.txt in docs/performance.md)."""
     return with_collector_paused(selected, sel, run_archs, shard, cache)
 
 
@@ -398,7 +398,8 @@ def narrowed_kernels(fam, arch, filters: dict[str, tuple], shared: list[str],
     facets every case of a kernel shares) keep, each with its cases, planned from it alone; the others' cases are
     never built. The values of those facets over all the family's kernels go into seen_values.
     `--kind b1 --n 8` planned 2 of the dense family's 392 kernels' cases, not all 27,554 (the whole build: ~0.5 s;
-    plans made this way were ~100 of a CI test session's: results/2026-11-27-cpu/narrowed-plans.txt)."""
+    plans made this way were ~100 of a CI test session's: the CPU note 2026-11-27 narrowed-plans.txt in
+    docs/performance.md)."""
     kept = []
     for kernel in fam.kernel_list(arch):
         facets = fam.kernel_facets_of(kernel)

@@ -218,10 +218,10 @@ def worker_ahead(cfg: SweepConfig, fork: bool = False) -> GpuWorker | None:
     here (the engine takes it if it runs on that GPU; else it is stopped). A GPU worker's start-up (a process
     importing CuPy and making its CUDA context) took 0.62-1.28 s on H200 and H100 nodes: started with the engine, it
     was still going when a warm sweep's plan had been read, and held back the first launch by 0.27 s
-    (results/2026-11-27-h100-bench17/call1/new-warm.timeline.gz); started as the sweep's run began, by 0.16-0.32 s
-    (call3/). The command line's sweep starts it before it checks its input, forked (`fork`: where this process has
+    (bench17 in docs/performance.md); started as the sweep's run began, by 0.16-0.32 s
+    (bench17 too). The command line's sweep starts it before it checks its input, forked (`fork`: where this process has
     made no CUDA call and runs no other thread; GpuWorker.start): on an H100 node ready 0.35-0.47 s later, and the
-    first launch went as the engine's run began (call7/). None where no GPU can be here (NVIDIA_CONTROL_DEVICE;
+    first launch went as the engine's run began (bench17 too). None where no GPU can be here (NVIDIA_CONTROL_DEVICE;
     CUDA_VISIBLE_DEVICES empty), the selection names GPUs by index or is not one gpu.parse_gpus reads (the sweep
     checks it, and refuses it with the reason), or the process cannot be started."""
     if not os.path.exists(NVIDIA_CONTROL_DEVICE) or os.environ.get("CUDA_VISIBLE_DEVICES") == "":
@@ -253,7 +253,7 @@ class EarlyCompile:
     The plan waits until the modules have gone to the helpers (`wait_submitted`): the thread makes the kernels'
     sources, cache keys and modules first, in this process, and the plan built beside it took its share of the
     interpreter's lock: on an H100 node the modules went out 0.63-0.75 s after the compile began, with one core of
-    sixteen busy (results/2026-11-27-h100-bench27/call2/, the cold timelines)."""
+    sixteen busy (bench27 in docs/performance.md, the cold timelines)."""
 
     def __init__(self, kernels: list[Kernel], cfg: SweepConfig, helpers: processes.Helpers | None = None):
         self.kernels, self.seconds, self.helpers = kernels, 0.0, helpers

@@ -2,7 +2,8 @@
 and the relocations the loader applies to it (`.rela.text.<kernel>` / `.rel.text.<kernel>`), each named by the symbol
 it points to, since a module of several kernels numbers its symbols on from the kernels before. Comparing those is
 comparing the instructions bit for bit, scheduling control bits included, which a disassembler's listing leaves out.
-(Each disassembler start costs ~0.4 s of CPU whatever the cubin's size: results/2026-11-28-cpu/ci-rehearsal.txt.)
+(Each disassembler start costs ~0.4 s of CPU whatever the cubin's size: the CPU note 2026-11-28 ci-rehearsal.txt in
+docs/performance.md.)
 """
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ batched launches) over one plan of every family with a GPU of its arch here, wit
 One test per kernel, not per case: a kernel's cases are one launch, and a kernel test fails with every failing case
 named by its id and explained (status, mismatches with their thread and register or lane and column, what a control
 read). With one test per case (~55,000 items through pytest-xdist's controller) the README test command took 248 s
-cold and 163 s warm on an H100 node where the whole sweep took 64 s and 24 s (results/2026-11-23-h100-bench/); a
-per-case record of every run is what `python -m harness sweep --junit FILE` writes for CI dashboards.
+cold and 163 s warm on an H100 node where the whole sweep took 64 s and 24 s (the 2026-11-23 bench in
+docs/performance.md); a per-case record of every run is what `python -m harness sweep --junit FILE` writes for CI
+dashboards.
 
 The plan is split into shards of whole kernels, as many as pytest-xdist workers (one shard without xdist), balanced
 by case count. Each shard is an xdist group shared by the modules (tests/test_wgmma_gpu.py, ..._sp_gpu.py,
@@ -61,8 +62,8 @@ class ShardedSweep:
         self.shards = shards or worker_count()
         # the engine's settings for every shard (out_path and workers are set per shard); the real GPU by default.
         # No launch is kept: a test run leaves no 6 GB in the cache, and its cold run (the README's goal) writes none;
-        # a warm README run keeping them took 34.8 s, the code before them 36.1 s (results/2026-11-26-h100-bench12/
-        # call8): little to gain there, where the GPU shards are a part of the run
+        # a warm README run keeping them took 34.8 s, the code before them 36.1 s (bench12 in
+        # docs/performance.md): little to gain there, where the GPU shards are a part of the run
         self.config = config or sweep.SweepConfig(diagnose=0)
         load = [0] * self.shards
         self.shard_of_kernel: dict[str, int] = {}

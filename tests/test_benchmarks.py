@@ -93,9 +93,10 @@ def test_the_pytest_timeline_says_which_worker_ran_what_and_when(tmp_path):
 
 # bench_host's digest of its 3-kernel samples: the same at commit 92e69bd (before a launch's cases were prepared
 # together) as since. A change that means to draw or expect other values changes it here, and says so; one that
-# does not, must not (results/2026-11-26-cpu/prepare-identity-2.txt digests the whole plan).
-# since the exact cases' expectations leave out the values their expected registers hold (results/2026-11-27-cpu/
-# expectations.txt: every other byte the same as before, those values the registers decoded)
+# does not, must not (the CPU note 2026-11-26 prepare-identity-2.txt in docs/performance.md digests the whole plan).
+# since the exact cases' expectations leave out the values their expected registers hold (the CPU note
+# 2026-11-27 expectations.txt in docs/performance.md: every other byte the same as before, those values the registers
+# decoded)
 SAMPLE_DIGESTS = {"wgmma": "b626507f4b97604e3d1bf9174d3d6b7eb36da6e0464f634b7cf339364cf5ad75",
                   "wgmma_sp": "81fe5cb8b21df3279078f94fee773a2cb25451863ef18e3629785ab060182a7c"}
 

@@ -27,7 +27,7 @@ from harness.records import results
 # spread: no module-scoped fixture, so under pytest -n each test goes to any free worker. The warning filtered: the
 # hypothesis of an H100 node's image (6.168.3) warned, while drawing st.text()'s default alphabet, that a space does
 # not round-trip through UTF-8 ("Characters ' ' can be encoded with codec='utf-8', but do not decode back";
-# results/2026-11-26-h100-bench10/check.txt), though it does; the same version here finds no such character. It is
+# bench10 in docs/performance.md), though it does; the same version here finds no such character. It is
 # about hypothesis's table of characters, not about the inputs these tests give the CLI.
 pytestmark = [pytest.mark.spread, pytest.mark.filterwarnings("ignore:Characters .* can be encoded with codec")]
 

@@ -100,7 +100,7 @@ def test_the_fast_compile_level_reaches_nvrtc():
 
 
 # a group of its own under pytest -n: a compile of the costliest sequence kernel (it compiled it twice then, 7.4 s of the
-# module's 16 on an H100 node, where the module's group ended the README run: results/2026-11-27-h100-bench25/call7/;
+# module's 16 on an H100 node, where the module's group ended the README run: bench25 in docs/performance.md;
 # on an empty cache it still takes ~3 s), beside the module's
 @pytest.mark.xdist_group("test_nvrtc-rspipe")
 def test_a_serialised_rs_pipeline_fails_the_sequence_familys_sass_check(run_cache):

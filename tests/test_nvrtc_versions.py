@@ -187,7 +187,7 @@ def test_every_tcgen05_kernel_compiles_for_each_blackwell_arch_it_builds(version
 
 def test_the_timing_loop_of_nvrtc_13_0_passes_the_bench_sass_check():
     """NVRTC 13.0 (the H100 node's) puts a NOP between the throughput loop's MMAs; the bench took that for
-    serialized MMAs and refused to time (results/2026-11-23-h100-bench/pytest-readme.txt). Install 13.0 with
+    serialized MMAs and refused to time (the 2026-11-23 bench in docs/performance.md). Install 13.0 with
     pip install --target ~/.cache/tc-harness/nvrtc/13.0 'nvidia-cuda-nvrtc==13.0.*'."""
     from harness.timing import bench, forms as F, source as S
     tc = toolchain_or_skip("13.0")

@@ -1,11 +1,13 @@
-"""Every `python -m harness` line of the README's bash blocks runs, with the exit status the README documents for a
-machine without a GPU.
+"""Every `python -m harness` line of the bash blocks of README.md and docs/commands.md (which holds the rest of the
+commands) runs, with the exit status the file documents for a machine without a GPU; the README's bash blocks hold
+nothing else but its two commands, which CI runs (.ci/run).
 
 Lines run in this process (harness.cli.main), from the repository root, verbatim except for where they write:
   - `--out FILE`, `--png FILE`, `--junit FILE` and `--kernels DIR` are redirected to the same name in a temporary
-    folder (a `--kernels DIR` is first built there by the README's `compile ... --out DIR` line), and a `sweep` or
-    `probe` line without `--out` gets `--out TMP/<command>.jsonl` (the README's default, results/scratch/ under the
-    current folder, is checked by name only);
+    folder (a `--kernels DIR` is first built there by the `compile ... --out DIR` line, and a file another line reads
+    by the line that writes it with `--out`, as a reader would run them), and a `sweep` or `probe` line without
+    `--out` gets `--out TMP/<command>.jsonl` (the README's default, results/scratch/ under the current folder, is
+    checked by name only);
   - a `sweep` line with no selection filter gets `--family tcgen05 --kind f16 --cta-group 1` (three kernels), so
     the whole-sweep line stays quick on a CPU-only machine.
 Expected status: the `exit N` a line's comment names, else 3 (nothing could run) for `sweep` and `probe`, else 0.
@@ -22,13 +24,14 @@ from harness.enums import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = (README, ROOT / "docs" / "commands.md")
 FILTERS = ("--family", "--kind", "--n", "--a-src", "--cta-group", "--dtype", "--data", "--match")
 
 
-def command_lines() -> list[str]:
-    """Every line of a ```bash block that starts with `python -m harness` (continuations joined)."""
+def bash_lines(path: Path) -> list[str]:
+    """Every line of the file's ```bash blocks (continuations joined)."""
     lines, block = [], None
-    for raw in README.read_text().splitlines():
+    for raw in path.read_text().splitlines():
         if raw.startswith("```"):
             block = [] if raw.strip() == "```bash" and block is None else None
             continue
@@ -36,9 +39,14 @@ def command_lines() -> list[str]:
             continue
         if lines and lines[-1].endswith("\\"):
             lines[-1] = lines[-1][:-1] + " " + raw.strip()
-        elif raw.startswith("python -m harness"):
+        elif raw.strip():
             lines.append(raw.strip())
     return lines
+
+
+def command_lines() -> list[str]:
+    """Every line of a ```bash block that starts with `python -m harness` (continuations joined), of every file."""
+    return [ln for path in DOCS for ln in bash_lines(path) if ln.startswith("python -m harness")]
 
 
 LINES = command_lines()
@@ -62,12 +70,35 @@ def kernel_folder_for(folder: str, tmp: Path) -> None:
     raise AssertionError(f"no README line compiles the kernel folder {folder}")
 
 
-def adapt(argv: list[str], tmp: Path) -> list[str]:
+def written_by(path: str, line: str) -> str | None:
+    """The other line that writes `path` with `--out` (a file a later command reads), if any."""
+    for other in LINES:
+        argv, _ = split(other)
+        if other != line and "--out" in argv and argv[argv.index("--out") + 1] == path:
+            return other
+    return None
+
+
+def file_for(path: str, line: str, tmp: Path) -> str:
+    """A path the line reads: where the line that writes it wrote it here, run first, else the path as it is."""
+    writer = written_by(path, line)
+    if writer is None:
+        return path
+    argv, comment = split(writer)
+    assert cli.main(adapt(argv, tmp, writer)) == expected(argv, comment), writer
+    return str(tmp / Path(path).name)
+
+
+def adapt(argv: list[str], tmp: Path, line: str = "") -> list[str]:
     out = list(argv)
     if "--kernels" in out:
         i = out.index("--kernels") + 1
         kernel_folder_for(out[i], tmp)
         out[i] = str(tmp / Path(out[i]).name)
+    writes = {out.index(flag) + 1 for flag in ("--out", "--png", "--junit", "--kernels") if flag in out}
+    for i, word in enumerate(out):
+        if i > 0 and i not in writes and not word.startswith("-"):
+            out[i] = file_for(word, line, tmp)
     for flag in ("--out", "--png", "--junit"):
         if flag in out:
             i = out.index(flag) + 1
@@ -87,10 +118,18 @@ def expected(argv: list[str], comment: str) -> int:
     return ExitCode.NOTHING_RAN if argv and argv[0] in ("sweep", "probe") else ExitCode.OK
 
 
-def test_the_commands_section_has_a_line_for_every_command():
+def test_there_is_a_line_for_every_command():
     cmds = {split(line)[0][0] for line in LINES}
-    assert cmds >= {"sweep", "compile", "doctor", "toolchains", "compare", "merge", "junit", "probe", "desc", "idesc", "zmask",
-                    "layout", "--version"}
+    assert cmds >= {"sweep", "compile", "doctor", "toolchains", "compare", "merge", "junit", "report", "verdict",
+                    "textfile", "bundle", "bench", "probe", "desc", "idesc", "zmask", "layout", "--version"}
+
+
+def test_the_readmes_bash_blocks_hold_only_commands_a_test_runs():
+    """Its `python -m harness` lines run here; its two commands (the first block) run in CI, as .ci/run's last lines."""
+    lines = bash_lines(README)
+    two = [ln.split("  #", 1)[0].strip() for ln in lines[:2]]
+    others = [ln for ln in lines[2:] if not ln.startswith("python -m harness")]
+    assert others == [] and all("pip install" in c and "python -m" in c for c in two), others
 
 
 @pytest.mark.parametrize("line", LINES)
@@ -108,7 +147,7 @@ def test_every_line_runs_with_its_documented_exit_status(line, tmp_path, monkeyp
     if argv[0] in ("sweep", "probe") and gpu.device_count():
         pytest.skip("the documented status is for a machine without a GPU; here this would run the GPU")
     monkeypatch.chdir(ROOT)
-    rc = cli.main(adapt(argv, tmp_path))
+    rc = cli.main(adapt(argv, tmp_path, line))
     out = capsys.readouterr()
     assert rc == expected(argv, comment), (line, rc, out.err[-2000:])
     assert "Traceback" not in out.err

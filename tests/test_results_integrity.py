@@ -116,7 +116,7 @@ def test_a_probe_file_is_no_baseline(tmp_path):
 
 def test_the_committed_probe_and_bench_files_are_refused_by_compare():
     for f in ("results/2026-11-22-h100/probe-base-offset.jsonl", "results/2026-11-23-h100/bench-h100.jsonl"):
-        res = run("compare", ROOT / f, ROOT / "results/2026-11-23-h100/sweep.jsonl")
+        res = run("compare", ROOT / f, ROOT / "results/2026-11-23-h100/sweep.jsonl.gz")
         assert res.returncode == ExitCode.USAGE and ("probe run's" in res.stderr or "bench's" in res.stderr), res
 
 
@@ -177,7 +177,7 @@ def test_a_case_without_a_kernel_or_family_is_read(tmp_path, reader, edit):
 def test_report_of_one_run_folder_prints_its_table():
     res = run("report", ROOT / "results/2026-11-23-h100")
     assert res.returncode == ExitCode.OK, res.stderr
-    assert "### `2026-11-23-h100/sweep.jsonl`" in res.stdout and "| **all** |" in res.stdout
+    assert "### `2026-11-23-h100/sweep.jsonl.gz`" in res.stdout and "| **all** |" in res.stdout
 
 
 def test_report_flags_a_table_of_a_file_that_is_not_whole(tmp_path):

@@ -24,8 +24,8 @@ FORMS = tcgen05.all_forms()
 # cold cache they were the longest chain of the README's test command on an H100 node (62 s on one worker,
 # 23 s of it compiling on one core; benchmarks/pytest_timeline.py). No more than the machine's cores: on the CI-sized
 # machine (2 cores, TC_HARNESS_WORKERS=1 under -n 2) four processes made more modules, each a disassembler start and
-# an NVRTC program, and took 21 CPU s and 12.1 s against 14 CPU s and 8.8 s with two (results/2026-11-28-cpu/
-# ci-rehearsal.txt).
+# an NVRTC program, and took 21 CPU s and 12.1 s against 14 CPU s and 8.8 s with two (the CPU note
+# 2026-11-28 ci-rehearsal.txt in docs/performance.md).
 COMPILING_PROCESSES = min(4, os.cpu_count() or 1)
 SASS_GROUP = pytest.mark.xdist_group("test_tcgen05-sass")
 
@@ -39,7 +39,8 @@ def cubins():
     workers = max(cores.default_workers(), COMPILING_PROCESSES)
     # the forms the sweep compiles apart from those NVRTC is expected to refuse (i8 on sm_103a): a module NVRTC
     # rejects is compiled again kernel by kernel, and dealt among the others' modules the refused forms made 5 of
-    # the 8 sm_103a modules so, 15 of the fixture's 28.7 s of compiling (results/2026-11-27-cpu/tcgen05-modules.txt)
+    # the 8 sm_103a modules so, 15 of the fixture's 28.7 s of compiling (the CPU note 2026-11-27 tcgen05-modules.txt in
+    # docs/performance.md)
     legal = {(arch, f.name) for arch in tcgen05.ARCHS for f in T.forms_for(arch)}
     apart = [[j for j in jobs if ((j.arch, j.name) in legal) == kept] for kept in (True, False)]
     built = {(j.arch, j.name): c for part in apart

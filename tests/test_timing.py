@@ -72,7 +72,7 @@ def _listing(text: str) -> list:
 
 
 def test_mmas_with_only_nops_between_them_count_as_back_to_back():
-    """NVRTC 13.0 (on the H100 node, results/2026-11-23-h100-bench/pytest-readme.txt) put a NOP between the
+    """NVRTC 13.0 (on the H100 node, the 2026-11-23 bench in docs/performance.md) put a NOP between the
     MMAs of the throughput loop; they still pipeline. A wait between MMAs serializes them and is refused."""
     mma = "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR16], R24, UP0"
     nvrtc_13_0 = f"WARPGROUP.ARRIVE\nNOP\n{mma}\nNOP\n{mma}\nNOP\n{mma}\nNOP\n{mma}\nWARPGROUP.DEPBAR.LE gsb0, 0x1"

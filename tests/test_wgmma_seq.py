@@ -358,7 +358,7 @@ def test_the_hazard_check_finds_an_early_register_reuse(cubins):
 def test_the_dense_sweep_already_covers_n_8_mod_16_mn_major_unswizzled_b():
     """tilelang#2593/#2603, triton#7830/#8378: N = 8 (mod 16) with several 8-column core-matrix groups of an
     MN-major, unswizzled B. The single-instruction wgmma cases cover it for every such N, both accumulators and
-    both A sources; the README's Bug classes table selects them with this filter."""
+    both A sources; docs/what-is-checked.md's Bug classes table selects them with this filter."""
     p = plan.make(plan.Selection(families=("wgmma",), kinds=("f16",), n_values=N_8_MOD_16, match="B:MN/none"))
     seen = set()
     for k, cases in p.work:

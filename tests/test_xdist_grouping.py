@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.spread  # each test runs its own inner pytest: no fixture to share (a group of them, 25 s on an
-# H100 node, ended the README run there: results/2026-11-26-h100-bench9/call7)
+# H100 node, ended the README run there: bench9 in docs/performance.md)
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = '''import os, pytest
 @pytest.mark.parametrize("i", range(6))

@@ -61,7 +61,8 @@ def label_outline(text: str, size: float):
 def cell_labels(ax, values: np.ndarray, size: float):
     """Every cell's number, centred on the cell, as one collection of glyph outlines (its gid LABELS_GID), drawn in
     one pass. As a text artist per cell, laid out and drawn one by one, a comparison of two 64 x 16 tiles took 3.4-4.1 s
-    and a 64 x 64 layout 4.9-7.4 s, most of a planted bug's diagnosis (results/2026-11-27-cpu/pictures.txt)."""
+    and a 64 x 64 layout 4.9-7.4 s, most of a planted bug's diagnosis (the CPU note 2026-11-27 pictures.txt in
+    docs/performance.md)."""
     from matplotlib.collections import PathCollection
     from matplotlib.transforms import Affine2D
     rows, cols = values.shape

@@ -154,7 +154,7 @@ class CaseFacts(NamedTuple):
 class CaseLines:
     """Case records JSON-encoded by the process that made them (the engine's read-back processes), for the results
     file as they are: encoding 56,101 records one by one in the sweep's own process, which also hands out every
-    launch, took 0.43 s of a warm sweep's 2.35 s there (results/2026-11-26-h100-bench12/check.txt, call4). Each
+    launch, took 0.43 s of a warm sweep's 2.35 s there (bench12 in docs/performance.md). Each
     record's text lacks its closing brace, so that the fields known only when it is written (the engine's kernel_s)
     follow as text: the line is the one json.dumps would make of the record with them added."""
 
@@ -320,7 +320,7 @@ class ResultsWriter:
     so, and any written just before a launch that then hung. An fsync per batch (per kernel: 796 a sweep) took 0.3 s
     on a RAM disk and more on a real one. The periodic fsync runs in a thread of the writer's own: in the sweep's
     process, which hands out the launches, each took 0.2-0.27 s on an H100 node's disk while its GPU waited
-    (results/2026-11-26-h100-bench13/call4/tl-warm.timeline.gz: the GPU worker's three longest gaps, 0.6 s of a
+    (bench13 in docs/performance.md: the GPU worker's three longest gaps, 0.6 s of a
     3.3 s warm sweep).
 
     One writer a file: the writer holds the file's OutLock (`held`) from its start to `close`. A write the disk

@@ -212,7 +212,7 @@ class Compiled:
     error: CompileError | None = None
     # the verdict of the job's sass_check, where the process that built this cubin judged it (cached beside it too):
     # the sweep's SASS check takes it from here rather than reading every module again (0.37 s of a cold sweep's
-    # critical path on an H100 node, results/2026-11-27-h100-bench24/call1/new-cold.timeline.gz)
+    # critical path on an H100 node, bench24 in docs/performance.md)
     verdict: Verdict | None = None
 
 
@@ -235,25 +235,25 @@ def compile_one(job: CompileJob, tc: Toolchain | None = None) -> Compiled:
 # 1.3 s in modules of 32). Fewer modules also mean fewer module loads on the GPU.
 # Two modules a worker, of up to 32 kernels, balanced by estimated cost (`compile_cost`). Fewer modules mean fewer
 # disassembler starts: on H200 nodes the compile's disassembly took 42-45 core-s in the 64 modules of three a worker,
-# 23-25 in 32 of one a worker, 31.7 in 48 of two (results/2026-11-26-h200-bench15/call3/, call4/). One a worker left
+# 23-25 in 32 of one a worker, 31.7 in 48 of two (bench15 on H200 in docs/performance.md). One a worker left
 # the compile uneven: its modules' NVRTC took 6.2-10.6 s under load, and the compile ended 1.0-1.7 s after an even share
 # of its work on 16 processes would have; three a worker 0.7-1.1 s, two 0.45 s (the modtimes-*.json there).
 KERNELS_PER_MODULE = 32
 MODULES_PER_WORKER = 2
 # Each module's SASS check starts a disassembler, ~0.36 s of CPU before its first instruction however small the cubin
-# (results/2026-11-26-cpu/module-size.txt): a module of a kernel or two spends more on that than its spread saves.
-# Without this floor a small group went out a kernel a module (the 34 and 27 compile-only tcgen05 kernels of a
-# cold sweep on 16 workers: 61 modules). One size for every group, from all the jobs, cut those to 4 but left a
-# compile of few processes with fewer, larger modules: tcgen05's compile test (4 processes) took 1.5-2.5 s longer
-# cold on H100 nodes (results/2026-11-26-h100-bench11/call4/).
+# (the CPU note 2026-11-26 module-size.txt in docs/performance.md): a module of a kernel or two spends more on that than
+# its spread saves. Without this floor a small group went out a kernel a module (the 34 and 27 compile-only tcgen05
+# kernels of a cold sweep on 16 workers: 61 modules). One size for every group, from all the jobs, cut those to 4 but
+# left a compile of few processes with fewer, larger modules: tcgen05's compile test (4 processes) took 1.5-2.5 s longer
+# cold on H100 nodes (bench11 in docs/performance.md).
 MIN_KERNELS_PER_MODULE = 4
 # ... and a group's modules cost (compile_cost) at least this share of the dearest module of the compile, where the
 # group is large enough. A cold default sweep on 16 workers compiled tcgen05's 61 compile-only kernels in 16 modules of
 # 3-4: 0.22-0.24 s of NVRTC each, and 0.38-0.50 s of disassembler start-up, against 2.6 s and 0.5 s for a module of 24
 # wgmma kernels (NVRTC 13.0, this project's CPU machine). At a third they go out in 3 modules of 17-27 kernels, in
-# 4.7-5.6 s of CPU against 10.3-12.1 s, the longest within the wgmma modules' time (results/2026-11-27-cpu/
-# module-share.txt). compile_cost's fit was made on sm_90a kernels; a tcgen05 module's NVRTC seconds per unit of it
-# came within a quarter of a wgmma module's there.
+# 4.7-5.6 s of CPU against 10.3-12.1 s, the longest within the wgmma modules' time (the CPU note
+# 2026-11-27 module-share.txt in docs/performance.md). compile_cost's fit was made on sm_90a kernels; a tcgen05 module's
+# NVRTC seconds per unit of it came within a quarter of a wgmma module's there.
 MIN_MODULE_SHARE = 1 / 3
 
 
@@ -280,7 +280,7 @@ def _run_job(args):
     content digest, the verdict of the job's sass_check), or None, for each]). A shared module NVRTC rejects is
     compiled again kernel by kernel, so each error is the rejected kernel's own. A cubin is SASS-checked here, while
     other processes still compile: the check after the compile parsed every listing in one process (GIL-bound
-    threads: 3-5 s of an H100 node's cold sweep with one core busy, results/2026-11-23-h100-bench3/vmstat.txt.gz)."""
+    threads: 3-5 s of an H100 node's cold sweep with one core busy, bench3 in docs/performance.md)."""
     jobs, tc = args
     built, shared = None, False
     if len(jobs) > 1:
@@ -336,8 +336,9 @@ def compile_cost(job: CompileJob) -> int:
     """A kernel's NVRTC time, up to a factor: the square of its source's length. A kernel's variants are its source's
     asm blocks, and NVRTC's time grows faster than they do: over the sweep's 762 sm_90a kernels compiled one at a time
     (NVRTC 13.0), the square fits the times better than the length (r^2 0.78 against 0.68; the slowest, 54 KB of
-    source, 1.62 s against 0.14 s on average; results/2026-11-26-cpu/modules-per-worker.txt). The fit's constant is left
-    out and it was made on sm_90a kernels alone; the 32-kernel cap bounds what that costs a module's balance."""
+    source, 1.62 s against 0.14 s on average; the CPU note 2026-11-26 modules-per-worker.txt in docs/performance.md).
+    The fit's constant is left out and it was made on sm_90a kernels alone; the 32-kernel cap bounds what that costs a
+    module's balance."""
     return len(job.source) ** 2
 
 
@@ -510,7 +511,8 @@ def nvdisasm_path() -> str:
 # branches taken through the branch stack. For every kernel of the default sweep (823, three archs) it lists the same
 # arch, functions and instructions (opcodes and operands; branch targets as labels, not addresses) as
 # `cuobjdump --dump-sass`, which runs nvdisasm with that analysis, in 23% less CPU and less than a quarter of the text
-# (results/2026-11-26-cpu/disassembler.txt). Most of a module's disassembly is nvdisasm's start-up, ~0.3 s.
+# (the CPU note 2026-11-26 disassembler.txt in docs/performance.md). Most of a module's disassembly is nvdisasm's
+# start-up, ~0.3 s.
 DISASSEMBLER_OPTIONS = ("-c", "-ndf")
 
 

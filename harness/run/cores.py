@@ -2,7 +2,7 @@
 names no number: every core, or TC_HARNESS_WORKERS. Under `pytest -n N` the node's cores are shared by N test
 processes, each of which may run sweeps: conftest.py sets TC_HARNESS_WORKERS to each one's share, so that sixteen
 workers do not each start sixteen-process pools (on an H100 node that oversubscription tripled the time of the
-CPU-heavy tests; results/2026-11-23-h100-bench2/)."""
+CPU-heavy tests; bench2 in docs/performance.md)."""
 from __future__ import annotations
 
 import os

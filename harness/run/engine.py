@@ -71,10 +71,10 @@ STORM_RATE = 0.5
 DEFAULT_BACKEND = "harness.run.launch"
 # GPU workers of a sweep on one GPU. A worker takes one launch at a time, and most of its time is not the GPU's: it
 # reads the launch's file into page-locked memory and writes the outputs' file (0.7-0.8 s each of the 1.7-2.0 s a
-# default sweep's 762 launches took on an H100 node, results/2026-11-27-h100-bench27/call2/). A second process on the
+# default sweep's 762 launches took on an H100 node, bench27 in docs/performance.md). A second process on the
 # same GPU (a context of its own: a launch that faults there leaves the other's context alone) does that beside it:
 # the launches of a cold sweep's end took 2.4 s against 2.9 s, and the cold sweep 0.5-0.7 s less in three pairs on
-# one node, its warm sweep the same within the noise (call3/). With several GPUs, one worker each: the sweep's own
+# one node, its warm sweep the same within the noise (bench27 too). With several GPUs, one worker each: the sweep's own
 # process, which hands out every launch, is then what sets the pace. What the sweep command asks for
 # (SweepConfig.workers_on_one_gpu); an engine's default is one, as the tests' simulated devices have (a second
 # process each would only add start-ups to CI's two cores).
@@ -112,7 +112,7 @@ def ready_for_jobs() -> None:
     """A pool process's start: at PREPARE_NICENESS, every family imported and its source key taken
     (launch_cache.process_key), while the sweep still plans and compiles. Done at its first job instead, this came
     after the plan: in a warm sweep on an H100 node the first launch went 0.28 s after the engine was handed its jobs
-    (results/2026-11-26-h100-bench13/call4/tl-warm.timeline.gz)."""
+    (bench13 in docs/performance.md)."""
     try:
         os.nice(PREPARE_NICENESS)
     except OSError:  # a platform without nice: the pool runs at its caller's priority
@@ -452,7 +452,7 @@ class Engine:
     def wind_down(self) -> None:
         """Tell the GPU workers and the pool's processes to stop, without waiting for them: the sweep does so before
         its results file's last fsync (0.2-0.27 s on an H100 node's disk), so that they end meanwhile and `close`
-        finds them gone or going (results/2026-11-27-h100-bench18/call6/). The engine runs nothing more after it.
+        finds them gone or going (bench18 in docs/performance.md). The engine runs nothing more after it.
         The pool is shut down in a thread that `close` joins (a shutdown that does not wait forgets its processes,
         and a later one would not join them)."""
         for w in self.gpu_workers:

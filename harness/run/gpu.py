@@ -24,8 +24,8 @@ NO_DEVICE_ERRORS = {100: "cudaErrorNoDevice", 35: "cudaErrorInsufficientDriver"}
 
 def _runtime():
     """CuPy's CUDA runtime module (cupy.cuda.runtime is this one), without the rest of CuPy: `import cupy` was 0.2 s
-    of a warm sweep's start-up on an H100 node, in a process that launches nothing (results/2026-11-26-h100-bench13/
-    call2/importtime.txt.gz). The one place this module touches CUDA; tests replace it."""
+    of a warm sweep's start-up on an H100 node, in a process that launches nothing (bench13 in
+    docs/performance.md). The one place this module touches CUDA; tests replace it."""
     from cupy_backends.cuda.api import runtime
     return runtime
 

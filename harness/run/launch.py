@@ -181,7 +181,7 @@ class PinnedStaging:
     """Page-locked host memory, grown as needed and reused launch after launch, that the GPU worker reads each launch
     file's arrays into: a copy from it to the GPU runs at the bus's speed, where one from ordinary memory goes
     through the driver's own staging. The worker's launches' load and copy in took 1.05 s and 0.88 s of a warm
-    H100 sweep (results/2026-11-26-h100-bench11/call1, 762 launches), the arrays unpickled into fresh memory."""
+    H100 sweep (bench11 in docs/performance.md, 762 launches), the arrays unpickled into fresh memory."""
     ALIGN = 256
 
     def __init__(self, allocate=None):
@@ -225,11 +225,11 @@ OUTPUT_STAGINGS = (PinnedStaging(), PinnedStaging())
 # OUTPUT_RESERVE bytes of outputs finds its page-locked stagings, and its GPU memory in CuPy's pool, without asking the
 # driver for more. Grown a launch at a time, from the first launch's size, the stagings and the pool stalled a warm
 # H100 sweep's GPU worker 120-264 ms in 10-24 of its 762 launches (a page-locked allocation, or a device one, of up to
-# twice the last; results/2026-11-27-h100-bench17/call1/, call5/, call8/ new-warm.timeline.gz). The default sweep's
+# twice the last; bench17 in docs/performance.md, three nodes' warm timelines). The default sweep's
 # largest launch holds 26.6 MB of inputs and 18.5 MB of outputs (wgmma_sp_f16_m64n256k32_f32_SS, 283 cases;
-# results/2026-11-27-cpu/launch-reserve.txt); a larger one grows its staging as before. Reserved, a warm sweep's worker
-# spent 21 ms in its 3 slow launches and 508 ms in all, against 161 ms in 13 and 637 ms, on one H100 node
-# (results/2026-11-27-h100-bench19/call1/ new-warm and old-warm timelines).
+# the CPU note 2026-11-27 launch-reserve.txt in docs/performance.md); a larger one grows its staging as before.
+# Reserved, a warm sweep's worker spent 21 ms in its 3 slow launches and 508 ms in all, against 161 ms in 13 and 637 ms,
+# on one H100 node (bench19 in docs/performance.md: the two trees' warm timelines).
 LAUNCH_RESERVE = 32 << 20
 OUTPUT_RESERVE = 24 << 20
 DEVICE_RESERVE = 2 * (LAUNCH_RESERVE + OUTPUT_RESERVE)  # a launch's buffers, and the one before it not yet freed
@@ -321,7 +321,7 @@ def run_to_host(cubin_path: str, kernel_name: str, launch, slot: int) -> dict[st
     """`run`, its outputs copied into OUTPUT_STAGINGS[slot], page-locked memory this process keeps (views of it: valid
     until the slot is handed to another launch). The GPU worker's way: its writer thread writes them to the outputs'
     file while the next launch runs (worker.Answers). Written after the copy, in turn, the 762 launches of a warm sweep
-    on an H200 node spent 0.67 s of the worker's 1.23 s writing (results/2026-11-26-h200-bench16/call3/)."""
+    on an H200 node spent 0.67 s of the worker's 1.23 s writing (bench16 on H200 in docs/performance.md)."""
     return to_host(launched(cubin_path, kernel_name, launch), OUTPUT_STAGINGS[slot])
 
 

@@ -3,7 +3,7 @@
 A launch's preparation (every case's matrices drawn, its shared-memory image written, its registers packed, the numpy
 reference) is a function of the kernel, its cases and the harness's own source (with the Python, numpy and
 ml_dtypes it runs on) alone. On an H100 node it was 64-69 of a warm sweep's 97 core-seconds
-(results/2026-11-26-h100-bench11/, call1 and call3). The engine spools each prepared launch to two files anyway (the
+(bench11 in docs/performance.md). The engine spools each prepared launch to two files anyway (the
 launch, read by the GPU worker; the expectations, read by the read-back); kept, they go to
 
     <cache>/launches/<source key>/<kernel>-<digest of the kernel and its cases' ids>/k.launch.pkl, k.exp.pkl
@@ -19,7 +19,7 @@ the package, Python's and numpy's versions, and ml_dtypes'. A planted bug is a c
 family from outside the package (TC_HARNESS_FAMILIES) has its launches prepared every time: its code is not in the
 key.
 
-A whole default sweep keeps about 6 GB (its 762 launches on an H100: results/2026-11-26-h100-bench12/call11).
+A whole default sweep keeps about 6 GB (its 762 launches on an H100: bench12 in docs/performance.md).
 Launches are kept only where the cache's file system has KEEP_FREE_BYTES free and the folder holds less than
 MAX_BYTES (past it, new launches go to the spool as before). Another source's folder is removed by the next engine
 that opens the cache, unless a process still uses it: each holds a shared lock on `<folder>.lock` while it does.

@@ -6,7 +6,7 @@ line's own process, which starts its helpers once, spawns them: `one_shot_proces
 interpreter, not a fork of its caller, so a CUDA context the caller holds never reaches a helper. It imports the
 helpers' modules once, and forks each helper from itself. Spawned instead, every helper started Python and imported
 them on its own, 0.34-0.41 CPU seconds each: the README's test command starts some 255 helpers, on CI's 2 cores
-(results/2026-11-27-cpu/helper-processes.txt).
+(the CPU note 2026-11-27 helper-processes.txt in docs/performance.md).
 
 A forked helper has the fork server's environment, taken when the server started. Each helper is therefore handed its
 caller's environment as it is when the pool or the worker is made (`in_callers_environment`), as a spawned one had it.
@@ -32,7 +32,7 @@ start_method = "forkserver"
 def one_shot_process() -> None:
     """This process starts its helpers once, together (the command line's: a sweep's engine and compile pool): each
     is spawned, as before the fork server. There its start gained nothing, and a warm default sweep on an H100 node
-    took 2.98 and 3.15 s against 2.91 and 2.73 s spawned (results/2026-11-27-h100-bench21/call2/): the first helper
+    took 2.98 and 3.15 s against 2.91 and 2.73 s spawned (bench21 in docs/performance.md): the first helper
     waits for the server's imports, which spawned helpers make side by side.
 
     Every process it starts runs BLAS on one thread for as long as it runs: the thread counts stay in its environment
@@ -42,7 +42,7 @@ def one_shot_process() -> None:
     top). And a pool starts a helper for a submission only while none is idle: where helpers come up faster than they
     are started, Helpers' thread starts a few and the sweep's first submissions the rest, after that thread has ended.
     With the counts in the environment for that thread only, such helpers ran BLAS on a thread per core
-    (results/2026-11-27-cpu/blas-threads.txt)."""
+    (the CPU note 2026-11-27 blas-threads.txt in docs/performance.md)."""
     global start_method
     start_method = "spawn"
     cores.set_one_blas_thread()

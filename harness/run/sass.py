@@ -61,7 +61,7 @@ class SassRule:
     def count_in(self, instructions) -> int:
         """How many of the instructions the rule matches. Each distinct opcode meets the pattern once: a kernel
         has hundreds of instructions and few opcodes, and a cold sweep checks 823 kernels in one process (the SASS
-        check took 4.5 s of an H100 node's cold sweep, results/2026-11-23-h100-bench3/earlier/call2/cold.err; on
+        check took 4.5 s of an H100 node's cold sweep, bench3 in docs/performance.md; on
         the CPU machine a regex call per instruction and rule was most of it)."""
         opcode = pattern(self.opcode)
         hit = {op for op in {i.opcode for i in instructions} if opcode.fullmatch(op)}

@@ -42,9 +42,9 @@ _SYMBOLS = ("nvrtcVersion", "nvrtcGetNumSupportedArchs", "nvrtcGetSupportedArchs
 PTX, CUBIN = "ptx", "cubin"
 # The fast-compile level of the validation kernels, and the first NVRTC that has it. At "min", NVRTC skips some of its
 # optimizer's and ptxas's costlier passes: every kernel of the default sweep (823, three archs) compiled in 26% less
-# time, and each one's SASS still has everything its check asks for (results/2026-11-27-cpu/fast-compile.txt).
-# What the validation proves is the instruction's meaning, which no optimization level changes; the timing bench,
-# whose loop's schedule is what it measures, compiles at full optimization (harness/timing/bench.py).
+# time, and each one's SASS still has everything its check asks for (the CPU note 2026-11-27 fast-compile.txt in
+# docs/performance.md). What the validation proves is the instruction's meaning, which no optimization level changes;
+# the timing bench, whose loop's schedule is what it measures, compiles at full optimization (harness/timing/bench.py).
 FAST_COMPILE_LEVEL = "min"
 FAST_COMPILE_SINCE = (12, 9)
 
@@ -451,8 +451,8 @@ class Toolchain:
 def _probe_failure(tc: Toolchain, arch: str) -> str | None:
     """NVRTC's first error where this toolchain cannot build a trivial kernel for `arch`, else None. A success is
     remembered in the compile cache, a file per toolchain build and arch: a warm sweep's process spent ~0.13 s
-    compiling the probe for its three archs, one after another, before its plan (results/2026-11-26-h100-bench16/
-    call8/stacks.txt)."""
+    compiling the probe for its three archs, one after another, before its plan (bench16 in
+    docs/performance.md)."""
     from harness.run.compile import cache_dir  # here: compile.py imports this module
     key = hashlib.sha256("\0".join((*tc.cache_key(), tc.target(arch), PROBE_SOURCE, *PROBE_OPTIONS)).encode())
     try:

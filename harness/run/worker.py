@@ -137,7 +137,7 @@ def _receive(conn, device: int, launch, jobs: queue.Queue, slots: threading.Sema
     """Take each job from the parent as it comes, for _serve's loop: (job, its launch read ahead or None, the staging
     slot it is in or None), None to stop. Where the backend has `stage`, a launch file is read into a free slot of
     the backend's while the loop runs the job before it: reading a launch file was a third of a warm H100 sweep's
-    GPU worker (results/2026-11-26-h100-bench12/call6). A slot is free again once its launch's copies in are done
+    GPU worker (bench12 in docs/performance.md). A slot is free again once its launch's copies in are done
     (_serve releases it after the launch). A file that cannot be read is that job's error, raised when it runs."""
     launch.use_device(device)  # a CUDA call in this thread (page-locked memory) acts on this thread's device
     count = 0
@@ -206,7 +206,7 @@ def _launch(answers: Answers, launch, job: tuple, staged) -> bool:
 STARTUP_S = 120.0
 # Launches a worker holds at once: the one it runs and the next, sent ahead so that it starts that one as soon as it
 # has answered, not when the sweep's process, busy writing records, gets round to its answer. Without it a warm H100
-# sweep's worker sat 0.74-0.98 s of its 2.7-2.9 s waiting for its next launch (results/2026-11-26-h100-bench12/call3).
+# sweep's worker sat 0.74-0.98 s of its 2.7-2.9 s waiting for its next launch (bench12 in docs/performance.md).
 DEPTH = 2
 
 

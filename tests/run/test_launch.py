@@ -93,7 +93,8 @@ def test_a_reserved_staging_holds_launches_up_to_its_size_without_asking_for_mem
 
 def test_the_reserve_holds_the_largest_launches_of_the_default_sweep(tmp_path):
     """The launch with the most cases of the widest accumulator of each dense and sparse wgmma family (the default
-    sweep's largest: results/2026-11-27-cpu/launch-reserve.txt) fits the GPU worker's reserve."""
+    sweep's largest: the CPU note 2026-11-27 launch-reserve.txt in docs/performance.md) fits the GPU worker's
+    reserve."""
     from harness.run import launch
     for family in ("wgmma", "wgmma_sp"):
         work = plan.make(plan.Selection(families=(family,)), {family: "sm_90a"}, cache=True).work

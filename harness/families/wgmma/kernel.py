@@ -63,9 +63,9 @@ class AsmOperands:
 
         The wait after the blocks meet, not one in each: ptxas took a quarter to a third less time on the largest
         accumulators (a 32-variant m64n256 f32 kernel: 0.61 s against 0.86 s with NVRTC 13.0; the sweep's 48
-        sm_90a modules 78 core-seconds against 102 with the vector moves of C and D, results/2026-11-26-cpu/
-        compile-work.txt). The fence and the commit stay in the blocks: outside them ptxas
-        12.8 to 13.0 inject a warpgroup.arrive (info C7519), and ptxas adds a GMMA of its own
+        sm_90a modules 78 core-seconds against 102 with the vector moves of C and D, the CPU note
+        2026-11-26 compile-work.txt in docs/performance.md). The fence and the commit stay in the blocks: outside them
+        ptxas 12.8 to 13.0 inject a warpgroup.arrive (info C7519), and ptxas adds a GMMA of its own
         (HGMMA.64x8x16.F16 RZ, gdesc[URZ]) to carry a commit that follows no GMMA (no_other_gmma)."""
         if isinstance(extra_inputs, str):  # one constraint string would be counted character by character
             raise TypeError("extra_inputs: a tuple of constraint strings, e.g. ('\"r\"(meta)',)")
@@ -133,7 +133,7 @@ def memory_operands(key: forms.KernelKey) -> AsmOperands:
 
     Moved by the statement, not by C++ loops into an array of operands: NVRTC's optimizer had nothing left to do on
     the accumulators: the sweep's 748 wgmma and wgmma_sp kernels took 20-30% less NVRTC time, its optimizer a
-    quarter of its time before (results/2026-11-27-cpu/statement-moves.txt)."""
+    quarter of its time before (the CPU note 2026-11-27 statement-moves.txt in docs/performance.md)."""
     a_op, b_op, scale_op, ab_inputs = _a_b_scale(key, 2, "desc_a", "desc_b", "p.scale_d", "a")
     regs = "{" + ", ".join(f"{ACC_REGISTER}{i}" for i in range(key.acc_regs)) + "}"
     return AsmOperands(key, regs, a_op, b_op, scale_op, "", ", ".join(['"l"(c_at)', '"l"(d_at)', ab_inputs]),

@@ -45,8 +45,8 @@ class Prepared:
         """Keep only what the diff needs, in the accumulator's own width (exact results are representable
         there), so that shipping a case between processes costs kilobytes, not hundreds of them. An exact case's
         expected registers are its expected values, bit for bit: those values are left out (readback.expected_of
-        decodes them where a diff needs them), as much again as the registers (results/2026-11-27-cpu/
-        expectations.txt)."""
+        decodes them where a diff needs them), as much again as the registers (the CPU note
+        2026-11-27 expectations.txt in docs/performance.md)."""
         self.image = self.a_regs = self.c_regs = self.a_vals = self.b_vals = self.c_vals = None
         if self.tolerance is None:
             narrow = np.int32 if self.case.key.dtype == "s32" else np.float32
@@ -328,8 +328,8 @@ def prepare_all(cases: list[Case]) -> list[Prepared]:
 # hundred kilobytes to a few megabytes) stay in a core's caches through the draws, the expectations, the packing and
 # the slimming, where a whole launch's (up to tens of megabytes) went out to memory and back at each step. With 16
 # processes preparing at once on an H100 node, parts of 16 cases took 10% (dense) and 9% (sparse) less CPU than whole
-# launches (results/2026-11-27-h100-bench25/call1/prep-*.json); the prepared bytes are the same
-# (results/2026-11-27-cpu/prepare-in-parts.txt).
+# launches (bench25 in docs/performance.md); the prepared bytes are the same
+# (the CPU note 2026-11-27 prepare-in-parts.txt in docs/performance.md).
 PREPARE_PART = 16
 
 

@@ -15,7 +15,8 @@ class WgmmaSeqFamily:
     archs = (Arch.SM_90A,)
     facets = frozenset({"kind", "n", "dtype", "a_src", "data"})
     # full optimization: the RS pipeline's wait_group 1 between steps is what it tests, and NVRTC 13's fast-compile
-    # level makes every one a wait_group 0 (results/2026-11-27-cpu/fast-compile.txt); its SASS check asks for them
+    # level makes every one a wait_group 0 (the CPU note 2026-11-27 fast-compile.txt in docs/performance.md); its SASS
+    # check asks for them
     fast_compile = False
 
     def kernels(self, arch) -> list[tuple[Kernel, list]]:

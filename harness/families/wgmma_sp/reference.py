@@ -113,7 +113,7 @@ def metadata(case: Case, fmt: sparsity.SparseFormat, rng,
     pattern, selectors and control: made once a launch, in `made` (the launch's: prepared_in_parts' for its parts,
     else prepare_all's own, kept for that call only, so that a model changed between calls, as a planted bug is, is
     read again), read-only. 0.2 ms a case, a sixth of a sparse case's preparation
-    (results/2026-11-27-cpu/sparse-metadata.txt)."""
+    (the CPU note 2026-11-27 sparse-metadata.txt in docs/performance.md)."""
     v = case.variant
     if case.pattern == "random":
         return metadata_of(v.atype, pattern_nibbles(fmt, case.pattern, rng), case.placed_selector, case.control,
