@@ -4,6 +4,12 @@ For each case and each shared-memory operand: the recovered address map is compa
 layout's (what the engineer meant) and with the descriptor's (what the model says the hardware reads; the
 same map unless the case is a negative control). A record says whether the hardware read what the model
 says, and explains any difference from the intended layout; a PNG shows it.
+
+Each operand's probe trusts the other's reads (its one-hot sits where the model says the other is read). Where
+both operands read other than the model says, each is probed again with the other's one-hot where the hardware
+was seen to read it (_second_look); where that clears neither, both may be misread, and they are probed apart
+(_apart): B in the RS form of the instruction, where no A address enters its probe, then A with B's one-hot
+where that probe saw B read. Each record then names its own operand's fields, never the other's.
 """
 from __future__ import annotations
 
@@ -182,7 +188,11 @@ def _apart(key, cs, seen, cubin_of, worker, timeout, tables) -> tuple[dict, dict
         todo.append((("at", c), addresses.registers_form(st), "B"))
         if c in moved:
             todo.append((("moved", c), addresses.registers_form(moved[c][0]), "B"))
-    got, errors = _observe(rs, todo, cubin_of, worker, timeout, rs_tables)
+    from harness.run.compile import CompileError
+    try:
+        got, errors = _observe(rs, todo, cubin_of, worker, timeout, rs_tables)
+    except CompileError as e:
+        got, errors = {}, [{"error": f"its kernel did not compile: {e}"}]
     if errors:
         failed = "; ".join(sorted({e.get("error") or e.get("summary", "") for e in errors}))
         return {}, {(c, w): f"{why_apart}, and the probe of B in the {rs.name} form failed ({failed})"
