@@ -191,3 +191,176 @@ def test_cute_notation():
     assert t.cute() == "Swizzle<3,4,3> o ((8,8),(8,2)):((64,512),(1,8)) @ 0 B, base offset 0"
     assert address_fit.Terms("MN", "none", 16, 64, 16, 1024, 128, 0, 0).cute() == \
         "((8,8),(8,2)):((1,64),(8,512)) @ 0 B"
+
+
+# ------------------------------------------------------------------------------------ both operands misread at once
+
+SW_128B_AS_64B = ("swizzle XORs bits 7-8 into 4-5 (Swizzle<2,4,3>, 64B), model XORs bits 7-9 into 4-6 "
+                  "(Swizzle<3,4,3>, 128B)")
+# what the device does to one operand's decoded descriptor, and the words its record must say (from its layout)
+FIELD_PLANTS = {
+    "sbo+16": (lambda d: {**d, "sbo": d["sbo"] + 16}, lambda lay: [f"SBO {lay.sbo + 16}, model {lay.sbo}"]),
+    "lbo+512": (lambda d: {**d, "lbo": d["lbo"] + 512}, lambda lay: [f"LBO {lay.lbo + 512}, model {lay.lbo}"]),
+    "start-1024": (lambda d: {**d, "start": d["start"] - 1024},
+                   lambda lay: [f"start {lay.start - 1024}, model {lay.start}"]),
+    "128B-as-64B": (lambda d: {**d, "swizzle": "64B" if d["swizzle"] == "128B" else d["swizzle"]},
+                    lambda lay: [SW_128B_AS_64B]),
+}
+
+
+def _pair(a: tuple[str, str], b: tuple[str, str]):
+    """The case with A and B in these (major-ness, swizzle) layouts, both at the start of their tiles: the plan packs
+    B right after A, so an A read past its tile's end reads B's tile."""
+    return next(c for c in CASES if (c.a.layout.major, c.a.layout.swizzle) == a
+                and (c.b.layout.major, c.b.layout.swizzle) == b and c.a.layout.start == 0 and c.b.layout.start == 0)
+
+
+def _named(rec: dict, words: list[str], which: str) -> None:
+    assert rec["status"] == "fail" and rec["recovered"]["field_differences"] == words, rec["summary"]
+    assert rec["summary"].startswith(f"{which} addresses: the hardware's layout is"), rec["summary"]
+
+
+# (A's layout, A's plant, B's layout, B's plant)
+TWO_PLANTS = [(("K", "64B"), "sbo+16", ("K", "128B"), "128B-as-64B"),
+              (("MN", "64B"), "lbo+512", ("K", "none"), "sbo+16"),
+              (("K", "128B"), "128B-as-64B", ("MN", "64B"), "lbo+512")]
+
+
+@pytest.mark.parametrize("a_lay,a_plant,b_lay,b_plant", TWO_PLANTS, ids=[f"A-{p[1]}-B-{p[3]}" for p in TWO_PLANTS])
+def test_two_operands_misread_each_named_for_its_own(hooks, a_lay, a_plant, b_lay, b_plant):
+    """The device misreads one field of A's descriptor and another of B's. Neither first probe can be trusted (each
+    put the other's one-hot where the model, not the hardware, reads it): B is probed in the RS form, A with B's
+    one-hot where that probe saw B read, and each record names exactly its own operand's field."""
+    case = _pair(a_lay, b_lay)
+    st_ = addresses.setup_of(case)
+    hooks.MISREAD_DESC["A"], words_a = FIELD_PLANTS[a_plant][0], FIELD_PLANTS[a_plant][1](st_.a.desc_layout)
+    hooks.MISREAD_DESC["B"], words_b = FIELD_PLANTS[b_plant][0], FIELD_PLANTS[b_plant][1](st_.b.desc_layout)
+    recs = _diagnose(case)
+    _named(recs["A"], words_a, "A")
+    _named(recs["B"], words_b, "B")
+    for which, op in (("A", st_.a), ("B", st_.b)):  # the recovered terms are the device's misread fields
+        d = hooks.MISREAD_DESC[which](smem.decode_wgmma(op.desc))
+        got = recs[which]["recovered"]["hardware_terms"]
+        used = ("swizzle", "sbo", "start") + (("lbo",) if got["major"] == "MN" or got["swizzle"] == "none" else ())
+        assert {f: got[f] for f in used} == {f: d[f] for f in used}, which  # a K-major swizzled tile has no LBO
+    rs = "wgmma_f16_m64n64k16_f32_RS"
+    assert f"B was probed in the {rs} form" in recs["B"]["note"], recs["B"].get("note")
+    assert f"A was probed with B's one-hot where the hardware was seen to read B in the {rs} form" in \
+        recs["A"]["note"], recs["A"].get("note")
+
+
+SHARED_PLANTS = {
+    # the encoder writes SBO 16 bytes long (the issue's plant), for every descriptor it encodes
+    "sbo+16": (lambda lay: (lay.start, lay.lbo, lay.sbo + 16, lay.swizzle, lay.base_offset),
+               lambda lay: [f"SBO {lay.sbo + 16}, model {lay.sbo}"]),
+    # the encoder's swizzle codes of 64B and 128B exchanged
+    "64B<->128B": (lambda lay: (lay.start, lay.lbo, lay.sbo, {"64B": "128B", "128B": "64B"}.get(lay.swizzle,
+                                                                                                lay.swizzle),
+                                lay.base_offset),
+                   lambda lay: [SW_128B_AS_64B]),
+}
+
+
+@pytest.mark.parametrize("plant,a_lay,b_lay", [("sbo+16", ("K", "128B"), ("K", "128B")),
+                                               ("sbo+16", ("MN", "128B"), ("K", "64B")),
+                                               ("64B<->128B", ("K", "128B"), ("K", "128B"))])
+def test_one_encoder_bug_in_both_operands_is_named_for_each(monkeypatch, hooks, plant, a_lay, b_lay):
+    """One planted bug in the descriptor encoder both operands go through: the device reads what the descriptors
+    say, the model what the layouts mean, and each operand's record names the field for that operand."""
+    from harness.families.wgmma import kernel as wk
+    from harness.spec import desc_wgmma
+    fields, words = SHARED_PLANTS[plant]
+    monkeypatch.setattr(wk, "encode_desc", lambda lay: desc_wgmma.encode_wgmma_desc(*fields(lay)))
+    case = _pair(a_lay, b_lay)
+    st_ = addresses.setup_of(case)
+    recs = _diagnose(case)
+    _named(recs["A"], words(st_.a.desc_layout), "A")
+    _named(recs["B"], words(st_.b.desc_layout), "B")
+
+
+# (operand planted, its plant, A's layout, B's layout, probed apart or None: either): the two-plant cases with one
+# plant each, and two where the plant's reads reach into the other operand's tile (A read past its end, B from before
+# its start), so that the second look cannot clear the operand without a plant and the operands are probed apart
+ONE_PLANT = [(w, a_p if w == "A" else b_p, a, b, None) for a, a_p, b, b_p in TWO_PLANTS for w in "AB"] + [
+    ("A", "sbo+16", ("K", "128B"), ("K", "64B"), True), ("B", "start-1024", ("K", "128B"), ("K", "64B"), True)]
+
+
+@pytest.mark.parametrize("which,plant,a_lay,b_lay,apart", ONE_PLANT,
+                         ids=[f"{p[0]}-{p[1]}-{p[2][0]}{p[2][1]}-{p[3][0]}{p[3][1]}" for p in ONE_PLANT])
+def test_one_operand_misread_leaves_the_other_reading_as_the_model(hooks, which, plant, a_lay, b_lay, apart):
+    """The negative control of the two-plant tests: one operand planted. It alone is named; the other reads as the
+    model (after the second look, or probed apart)."""
+    case = _pair(a_lay, b_lay)
+    st_ = addresses.setup_of(case)
+    hooks.MISREAD_DESC[which] = FIELD_PLANTS[plant][0]
+    recs = _diagnose(case)
+    _named(recs[which], FIELD_PLANTS[plant][1]((st_.a if which == "A" else st_.b).desc_layout), which)
+    other = recs["B" if which == "A" else "A"]
+    assert other["status"] == "pass" and other["reads_as_model"] and other["wrong"] == 0, other["summary"]
+    assert "recovered" not in other
+    if apart is not None:  # the path the diagnosis took, where the case was chosen for it
+        assert other.get("note", "").startswith("A and B both read other than the model says") == apart, other
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(0, 2 ** 32 - 1))
+def test_random_affine_misreadings_of_both_operands_are_recovered_exactly(seed_a, seed_b):
+    """A and B each read through its own random invertible affine map of its index bits: each operand's recovered
+    map is exactly its own plant."""
+    case = AFFINE_CASE
+    st_ = addresses.setup_of(case)
+    planted = {}
+    for which, seed in (("A", seed_a), ("B", seed_b)):
+        op = st_.a if which == "A" else st_.b
+        rows, cols = op.addr.shape
+        rb = (rows - 1).bit_length()
+        q, c = MR.random_invertible(rb + (cols - 1).bit_length(), np.random.default_rng(seed))
+
+        def index(r_, k_, q=q, c=c, rb=rb):
+            i = MR.apply(q, c, np.arange(r_)[:, None] | (np.arange(k_)[None, :] << rb))
+            return i & ((1 << rb) - 1), i >> rb
+        wgmma_device.MISREAD_INDEX[which] = index
+        r, k = index(rows, cols)
+        planted[which] = op.addr[r, k]
+    try:
+        recs = _diagnose(case)
+    finally:
+        wgmma_device.MISREAD_INDEX.clear()
+    for which, table in planted.items():
+        columns, const = _unit_table(table - (table.min() & ~7))
+        hw = recs[which]["recovered"]["hardware_map"]
+        assert recs[which]["status"] == "fail" and hw["columns"] == columns and hw["constant"] == const, which
+        assert np.array_equal(np.array(recs[which]["observed_bytes"]), table >> 3), which
+
+
+class _NoRegistersForm(InProcess):
+    def run(self, cubin_path, name, launch, timeout):
+        from harness.run.worker import LaunchFailed
+        if name.endswith("_RS"):
+            raise LaunchFailed("fault", f"{name}: simulated fault")
+        return super().run(cubin_path, name, launch, timeout)
+
+
+def _uncompiled(key):
+    from harness.run.compile import CompileError
+    if key.a_src == "RS":
+        raise CompileError(key.name, "sm_90a", "error: simulated")
+    return f"/nonexistent/simulated/{key.name}.cubin"
+
+
+@pytest.mark.parametrize("cubin_of,worker,why", [
+    (lambda k: f"/nonexistent/simulated/{k.name}.cubin", _NoRegistersForm(),
+     "(wgmma_f16_m64n64k16_f32_RS: simulated fault)"),
+    (_uncompiled, InProcess(), "(its kernel did not compile: ")], ids=["fault", "compile-error"])
+def test_operands_that_cannot_be_probed_apart_are_not_blamed(hooks, cubin_of, worker, why):
+    """Both operands misread and the RS form's probe cannot run (it faults, or its kernel does not compile): neither
+    first probe is trusted, so neither operand is failed on it; both records say why they are inconclusive."""
+    case = _pair(("K", "64B"), ("K", "128B"))
+    hooks.MISREAD_DESC["A"], hooks.MISREAD_DESC["B"] = FIELD_PLANTS["sbo+16"][0], FIELD_PLANTS["128B-as-64B"][0]
+    recs = {r["operand"]: r for r in diagnose.diagnose([case], cubin_of, worker, 30)}
+    for which in "AB":
+        assert recs[which]["status"] == "inconclusive", recs[which]["summary"]
+        assert recs[which]["summary"].startswith(
+            "A and B both read other than the model says, so neither first probe's one-hot surely sat where the "
+            "hardware read it, and the probe of B in the wgmma_f16_m64n64k16_f32_RS form failed " + why), \
+            recs[which]["summary"]

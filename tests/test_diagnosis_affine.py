@@ -121,3 +121,23 @@ def test_bad_input_is_refused():
         affine.solve([-1], [0])
     with pytest.raises(ValueError):
         affine.AffineMap(2, 2, (1,), 0)
+
+
+def test_record_maps_puts_both_maps_and_the_roles_in_a_record():
+    """bitmaps.record_maps, the record fields every probe writes: the maps and roles in that order, and the sentence;
+    without a recovered map, no maps, no roles and the probe's own words."""
+    from harness.diagnosis import bitmaps
+    cd = bitmaps.Coding((("row", 4),), (("lane", 4),))
+    rows = np.arange(4)
+    hw, model = bitmaps.recover(cd, rows, rows ^ 1), bitmaps.recover(cd, rows, rows)
+    rec = {"status": "fail"}
+    sentence = bitmaps.record_maps(rec, "D", hw, model, "4 of 4 elsewhere")
+    assert list(rec) == ["status", "hardware_map", "model_map", "roles"]
+    assert rec["hardware_map"] == hw.as_dict() and rec["model_map"] == model.as_dict()
+    assert rec["roles"] == ["lane bit 0 comes from row bit 0 ^ 1; the model takes it from row bit 0"]
+    assert sentence == ("D: the hardware's map is lane bit 0 = row bit 0 ^ 1; the model's is lane bit 0 = row bit 0 "
+                        "(4 of 4 elsewhere)")
+    rec = {}
+    sentence = bitmaps.record_maps(rec, "D", None, model, "4 of 4 elsewhere", unnamed="no cell names an element")
+    assert rec == {"hardware_map": None, "model_map": None, "roles": []}
+    assert sentence == "D: no cell names an element (4 of 4 elsewhere)"

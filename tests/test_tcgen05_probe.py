@@ -392,3 +392,142 @@ def test_random_affine_tmem_a_misreadings_are_recovered_exactly(seed):
     cd = bitmaps.Coding((("row", op.rows), ("k", op.k)), (("part", op.per), ("column", span), ("lane", 128)))
     columns, const = _unit_columns(cd.elements(part, col - col.min(), lane))
     assert a["status"] == "fail" and a["hardware_map"]["columns"] == columns and a["hardware_map"]["constant"] == const
+
+
+# ---------------------------------------------------------------------------------------------------- both operands
+
+SW_128B_AS_64B = ("swizzle XORs bits 7-8 into 4-5 (Swizzle<2,4,3>, 64B), model XORs bits 7-9 into 4-6 "
+                  "(Swizzle<3,4,3>, 128B)")
+
+
+def _words(plant: str, lay: layouts.SmemLayout) -> list[str]:
+    """The field difference a device plant makes in an operand's record, from the layout its descriptor encodes."""
+    if plant.startswith("start+"):
+        return [f"start {lay.start + int(plant[len('start+'):])}, model {lay.start}"]
+    if plant == "swizzle=64B" and lay.swizzle == "128B":
+        return [SW_128B_AS_64B]
+    if plant == "swizzle=64B" and lay.swizzle == "32B":
+        return ["swizzle XORs bits 7-8 into 4-5 (Swizzle<2,4,3>, 64B), model XORs bit 7 into 4 (Swizzle<1,4,3>, 32B)"]
+    raise AssertionError(f"no words for {plant} on {lay}")
+
+
+def _named(rec: dict, words: list[str], which: str) -> None:
+    assert rec["status"] == "fail" and rec["recovered"]["field_differences"] == words, rec["summary"]
+    assert rec["summary"].startswith(f"{which} addresses: the hardware's layout is"), rec["summary"]
+
+
+# (case, A's plant, B's plant)
+TWO_PLANTS = [(case("f16", "SS", 128, 64, "128B", "128B"), "swizzle=64B", "start+16"),
+              (case("f16", "SS", 128, 64, "64B", "128B"), "start+16", "swizzle=64B"),
+              (case("tf32", "SS", 128, 32, "32B", "128B_base32b", "K", "MN"), "swizzle=64B", "start+16")]
+
+
+@pytest.mark.parametrize("c,a_plant,b_plant", TWO_PLANTS,
+                         ids=[f"{p[0].form.kind}-A-{p[1]}-B-{p[2]}" for p in TWO_PLANTS])
+def test_two_operands_misread_each_named_for_its_own(worker, c, a_plant, b_plant):
+    """The device misreads one field of A's descriptor and another of B's. Neither first probe can be trusted: B is
+    probed in the TS form (A in Tensor Memory), A with B's one-hot where that probe saw B read, and each record
+    names exactly its own operand's field."""
+    st_ = probe.setup_of(c)
+    recs = {r["operand"]: r for r in diagnose([c], worker, f"{a_plant}@A,{b_plant}@B") if r.get("probe") != "tmem-d"}
+    _named(recs["A"], _words(a_plant, st_.a.desc_layout), "A")
+    _named(recs["B"], _words(b_plant, st_.b.desc_layout), "B")
+    ts = f"tcgen05_{c.form.kind}_cg1_TS"
+    assert recs["B"]["second_look"].endswith(f"B was probed in the {ts} form (A in Tensor Memory), where no A "
+                                             "address enters its probe"), recs["B"]["second_look"]
+    assert f"A was probed with B's one-hot where the hardware was seen to read B in the {ts} form" in \
+        recs["A"]["second_look"], recs["A"]["second_look"]
+
+
+@pytest.mark.parametrize("c,plant", [(case("f16", "SS", 128, 64, "128B", "128B"), "swizzle=64B"),
+                                     (case("f16", "SS", 128, 64, "64B", "64B"), "start+16")], ids=["swizzle", "start"])
+def test_one_device_bug_in_both_operands_is_named_for_each(worker, c, plant):
+    """One planted bug in the device's descriptor decoding, hitting every shared-memory descriptor: each operand's
+    record names the field for that operand."""
+    st_ = probe.setup_of(c)
+    recs = {r["operand"]: r for r in diagnose([c], worker, plant) if r.get("probe") != "tmem-d"}
+    _named(recs["A"], _words(plant, st_.a.desc_layout), "A")
+    _named(recs["B"], _words(plant, st_.b.desc_layout), "B")
+
+
+# (operand planted, case, its plant, probed apart or None: either): each two-plant case with one plant, and one
+# whose plant reads A 1024 bytes into B's tile, which leaves the second look nothing clean to place B's one-hot by
+ONE_PLANT = [(w, c, a_p if w == "A" else b_p, None) for c, a_p, b_p in TWO_PLANTS for w in "AB"] + [
+    ("A", case("f16", "SS", 128, 64, "128B", "128B"), "start+1024", True)]
+
+
+@pytest.mark.parametrize("which,c,plant,apart", ONE_PLANT, ids=[f"{p[0]}-{p[2]}-{p[1].id}" for p in ONE_PLANT])
+def test_one_operand_misread_leaves_the_other_reading_as_the_model(worker, which, c, plant, apart):
+    """The negative control of the two-plant tests: one operand planted. It alone is named; the other reads as the
+    model (after the second look, or probed apart)."""
+    st_ = probe.setup_of(c)
+    recs = {r["operand"]: r for r in diagnose([c], worker, f"{plant}@{which}") if r.get("probe") != "tmem-d"}
+    _named(recs[which], _words(plant, (st_.a if which == "A" else st_.b).desc_layout), which)
+    other = recs["B" if which == "A" else "A"]
+    assert other["status"] == "pass" and other["reads_as_model"] and other["wrong"] == 0, other["summary"]
+    assert "recovered" not in other
+    if apart is not None:  # the path the diagnosis took, where the case was chosen for it
+        assert other["second_look"].startswith("A and B both read other than the model says") == apart, other
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(0, 2 ** 32 - 1))
+def test_random_affine_smem_misreadings_of_both_operands_are_recovered_exactly(seed_a, seed_b):
+    """A and B each read through its own random invertible affine map of its index bits: each operand's recovered
+    map is exactly its own plant."""
+    from tests.simulated import tcgen05_probe_device as dev
+    c = _affine_smem_case()
+    st_ = probe.setup_of(c)
+    planted = {}
+    for which, seed in (("A", seed_a), ("B", seed_b)):
+        op = st_.a if which == "A" else st_.b
+        index = _index_plant(*op.addr.shape, seed)
+        dev.MISREAD_SMEM[which] = index
+        r_, k_ = index(*op.addr.shape)
+        planted[which] = op.addr[r_, k_]
+    try:
+        recs = {r["operand"]: r for r in probe.diagnose(kernel_of(c.form), [c], "sim.cubin", _InProcess(), 60)}
+    finally:
+        dev.MISREAD_SMEM.clear()
+    for which, table in planted.items():
+        columns, const = _unit_columns(table - (table.min() & ~7))
+        hw = recs[which]["recovered"]["hardware_map"]
+        assert recs[which]["status"] == "fail" and hw["columns"] == columns and hw["constant"] == const, which
+        assert np.array_equal(np.array(recs[which]["observed_bytes"]), table >> 3), which
+
+
+class _NoTmemForm(_InProcess):
+    def run(self, cubin_path, name, launch, timeout):
+        from harness.run.worker import LaunchFailed
+        if name.endswith("_TS"):
+            raise LaunchFailed("fault", f"{name}: simulated fault")
+        return super().run(cubin_path, name, launch, timeout)
+
+
+def test_operands_that_cannot_be_probed_apart_are_not_blamed():
+    """Both operands misread and the TS form's probe fails: neither first probe is trusted, so neither operand is
+    failed on it; both records say why they are inconclusive."""
+    c = TWO_PLANTS[0][0]
+    recs = {r["operand"]: r for r in probe.diagnose(kernel_of(c.form), [c], "sim.cubin#swizzle=64B@A,start+16@B",
+                                                    _NoTmemForm(), 60)}
+    for which in "AB":
+        assert recs[which]["status"] == "inconclusive", recs[which]["summary"]
+        assert recs[which]["summary"].startswith(
+            "A and B both read other than the model says, so neither first probe's one-hot surely sat where the "
+            "hardware read it, and the probe of B in the tcgen05_f16_cg1_TS form failed (tcgen05_f16_cg1_TS: "
+            "simulated fault); "), recs[which]["summary"]
+
+
+def test_probe_apart_launches_fit_the_kernel():
+    """B in the TS form and A with B moved past its numbers: every launch of the probe apart fits shared memory and
+    Tensor Memory."""
+    from harness.families.tcgen05 import kernel as tk
+    for c in FAITHFUL:
+        if c.form.a_src != "SS":
+            continue
+        st_ = probe.setup_of(c)
+        ts, (moved, shift) = probe.tmem_form(st_), probe.b_moved_on(st_)
+        assert shift % 1024 == 0 and moved.b.desc_layout.start == st_.b.desc_layout.start + shift
+        for s, which in ((ts, "B"), (probe.b_moved_on(ts)[0], "B"), (moved, "A")):
+            inp = tk.pack(probe.probe_jobs(s, which))
+            assert inp.smem <= 227 * 1024 and inp.params["read_cols"].max() <= 512, c.id

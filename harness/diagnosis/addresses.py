@@ -13,7 +13,7 @@ are CTAs of one launch of the ordinary wgmma kernel.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -25,11 +25,12 @@ from harness.families.wgmma.reference import Prepared, acc_bits, place
 # Largest digit base whose values 0..base-1 the operand type holds exactly (and every accumulator, f16's
 # 2048 included); s8 stores digit - 128.
 DIGIT_BASE = {"f16": 2048, "bf16": 256, "tf32": 2048, "e4m3": 16, "e5m2": 8, "s8": 256, "u8": 256, "b1": 2}
-SLACK_BYTES = 2048
+SLACK_BYTES = 2048  # numbered bytes past the image, so modest over-reads are still identified
 
 
 class ProbeImpossible(ValueError):
-    """The other operand's descriptor makes two of its elements share storage: no one-hot can be placed."""  # numbered bytes past the image, so modest over-reads are still identified
+    """No one-hot of the other operand can be placed (its descriptor makes two of its elements share storage, or
+    cannot be moved where the probe needs it)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,38 @@ def setup_of(case: Case) -> Setup:
         a = Placed(v.atype, layouts.element_bit_addresses(a_lay), launch.encode_desc(a_desc), a_lay, a_desc)
     b = Placed(v.btype, layouts.element_bit_addresses(b_lay), launch.encode_desc(b_desc), b_lay, b_desc)
     return Setup(case.key, case.variant_index, a, b, size)
+
+
+def registers_form(st: Setup) -> Setup:
+    """The same instruction with A from registers: the key's RS form, in the variant with the same types, B
+    major-ness and scales (A from registers has no major-ness). B probed there reads no A address, so however the
+    hardware reads A from shared memory, B's probe is not disturbed by it."""
+    key = replace(st.key, a_src="RS")
+    return Setup(key, wgmma.variant_index(key, replace(st.variant, trans_a=0)), None, st.b, st.size)
+
+
+START_FIELD = (1 << 14) - 1  # the descriptor's start field: bits 0-13, the byte address >> 4
+
+
+def b_moved_on(st: Setup) -> tuple[Setup, int]:
+    """(the setup with B's descriptor start field moved past everything A's probe numbers, the bytes moved).
+
+    The move is a multiple of 1024 bytes, where every swizzle's pattern and base-offset phase repeat, and only the
+    start field of B's raw descriptor changes, so whatever else the descriptor says (a field the encoder got wrong
+    included) is read as before. A probed with B's one-hot there finds its own numbers wherever it is read, up to
+    the slack past the tiles: none of them is overwritten by B's one-hot, as they are where a misread A reaches
+    into B's tile."""
+    b = st.b
+    shift = -(-(st.size + SLACK_BYTES) // 1024) * 1024
+    start = (b.desc & START_FIELD) + (shift >> 4)
+    if start > START_FIELD:
+        raise ProbeImpossible(f"B's start field cannot be moved {shift} bytes on (it holds 14 bits of the address "
+                              "/ 16); A was not probed apart from B")
+
+    def on(lay):
+        return lay.moved(start=lay.start + shift) if lay is not None else None
+    moved = Placed(b.dtype, b.addr + 8 * shift, (b.desc & ~START_FIELD) | start, on(b.layout), on(b.desc_layout))
+    return replace(st, b=moved, size=st.size + shift), shift
 
 
 def _digit_values(dtype: str, digits: np.ndarray) -> np.ndarray:

@@ -5,7 +5,8 @@ A probe knows, for every place it looked at (a thread's register slot, a Tensor 
 element the hardware put there -- named by the data itself (each element's value codes its own row and column),
 so the recovered map does not lean on the model. `Coding` turns places and elements into bit vectors with a name
 for every bit; `recover` solves for the affine map; `verdict` compares it with the model's map (recovered the same
-way from the model's table) and says, in one sentence, which output bit comes from which input bit on each side.
+way from the model's table) and says, in one sentence, which output bit comes from which input bit on each side;
+`record_maps` puts that comparison into a probe's record, the same fields for every probe.
 """
 from __future__ import annotations
 
@@ -140,6 +141,20 @@ def verdict(subject: str, hardware, model, differ: str = "") -> dict:
                sentence=f"{subject}: the hardware's map is {terms(hardware, diff)}; the model's is "
                         f"{terms(model, diff)}{tail}")
     return out
+
+
+def record_maps(rec: dict, subject: str, hardware, model, differ: str = "", unnamed: str = "") -> str:
+    """Put a recovered map beside the model's into a probe's record, as every probe's record holds them:
+    'hardware_map', 'model_map' (the whole maps) and 'roles' (verdict's), in that order; return the one sentence
+    comparing them. `hardware` None (no place the probe read named an element): no maps, no roles, and the
+    sentence '<subject>: <unnamed> (<differ>)'."""
+    if hardware is None:
+        said = {"sentence": f"{subject}: {unnamed}" + (f" ({differ})" if differ else ""), "roles": [],
+                "hardware_map": None, "model_map": None}
+    else:
+        said = verdict(subject, hardware, model, differ)
+    rec.update(hardware_map=said["hardware_map"], model_map=said["model_map"], roles=said["roles"])
+    return said["sentence"]
 
 
 def _as_dict(m):

@@ -4,6 +4,12 @@ For each case and each shared-memory operand: the recovered address map is compa
 layout's (what the engineer meant) and with the descriptor's (what the model says the hardware reads; the
 same map unless the case is a negative control). A record says whether the hardware read what the model
 says, and explains any difference from the intended layout; a PNG shows it.
+
+Each operand's probe trusts the other's reads (its one-hot sits where the model says the other is read). Where
+both operands read other than the model says, each is probed again with the other's one-hot where the hardware
+was seen to read it (_second_look); where that clears neither, both may be misread, and they are probed apart
+(_apart): B in the RS form of the instruction, where no A address enters its probe, then A with B's one-hot
+where that probe saw B read. Each record then names its own operand's fields, never the other's.
 """
 from __future__ import annotations
 
@@ -41,6 +47,8 @@ def diagnose_setups(items, cubin_of, worker, timeout: float = 30.0, png_dir: Pat
         seen, errors = _observe(key, todo, cubin_of, worker, timeout, tables)
         out += errors
         seen.update(_second_look(key, cs, seen, cubin_of, worker, timeout, tables))
+        apart, unsure = _apart(key, cs, seen, cubin_of, worker, timeout, tables)
+        seen.update(apart)
         for (c, which), (st, observed, note) in seen.items():
             op = st.a if which == "A" else st.b
             model = layouts.element_bit_addresses(op.desc_layout) if op.desc_layout is not None else op.addr
@@ -62,6 +70,8 @@ def diagnose_setups(items, cubin_of, worker, timeout: float = 30.0, png_dir: Pat
                 rec["observed_bytes"] = (observed >> 3).tolist()  # the whole map, for whoever digs further
             if note:
                 rec["note"] = note
+            if (c, which) in unsure:  # its probe's one-hot may not have been where the hardware read the other
+                rec.update(status="inconclusive", summary=f"{unsure[(c, which)]}; {rec['summary']}")
             if png_dir is not None and why["wrong"] and pngs < max_png:
                 png_dir.mkdir(parents=True, exist_ok=True)
                 path = png_dir / f"{safe_name(c)}-{which}.png"
@@ -124,8 +134,7 @@ def _second_look(key, cs, seen, cubin_of, worker, timeout, tables) -> dict:
             op = st.b if other == "B" else st.a
             where = seen[(c, other)][1]
             bits = dtypes.get(op.dtype).bits
-            if where.min() < 0 or where.max() + bits > 8 * (st.size + addresses.SLACK_BYTES) or \
-                    np.unique(where // bits).size != where.size:
+            if not _placeable(where, bits, st.size):
                 continue  # not a place a one-hot can be written: that probe itself read garbage
             placed = replace(op, addr=seen[(c, other)][1], desc_layout=None)  # read_addr: where it was seen
             again.append((c, replace(st, **{other.lower(): placed}), which))
@@ -140,6 +149,80 @@ def _second_look(key, cs, seen, cubin_of, worker, timeout, tables) -> dict:
             out[(c, which)] = (st, observed, f"probed again with {other}'s one-hot where the hardware was seen to "
                                              f"read {other}: reads as the model")
     return out
+
+
+def _placeable(where: np.ndarray, bits: int, size: int) -> bool:
+    """Can a one-hot be written where the hardware was seen to read an operand: every element at its own place,
+    all inside the probe's image and slack?"""
+    return bool(where.min() >= 0 and where.max() + bits <= 8 * (size + addresses.SLACK_BYTES)
+                and np.unique(where // bits).size == where.size)
+
+
+def _apart(key, cs, seen, cubin_of, worker, timeout, tables) -> tuple[dict, dict]:
+    """Where both shared-memory operands of a case still read other than the model says after the second look, both
+    may be misread: then neither probe's one-hot sat where the hardware read it, no first map can be trusted, and
+    none can place the other's one-hot. Each operand is then probed apart from the other's addresses:
+
+    * B in the RS form of the same instruction (A from registers: no A address enters B's probe), at its own start
+      and with its start field moved past everything A's probe numbers (addresses.b_moved_on);
+    * A in this form with B's one-hot where the RS probe saw the hardware read the moved B: A's numbers lie
+      everywhere A may be read, none under B's one-hot, however far a misread A reaches into B's tile.
+
+    Returns ({(id, operand): (setup, observed, note)} replacing the first looks, {(id, operand): why} for an
+    operand that could not be probed apart, whose first look then says nothing about it)."""
+    both = [(c, st) for c, st in cs if st.a is not None and all((c, w) in seen for w in "AB")
+            and not any(np.array_equal(seen[(c, w)][1], _model(st.a if w == "A" else st.b)) for w in "AB")]
+    if not both:
+        return {}, {}
+    why_apart = "A and B both read other than the model says, so neither first probe's one-hot surely sat where " \
+                "the hardware read it"
+    rs = addresses.registers_form(both[0][1]).key
+    # the accumulator fragment is the instruction shape's, whether A comes from shared memory or registers
+    rs_tables = {rs: tables.get(rs) or ((tables[key][0], None) if tables.get(key) is not None else None)}
+    todo, moved = [], {}
+    for c, st in both:
+        try:
+            moved[c] = addresses.b_moved_on(st)
+        except addresses.ProbeImpossible:
+            pass
+        todo.append((("at", c), addresses.registers_form(st), "B"))
+        if c in moved:
+            todo.append((("moved", c), addresses.registers_form(moved[c][0]), "B"))
+    from harness.run.compile import CompileError
+    try:
+        got, errors = _observe(rs, todo, cubin_of, worker, timeout, rs_tables)
+    except CompileError as e:
+        got, errors = {}, [{"error": f"its kernel did not compile: {e}"}]
+    if errors:
+        failed = "; ".join(sorted({e.get("error") or e.get("summary", "") for e in errors}))
+        return {}, {(c, w): f"{why_apart}, and the probe of B in the {rs.name} form failed ({failed})"
+                    for c, _ in both for w in "AB"}
+    out, unsure, todo = {}, {}, []
+    for c, st in both:
+        out[(c, "B")] = (st, got[(("at", c), "B")][1],
+                         f"{why_apart}: B was probed in the {rs.name} form (A from registers), where no A address "
+                         "enters its probe")
+        if c not in moved:
+            unsure[(c, "A")] = f"{why_apart}, and B's start could not be moved past A's probe to probe A apart"
+            continue
+        st_m, shift = moved[c]
+        where = got[(("moved", c), "B")][1]
+        if not _placeable(where, dtypes.get(st.b.dtype).bits, st_m.size):
+            unsure[(c, "A")] = (f"{why_apart}, and the hardware reads two elements of B from one place (or outside "
+                                "the image), so B cannot hold a one-hot for A's probe")
+            continue
+        todo.append((c, replace(st_m, b=replace(st_m.b, addr=where, desc_layout=None)), "A"))
+    if todo:
+        again, errors = _observe(key, todo, cubin_of, worker, timeout, tables)
+        for e in errors:
+            failed = e.get("error") or e["summary"]
+            unsure[(e["id"], "A")] = f"{why_apart}, and A's probe apart from B failed ({failed})"
+        for (c, _), (_, observed, _) in again.items():
+            st, shift = next(s for cid, s in cs if cid == c), moved[c][1]
+            out[(c, "A")] = (st, observed, f"{why_apart}: A was probed with B's one-hot where the hardware was seen "
+                                           f"to read B in the {rs.name} form, B's start moved {shift} bytes on "
+                                           "(past A's numbers)")
+    return out, unsure
 
 
 def safe_name(text: str) -> str:

@@ -541,8 +541,7 @@ def records(cid: str, key: wgmma.KernelKey, f: Finding) -> list[dict]:
         rec = {"type": "diagnosis", "id": cid, "operand": op, "probe": probe, "kernel": key.name, **cmp}
         differ = f"{cmp['wrong']} of {cmp['slots']} slots differ" + (
             f", threads {cmp['threads']}, registers {cmp['registers']}" if cmp["wrong"] else "")
-        said = bitmaps.verdict(f"{op} fragment", hw, index_map(slots, cols, model), differ)
-        rec.update(hardware_map=said["hardware_map"], model_map=said["model_map"], roles=said["roles"])
+        sentence = bitmaps.record_maps(rec, f"{op} fragment", hw, index_map(slots, cols, model), differ)
         names = f.aliases.get(op, [])
         if not cmp["wrong"] and not f.unwritten:
             rec["status"] = "pass"
@@ -550,7 +549,7 @@ def records(cid: str, key: wgmma.KernelKey, f: Finding) -> list[dict]:
                               f"({cmp['slots']} slots)")
         else:
             rec["status"] = "fail"
-            rec["explanation"] = said["sentence"]
+            rec["explanation"] = sentence
             if names:  # the catalogue's words are a name for this recovered map
                 rec.update(edit=names[0].id, equivalent_edits=[e.id for e in names[1:]],
                            known_as=names[0].describe(model, slots))

@@ -153,11 +153,11 @@ def record(cid: str, key, observed: np.ndarray) -> dict:
                                                   "or D was read elsewhere than the model says: see the address and "
                                                   "fragment records)")
         return rec
-    said = bitmaps.verdict("metadata", hw, _map(cd, model),
-                           f"{rec['wrong']} of {wrong.size} chunks take their indices from elsewhere, rows "
-                           f"{rec['rows']}, chunks {rec['cols']}")
-    rec.update(status="fail", hardware_map=said["hardware_map"], model_map=said["model_map"], roles=said["roles"],
-               explanation=said["sentence"], summary=said["sentence"])
+    rec["status"] = "fail"
+    sentence = bitmaps.record_maps(rec, "metadata", hw, _map(cd, model),
+                                   f"{rec['wrong']} of {wrong.size} chunks take their indices from elsewhere, rows "
+                                   f"{rec['rows']}, chunks {rec['cols']}")
+    rec.update(explanation=sentence, summary=sentence)
     if (observed < 0).any():
         rec["summary"] += f"; {int((observed < 0).sum())} chunks named no legal value"
     return rec

@@ -29,6 +29,7 @@ does not load), after '#', comma-separated:
     swizzle=<mode>@A|B      read that operand's descriptor as if it named swizzle <mode>
     swap-lbo-sbo@A|B        LBO and SBO swapped
     start+<bytes>@A|B       start address <bytes> further on
+    (any of these three without @A|B: every shared-memory descriptor read so, one bug hitting both operands)
     tmem-a-col+<c>          A in Tensor Memory read from <c> columns further right
     tmem-a-lanes=<M>        A's rows read from the lanes of M=<M>'s data path (64: layout F, 128: identity)
     tmem-a-dense            a 4/6-bit A read densely packed (element k at bits k*w of its row), not one per byte
@@ -81,10 +82,13 @@ def misreads_of(cubin_path: str) -> list[str]:
     return [item for item in tail.split(",") if item]
 
 
+EVERY_DESCRIPTOR = ("swizzle=", "swap-lbo-sbo", "start+")  # the plants that, without @A|B, hit both operands
+
+
 def _planted(lay: SmemLayout, role: str, plants: list[str]) -> SmemLayout:
     for item in plants:
         what, _, who = item.partition("@")
-        if who != role or what.startswith("sf-"):
+        if what.startswith("sf-") or who not in (role, "") or (not who and not what.startswith(EVERY_DESCRIPTOR)):
             continue
         if what.startswith("swizzle="):
             lay = lay.moved(swizzle=what.split("=")[1], base_offset=0)

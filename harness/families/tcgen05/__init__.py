@@ -2,6 +2,8 @@
 `FAMILY` is what the engine runs."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from harness.enums import Arch, FamilyName
 from harness.families.base import Kernel, case_record
 
@@ -83,7 +85,8 @@ class Tcgen05Family:
         each D element) and for the block-scaled kinds the scale-factor probe (sf_probe.py: which stored factor
         each row of A / column of B and each K block used), which reads D through the placement tmem-d found."""
         from harness.families.tcgen05 import probe, sf_probe, tmem_probe
-        recs = probe.diagnose(kernel, cases, cubin_path, worker, timeout, png_dir)
+        recs = probe.diagnose(kernel, cases, cubin_path, worker, timeout, png_dir,
+                              cubin_of=self._sibling_cubins(kernel, cubin_path))
         plain = [c for c in cases if not c.control]
         tmem = tmem_probe.diagnose(kernel, plain, cubin_path, worker, timeout, png_dir)
         found: dict = {}  # case id -> {address-probe status: operands}, the operands not read as modelled
@@ -101,6 +104,21 @@ class Tcgen05Family:
             return recs + tmem
         by_id = {r["id"]: r for r in tmem}
         return recs + tmem + sf_probe.diagnose(kernel, plain, cubin_path, worker, timeout, png_dir, by_id)
+
+
+    @staticmethod
+    def _sibling_cubins(kernel: Kernel, cubin_path):
+        """cubin_of(form) for the address probe: this kernel's cubin, or a sibling form's (an SS form's TS form, which
+        probes B apart from A's addresses), compiled, or taken from the cache, on demand. A simulated device loads no
+        cubin (its path names no file, and carries the device's planted misreadings): every form gets that path."""
+        def cubin_of(form):
+            if form == kernel.form or not Path(str(cubin_path)).is_file():
+                return cubin_path
+            from harness import families
+            from harness.run import compile as nvrtc
+            sibling = Kernel(kernel.family, kernel.arch, form.name, form)
+            return str(nvrtc.compile_many([families.compile_job(sibling)])[0].cubin_path)
+        return cubin_of
 
 
 FAMILY = Tcgen05Family()

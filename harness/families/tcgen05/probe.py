@@ -19,7 +19,10 @@ read for every (row, k), compared with datapaths.a_lane and the A column the ker
 Every probe job is a TcPrepared of the case's own kernel (kernel.pack), one CTA each, C = 0 (enable_input_d 0);
 D is decoded through the case's data path (readback.decode). The one-hot of the other operand sits where *its*
 descriptor (or the TMEM model) says it is read: the probe of one operand trusts the other operand's reads, and
-says so when the accumulator values are not digits.
+says so when the accumulator values are not digits. Where both shared-memory operands read other than the model
+says, each is probed again with the other's one-hot where the hardware was seen to read it (_second_look); where
+that clears neither, they are probed apart (_apart): B in the case's TS form, where no A address enters its
+probe, then A with B's one-hot where that probe saw B read, so that each record names its own operand's fields.
 
 Probed: cta_group::1 without .ws, kinds tf32 and f16 (tf32, f16, bf16), f8f6f4 and i8 (s8, u8), A and B in
 shared memory (SS) and A in Tensor Memory (TS), K- and MN-major, every swizzle layouts.py models. A 4/6-bit A in
@@ -37,7 +40,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from harness.diagnosis.addresses import DIGIT_BASE
+from harness.diagnosis.addresses import DIGIT_BASE, START_FIELD  # tcgen05's start field is wgmma's
 from harness.families.tcgen05 import datapaths, readback, reference as R
 from harness.families.tcgen05.cases import TcCase, storage_dtype
 from harness.spec import desc_tcgen05, descriptors, dtypes, idesc as idesc_spec, layouts
@@ -280,6 +283,34 @@ def setup_of(c: TcCase, arch: str = "sm_100a") -> Setup:
     unprobed = tuple((role, packed_reason(role, op.dtype)) for role, op in (("A", a), ("B", b))
                      if isinstance(op, SmemOperand) and op.packed)
     return Setup(c, probe_case, arch, a, b, size, read_cols, p, tuple(skipped), unprobed)
+
+
+def tmem_form(st: Setup) -> Setup:
+    """The same instruction with A from Tensor Memory (the case's TS form, A K-major as Tensor Memory holds it) and B
+    exactly as `st` has it (its descriptor, in an image of the same size): B probed there reads no A address, so
+    however the hardware reads A from shared memory, B's probe is not disturbed by it."""
+    c = st.case
+    ts = setup_of(replace(c, form=replace(c.form, a_src="TS"), major_a="K", control=""), st.arch)
+    return replace(ts, b=st.b, size=st.size, params={**ts.params, "desc_b": st.params["desc_b"]})
+
+
+def b_moved_on(st: Setup) -> tuple[Setup, int]:
+    """(the setup with B's descriptor start field moved past everything A's probe numbers, the bytes moved).
+
+    The move is a multiple of 1024 bytes, where every swizzle's pattern and base-offset phase repeat, and only the
+    start field of B's raw descriptor changes, so whatever else the descriptor says is read as before. A probed with
+    B's one-hot there finds its own numbers wherever it is read in the numbered image: none of them is overwritten
+    by B's one-hot, as they are where a misread A reaches into B's tile."""
+    shift = -(-st.size // 1024) * 1024
+    desc = int(st.params["desc_b"])
+    start = (desc & START_FIELD) + (shift >> 4)
+    if start > START_FIELD:
+        raise NotProbed(f"B's start field cannot be moved {shift} bytes on (it holds 14 bits of the address / 16)")
+    b = st.b
+    moved = replace(b, layout=b.layout.moved(start=b.layout.start + shift),
+                    desc_layout=b.desc_layout.moved(start=b.desc_layout.start + shift), seen=None)
+    return replace(st, b=moved, size=st.size + shift,
+                   params={**st.params, "desc_b": (desc & ~START_FIELD) | start}), shift
 
 
 # ---------------------------------------------------------------------------------------------------- jobs
@@ -562,9 +593,12 @@ def not_probed(cid: str, operand: str, reason: str) -> dict:
             "summary": reason}
 
 
-def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=None, max_png: int = 64) -> list[dict]:
+def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=None, max_png: int = 64,
+             cubin_of=None) -> list[dict]:
     """Records of type 'diagnosis', one per (case, operand): the probe's launches of the case's own kernel, the
-    recovered address (or lane/column) map, and its explanation against the model and the intended layout."""
+    recovered address (or lane/column) map, and its explanation against the model and the intended layout.
+    cubin_of(form): the cubin of a sibling form (the TS form that probes B apart from A's addresses); by default
+    `cubin_path`, which serves a simulated device (it loads no cubin) but not a GPU."""
     from pathlib import Path
 
     from harness.run.worker import LaunchFailed
@@ -600,8 +634,6 @@ def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=N
         return out + [{"type": "diagnosis", "family": "tcgen05", "id": c.id, "operand": which, "status": e.status,
                        "error": str(e)} for c, _, which, _, _ in plan]
     tmem, status = res["tmem_out"], res["status"]
-    pngs = 0
-    png_dir = Path(png_dir) if png_dir is not None else None
     for c, st, which, first, count in plan:
         if np.any(status[first:first + count]):
             out.append({"type": "diagnosis", "family": "tcgen05", "id": c.id, "operand": which,
@@ -611,14 +643,17 @@ def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=N
                       for i in range(first, first + count)])
         slot, valid = recover_slots(st, which, d)
         rec = _record(c, st, which, slot, valid)
-        rec["_seen"] = (st, slot, valid)
-        if png_dir is not None and rec.get("wrong") and pngs < max_png:
-            rec["png"] = _png(c, st, which, slot, rec, png_dir)
-            pngs += rec["png"].endswith(".png")
+        rec["_seen"] = (c, st, slot, valid)
         out.append(rec)
     _second_look(kernel, out, cubin_path, worker, timeout)
-    for r in out:
-        r.pop("_seen", None)
+    _apart(kernel, out, cubin_path, worker, timeout, cubin_of or (lambda _form: cubin_path))
+    pngs = 0
+    png_dir = Path(png_dir) if png_dir is not None else None
+    for r in out:  # what each operand's last probe saw (a record the second look cleared has nothing wrong)
+        c, st, slot, _ = r.pop("_seen", (None,) * 4)
+        if png_dir is not None and c is not None and r.get("wrong") and pngs < max_png:
+            r["png"] = _png(c, st, r["operand"], slot, r, png_dir)
+            pngs += r["png"].endswith(".png")
     return out
 
 
@@ -636,7 +671,7 @@ def _second_look(kernel, recs: list[dict], cubin_path, worker, timeout) -> None:
         o = by.get((cid, other))
         if o is None or o.get("reads_as_model") or r.get("reads_as_model"):
             continue
-        st, slot, valid = o["_seen"]
+        _, st, slot, valid = o["_seen"]
         op = st.a if other == "A" else st.b
         if not isinstance(op, SmemOperand) or op.packed or not valid.all():
             continue
@@ -672,6 +707,118 @@ def _second_look(kernel, recs: list[dict], cubin_path, worker, timeout) -> None:
                      summary=f"{which}: every element read from the address the layout model gives, once {other}'s "
                              f"one-hot sits where the hardware was seen to read {other}",
                      second_look=f"probed again with {other}'s one-hot where the hardware was seen to read {other}")
+
+
+def _launch_slots(kernel_name: str, cubin_path, worker, timeout, todo) -> list:
+    """One launch probing every (setup, operand) of `todo`: per item, recover_slots' (slot, valid), or the words
+    saying why there is none."""
+    from harness.families.tcgen05 import kernel as tk
+    from harness.run.worker import LaunchFailed
+    out: list = [None] * len(todo)
+    plan, jobs = [], []
+    for i, (st, which) in enumerate(todo):
+        try:
+            js = probe_jobs(st, which)
+        except NotProbed as e:
+            out[i] = str(e)
+            continue
+        plan.append((i, st, which, len(jobs), len(js)))
+        jobs += js
+    if not jobs:
+        return out
+    try:
+        res = worker.run(str(cubin_path), kernel_name, tk.pack(jobs), timeout)
+    except LaunchFailed as e:
+        return [o if o is not None else str(e) for o in out]
+    for i, st, which, first, count in plan:
+        if np.any(res["status"][first:first + count]):
+            out[i] = "a probe CTA's MMA never completed within the spin limit"
+            continue
+        d = np.stack([readback.decode(st.probe_case, res["tmem_out"][j:j + 1, :, :st.read_cols])
+                      for j in range(first, first + count)])
+        out[i] = recover_slots(st, which, d)
+    return out
+
+
+def _apart(kernel, recs: list[dict], cubin_path, worker, timeout, cubin_of) -> None:
+    """Where both shared-memory operands of a case still read other than the model says after the second look, both
+    may be misread: then neither probe's one-hot sat where the hardware read it, no first map can be trusted, and
+    none can place the other's one-hot. Each operand is then probed apart from the other's addresses, and its record
+    rewritten in place:
+
+    * B in the TS form of the same instruction (A in Tensor Memory: no A address enters B's probe), at its own start
+      and with its start field moved past everything A's probe numbers (b_moved_on);
+    * A in this form with B's one-hot where the TS probe saw the hardware read the moved B: A's numbers lie
+      everywhere A may be read, none under B's one-hot, however far a misread A reaches into B's tile.
+
+    An operand that cannot be probed apart is inconclusive (its first look says nothing about it), not failed."""
+    from harness.run.compile import CompileError
+    by = {(r["id"], r["operand"]): r for r in recs if "_seen" in r}
+    both = []
+    for (cid, which), r in by.items():
+        o = by.get((cid, "B"))
+        if which != "A" or o is None or r.get("reads_as_model") or o.get("reads_as_model"):
+            continue
+        c, st, _, _ = r["_seen"]
+        if isinstance(st.a, SmemOperand) and not st.a.packed and not st.b.packed:
+            both.append((c, st, r, o))
+    if not both:
+        return
+    why_apart = ("A and B both read other than the model says, so neither first probe's one-hot surely sat where "
+                 "the hardware read it")
+
+    def unsure(rec: dict, why: str) -> None:
+        rec.update(status="inconclusive", summary=f"{why_apart}, and {why}; {rec['summary']}")
+
+    todo, items = [], []
+    for c, st, r, o in both:
+        try:
+            ts, (st_m, shift) = tmem_form(st), b_moved_on(st)
+            todo += [(ts, "B"), (b_moved_on(ts)[0], "B")]  # B at its start, and moved as in st_m
+            items.append((c, st, r, o, st_m, shift))
+        except (NotProbed, descriptors.DescriptorError, layouts.LayoutError, ValueError) as e:
+            for rec in (r, o):
+                unsure(rec, f"they could not be probed apart ({e})")
+    if not items:
+        return
+    ts_form = todo[0][0].probe_case.form
+    try:
+        got = _launch_slots(ts_form.name, cubin_of(ts_form), worker, timeout, todo)
+    except CompileError as e:
+        got = [f"its kernel did not compile: {e}"] * len(todo)
+    todo, placed = [], []
+    for i, (c, st, r, o, st_m, shift) in enumerate(items):
+        at, moved = got[2 * i], got[2 * i + 1]
+        if isinstance(at, str):
+            for rec in (r, o):
+                unsure(rec, f"the probe of B in the {ts_form.name} form failed ({at})")
+            continue
+        slot, valid = at
+        o.clear()
+        o.update(_record(c, st, "B", slot, valid), _seen=(c, st, slot, valid),
+                 second_look=f"{why_apart}: B was probed in the {ts_form.name} form (A in Tensor Memory), where no A "
+                             "address enters its probe")
+        if isinstance(moved, str):
+            unsure(r, f"the probe of B moved in the {ts_form.name} form failed ({moved})")
+            continue
+        slot, valid = moved
+        where = slot * dtypes.get(st.b.layout.dtype).bits
+        if not valid.all() or where.min() < 0 or where.max() >= 8 * st_m.size or np.unique(where).size != where.size:
+            unsure(r, "the hardware reads two elements of B from one place, or some gave no valid digits, so B "
+                      "cannot hold a one-hot for A's probe")
+            continue
+        todo.append((replace(st_m, b=replace(st_m.b, seen=where)), "A"))
+        placed.append((c, st, r, shift))
+    got = _launch_slots(kernel.name, cubin_path, worker, timeout, todo) if todo else []
+    for (c, st, r, shift), seen in zip(placed, got):
+        if isinstance(seen, str):
+            unsure(r, f"A's probe apart from B failed ({seen})")
+            continue
+        slot, valid = seen
+        r.clear()
+        r.update(_record(c, st, "A", slot, valid), _seen=(c, st, slot, valid),
+                 second_look=f"{why_apart}: A was probed with B's one-hot where the hardware was seen to read B in "
+                             f"the {ts_form.name} form, B's start moved {shift} bytes on (past A's numbers)")
 
 
 def _record(c: TcCase, st: Setup, which: str, slot: np.ndarray, valid: np.ndarray) -> dict:

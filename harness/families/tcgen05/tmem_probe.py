@@ -313,13 +313,9 @@ def record(c: TcCase, tmem: np.ndarray, png_dir: Path | None = None) -> dict:
     width = max(cols_seen, int(col.max()) + 1)
     hw = recovered_map(c, obs, width)
     differ = f"{rec['wrong']} of {wrong.size} elements elsewhere, rows {rec['rows']}, cols {rec['cols']}; {form}"
-    if hw is None:
-        said = {"sentence": f"D placement: no cell read back names an element of D ({differ})", "roles": [],
-                "hardware_map": None, "model_map": None}
-    else:
-        said = bitmaps.verdict("D placement", hw, model_map(c, width), differ)
-    rec.update(hardware_map=said["hardware_map"], model_map=said["model_map"], roles=said["roles"])
-    rec["summary"] = said["sentence"] + (
+    sentence = bitmaps.record_maps(rec, "D placement", hw, model_map(c, width), differ,
+                                   unnamed="no cell read back names an element of D")
+    rec["summary"] = sentence + (
         (f"; that is, the hardware places D exactly as {named[0].words}" if named else "")
         + (f"; the model places it as {model_is[0]}" if model_is else ""))
     if png_dir is not None:

@@ -84,10 +84,11 @@ class WgmmaFamily:
         # and packs an RS form's one-hot A, through the fragments the hardware was seen to use, so a wrong
         # fragment model is named as such and never read as another operand's wrong addresses
         found: dict = {}
-        frag = fragments_probe.diagnose([c for c in cases if not c.control], self._sibling_cubins(kernel, cubin_path),
-                                        worker, timeout, png_dir, found=found)
+        cubin_of = self._sibling_cubins(kernel, cubin_path)
+        frag = fragments_probe.diagnose([c for c in cases if not c.control], cubin_of, worker, timeout, png_dir,
+                                        found=found)
         tables = {k: fragments_probe.tables(f) for k, f in found.items()}
-        recs = diagnose.diagnose(cases, lambda _key: cubin_path, worker, timeout, png_dir, tables=tables)
+        recs = diagnose.diagnose(cases, cubin_of, worker, timeout, png_dir, tables=tables)
         bad = {}
         for r in frag:
             if r["status"] == "fail":
@@ -101,8 +102,9 @@ class WgmmaFamily:
 
     @staticmethod
     def _sibling_cubins(kernel: Kernel, cubin_path):
-        """cubin_of(key) for the fragment probe: this kernel's cubin, or its SS sibling's (compiled, or taken
-        from the cache, on demand; a simulated device's path names the kernel, so the sibling's is derived)."""
+        """cubin_of(key) for the probes: this kernel's cubin, or a sibling's -- an RS form's SS sibling for the
+        fragment probe, an SS form's RS sibling for the address probe's operands probed apart -- compiled, or
+        taken from the cache, on demand (a simulated device's path names the kernel, so the sibling's is derived)."""
         def cubin_of(key):
             if key == kernel.form:
                 return cubin_path
