@@ -26,6 +26,6 @@ f=$(ls -t results/scratch/sweep-*.jsonl 2>/dev/null | head -1)
 # the README's second command, with the image's test tools (the extra cannot be fetched here)
 # -v: each test's outcome is named as it ends, so a run cut off still says which failed; a test that hangs is stopped
 # (pytest-timeout, where the image has it) and named
-per_test=$(python3 -c 'import pytest_timeout' 2>/dev/null && echo "--timeout 240")
+per_test=$(python3 -c 'import pytest_timeout' 2>/dev/null && echo "--timeout 90")
 t=$(date +%s.%N); python3 -m pytest -n auto -v $per_test -p no:cacheprovider -rfEs --durations 30 > "$OUT/pytest.txt" 2>&1; rc=$?
 echo "wall $(elapsed "$t") s" >> "$OUT/pytest.txt"; step pytest $rc
