@@ -1,7 +1,7 @@
 """Every tcgen05 form the sweep builds, compiled and SASS-checked by this machine's toolchain (no GPU needed).
 
-The qualifier forms (scale-input-d, disable-output-lane, the A collector, .ashift, tcgen05.shift) and the
-TMEM-checked form were written against NVRTC 13.5; a node with another NVRTC (the H100 image's 13.0) compiles them
+The qualifier forms (scale-input-d, disable-output-lane, the A collector, .ashift, tcgen05.shift), sm_103a's K = 96
+forms (.block16 / .block32) and the TMEM-checked form were written against NVRTC 13.5; a node with another NVRTC (the H100 image's 13.0) compiles them
 in every sweep that plans tcgen05 (compile-only kernels), so a refusal there would be a compile-error record and
 exit 1 on that fleet. This script says, for the default toolchain: its version, whether its ptxas takes
 -g-tmem-access-check (else the TMEM-checked form is built with TC_NO_TMEM_CHECK and records 'not made'), and for
@@ -46,6 +46,7 @@ def main() -> int:
     tc = toolchains.default()
     fam = families.get("tcgen05")
     keys = [(f, arch) for arch in F.ARCHS for f in F.all_forms() + [F.Form("f16", tmem_check=True)] + F.variant_forms()]
+    keys += [(f, "sm_103a") for f in F.k96_forms()]  # K = 96 is sm_103a's alone (cases.forms_for)
     jobs = [families.compile_job(Kernel(fam.name, arch, f.name, f), K.sass_check(f, arch)) for f, arch in keys]
     built = C.compile_many(jobs, workers=cores.default_workers(), raise_on_error=False, toolchain=tc)
     verdicts = sass.verify_many([(b.cubin_path, j.sass_check) for j, b in zip(jobs, built) if b.error is None])

@@ -90,11 +90,33 @@ def test_scale_factor_tensor_memory_layout_matches_cutlass_tmem_sf_frg(nv):
 
 
 def test_scale_factor_shared_memory_atom_matches_cutlass(nv):
+    """Every factor of a tile of 4 K blocks (one atom along K) and of 8 (two: K = 96 .block16's 6 factors reach the
+    second), 128-row groups after all of a tile's K atoms."""
+    assert {e["k"] // e["vs"] for e in nv["sf_smem"]} == {4, 8}
     for e in nv["sf_smem"]:
-        per = 4  # the factors of one MMA (1, 2 or 4 blocks) sit in one 4-byte group of the atom
-        got = np.array(e["bytes"]).reshape(e["m"], e["k"] // e["vs"])[:, :per]
-        mn, blk = np.meshgrid(np.arange(e["m"]), np.arange(per), indexing="ij")
-        assert np.array_equal(DP.sf_smem_offset(mn, blk), got), e["vs"]
+        blocks = e["k"] // e["vs"]
+        got = np.array(e["bytes"]).reshape(e["m"], blocks)
+        mn, blk = np.meshgrid(np.arange(e["m"]), np.arange(blocks), indexing="ij")
+        assert np.array_equal(DP.sf_smem_offset(mn, blk, blocks // DP.SF_PER_ATOM), got), (e["vs"], blocks)
+
+
+def test_k96_scale_factors_sit_where_cutlass_sm103_mainloop_addresses_them(nv):
+    """sm_103a's K = 96 MMA takes the address of its first factor (CUTLASS's SM103 mainloop: factor index 3t for
+    .block32, 6t for .block16, through a tmem_sf_frg walked one factor a K index) and reads its 3 / 6 factors on from
+    there; sf_tmem_position puts factor g of row mn where that tensor does (4 a column's bytes, then 4 columns on), so
+    .block16's factors 4 and 5 sit 4 columns after 0-3. One CTA and a pair's CTA (4x1), A and B."""
+    assert {(e["vs"], e["nsm"]) for e in nv["sf_iter"]} == {(16, 1), (32, 1), (16, 2), (32, 2)}
+    for e in nv["sf_iter"]:
+        mn, nk, reps = e["mn"], e["nk"], e["replicas"]
+        got = np.array(e["cells"]).reshape(reps, mn, nk, 3)
+        idx, g = np.meshgrid(np.arange(mn), np.arange(nk), indexing="ij")
+        lanes, col, byte = DP.sf_tmem_position(idx, g)
+        for r in range(reps):
+            assert np.array_equal(got[r, ..., 0], lanes[..., r]), (e["vs"], e["operand"], r)
+            assert np.array_equal(got[r, ..., 1], col) and np.array_equal(got[r, ..., 2], byte), (e["vs"], e["operand"])
+    # the forms' factors per MMA: the ISA's Table 54 (M x 6 for .block16, M x 3 for .block32 at K = 96)
+    assert {(f.kind, f.k96_block): DP.sf_blocks(f) for f in tcgen05.k96_forms()} == \
+        {("mxf4nvf4", 16): 6, ("mxf4nvf4", 32): 3, ("mxf4", 32): 3}
 
 
 def _utccp(nv, name):
@@ -126,26 +148,33 @@ def test_smem_atom_then_copy_lands_where_the_mma_reads(nv):
     assert np.array_equal(lanes_copy, lanes) and np.array_equal(col_copy, col) and np.array_equal(q % 4, byte)
 
 
-SCALED = [c for _, cs in T.all_cases() for c in cs if c.form.block_scaled]
+SCALED = [c for _, cs in T.all_cases() for c in cs if c.form.block_scaled] + \
+    [c for _, cs in T.all_cases("sm_103a") for c in cs if c.form.k96_block]  # sm_103a's K = 96: its own cases
 
 
 @pytest.mark.parametrize("case", SCALED, ids=lambda c: c.id)
 def test_prepared_scale_factors_reach_the_lanes_the_mma_reads(case, nv):
-    """Simulate tcgen05.cp 32x128b.warpx4 on each CTA's prepared image, then read every factor where
-    tmem_sf_frg says the MMA takes it: A's rows of this CTA, all N columns of B (CUTLASS's TiledMMA_SF)."""
+    """Simulate the kernel's tcgen05.cp 32x128b.warpx4 copies (forms.scale_copies: copy t from 512 t bytes on in the
+    image to 4 t columns on) on each CTA's prepared image, then read every factor where tmem_sf_frg says the MMA takes
+    it: A's rows of this CTA, all N columns of B (CUTLASS's TiledMMA_SF)."""
     _, cells = _utccp(nv, "32x128b.warpx4")
-    prep = R.prepare(case)
-    cg = case.form.cta_group
+    prep = R.prepare(case, "sm_103a" if case.form.k96_block else "sm_100a")
+    cg, copies = case.form.cta_group, tcgen05.scale_copies(case.form)
+    text = tcgen05.scale_copy(case.form)  # what the kernel issues: copy t 4 t columns and 512 t bytes on
+    assert text.count("tcgen05.cp") == 2 * copies and all(
+        f"sf{w} + {DP.SF_PER_ATOM * t}u), \"l\"(p.sf_desc_{w} + window_field + {DP.SF_ATOM_BYTES * t >> 4}ull)" in text
+        for w in "ab" for t in range(1, copies))
     for r in range(cg):
         img, p = prep.images[r], prep.params[r]
         for which, codes in (("a", prep.operands["sfa"][r * case.m // cg:(r + 1) * case.m // cg]),
                              ("b", prep.operands["sfb"])):
             start = (p[f"sf_desc_{which}"] & 0x3FFF) << 4
-            tmem = np.zeros((128, 16), np.uint8)  # 4 columns x 4 bytes
-            src = img[start:start + 512].reshape(32, 16)
-            for rep in range(4):
-                for w in range(4):
-                    tmem[cells[rep, :, w, 0], 4 * w:4 * w + 4] = src[:, 4 * w:4 * w + 4]
+            tmem = np.zeros((128, 16 * copies), np.uint8)  # 4 columns x 4 bytes a copy
+            for t in range(copies):
+                src = img[start + DP.SF_ATOM_BYTES * t:start + DP.SF_ATOM_BYTES * (t + 1)].reshape(32, 16)
+                for rep in range(4):
+                    for w in range(4):
+                        tmem[cells[rep, :, w, 0], 16 * t + 4 * w:16 * t + 4 * w + 4] = src[:, 4 * w:4 * w + 4]
             mn, blk = np.meshgrid(np.arange(codes.shape[0]), np.arange(codes.shape[1]), indexing="ij")
             lanes, col, byte = DP.sf_tmem_position(mn, blk)
             for rep in range(4):

@@ -230,15 +230,22 @@ def test_ws_shapes_match_cutlass_ws_data_path():
 # Generated cases CUTLASS's atoms refuse although the model (with the PTX ISA) allows them; see DISAGREEMENTS.
 def _cutlass_candidate(case, legality):
     f = case.form
-    scale = "ue4m3" if f.kind == "mxf4nvf4" else "ue8m0" if f.block_scaled else ""
-    return legality.Candidate(f.kind, f.cta_group, f.a_src, case.m, case.n, case.major_a, case.major_b, False, scale)
+    scale = f.scale_type if f.block_scaled else ""
+    return legality.Candidate(f.kind, f.cta_group, f.a_src, case.m, case.n, case.major_a, case.major_b,
+                              bool(f.k96_block), scale)
+
+
+# Generated forms CUTLASS has no MMA atom for, so its static_asserts cannot judge them: the ISA's alone.
+NO_CUTLASS_ATOM = {("mxf4", True): "kind::mxf4 at K = 96 (.block32): PTX ISA Table 54 lists it (scale_A M x 3); "
+                                   "CUTLASS's SM103 atoms issue kind::mxf4nvf4 for VS = 32 instead"}
 
 
 @pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
 def test_every_generated_case_is_legal_by_nvidias_rules(arch, legality):
     from harness.families.tcgen05 import cases as TC
     rej = legality.rejections()
-    unexpected, excused = [], {}
+    grid = set(legality.candidates())
+    unexpected, excused, no_atom = [], {}, set()
     n = 0
     for form, cases in TC.all_cases(arch):
         for case in cases:
@@ -248,6 +255,11 @@ def test_every_generated_case_is_legal_by_nvidias_rules(arch, legality):
                 assert case.m in (32, 64, 128) and case.n in (64, 128, 256), case.id
                 continue
             c = _cutlass_candidate(case, legality)
+            if (c.kind, c.k96) in NO_CUTLASS_ATOM:
+                no_atom.add((c.kind, c.k96))
+                continue
+            assert c in grid, f"{case.id}: not in the legality grid, so CUTLASS's verdict on it is unknown"
+            assert legality.arch_builds(c, arch), f"{case.id}: CUTLASS does not compile its atom for {arch}"
             fired = [w for w, _ in rej.get(c, [])]
             if not fired:
                 continue
@@ -262,6 +274,9 @@ def test_every_generated_case_is_legal_by_nvidias_rules(arch, legality):
     assert not unexpected, "cases CUTLASS refuses for a reason the model does not know:\n" + "\n".join(unexpected)
     # the known ones (CUTLASS stricter than the ISA): counted so a report can name them
     assert set(excused) <= {"A from Tensor Memory, one CTA, M = 128, N % 16 = 8"}, excused
+    # K = 96 is swept on sm_103a only, and CUTLASS's SM103 atoms judge every K = 96 form but kind::mxf4's
+    assert no_atom == ({("mxf4", True)} if arch == "sm_103a" else set()), no_atom
+    assert any(c.k == 96 for _, cs in TC.all_cases(arch) for c in cs) == (arch == "sm_103a")
 
 
 # ---------------------------------------------------------------------------------------------------- smem descriptors
@@ -481,14 +496,20 @@ def test_block_scaled_product_matches_cutlass_host_reference(tmp_path):
     cases = _blockscaled_cases()
     assert {c.form.kind for c in cases} == {"mxf8f6f4", "mxf4", "mxf4nvf4"} and {c.form.cta_group for c in cases} == {1, 2}
     assert {c.form.kind for c in cases if c.form.sparse} == {"mxf8f6f4", "mxf4", "mxf4nvf4"}
+    assert {(c.form.kind, c.form.k96_block, c.form.cta_group) for c in cases if c.k == 96} == \
+        {("mxf4nvf4", 16, 1), ("mxf4nvf4", 32, 1), ("mxf4", 32, 1), ("mxf4nvf4", 16, 2), ("mxf4nvf4", 32, 2)}
     lines, preps = [], []
     for c in cases:
         prep = R.prepare(c)
         op = prep.operands
-        blocks = DP.SF_BLOCKS[c.form.kind]
+        blocks = DP.sf_blocks(c.form)
         assert op["sfa"].shape == (c.m, blocks) and op["sfb"].shape == (c.n, blocks)
-        vs = SPARSE_VS[c.form.kind] if c.form.sparse else DENSE_VS[c.form.kind]  # NVIDIA's, not the model's
-        lines.append(f"{BS_COMBO[(c.form.kind, c.atype, c.btype)]} {vs} {c.m} {c.n} {c.k}")
+        # NVIDIA's vector sizes, not the model's: a K = 96 form's is its .blockN (SM103_MXF4_ULTRA_SS_VS's VS)
+        vs = c.form.k96_block or (SPARSE_VS[c.form.kind] if c.form.sparse else DENSE_VS[c.form.kind])
+        assert c.k // blocks == vs, c.id  # the model spans as many elements of the logical K a factor
+        combo = BS_COMBO[("mxf4", c.atype, c.btype) if c.form.scale_type == "ue8m0" and c.form.kind == "mxf4nvf4"
+                         else (c.form.kind, c.atype, c.btype)]  # e2m1 with ue8m0 factors: CUTLASS's mxf4 types
+        lines.append(f"{combo} {vs} {c.m} {c.n} {c.k}")
         for arr in (op["a"], op["b"]):
             lines.append(" ".join(repr(float(v)) for v in np.ravel(arr)))
         for arr in (op["sfa"], op["sfb"]):

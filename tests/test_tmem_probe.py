@@ -194,6 +194,10 @@ def test_probe_launches_fit_every_forms_kernel():
                 with pytest.raises(ValueError, match="sparse form"):
                     tmem_probe.jobs_of(c, arch)
                 continue
+            if form.variant in ("ashift", "shift_down"):  # a row the ISA leaves undefined: not probed
+                with pytest.raises(ValueError, match="not probed"):
+                    tmem_probe.jobs_of(c, arch)
+                continue
             for jobs in (tmem_probe.jobs_of(c, arch),) + ((sf_probe.setup_and_jobs(c, arch)[1],)
                                                           if form.block_scaled else ()):
                 inp = tk.pack(jobs)

@@ -5,8 +5,11 @@
 //   acc          tmem_frg / tmem_frg_ws accumulators: D[row, col] of one CTA -> (lane, 32-bit column, 16-bit half)
 //   a_tmem       A from Tensor Memory (UMMA_TS): A[row, k] -> (lane, column, byte)
 //   sf_tmem      tmem_sf_frg (block-scale factors): (mn, sf index, replica) -> (lane, column, byte)
+//   sf_iter      tmem_sf_frg as CUTLASS's SM103 (K = 96) mainloop walks it, one factor a K index (its MmaIterShapeSFA):
+//                (mn, factor index, replica) -> (lane, column, byte); MMA t starts at index 3t (VS 32) / 6t (VS 16)
 //   sf_smem      Sm1xxBlkScaledConfig's scale-factor layout over 4 K blocks (one atom along K, as one MMA's smem
-//                tile holds it): (mn, k block) -> byte
+//                tile holds it) and over 8 (two atoms along K, as K = 96 .block16's 6 factors need):
+//                (mn, k block) -> byte
 //   utccp        tcgen05.cp atoms: source row r, bit b, replica -> (lane, bit in the row of columns)
 //   sw128_32b    Layout_MN_SW128_32B_Atom tiled to a tile, its swizzled byte addresses and make_umma_desc strides
 //   e2m1_pairs   cutlass::Array<float_e2m1_t, 8> storage word with only element i set to 0x7
@@ -94,6 +97,27 @@ static void sf_one(const char* mode) {
         if (v) continue;
         emitf("%ld,%ld,%ld,", (a >> 16) & 0xFF, a & 0xFFFF, a >> 30);
       }
+  out.pop_back();
+  emit("]},");
+}
+
+// ---- scale factors as the SM103 mainloop addresses them (cutlass/gemm/collective/sm103_blockscaled_mma_warpspecialized
+// .hpp: MmaIterShapeSFA = ((32,4),(SFVecSize,1)), MMA_M/128, SF_MMA_K/SFVecSize), a tmem_sf_frg; the K = 96 MMA t takes
+// the address of factor index 3t (VS = 32) or 6t (VS = 16), its byte in the address's top bits) ---------------------
+template <int VS, int NK, int NSM, bool IsA, int MN>
+static void sf_iter_one() {
+  using Frg = UMMA::tmem_sf_frg<float_ue8m0_t, VS, NSM, IsA, UMMA::TmemAllocMode::ScaleFactorDuplicated4by1>;
+  auto t = Frg::make(make_shape(make_shape(Int<MN>{}, make_shape(Int<VS>{}, _1{})), _1{}, Int<NK>{}));
+  auto L = t.layout();
+  constexpr int M0 = decltype(size<0, 0>(L))::value;  // MN x replicas
+  out += std::string("{\"operand\":\"") + (IsA ? "A" : "B") + "\",";
+  emitf("\"vs\":%ld,\"nk\":%ld,\"nsm\":%ld,\"mn\":%ld,", VS, NK, NSM, MN);
+  emitf("\"replicas\":%ld,\"cells\":[", M0 / MN);
+  for (int i = 0; i < M0; ++i)
+    for (int g = 0; g < NK; ++g) {
+      uint32_t a = tmem_addr<float_ue8m0_t>(L(make_coord(i, make_coord(0, 0)), 0, g));
+      emitf("%ld,%ld,%ld,", (a >> 16) & 0xFF, a & 0xFFFF, a >> 30);
+    }
   out.pop_back();
   emit("]},");
 }
@@ -228,8 +252,15 @@ int main() {
   sf_one<32, 1, 2, false, X22, 128>("2x2"); sf_one<32, 1, 2, false, X22, 256>("2x2");
   sf_one<16, 4, 2, false, X22, 256>("2x2");
   out.pop_back();
+  emit("],\"sf_iter\":[");
+  // two K = 96 MMAs' factors: 12 of VS = 16; 8 of VS = 32 (6, rounded up to whole 4-byte groups, as CuTe needs);
+  // one CTA (A, B), and a pair's B and A (each CTA's 128 rows, all N <= 128 columns)
+  sf_iter_one<16, 12, 1, true, 128>(); sf_iter_one<16, 12, 1, false, 128>(); sf_iter_one<32, 8, 1, true, 128>();
+  sf_iter_one<32, 8, 1, false, 128>(); sf_iter_one<16, 12, 2, false, 128>(); sf_iter_one<32, 8, 2, true, 128>();
+  out.pop_back();
   emit("],\"sf_smem\":[");
   sf_smem<32>(256, 128); sf_smem<16>(256, 64);  // K = 4 blocks: one atom along K, so 128-row blocks are 512 B apart
+  sf_smem<16>(256, 128); sf_smem<32>(256, 256);  // K = 8 blocks: two atoms along K (K = 96 .block16's 6 factors)
   out.pop_back();
   emit("],\"utccp\":[");
   utccp_one<SM100_UTCCP_4x32dp128bit_1cta>("32x128b.warpx4");

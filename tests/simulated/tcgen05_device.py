@@ -24,8 +24,14 @@ stored elements per row, each chunk's 4-bit metadata nibble names the positions 
 16-bit halves) of the stored units, the rest are zero. The nibble of (row, chunk) is read from Tensor Memory at
 the metadata address (+ the selector's column for tf32 / f16, CUTLASS's convention) where CUTLASS's tmem_e_frg puts
 it (evaluated by tests/oracles/cutlass_tcgen05_layouts.cpp, not the model's datapaths.meta_position).
+The shift qualifiers are simulated from the ISA's text alone (PTX ISA 9.7.16.10.9.1, 9.7.16.9.3): .ashift (M = 128)
+multiplies D's row r by A's row r - 1, and what the ISA leaves undefined, A's row 0, this device takes from A's last
+row (the row the shift drops), which no reading predicts; tcgen05.shift.down [d_tmem] moves lanes 0-30 of D's first 8
+columns to lanes 1-31 and leaves lane 0 as it was. The other qualifier forms are refused.
 Faults: TC_SIM_FAULTS (sim_common.py); a planted hang hangs the launch, a trap raises, and 'skip-mma' (this device's
-own mode) leaves a case's MMA unissued, its Tensor Memory as the kernel stored it (the poison where D goes).
+own mode) leaves a case's MMA unissued, its Tensor Memory as the kernel stored it (the poison where D goes). Wrong
+shifts, this device's own modes too: 'no-shift' (neither qualifier shifts), 'shift-per-quarter' (.ashift shifts
+within each 32-row quarter of A), 'shift-all-columns' (tcgen05.shift moves every column of D, not 8).
 Encodings the ISA leaves undefined that this device chooses to fault on, as the public bugs report the hardware
 did (a sticky error, so the whole launch fails and the engine bisects): an instruction descriptor with a reserved
 bit set or an M / N field of 0 (illegal instruction, triton-lang/triton#8910), and Tensor Memory read or written
@@ -44,7 +50,8 @@ from tests.simulated import oracle_cache, smem
 from tests.simulated.sim_common import fault, log_launch, planted, use_device  # noqa: F401
 from tests.simulated.smem import NotSimulated, field
 
-NAME = re.compile(r"^tcgen05_(?P<kind>\w+?)_cg(?P<cg>[12])(?P<ws>_ws)?(?P<sp>_sp)?(?P<tc>_tmemcheck)?(?P<q>_(sid|dol|dol_sid|ca_\w+|ashift|shift_down))?_(?P<src>SS|TS)$")
+NAME = re.compile(r"^tcgen05_(?P<kind>\w+?)_cg(?P<cg>[12])(?P<ws>_ws)?(?P<sp>_sp)?(?P<k96>_k96b(16|32))?(?P<tc>_tmemcheck)?(?P<q>_(sid|dol|dol_sid|ca_\w+|ashift|shift_down))?_(?P<src>SS|TS)$")
+SHIFTS = ("ashift", "shift_down")  # the qualifier forms this device simulates
 BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
 TYPE_CODES = {  # PTX ISA Table 42: atype / btype codes per kind
     "tf32": {2: "tf32"}, "f16": {0: "f16", 1: "bf16"},
@@ -78,8 +85,8 @@ def decode_idesc(kind: str, v: int) -> dict:
 def refusal(kernel_name: str, prm) -> str | None:
     """Why the simulator will not run this case (its issuing CTA's params), or None."""
     f = form_of(kernel_name)
-    if f["variant"]:
-        return "qualifier forms (scale-input-d, disable-output-lane, the A collector, shifts): not simulated"
+    if f["variant"] and f["variant"] not in SHIFTS:
+        return "qualifier forms (scale-input-d, disable-output-lane, the A collector): not simulated"
     if f["ws"]:
         return ".ws: the M=32/64 data paths and the zero-column mask have no independent source (CuTe DSL lacks them)"
     if f["kind"] in BLOCK_SCALED:
@@ -168,7 +175,27 @@ def _values(t: dtypes.ElementType, bits: np.ndarray) -> np.ndarray:
     return t.from_bits(bits)
 
 
-def simulate_case(kernel_name: str, f: dict, ctas: list[int], inp: LaunchInput, tmem: np.ndarray) -> None:
+def _ashift(a: np.ndarray, mode: str | None) -> np.ndarray:
+    """A's rows (M = 128, row = lane) as .ashift presents them: row r - 1 at row r; row 0, undefined by the ISA, the
+    row the shift drops. 'shift-per-quarter' (planted): the same within each 32-row quarter; 'no-shift': A."""
+    if mode == "no-shift":
+        return a
+    if mode == "shift-per-quarter":
+        return np.concatenate([np.roll(q, 1, axis=0) for q in np.split(a, len(a) // 32)])
+    return np.roll(a, 1, axis=0)
+
+
+def _shift_down(tmem_cta: np.ndarray, mode: str | None) -> None:
+    """tcgen05.shift.cta_group::1.down [d_tmem] (lane 0, column 0): lanes 0-30 of 8 columns to lanes 1-31, lane 0
+    left as it was. 'shift-all-columns' (planted): every column; 'no-shift': nothing."""
+    if mode == "no-shift":
+        return
+    cols = slice(None) if mode == "shift-all-columns" else slice(0, 8)
+    tmem_cta[1:32, cols] = tmem_cta[0:31, cols].copy()
+
+
+def simulate_case(kernel_name: str, f: dict, ctas: list[int], inp: LaunchInput, tmem: np.ndarray,
+                  mode: str | None = None) -> None:
     lead = inp.params[ctas[0]]
     why = refusal(kernel_name, lead)
     if why:
@@ -198,6 +225,10 @@ def simulate_case(kernel_name: str, f: dict, ctas: list[int], inp: LaunchInput, 
                 col = int(lead["a_tmem_col"]) + ac[..., 1]
                 raw = (tmem[r][ac[..., 0], col].astype(np.uint64) >> ac[..., 2].astype(np.uint64)) & np.uint64(0xFFFF)
                 a_r = _values(at, raw)
+            if f["variant"] == "ashift":
+                if M != 128 or cg != 1:
+                    raise NotSimulated(".ashift is simulated for M = 128 with one CTA")
+                a_r = _ashift(a_r, mode)
             if f["sparse"]:  # each CTA's metadata sits in its own Tensor Memory, at the address the MMA takes
                 sel = field(int(lead["idesc"]), 0, 2) if f["kind"] in ("tf32", "f16") else 0
                 a_r = expand_sparse(f["kind"], a_r, tmem[r], int(lead["sp_meta_col"]) + sel)
@@ -232,6 +263,8 @@ def simulate_case(kernel_name: str, f: dict, ctas: list[int], inp: LaunchInput, 
                 out_bits = dtypes.get(d["dtype"]).to_bits(part)
             old = tmem[r][lane, col].astype(np.uint64)
             tmem[r][lane, col] = ((old & ~(mask << bit)) | ((out_bits & mask) << bit)).astype(np.uint32)
+            if f["variant"] == "shift_down":  # issued after the MMA, which it follows (a pipelined pair)
+                _shift_down(tmem[r], mode)
 
 
 ILLEGAL_IDESC_BITS = 1 << 6 | 1 << 23 | 1 << 29  # PTX ISA Table 42's reserved bits (the plain kinds)
@@ -270,5 +303,5 @@ def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
         ctas = list(range(c * cg, (c + 1) * cg))
         if any(modes.get(i) == "skip-mma" for i in ctas):  # planted: the MMA is never issued, D keeps what was stored
             continue
-        simulate_case(kernel_name, f, ctas, inp, tmem)
+        simulate_case(kernel_name, f, ctas, inp, tmem, next((modes[i] for i in ctas if i in modes), None))
     return {"tmem_out": np.ascontiguousarray(tmem[:, :, :read]), "status": np.zeros(inp.ctas, np.uint32)}

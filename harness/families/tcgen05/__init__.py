@@ -21,7 +21,7 @@ class Tcgen05Family:
         return [(Kernel(self.name, Arch(arch), f.name, f), cases.cases_for_form(f)) for f in cases.forms_for(arch)]
 
     def kernel_list(self, arch) -> list[Kernel]:
-        # the forms with cases (the compile-only ones, .ws.sp, .ashift and tcgen05.shift, have none: tests compile them);
+        # the forms with cases (the compile-only ones, .ws.sp, have none: tests compile them);
         # a few hundred cases, built in milliseconds
         return [k for k, cs in self.kernels(arch) if cs]
 

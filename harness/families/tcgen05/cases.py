@@ -33,7 +33,7 @@ from functools import cached_property
 
 import numpy as np
 
-from harness.families.tcgen05.forms import Form, all_forms, variant_forms
+from harness.families.tcgen05.forms import Form, all_forms, k96_forms, variant_forms
 from harness.spec import desc_tcgen05, dtypes, idesc, zero_mask
 
 EXACT = {  # small exactly representable values of every operand type
@@ -89,7 +89,7 @@ def sparse_swept(form: Form) -> bool:
 
 
 def shapes(form: Form) -> list[tuple[int, int]]:
-    legal = idesc.legal_shapes(form.kind, form.cta_group, form.ws, sparse=form.sparse)
+    legal = idesc.legal_shapes(form.kind, form.cta_group, form.ws, k96=bool(form.k96_block), sparse=form.sparse)
     if form.sparse:  # the metadata layout is known for 128 rows per CTA (CUTLASS's tmem_e_frg; the ISA: figures)
         legal = {m: ns for m, ns in legal.items() if m == 128 * form.cta_group}
     out = []
@@ -130,10 +130,13 @@ class TcCase:
                 desc_tcgen05.check_operand_swizzle(self.form.kind, major, sw, op)
         if self.sp_selector and not (self.form.sparse and self.form.kind in ("tf32", "f16")):
             raise ValueError("a sparsity selector other than 0 is for the sparse tf32 / f16 forms")
+        if self.form.variant == "ashift" and self.m not in (128, 256):
+            raise ValueError(f".ashift with M = {self.m}: PTX ISA 9.7.16.10.9.1 'Qualifier .ashift is only allowed "
+                             "with M = 128 or M = 256'")
 
     @property
     def k(self) -> int:
-        return idesc.mma_k(self.form.kind, self.form.sparse)
+        return 96 if self.form.k96_block else idesc.mma_k(self.form.kind, self.form.sparse)
 
     @cached_property  # asked for every case in the plan, the engine and every record: worked out once
     def id(self) -> str:
@@ -146,6 +149,8 @@ class TcCase:
             parts.append("accum")
         if self.zero_mask is not None:
             parts.append(f"zmask{zero_mask.encode_zero_column_mask(self.zero_mask):x}")
+        if f.k96_block:  # the .blockN of a K = 96 form (kind::mxf4nvf4 has two)
+            parts.append(f"block{f.k96_block}")
         if self.b_atoms != "layouts":
             parts.append(f"B:{self.b_atoms}")
         if self.sp_selector:
@@ -161,11 +166,11 @@ class TcCase:
         return zlib.crc32(self.id.encode())
 
     def idesc(self) -> idesc.InstrDescriptor:
-        scale = "ue4m3" if self.form.kind == "mxf4nvf4" else "ue8m0"
         return idesc.InstrDescriptor(self.form.kind, self.atype, self.btype, self.dtype, self.m, self.n,
                                  transpose_a=self.major_a == "MN", transpose_b=self.major_b == "MN",
-                                 cta_group=self.form.cta_group, ws=self.form.ws, scale_type=scale,
-                                 sparse=self.form.sparse, sparsity_selector=self.sp_selector)
+                                 cta_group=self.form.cta_group, ws=self.form.ws, scale_type=self.form.scale_type,
+                                 sparse=self.form.sparse, sparsity_selector=self.sp_selector,
+                                 k96=bool(self.form.k96_block))
 
 
 def cases_for_form(form: Form) -> list[TcCase]:
@@ -175,6 +180,8 @@ def cases_for_form(form: Form) -> list[TcCase]:
         return bug_controls(form)
     if form.variant:
         return variant_cases(form)
+    if form.k96_block:
+        return k96_cases(form)
     out = []
     swz = [s for s in ("none", "32B", "64B", "128B")]
     i = 0
@@ -323,27 +330,41 @@ def all_cases(arch: str = "sm_100a") -> list[tuple[Form, list[TcCase]]]:
 
 
 def forms_for(arch: str) -> list[Form]:
-    # NVRTC 13: "Feature '.kind::i8' not supported on .target 'sm_103a'" (tests/test_tcgen05.py keeps it so)
+    # NVRTC 13: "Feature '.kind::i8' not supported on .target 'sm_103a'" (tests/test_tcgen05.py keeps it so); K = 96
+    # is sm_103a's alone (PTX ISA 9.7.16.2.1.1; idesc.validate_idesc refuses it for sm_100a, as CUTLASS's
+    # cute/arch/config.hpp defines CUTE_ARCH_TCGEN05_MXF4NVF4_MMA_ULTRA_ENABLED for SM103 only)
     return ([f for f in all_forms() if not (arch == "sm_103a" and f.kind == "i8")] + [Form("f16", tmem_check=True)]
-            + variant_forms())
+            + variant_forms() + (k96_forms() if arch == "sm_103a" else []))
 
 
-# qualifier forms compiled and SASS-checked without cases: no model of what they compute is settled enough to sweep
-VARIANT_OPEN = {
-    "ashift": ".ashift shifts A's rows down by one (the ISA); what the first row then reads (zeros, or Tensor "
-              "Memory above A) is not stated, and CUTLASS never issues it",
-    "shift_down": "tcgen05.shift.down moves a CTA's Tensor Memory rows down by one lane (the ISA); what lane 0 "
-                  "then holds is not stated, and CUTLASS never issues it",
-}
+def k96_cases(form: Form) -> list[TcCase]:
+    """sm_103a's K = 96 forms: the block-scaled shapes (shapes(): M = 128 with one CTA, 256 with a pair; N = 32 and
+    128) of e2m1 A and B, one case accumulating, K-major (Table 49: kind::mxf4 / mxf4nvf4 never transpose; CUTLASS's
+    SM103 MMA_Traits static_assert it), 48 bytes of K a row from the start of a swizzle row, in relative-offset mode,
+    so in a layout that holds them (none, 64B, 128B; a 32B swizzle row holds 32 bytes and layouts.py refuses it)."""
+    swz = ("none", "64B", "128B")
+    return [TcCase(form, m, n, "e2m1", "e2m1", "f32", swz[i % 3], swz[(i + 1) % 3], i % 2)
+            for i, (m, n) in enumerate(shapes(form))]
+
+
+# qualifier forms compiled and SASS-checked without cases: none (.ashift and tcgen05.shift have models since issue 54:
+# the rows the ISA leaves undefined are not checked, reference.prepare)
+VARIANT_OPEN: dict[str, str] = {}
 
 
 def variant_cases(form: Form) -> list[TcCase]:
     """A qualifier form's cases: one that accumulates and one that does not, at the largest and smallest legal shape
-    of the kind's first type pairing (reference.py models each qualifier; ashift and shift_down have none)."""
+    of the kind's first type pairing (reference.py models each qualifier); .ashift at M = 128 only (PTX ISA
+    9.7.16.10.9.1: M = 128 or 256) with N a multiple of 16 (CUTLASS's TS rule, so that no other reading is mixed in);
+    tcgen05.shift with N > 8 at both M (its 8 columns of 32 bytes then end inside D)."""
     if form.variant in VARIANT_OPEN:
         return []
     a, b, acc = type_combos(form.kind)[0]
     sh = shapes(form)
+    if form.variant == "ashift":
+        sh = [(128, 16), (128, 256)]
+    elif form.variant == "shift_down":
+        sh = [(64, 16), (128, 256)]
     return [TcCase(form, m, n, a, b, acc, "128B", "64B", scale_d) for scale_d, (m, n) in ((1, sh[-1]), (0, sh[0]))]
 
 
@@ -357,6 +378,11 @@ def unsettled_reason(c: TcCase) -> str | None:
         return ("scale-input-d: modelled as the ISA's operand description, D = A*B + D * 2^-scale-input-d "
                 "(kind::f16 / tf32, immediate 0..15); CUTLASS passes the immediate through "
                 "(SM100_MMA_F16BF16_SS_SCALED, mma_sm100_umma.hpp:214-249) with no host model of its arithmetic")
+    if f.variant in ("ca_fill_lastuse", "ca_fill_use_lastuse") and f.a_src == "SS":
+        return ("collector::a::use / lastuse naming A's descriptor 16 bytes on: modelled as A from the collector "
+                "(D = A*B per MMA); but PTX ISA 9.7.16.10 says reuse 'is opportunistic in that the TensorCore may "
+                "reload a matrix even when it has permission to reuse that matrix', and a reload reads the "
+                "descriptor's (A 16 bytes on). The TS sequences name the same A, which either way gives the model's D")
     if f.variant == "dol":
         return ("disable-output-lane: one bit a Tensor Memory lane, a masked lane's D untouched; the bit order (bit "
                 "l % 32 of word l / 32, a pair's CTA c in words 4c..4c+3) is the model's reading: the ISA names "

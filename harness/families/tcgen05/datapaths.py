@@ -31,6 +31,31 @@ def d_position(m: int, n: int, cta_group: int, ws: bool, dtype: str):
     return cta, lane, col, np.zeros_like(col)
 
 
+# tcgen05.shift (PTX ISA 9.7.16.9.3): 'the shifting of 32-byte elements downwards across all the rows, except the last,
+# by one row' of the matrix at taddr, whose lane 'must be aligned to 32'; its shape is .31x256b (9.7.16.2.3): 31 rows of
+# 256 bits. So lanes l0+1 .. l0+31 of the 8 columns at taddr take what lanes l0 .. l0+30 held, and what lane l0 then
+# holds is not stated. It runs after an MMA the same thread issued before it (9.7.16.6: 'tcgen05.mma.cta_group::N ->
+# tcgen05.shift.cta_group::N' is a pipelined pair).
+SHIFT_LANES, SHIFT_COLUMNS = 32, 8
+
+
+def shifted_down(m: int, n: int, cta_group: int, ws: bool, dtype: str, lane0: int = 0, col0: int = 0):
+    """(source [m, n]: the flat index of the D element whose value a tcgen05.shift.down at (lane0, col0) leaves in each
+    element, its own index where the shift does not reach; undefined [m, n]: the elements on lane lane0 it reaches,
+    which the ISA leaves undefined). A shifted cell that held no element of D is refused (no case needs it)."""
+    cta, lane, col, _ = d_position(m, n, cta_group, ws, dtype)
+    at = {cell: i for i, cell in enumerate(zip(cta.ravel().tolist(), lane.ravel().tolist(), col.ravel().tolist()))}
+    inside = (lane >= lane0) & (lane < lane0 + SHIFT_LANES) & (col >= col0) & (col < col0 + SHIFT_COLUMNS)
+    undefined = inside & (lane == lane0)
+    source = np.arange(m * n).reshape(m, n)
+    for i in np.flatnonzero(inside & ~undefined):
+        above = (int(cta.flat[i]), int(lane.flat[i]) - 1, int(col.flat[i]))
+        if above not in at:
+            raise ValueError(f"the shift moves Tensor Memory cell {above}, which holds no element of D, into D")
+        source.flat[i] = at[above]
+    return source, undefined
+
+
 def a_lane(m: int, row):
     """TMEM lane of row `row` of an A operand in Tensor Memory (the rows follow D's data path)."""
     row = np.asarray(row)
@@ -118,35 +143,53 @@ SF_ROWS_PER_COPY = 128  # one tcgen05.cp 32x128b.warpx4 moves 32 smem rows of 16
 SF_TILE_BYTES = 1024  # shared memory each CTA keeps per operand for its factors (A's tile, then B's)
 SF_BLOCKS = {"mxf8f6f4": 1, "mxf4": 2, "mxf4nvf4": 4}  # K blocks (scale factors per row) of one MMA: scale_vec 1X/2X/4X
 SF_ONE = {"ue8m0": 127, "ue4m3": 0x38}  # the code of the scale factor 1.0
+# CUTLASS's scale-factor atom (Sm1xxBlockScaledBasicChunk::SfKMajorAtom): 128 rows x 4 K blocks, 512 bytes, tiled
+# along K first (Sm1xxBlockScaledConfig::tile_atom_to_shape_SFA's Step<_2,_1,_3>), then along M / N
+SF_ATOM_BYTES, SF_PER_ATOM = 512, 4
 
 
-def sf_smem_offset(mn, block):
-    """Byte offset in the scale-factor tile of the factor of row (A) / column (B) `mn`, K block `block` (0..3):
-    CUTLASS's Sm1xxBlockScaledBasicChunk::SfKMajorAtom ((32,4),(SFVec,4)):((16,4),(0,1)), 512 bytes per 128 rows."""
+def sf_blocks(form) -> int:
+    """Scale factors per row of one MMA of a block-scaled form: the kind's scale_vec (SF_BLOCKS), or at sm_103a's
+    K = 96 (form.k96_block) 96 / block: 6 for .block16, 3 for .block32 (PTX ISA Table 54)."""
+    if getattr(form, "k96_block", 0):
+        return 96 // form.k96_block
+    return SF_BLOCKS[form.kind]
+
+
+def sf_smem_offset(mn, block, k_atoms: int = 1):
+    """Byte offset in the scale-factor tile of the factor of row (A) / column (B) `mn`, K block `block`:
+    CUTLASS's Sm1xxBlockScaledBasicChunk::SfKMajorAtom ((32,4),(SFVec,4)):((16,4),(0,1)), 512 bytes per 128 rows and
+    4 blocks, the atoms tiled along K first (`k_atoms` of them span the K of a tile), then along MN."""
     mn, block = np.asarray(mn), np.asarray(block)
-    return 512 * (mn // 128) + 16 * (mn % 32) + 4 * ((mn // 32) % 4) + block
+    return (SF_ATOM_BYTES * (block // SF_PER_ATOM + k_atoms * (mn // 128)) + 16 * (mn % 32) + 4 * ((mn // 32) % 4)
+            + block % SF_PER_ATOM)
 
 
 def sf_tmem_position(mn, block, mode: str = "4x1", mn_extent: int = 128):
     """(lanes [..., replicas], column, byte) in Tensor Memory of the factor of row/column `mn`, block `block`
     (relative to the scale-factor address, scale-factor id 0). '4x1' (every cta_group::1 MMA, M=256 pairs, and
-    A of every pair): lane mn%32 of each 32-lane quarter, column mn//32, byte = block. '2x2' (B of an M=128 pair,
-    CUTLASS's ScaleFactorDuplicated2by2, mn_extent = N rounded up to 128): the first half of N on lane quarters
-    0,1, the second on 2,3."""
+    A of every pair): lane mn%32 of each 32-lane quarter, column mn//32, byte = block % 4, and every further 4 blocks
+    4 columns on (CUTLASS's tmem_sf_frg tiled along K, mma_traits_sm100.hpp:815-873, as its SM103 mainloop walks it
+    one factor at a time for K = 96: sm103_blockscaled_mma_warpspecialized.hpp MmaIterShapeSFA; checked by
+    tests/test_tcgen05_layouts_vs_cutlass.py). '2x2' (B of an M=128 pair, CUTLASS's ScaleFactorDuplicated2by2,
+    mn_extent = N rounded up to 128): the first half of N on lane quarters 0,1, the second on 2,3 (blocks 0-3 only)."""
     mn, block = np.asarray(mn), np.asarray(block)
     if mode == "4x1":
         lanes = (mn % 32)[..., None] + 32 * np.arange(4)
-        return lanes, mn // 32, block
+        return lanes, mn // 32 + SF_PER_ATOM * (block // SF_PER_ATOM), block % SF_PER_ATOM
+    if np.any(block >= SF_PER_ATOM):
+        raise ValueError("the 2x2 scale-factor layout is modelled for 4 blocks of a row")
     half, j = mn // (mn_extent // 2), mn % (mn_extent // 2)
     lanes = (j % 32 + 64 * half)[..., None] + 32 * np.arange(2)
     return lanes, j // 32, block
 
 
-def scale_codes_to_values(kind: str, codes) -> np.ndarray:
+def scale_codes_to_values(scale: str, codes) -> np.ndarray:
     """Scale-factor codes -> scale values: ue8m0 is 2^(code-127) with 0xFF NaN (OCP MX; ml_dtypes'
-    float8_e8m0fnu), ue4m3 is e4m3 with the sign bit clear (mxf4nvf4)."""
+    float8_e8m0fnu), ue4m3 is e4m3 with the sign bit clear. `scale`: the scale type, or a kind for its usual one
+    (ue4m3 for mxf4nvf4, whose K = 96 .block32 form takes ue8m0: forms.Form.scale_type)."""
     codes = np.asarray(codes, np.uint64)
-    if kind == "mxf4nvf4":
+    if scale in ("mxf4nvf4", "ue4m3"):
         if np.any(codes & 0x80):
             raise ValueError("ue4m3 scale factors have no sign bit")
         return dtypes.get("ue4m3").from_bits(codes)

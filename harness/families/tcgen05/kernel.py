@@ -84,14 +84,16 @@ MNEMONIC = {"tf32": "UTCHMMA", "f16": "UTCHMMA", "f8f6f4": "UTCQMMA", "i8": "UTC
 
 def sass_check(form: forms.Form, arch: str) -> SassCheck:
     """What the kernel's SASS must show: exactly one tensor-core MMA, of the kind's mnemonic, .2CTA exactly for
-    cta_group::2, .WS exactly for .ws, .4X (.BLOCK16 on sm_103a) exactly for mxf4nvf4, A from Tensor Memory (TS)
-    or a descriptor (SS); the tcgen05.ld read-back and tcgen05.st of C (LDTM, STTM); one tcgen05.cp per
-    scale-factor operand of a block-scaled kind and none otherwise (UTCCP); the commit's barrier arrive (UTCBAR,
-    .2CTA.MULTICAST for a pair)."""
+    cta_group::2, .WS exactly for .ws, .4X (.BLOCK16 on sm_103a) exactly for 16-element scale blocks (mxf4nvf4's
+    scale_vec::4X / .block16), A from Tensor Memory (TS) or a descriptor (SS); the tcgen05.ld read-back and
+    tcgen05.st of C (LDTM, STTM); the tcgen05.cp copies of each scale-factor operand of a block-scaled kind
+    (forms.scale_copies) and none otherwise (UTCCP); the commit's barrier arrive (UTCBAR, .2CTA.MULTICAST for a
+    pair)."""
     mods = "".join([r"(?=.*\.2CTA)" if form.cta_group == 2 else r"(?!.*\.2CTA)",
                     r"(?=.*\.WS)" if form.ws else r"(?!.*\.WS)",
-                    # scale_vec::4X: sm_100a listings spell it .4X, sm_103a listings .BLOCK16 (nvdisasm 13.5)
-                    r"(?=.*\.(4X|BLOCK16)\b)" if form.kind == "mxf4nvf4" else r"(?!.*\.(4X|BLOCK16)\b)"])
+                    # scale_vec::4X and .block16: sm_100a listings spell it .4X, sm_103a listings .BLOCK16 (nvdisasm
+                    # 13.5); .block32 (K = 96) is UTCOMMA without a suffix, as scale_vec::2X is
+                    r"(?=.*\.(4X|BLOCK16)\b)" if form.sf_vec == 16 else r"(?!.*\.(4X|BLOCK16)\b)"])
     a_from = "Tensor Memory" if form.a_src == "TS" else "a shared-memory descriptor"
     n = form.mmas
     rules = [SassRule(r"UTC[A-Z]MMA(\.\S+)?", "one tensor-core MMA" if n == 1 else f"{n} tensor-core MMAs", count=n),
@@ -103,7 +105,7 @@ def sass_check(form: forms.Form, arch: str) -> SassCheck:
              SassRule(r"LDTM(\.\S+)?", "tcgen05.ld of D"),
              SassRule(r"STTM(\.\S+)?", "tcgen05.st of C (and of A for TS)"),
              SassRule(r"UTCCP(\.\S+)?", "tcgen05.cp of each scale-factor operand" if form.block_scaled
-                      else "no tcgen05.cp (no scale factors)", count=2 if form.block_scaled else 0),
+                      else "no tcgen05.cp (no scale factors)", count=2 * forms.scale_copies(form)),
              SassRule(r"UTCBAR(\.\S+)?", "tcgen05.commit's barrier arrive")]
     if form.cta_group == 2:
         rules.append(SassRule(r"UTCBAR\.2CTA\.MULTICAST(\.\S+)?", "the pair's commit, multicast to both CTAs"))

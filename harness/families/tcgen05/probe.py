@@ -196,6 +196,9 @@ def unsupported(c: TcCase) -> str | None:
     if f.ws:
         return (".ws: the zero-column mask and the .ws data paths (E: M=64, G: M=32, column parts folded onto "
                 "lanes) are not handled by the probe")
+    if f.variant in ("ashift", "shift_down"):
+        from harness.families.tcgen05.tmem_probe import SHIFT_NOT_PROBED
+        return SHIFT_NOT_PROBED
     for role, t in (("A", c.atype), ("B", c.btype)):
         if t not in DIGITS:
             return f"{role} is {t}: no digit base is known for it"

@@ -7,10 +7,11 @@ import numpy as np
 
 from harness.families.tcgen05.cases import (CONTROL_PREDICTION, EXACT, SMEM_CONTROLS as SMEM_CONTROLS_NAMES, TcCase,
                                             storage_dtype)
-from harness.families.tcgen05.datapaths import (SF_BLOCKS, SF_ROWS_PER_COPY, SF_TILE_BYTES, SPARSE_NIBBLES,
+from harness.families.tcgen05.datapaths import (SF_ROWS_PER_COPY, SF_TILE_BYTES, SPARSE_NIBBLES,
                                                 TF32_NIBBLES, a_lane, base32b_strides,
                                                 d_position, decompress, meta_chunks, meta_columns, meta_position,
-                                                scale_codes_to_values, sf_smem_offset, subbyte_bit_addresses,
+                                                scale_codes_to_values, sf_blocks, sf_smem_offset, shifted_down,
+                                                subbyte_bit_addresses,
                                                 tmem_a_container, write_bits_anywhere)
 from harness.families.tcgen05.forms import SCALE_INPUT_D, Form
 from harness.spec import desc_tcgen05, dtypes, idesc, layouts, zero_mask
@@ -49,6 +50,10 @@ class TcPrepared:
     # [m, n]: D elements the prediction says keep the Tensor Memory poison (a wrong-m / wrong-n control's smaller MMA
     # does not write them); None: every element is written
     keeps_poison: np.ndarray | None = None
+    # [m, n]: D elements the ISA leaves undefined (the row a shift brings in), excluded from the comparison and counted
+    # in the record as not checked, with `unchecked_why`; their `expected` is a placeholder (0), never compared
+    unchecked: np.ndarray | None = None
+    unchecked_why: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,11 +136,11 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
         if cg == 2 and M == 128:
             raise ValueError(f"{c.id}: B's factors of an M=128 pair take CUTLASS's 2x2 layout (sf_tmem_position "
                              "'2x2'), which one 32x128b.warpx4 copy cannot produce; not modelled in prepare")
-        blocks = SF_BLOCKS[f.kind]
+        blocks = sf_blocks(f)
         if operands is None:
             sfa = rng.integers(126, 129, size=(M, blocks))  # ue8m0 exponents: scales 0.5, 1, 2
             sfb = rng.integers(126, 129, size=(N, blocks))
-            if f.kind == "mxf4nvf4":  # ue4m3 codes of 0.5, 1, 2
+            if f.scale_type == "ue4m3":  # ue4m3 codes of 0.5, 1, 2
                 sfa = rng.choice([0x30, 0x38, 0x40], size=(M, blocks))
                 sfb = rng.choice([0x30, 0x38, 0x40], size=(N, blocks))
         elif operands.sfa is None or operands.sfa.shape != (M, blocks) or operands.sfb.shape != (N, blocks):
@@ -143,9 +148,11 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
         else:
             sfa, sfb = np.asarray(operands.sfa), np.asarray(operands.sfb)
         bk = K // blocks
-        a_s = a * np.repeat(scale_codes_to_values(f.kind, sfa), bk, axis=1)
-        b_s = b_eff * np.repeat(scale_codes_to_values(f.kind, sfb), bk, axis=1)
+        a_s = a * np.repeat(scale_codes_to_values(f.scale_type, sfa), bk, axis=1)
+        b_s = b_eff * np.repeat(scale_codes_to_values(f.scale_type, sfb), bk, axis=1)
         prod = a_s @ b_s.T
+    elif f.variant == "ashift":  # A's rows shifted down by one in Tensor Memory (ASHIFT_UNDEFINED); row 0 a placeholder
+        prod = np.vstack([np.zeros((1, K)), a[:-1]]) @ b_eff.T
     else:
         prod = a @ b_eff.T
     # a collector form issues f.mmas MMAs, the later ones accumulating; scale-input-d scales the input D by 2^-s
@@ -221,7 +228,9 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
              "sf_col_a": sf_a, "sf_col_b": sf_b, "sf_desc_a": 0, "sf_desc_b": 0,
              "sp_meta_col": meta_col, "sp_meta_cols": meta_cols}
         if f.block_scaled:
-            # CUTLASS's scale-factor atom (sf_smem_offset): 32 rows of 16 bytes per 128 rows/columns, which
+            # CUTLASS's scale-factor atom (sf_smem_offset): 32 rows of 16 bytes per 128 rows/columns and 4 blocks
+            # (a second atom 512 bytes on for K = 96 .block16's factors 4-5; with at most 128 rows an operand no
+            # 128-row step is taken, so one K atom or two lay out alike), which
             # tcgen05.cp 32x128b.warpx4 puts in every lane quarter (sf_tmem_position). Each CTA holds its own A
             # rows' factors and the factors of all N columns of B (CUTLASS's TiledMMA_SF: a 1-CTA MMA over N).
             for which, sf, start in (("a", sfa[r * rows_a:(r + 1) * rows_a], sf_start),
@@ -242,7 +251,38 @@ def prepare(c: TcCase, arch: str = "sm_100a", operands: ChosenOperands | None = 
             prep.expected = np.where(masked, cm, expected)
         else:
             prep.keeps_poison = masked
+    if f.variant in UNDEFINED_ROWS:
+        _undefined_rows(prep)
     return _apply_control(prep, a_lay, b_lay, cm, arch) if c.control else prep
+
+
+# The shift qualifiers' rows the ISA leaves undefined: excluded from the comparison, counted in the record as not
+# checked, with this reason (readback.diff); every other element is compared exactly.
+UNDEFINED_ROWS = {
+    "ashift": ("PTX ISA 9.7.16.10.9.1 (tcgen05.mma): '.ashift shifts the rows of the A matrix down by one row, except "
+               "for the last row in the Tensor Memory': D's row r (r >= 1) is A's row r - 1 times B (plus C); what A's "
+               "row 0 then holds is not stated, so D's row 0 is not checked"),
+    "shift_down": ("PTX ISA 9.7.16.9.3 (tcgen05.shift): 'shifting of 32-byte elements downwards across all the rows, "
+                   "except the last, by one row' (shape .31x256b, 9.7.16.2.3), after the MMA (a pipelined pair, "
+                   "9.7.16.6): lanes 1-31 of D's first 8 columns take the lane above; what lane 0 then holds is not "
+                   "stated, so its elements in those columns are not checked"),
+}
+
+
+def _undefined_rows(prep: TcPrepared) -> None:
+    """A shift form's prediction: the defined elements as the ISA says (ashift: already in the product; tcgen05.shift:
+    moved here, through D's data path), the undefined ones marked and their placeholder 0."""
+    c = prep.case
+    if c.form.variant == "ashift":
+        if c.form.cta_group != 1 or c.m != 128:
+            raise ValueError(f"{c.id}: .ashift is modelled for M = 128 with one CTA (D's rows on lanes 0-127)")
+        undefined = np.zeros((c.m, c.n), bool)
+        undefined[0] = True
+    else:  # tcgen05.shift.down [d_tmem]: D's address, lane 0, column 0
+        source, undefined = shifted_down(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
+        prep.expected = prep.expected.ravel()[source].reshape(c.m, c.n)
+    prep.expected = np.where(undefined, 0.0, prep.expected)
+    prep.unchecked, prep.unchecked_why = undefined, UNDEFINED_ROWS[c.form.variant]
 
 
 def _wrong_layout(name: str, lay: SmemLayout) -> SmemLayout:

@@ -65,7 +65,7 @@ class SfSetup:
 
     @property
     def blocks(self) -> int:
-        return datapaths.SF_BLOCKS[self.case.form.kind]
+        return datapaths.sf_blocks(self.case.form)
 
     @property
     def block_k(self) -> int:
@@ -100,7 +100,7 @@ def setup_and_jobs(c: TcCase, arch: str = "sm_100a") -> tuple[SfSetup, list[R.Tc
         raise ValueError(f"kind::{c.form.kind} has no scale factors")
     pc = tmem_probe.probe_case(c)
     ones_a, ones_b = tmem_probe.unit_scales(pc)
-    nb = datapaths.SF_BLOCKS[c.form.kind]
+    nb = datapaths.sf_blocks(c.form)
     preps = [R.prepare(pc, arch, R.ChosenOperands(_one_hot(pc.m, pc.k, pc.k // nb, b),
                                                   _one_hot(pc.n, pc.k, pc.k // nb, b), ones_a, ones_b))
              for b in range(nb)]

@@ -69,7 +69,7 @@ def unit_scales(c: TcCase) -> tuple[np.ndarray | None, np.ndarray | None]:
     if not c.form.block_scaled:
         return None, None
     one = datapaths.SF_ONE[c.idesc().scale_type]
-    blocks = datapaths.SF_BLOCKS[c.form.kind]
+    blocks = datapaths.sf_blocks(c.form)
     return np.full((c.m, blocks), one), np.full((c.n, blocks), one)
 
 
@@ -103,11 +103,18 @@ def read_cols_of(prep: R.TcPrepared) -> int:
     return min(MAX_TMEM_COLS, -(-(max(prep.read_cols, prep.case.n) + EXTRA_COLS) // 8) * 8)
 
 
+# the shift forms move A's rows (.ashift) or D's lanes (tcgen05.shift) by one, and leave a row the ISA does not define
+SHIFT_NOT_PROBED = (".ashift / tcgen05.shift move A's rows or D's lanes by one and leave a row the ISA does not "
+                    "define, while the probes read their numbers through the unshifted data paths: not probed")
+
+
 def jobs_of(c: TcCase, arch: str = "sm_100a") -> list[R.TcPrepared]:
     """The row and the col pass of one case, as TcPrepared jobs of its own kernel."""
     if c.form.sparse:  # the coded operands are dense A values; a sparse A is K/2 stored values placed by metadata
         raise ValueError(f"{c.id}: the D probe chooses dense A values; a sparse form's A (stored compressed, placed "
                          "by its metadata) is not probed")
+    if c.form.variant in ("ashift", "shift_down"):
+        raise ValueError(f"{c.id}: {SHIFT_NOT_PROBED}")
     pc = probe_case(c)
     m, n, k = pc.m, pc.n, pc.k
     base, cap = digit_plan(c.atype, c.btype, max(m, n), k)
