@@ -331,14 +331,19 @@ def kernels_first(sel: Selection, run_archs: dict[str, Arch] | None = None,
         if not hasattr(fam, "kernel_list"):
             return None
         arch = run_arch(fam, run_archs)
-        mine = fam.kernel_list(arch)
-        run += mine
-        planned = {k.name for k in mine}
-        for o in fam.archs:
+        run += fam.kernel_list(arch)
+        for o in fam.archs:  # every form of the other archs: those shared, and those only they have (make)
             if o != arch:
-                other += [k for k in fam.kernel_list(o) if k.name in planned]
+                other += fam.kernel_list(o)
     run, other = sharded(run, other, shard)
     return (run + other) or None
+
+
+def _kept(fam, case, filters: dict, sel: Selection) -> bool:
+    """Whether the selection keeps `case` (its facets, controls and --match), for a form planned compile-only."""
+    facets = fam.facets_of(case)
+    return (all(facets[k] in allowed for k, allowed in filters.items()) and (sel.controls or not facets["control"])
+            and (not sel.match or any(m in case.id for m in sel.match)))
 
 
 def sharded(run: list, compile_only: list, shard: tuple[int, int] | None) -> tuple[list, list]:
@@ -468,9 +473,16 @@ def selected(sel: Selection, run_archs: dict[str, Arch] | None, shard: tuple[int
         planned = {k.name for k, _ in plan.work[first:]}
         for other in fam.archs:  # the same forms for the family's other archs: NVRTC must take them too
             if other != arch:
-                others = (fam.kernel_list(other) if pairs is not None
-                          else [k for k, _ in family_kernels(fam, other, cache)])
-                plan.compile_only += [k for k in others if k.name in planned]
+                if pairs is not None:
+                    plan.compile_only += [k for k in fam.kernel_list(other) if k.name in planned]
+                    continue
+                # and the forms only the other arch has (sm_103a's K = 96), where the selection takes any of
+                # their cases: no run of this arch would build them otherwise
+                here = {k.name for k, _ in family_kernels(fam, arch, cache)}
+                for k, cases in family_kernels(fam, other, cache):
+                    if k.name in planned or (k.name not in here and cases and (everything or any(
+                            _kept(fam, c, filters, sel) for c in cases))):
+                        plan.compile_only.append(k)
     for k, allowed in filters.items():
         unknown = [v for v in allowed if v not in seen_values[k]]
         if unknown and narrowed_any:  # perhaps a value of cases not planned: ask every case, as make always did

@@ -432,3 +432,21 @@ def test_a_narrow_selection_plans_the_cases_of_its_kernels_only(private_cache, m
     asked.clear()
     assert ids(plan.make(b1, cache=True))[0] == [(k.name, [c.id for c in cs]) for k, cs in whole.work
                                                  if k.name in {n for n, _ in ids(p)[0]}] and not asked
+
+
+@pytest.mark.parametrize("flags", [{}, {"kinds": ("mxf4nvf4",)}], ids=["everything", "a kind"])
+def test_forms_only_another_arch_has_are_compiled_where_that_arch_is_not_run(flags):
+    """A run on sm_100a (or on no GPU) plans sm_103a's own forms (K = 96) compile-only, as it does the forms both
+    arches share: else no sweep without a B300 would ever build them."""
+    fam = families.get("tcgen05")
+    p = plan.make(plan.Selection(families=("tcgen05",), **flags), {"tcgen05": "sm_100a"})
+    here = {k.name for k in fam.kernel_list("sm_100a")}
+    only_103 = {k.name for k in fam.kernel_list("sm_103a")} - here
+    assert only_103, "sm_103a has forms of its own (K = 96)"
+    compiled = {k.name for k in p.compile_only if str(k.arch) == "sm_103a"}
+    kinds = flags.get("kinds")
+    wanted = {n for n in only_103 if kinds is None or any(n.startswith(f"tcgen05_{kind}_") for kind in kinds)}
+    assert wanted and wanted <= compiled and not (only_103 - wanted) & compiled
+    assert all(str(k.arch) == "sm_100a" for k, _ in p.work)
+    p = plan.make(plan.Selection(families=("tcgen05",), kinds=("f16",)), {"tcgen05": "sm_100a"})
+    assert not {k.name for k in p.compile_only} & only_103  # a selection none of whose cases they have: left out
