@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-
-class BenchUsageError(ValueError):
-    pass
+from harness.cli.common import UsageError
 
 
 def _selection(a) -> list:
@@ -24,7 +22,7 @@ def _selection(a) -> list:
     sel = F.select(F.all_default(), match=a.match, kinds=a.kind, n_values=a.n, a_srcs=a.a_src,
                    swizzles=a.swizzle, families=families, cta_groups=a.cta_group)
     if not sel:
-        raise BenchUsageError("bench: no timed form matches these filters (--list shows them all)")
+        raise UsageError("bench: no timed form matches these filters (--list shows them all)")
     return sel
 
 
@@ -33,9 +31,9 @@ def cmd_bench(a) -> int:
         return cmd_compare(a)
     from harness.timing import bench
     if a.timeout <= 0:
-        raise BenchUsageError("bench: --timeout must be positive seconds")
+        raise UsageError("bench: --timeout must be positive seconds")
     if a.gpu < 0:
-        raise BenchUsageError("bench: --gpu is a device index (0, 1, ...)")
+        raise UsageError("bench: --gpu is a device index (0, 1, ...)")
     sel = _selection(a)
     if a.list:
         for f in sel:
