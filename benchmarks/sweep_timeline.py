@@ -88,6 +88,7 @@ def main():
     note("python up")
     sampler = start_cpu_sampler(a.cpu_every, a.timeline + ".cpu") if a.cpu_every > 0 else None
     from harness import cli, plan, sweep
+    from harness.cli import sweep as sweep_command
     from harness.run import compile as nvrtc, engine, gpu, processes, sass, worker
     note("imports done")
     real_ahead = sweep.worker_ahead
@@ -103,8 +104,8 @@ def main():
     timed(nvrtc, "compile_many")
     timed(sass, "verify_many")
     # the start-up, before the compile begins
-    timed(cli, "_check_gpus", "cli gpus check")
-    timed(cli, "_toolchain", "cli toolchain")
+    timed(sweep_command, "_check_gpus", "cli gpus check")  # the sweep command's checks (harness/cli/sweep.py)
+    timed(sweep_command, "_toolchain", "cli toolchain")
     timed(sweep, "helpers_ahead", "helpers ahead")
     timed(processes.Helpers, "_start_all", "helpers spawn")  # in its own thread
     timed(sweep, "devices", "devices")

@@ -9,6 +9,6 @@ Subpackages, in the direction data flows:
   run/         NVRTC and the SASS check, the engine (host pools, one GPU worker per GPU), launches, core counts
   records/     results files, compare, merge, JUnit, the results README's tables
   diagnosis/, experiments/, timing/   what a failure read instead; probes; instruction timing
-  cli          python -m harness ...
+  cli/         python -m harness ...: one module per command group; the top layer, which nothing here imports
 """
 __version__ = "0.1.0"

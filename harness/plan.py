@@ -62,6 +62,16 @@ class Selection:
                  "cta_group": self.cta_groups, "data": self.data_modes}
         return {k: tuple(v) for k, v in given.items() if v}
 
+    @classmethod
+    def from_flags(cls, a) -> "Selection":
+        """The selection the flags of add_flags name, from the namespace argparse parsed them into (flags()'s
+        inverse)."""
+        return cls(families=tuple(a.family) if a.family else None, kinds=tuple(a.kind) if a.kind else None,
+                   n_values=tuple(a.n) if a.n else None, dtypes=tuple(a.dtype) if a.dtype else None,
+                   a_srcs=tuple(a.a_src) if a.a_src else None, cta_groups=tuple(a.cta_group) if a.cta_group else None,
+                   data_modes=tuple(a.data) if a.data else None, controls=not a.no_controls,
+                   match=tuple(a.match) if a.match else None)
+
     def flags(self) -> str:
         """The selection as the sweep's command-line flags ('' for everything), e.g. '--family wgmma --kind f16'."""
         given = [("family", self.families), ("kind", self.kinds), ("n", self.n_values), ("dtype", self.dtypes),
@@ -87,6 +97,29 @@ class Selection:
             if g not in (1, 2):
                 raise SweepError(f"CTA group must be 1 or 2, not {g!r}")
         return self
+
+
+def _kinds() -> list[str]:
+    from harness.families.wgmma import forms
+    from harness.spec import idesc
+    return list(dict.fromkeys(forms.KINDS + idesc.KINDS))
+
+
+def add_flags(p, family_names: tuple[str, ...]) -> None:
+    """The flags that name a Selection, added to an argparse parser (Selection.from_flags reads them back). Here, with
+    Selection, rather than in the command line: `sweep` and `compile` take them, and so does the pytest plugin's
+    --tc-sweep (harness/pytest_plugin.py), which sits beside the command line and may not import it."""
+    p.add_argument("--family", action="append", choices=list(family_names),
+                   help="instruction family (repeatable)")
+    p.add_argument("--kind", action="append", choices=_kinds(), help="wgmma or tcgen05 kind (repeatable)")
+    p.add_argument("--n", action="append", type=int, help="only these N (repeatable)")
+    p.add_argument("--a-src", action="append", choices=OperandSource.values(), help="A operand source (repeatable)")
+    p.add_argument("--cta-group", action="append", type=int, choices=[1, 2], help="tcgen05 CTA group")
+    p.add_argument("--dtype", action="append", choices=["f16", "f32", "s32"], help="accumulator type")
+    p.add_argument("--data", action="append", choices=["exact", "normal"])
+    p.add_argument("--match", action="append", help="only cases whose id contains this text (repeatable: any of "
+                                                    "them; other filters narrow it further)")
+    p.add_argument("--no-controls", action="store_true", help="skip the negative controls")
 
 
 @dataclass

@@ -37,30 +37,30 @@ def pytest_addoption(parser):
 
 
 def _selection(text: str):
-    """(Selection, level) from --tc-sweep's text, parsed by the sweep command's own parser; pytest.UsageError, one
-    line, for anything it refuses."""
-    from harness import cli
-    from harness.plan import Selection, SweepError
+    """(Selection, level) from --tc-sweep's text, parsed as the sweep command parses its selection flags (the same
+    flags: harness.plan.add_flags); pytest.UsageError, one line, for anything it refuses."""
+    import argparse
+
+    from harness import families, levels
+    from harness.plan import Selection, SweepError, add_flags
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, no usage dump
+            raise pytest.UsageError(f"--tc-sweep: {message}")
+
     words = [] if text.strip() == "all" else shlex.split(text)
     allowed = {"--family", "--kind", "--n", "--a-src", "--cta-group", "--dtype", "--data", "--match",
                "--no-controls", "--level"}
     for w in words:
         if w.startswith("--") and w.split("=")[0] not in allowed:
             raise pytest.UsageError(f"--tc-sweep: {w} is not a selection flag (one of {', '.join(sorted(allowed))})")
-    parser = cli.build_parser()
-    try:
-        a, extra = parser.parse_known_args(["sweep", *words])
-    except SystemExit:
-        raise pytest.UsageError(f"--tc-sweep {text!r}: not the sweep's selection flags") from None
-    except Exception as e:  # the harness's parser raises its UsageError for a bad value
-        raise pytest.UsageError(f"--tc-sweep: {e}") from None
+    parser = Parser(prog="--tc-sweep", add_help=False)
+    add_flags(parser, tuple(families.registry()))
+    parser.add_argument("--level", type=int, choices=levels.LEVELS)
+    a, extra = parser.parse_known_args(words)
     if extra:
         raise pytest.UsageError(f"--tc-sweep: unrecognized: {' '.join(extra)}")
-    sel = Selection(families=tuple(a.family) if a.family else None, kinds=tuple(a.kind) if a.kind else None,
-                    n_values=tuple(a.n) if a.n else None, dtypes=tuple(a.dtype) if a.dtype else None,
-                    a_srcs=tuple(a.a_src) if a.a_src else None,
-                    cta_groups=tuple(a.cta_group) if a.cta_group else None,
-                    data_modes=tuple(a.data) if a.data else None, controls=not a.no_controls, match=a.match)
+    sel = Selection.from_flags(a)
     try:
         sel.validate()
     except SweepError as e:

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from harness import cli
+from harness import cli, families
 from harness.spec import layouts
 from tests.cli_in_process import run
 
@@ -176,14 +176,23 @@ def test_output_the_command_line_could_not_write_is_not_an_exit_0(tmp_path):
     assert out.returncode == 120 and "stdout" in out.stderr and len(out.stderr.splitlines()) == 1
 
 
+def test_every_command_of_every_group_is_listed_once():
+    """The command groups (harness/cli/*.py) each add their own commands; cli.COMMANDS orders them for --help. A
+    command a group adds that the list leaves out would be no command at all, and two groups adding one name would
+    leave one of them unreachable."""
+    names = [name for group in cli.GROUPS for name in group.PARSERS]
+    assert len(names) == len(set(names)) and sorted(names) == sorted(cli.COMMANDS)
+    assert list(cli.build_parser()._subparsers._group_actions[0].choices) == list(cli.COMMANDS)
+
+
 def test_the_parser_is_built_once_for_each_set_of_families(monkeypatch, capsys):
     """main() reuses the parser (argparse took ~10 ms a build, ~1,000 builds a test session), but a family added by
     TC_HARNESS_FAMILIES since is still a --family choice."""
-    monkeypatch.delenv(cli.families.EXTRA, raising=False)
+    monkeypatch.delenv(families.EXTRA, raising=False)
     assert cli.build_parser() is cli.build_parser()
     assert cli.main(["compile", "--family", "toy", "--out", "x", "--no-such-flag"]) == 2
     assert "invalid choice: 'toy'" in capsys.readouterr().err
-    monkeypatch.setenv(cli.families.EXTRA, "toy=tests.simulated.toy_family")
+    monkeypatch.setenv(families.EXTRA, "toy=tests.simulated.toy_family")
     assert cli.main(["compile", "--family", "toy", "--out", "x", "--no-such-flag"]) == 2
     assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
     assert "toy" in cli.build_parser()._subparsers._group_actions[0].choices["sweep"]._option_string_actions[

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from harness import __version__, api, cli, sweep
+from harness.cli.common import DEFAULT_RESULTS_DIR
 from harness.enums import ExitCode
 from harness.records import results
 from test_compare import FAIL, case, write
@@ -321,7 +322,7 @@ def test_main_never_raises_systemexit_for_help(capsys):
 
 
 def test_default_results_path_is_under_the_current_folder():
-    assert str(cli.DEFAULT_RESULTS_DIR) == os.path.join("results", "scratch")
+    assert str(DEFAULT_RESULTS_DIR) == os.path.join("results", "scratch")
 
 
 def test_a_record_cut_short_by_a_kill_is_left_out_and_resume_cuts_it_off(tmp_path):

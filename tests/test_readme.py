@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness import cli
+from harness.cli.common import DEFAULT_RESULTS_DIR
 from harness.enums import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,7 +156,7 @@ def test_every_line_runs_with_its_documented_exit_status(line, tmp_path, monkeyp
 
 def test_the_default_results_folder_is_documented():
     text = README.read_text()
-    assert f"`{cli.DEFAULT_RESULTS_DIR}/` under the current folder" in text
+    assert f"`{DEFAULT_RESULTS_DIR}/` under the current folder" in text
 
 
 def test_ci_runs_exactly_the_readmes_test_command():

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from harness import cli
+from harness.cli.common import DEFAULT_RESULTS_DIR
 from harness.records import report, results
 
 ROOT = Path(__file__).resolve().parent.parent / "results"
@@ -41,7 +42,7 @@ def test_a_changed_results_file_is_drift(tmp_path):
 def test_the_sweeps_a_user_ran_into_the_scratch_folder_are_not_tabled(tmp_path):
     """`python -m harness sweep` (the README's first command) writes results/scratch/sweep-<time>.jsonl; the tables
     are of the committed results files, so a checkout where it ran still matches results/README.md."""
-    assert cli.DEFAULT_RESULTS_DIR.name == report.SCRATCH and cli.DEFAULT_RESULTS_DIR.parent.name == ROOT.name
+    assert DEFAULT_RESULTS_DIR.name == report.SCRATCH and DEFAULT_RESULTS_DIR.parent.name == ROOT.name
     committed, scratch = tmp_path / "2026-01-01-h100", tmp_path / report.SCRATCH
     for d in (committed, scratch):
         d.mkdir()

@@ -328,8 +328,9 @@ def test_the_command_line_passes_every_match(monkeypatch):
     seen = {}
     monkeypatch.setattr("harness.sweep.run", lambda sel, cfg: seen.setdefault("sel", sel) and pytest.fail("ran"))
     import argparse
+    from harness.cli import sweep as sweep_command
     a = cli.build_parser().parse_args(["sweep", "--match", "m64n8k", "--match", "RS", "--kind", "f16"])
-    sel = cli._selection("sweep", a)
+    sel = sweep_command._selection("sweep", a)
     assert sel.match == ("m64n8k", "RS") and sel.kinds == ("f16",)
     assert isinstance(a, argparse.Namespace)
 

@@ -242,6 +242,16 @@ def test_compare_missing_file_and_bad_k_exit_2(tmp_path, capsys):
     assert main(["bench", "--timeout", "0", "--list"]) == 2
 
 
+def test_a_refused_bench_names_its_command_once(capsys):
+    """`bench: what is wrong`, as every command says it (the command was once prefixed twice)."""
+    assert main(["bench", "--n", "7"]) == 2
+    assert capsys.readouterr().err == "bench: no timed form matches these filters (--list shows them all)\n"
+    assert main(["bench", "--timeout", "0", "--list"]) == 2
+    assert main(["bench", "--gpu", "-1", "--list"]) == 2
+    assert capsys.readouterr().err.splitlines() == ["bench: --timeout must be positive seconds",
+                                                    "bench: --gpu is a device index (0, 1, ...)"]
+
+
 # ---------------------------------------------------------------------------------------------------- a whole run
 
 @pytest.fixture

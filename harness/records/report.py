@@ -23,8 +23,8 @@ END = "<!-- END generated -->"
 STATUSES = ("pass", "fail", "fault", "timeout", "compile-error", "error", "not-run")
 
 
-# the folder `python -m harness sweep` writes to by default (cli.DEFAULT_RESULTS_DIR; .gitignore leaves it out): no
-# committed results file is there, and a user's own sweeps there are no part of the tables
+# the folder `python -m harness sweep` writes to by default (DEFAULT_RESULTS_DIR in harness/cli/common.py; .gitignore
+# leaves it out): no committed results file is there, and a user's own sweeps there are no part of the tables
 SCRATCH = "scratch"
 
 

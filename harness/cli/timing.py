@@ -1,4 +1,4 @@
-"""The `bench` command (harness/cli.py adds it with `add_parser`):
+"""bench: instruction latency and throughput per form, as a regression baseline (harness/timing/ does the work).
 
   python -m harness bench [--out FILE] [--match TEXT] [--kind K] [--n N] [--a-src SS|RS|TS] [--swizzle S]
                           [--family wgmma|tcgen05] [--gpu I] [--timeout S] [--list]
@@ -10,14 +10,10 @@ on bad input (one line on stderr).
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
-
-class BenchUsageError(ValueError):
-    pass
+from harness.cli.common import UsageError
 
 
 def _selection(a) -> list:
@@ -26,7 +22,7 @@ def _selection(a) -> list:
     sel = F.select(F.all_default(), match=a.match, kinds=a.kind, n_values=a.n, a_srcs=a.a_src,
                    swizzles=a.swizzle, families=families, cta_groups=a.cta_group)
     if not sel:
-        raise BenchUsageError("bench: no timed form matches these filters (--list shows them all)")
+        raise UsageError("bench: no timed form matches these filters (--list shows them all)")
     return sel
 
 
@@ -35,9 +31,9 @@ def cmd_bench(a) -> int:
         return cmd_compare(a)
     from harness.timing import bench
     if a.timeout <= 0:
-        raise BenchUsageError("bench: --timeout must be positive seconds")
+        raise UsageError("bench: --timeout must be positive seconds")
     if a.gpu < 0:
-        raise BenchUsageError("bench: --gpu is a device index (0, 1, ...)")
+        raise UsageError("bench: --gpu is a device index (0, 1, ...)")
     sel = _selection(a)
     if a.list:
         for f in sel:
@@ -60,7 +56,7 @@ def cmd_compare(a) -> int:
     return 1 if rep["slowdowns"] else 0
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def _bench_parser(sub, family_names) -> None:
     b = sub.add_parser("bench", help="instruction latency and throughput per form, as a regression baseline")
     b.add_argument("--out", help="JSON Lines file; default results/scratch/bench-<time>.jsonl")
     b.add_argument("--match", help="only forms whose id contains this text")
@@ -83,13 +79,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     c.add_argument("--k", type=float, default=3.0, help="noise multiple a change must exceed (default 3)")
     c.add_argument("--json", action="store_true")
     c.set_defaults(fn=cmd_bench)
-    return b
 
 
-def main(argv=None) -> int:  # python -m harness.timing.cli (the same as python -m harness bench)
-    from harness.cli import main as harness_main
-    return harness_main(["bench", *(argv if argv is not None else sys.argv[1:])])
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+# the commands this group adds, by name (harness/cli/__init__.py puts them in --help's order)
+PARSERS = {"bench": _bench_parser}

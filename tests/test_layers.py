@@ -1,0 +1,155 @@
+"""The package's layers, read from its source with ast (nothing is imported, so an import inside a function counts as
+much as one at the top of a module: it runs as surely, only later).
+
+The command line (harness/cli/) is the top layer: nothing in the package imports it but harness/__main__.py (and the
+console script, pyproject.toml's `harness.cli:entry`, which is no module). A module below that imports it, even to
+reach one helper, makes a circle (the CLI imports everything), which is how `bench` once sat in harness/timing/cli.py
+with the top-level parser adding it and it calling back into harness.cli.main. The pytest plugin sits beside the
+command line: it takes the sweep's selection flags from harness/plan.py, not from the CLI's parser.
+
+The checks run on any tree (`graph(root)`), so the last test plants the imports they exist to catch in a tree of its
+own and sees each reported.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "harness"
+CLI = "harness.cli"
+MAY_IMPORT_THE_CLI = {"harness.__main__"}  # `python -m harness`: the command line's own process
+
+
+def module_of(path: Path, root: Path) -> str:
+    """harness/cli/sweep.py -> harness.cli.sweep; harness/cli/__init__.py -> harness.cli (root: the package folder)."""
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """The package's modules that a module imports anywhere in its source. `from a.b import c` is a.b.c where c is a
+    module of the package, a.b otherwise (a name defined in a.b); relative imports are resolved against the module's
+    package."""
+    top = module.split(".")[0]
+    here = module if is_package else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = here.split(".")
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            for a in node.names:
+                found.add(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base)
+    return {m for m in found if m == top or m.startswith(top + ".")}
+
+
+def graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """module -> the package's modules it imports, for every module under root."""
+    paths = {module_of(p, root): p for p in sorted(root.rglob("*.py")) if "__pycache__" not in p.parts}
+    known = set(paths)
+    return {m: imported(ast.parse(p.read_text(), str(p)), m, p.name == "__init__.py", known) - {m}
+            for m, p in paths.items()}
+
+
+def inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def importers_of_the_cli(g: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Modules outside harness/cli/ (harness/__main__.py aside) that import it, with what they import of it."""
+    return {m: sorted(d for d in deps if inside(d, CLI)) for m, deps in g.items()
+            if not inside(m, CLI) and m not in MAY_IMPORT_THE_CLI and any(inside(d, CLI) for d in deps)}
+
+
+def unit_of(module: str) -> str:
+    """The layer a module belongs to: a top-level module of the package, or a subpackage (harness.timing.bench ->
+    harness.timing)."""
+    return ".".join(module.split(".")[:2])
+
+
+def reachable(g: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for d in g.get(todo.pop(), ()):
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def units(g: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph with modules folded into their layers."""
+    out: dict[str, set[str]] = {}
+    for m, deps in g.items():
+        out.setdefault(unit_of(m), set()).update(unit_of(d) for d in deps if unit_of(d) != unit_of(m))
+    return out
+
+
+def circles_through(g: dict[str, set[str]], node: str) -> list[str]:
+    """The nodes that node reaches and that reach node back (each one makes a circle with it)."""
+    return sorted(d for d in reachable(g, node) if d != node and node in reachable(g, d))
+
+
+def circle_inside(g: dict[str, set[str]], package: str) -> list[str]:
+    """The modules of a package that reach themselves through the package's own modules."""
+    sub = {m: {d for d in deps if inside(d, package)} for m, deps in g.items() if inside(m, package)}
+    return sorted(m for m in sub if m in reachable(sub, m))
+
+
+def test_nothing_below_the_command_line_imports_it():
+    assert importers_of_the_cli(graph()) == {}
+
+
+def test_the_command_line_is_in_no_circle_and_timing_does_not_reach_it():
+    u = units(graph())
+    assert "harness.timing" in reachable(u, CLI)  # bench: the CLI imports timing, as it should
+    assert CLI not in reachable(u, "harness.timing")
+    assert circles_through(u, CLI) == []
+
+
+def test_the_command_line_modules_import_each_other_without_a_circle():
+    """The group modules take their shared helpers from harness/cli/common.py; harness/cli/__init__.py (which imports
+    every group to build the parser) is imported by none of them."""
+    g = graph()
+    assert {"harness.cli.common", "harness.cli.sweep", "harness.cli.timing"} <= set(g)
+    assert circle_inside(g, CLI) == []
+
+
+def test_the_pytest_plugin_takes_the_selection_flags_from_the_plan():
+    assert "harness.plan" in graph()["harness.pytest_plugin"]
+
+
+def test_the_checks_catch_a_planted_import(tmp_path):
+    """A tree with the imports these checks exist to catch: a lower module importing the CLI inside a function (as
+    harness/timing/cli.py did), a relative one, a group module importing the CLI's __init__, and __main__'s, allowed."""
+    files = {
+        "__init__.py": "",
+        "__main__.py": "from harness.cli import entry\n",
+        "plan.py": "",
+        "cli/__init__.py": "from harness.cli import common, sweep\nfrom harness.timing import bench\n",
+        "cli/common.py": "import json\n",
+        "cli/sweep.py": "from harness.cli import common\nfrom harness import plan\n",
+        "timing/__init__.py": "",
+        "timing/bench.py": "def main():\n    from harness.cli import main as harness_main\n    return harness_main()\n",
+        "records/report.py": "from ..cli import common\n",
+    }
+    root = tmp_path / "harness"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    g = graph(root)
+    assert importers_of_the_cli(g) == {"harness.timing.bench": ["harness.cli"],
+                                       "harness.records.report": ["harness.cli.common"]}
+    assert circles_through(units(g), CLI) == ["harness.timing"]
+    assert circle_inside(g, CLI) == []
+    (root / "cli/common.py").write_text("from harness.cli import COMMANDS\n")  # a group reaching up into __init__
+    assert circle_inside(graph(root), CLI) == ["harness.cli", "harness.cli.common", "harness.cli.sweep"]
+    (root / "timing/bench.py").write_text("")
+    (root / "records/report.py").write_text("")
+    (root / "cli/common.py").write_text("")
+    g = graph(root)
+    assert importers_of_the_cli(g) == {} and circles_through(units(g), CLI) == [] and circle_inside(g, CLI) == []
