@@ -132,9 +132,9 @@ def main():
         note("submit")
         return submit(self, *a, **k)
 
-    def collect_(self):
+    def collect_(self, *a, **k):
         try:
-            return collect(self)
+            return collect(self, *a, **k)
         finally:
             note("collected")
     worker.GpuWorker.submit, worker.GpuWorker.collect = submit_, collect_

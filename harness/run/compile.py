@@ -144,19 +144,37 @@ def temporary_cache() -> Path:
     return Path(_temporary[0])
 
 
+CUDA_CACHE_ENV = "CUDA_CACHE_PATH"  # the CUDA driver's compute cache; without it, $HOME/.nv/ComputeCache
+_cuda_cache: list[str] = []  # the CUDA_CACHE_PATH this process set (keep_cuda_cache_off_home)
+
+
 def settle_cache() -> str | None:
     """The command line's check of the cache, before anything starts: CacheError for a CACHE_ENV that cannot be used;
     a one-line note where HOME gives no cache and a temporary one is used instead; else None."""
     if os.environ.get(CACHE_ENV) is None and usable_home() is None:
         d = temporary_cache()
+        keep_cuda_cache_off_home(d)
         return (f"harness: no cache folder ({home_problem()}): using the temporary {d}, removed at exit; set "
                 f"{CACHE_ENV} to a writable folder to keep compiled kernels")
-    cache_dir()
+    keep_cuda_cache_off_home(cache_dir())
     return None
 
 
+def keep_cuda_cache_off_home(cache: Path) -> None:
+    """Where HOME is unusable, the CUDA driver of every GPU process started from here keeps its compute cache in the
+    harness's cache, not in a folder it would make at $HOME/.nv (a HOME that does not exist, or a relative one under
+    the current folder). Before any GPU process starts; a CUDA_CACHE_PATH already set is left as it is."""
+    if usable_home() is None and CUDA_CACHE_ENV not in os.environ:
+        _cuda_cache.append(str(cache / "cuda-compute-cache"))
+        os.environ[CUDA_CACHE_ENV] = _cuda_cache[-1]
+
+
 def remove_temporary_cache() -> None:
-    """Remove the temporary cache this process made, if it made one (the command line's end)."""
+    """Remove the temporary cache this process made, if it made one (the command line's end), and the
+    CUDA_CACHE_PATH it set."""
+    while _cuda_cache:
+        if os.environ.get(CUDA_CACHE_ENV) == _cuda_cache.pop():
+            del os.environ[CUDA_CACHE_ENV]
     while _temporary:
         d = _temporary.pop()
         if os.environ.get(CACHE_ENV) == d:
