@@ -709,7 +709,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             timing.update(engine.run(cubins, cfg.timeout, emit, log))
         if suspects and cfg.diagnose > 0:
             summary["diagnosed"] = _diagnose(p, compiled, suspects[:cfg.diagnose], devs, cfg, writer, log,
-                                             storm=engine.storm if engine is not None else None)
+                                             storm=engine.storm if engine is not None else None, engine=engine)
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (processes.Interrupted): the file says so, then out
         interrupted = e
         raise
@@ -767,10 +767,11 @@ def exit_code(summary: dict) -> ExitCode:
     return ExitCode.OK
 
 
-def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log, storm=None) -> int:
-    """Probe the suspects, one GPU worker per GPU for all of them. Of a family and arch in a fault storm (`storm`,
-    the engine's FaultStorm) only the first suspect is probed: its launches faulted, so its probes most likely fault
-    too, and each fault costs the worker its CUDA context."""
+def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log, storm=None, engine=None) -> int:
+    """Probe the suspects, one GPU worker per GPU for all of them: the engine's, its launches done (a fresh one costs
+    about a second to start). Of a family and arch in a fault storm (`storm`, the engine's FaultStorm) only the
+    first suspect is probed: its launches faulted, so its probes most likely fault too, and each fault costs the
+    worker its CUDA context."""
     by_id = {c.id: c for _, cs in p.work for c in cs}
     png_dir = Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-diagnosis" if cfg.out_path else None
     by_kernel: dict[Kernel, list] = {}
@@ -791,7 +792,8 @@ def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log, 
     try:
         for k, cases in by_kernel.items():
             device = next(d for d, a in devs if a == str(k.arch))
-            worker = workers.get(device) or workers.setdefault(device, GpuWorker(device, cfg.backend))
+            worker = (engine.worker_of(device) if engine is not None else None) or workers.get(device) \
+                or workers.setdefault(device, GpuWorker(device, cfg.backend))
             recs = families.get(k.family).diagnose(k, cases, str(compiled[k].cubin_path), worker, cfg.timeout,
                                                   png_dir)
             for r in recs:

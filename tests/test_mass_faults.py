@@ -37,10 +37,10 @@ def lines_read(batch):
 def test_every_launch_faulting_below_a_storm_is_bisected_within_bounds(tmp_path, monkeypatch):
     log = tmp_path / "launches.txt"
     monkeypatch.setenv("TC_SIM_LAUNCH_LOG", str(log))
-    work = WORK[:6]
+    work = WORK[:engine_module.STORM_MIN_FAILED - 1]
     jobs = [Job(k, tuple(cs)) for k, cs in work]
     ncases = sum(len(cs) for _, cs in work)
-    assert len(jobs) == 6 < engine_module.STORM_MIN_FAILED and ncases >= 100
+    assert len(jobs) < engine_module.STORM_MIN_FAILED and ncases >= 100
     total = 10
     emitted, logs = [], []
     t = time.time()

@@ -59,15 +59,19 @@ from harness.run import cores, processes
 from harness.run.launch import LaunchInput, load_outputs
 from harness.run.launch_cache import (EXPECTATIONS_SUFFIX, LAUNCH_SUFFIX, OUTPUTS_SUFFIX, KeptFolder, KeptLaunches,
                                       process_key)
+from harness.run import worker as worker_module
 from harness.run.worker import GpuWorker, LaunchFailed, wait_any
 
 MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded
 WIDESPREAD_SINGLES = 4  # per kernel: this many cases faulting alone, and no sub-launch coming back: stop
 MAX_ISOLATION_FAILURES_TOTAL = 96  # per sweep: failed isolation launches in all, over every kernel and GPU
 # a family's launches on one arch are a fault storm (FaultStorm) once this many have failed (faulted or hung) ...
-STORM_MIN_FAILED = 8
+STORM_MIN_FAILED = 4
 # ... and those failed are at least this share of its launches answered so far
 STORM_RATE = 0.5
+# After a launch fails, spare GPU workers kept started (worker.prestart): enough for the failures that make a storm,
+# each otherwise a worker's start (about a second) after the one before
+SPARES_AFTER_A_FAILURE = STORM_MIN_FAILED - 1
 DEFAULT_BACKEND = "harness.run.launch"
 # GPU workers of a sweep on one GPU. A worker takes one launch at a time, and most of its time is not the GPU's: it
 # reads the launch's file into page-locked memory and writes the outputs' file (0.7-0.8 s each of the 1.7-2.0 s a
@@ -462,6 +466,10 @@ class Engine:
                                                  name="engine-pool-shutdown", daemon=True)
             self._pool_ending.start()
 
+    def worker_of(self, device: int) -> GpuWorker | None:
+        """One of the engine's GPU workers of `device` (its launches done: the diagnosis's probes run on it)."""
+        return next((w for w in self.gpu_workers if w.device == device), None)
+
     def close(self) -> None:
         for w in self.gpu_workers:  # their CUDA contexts come down while the pool's processes end
             w.finish()
@@ -470,6 +478,7 @@ class Engine:
         self.pool.shutdown(cancel_futures=True)
         for w in self.gpu_workers:
             w.close()
+        worker_module.close_spares()
         self._spool.cleanup()
         if self._kept_folder is not None:
             self._kept_folder.close()
@@ -543,6 +552,8 @@ class Engine:
             for i in gone:
                 not_launched(held[i][0], held[i][1])
             w.resume()
+            if not self.storm.raging(job.kernel):  # faults may come in a run: fresh workers started side by side
+                worker_module.prestart(w.device, self.backend, SPARES_AFTER_A_FAILURE)
 
         def isolate(entry, device: int, error) -> None:
             job, spooled, tk = entry

@@ -253,17 +253,11 @@ class GpuWorker:
             self._start(fork)
 
     def _start(self, fork: bool = False):
-        parent, child = multiprocessing.Pipe()
-        serve = (child, self.device, self.backend)
-        with cores.one_blas_thread_per_process(), processes.deaf_to_interrupts(), processes.whole():
-            if fork:
-                self._proc = multiprocessing.get_context("fork").Process(target=_serve, args=serve, daemon=True)
-            else:
-                self._proc = processes.context().Process(target=processes.in_callers_environment,
-                                                         args=(dict(os.environ), _serve, *serve), daemon=True)
-            self._proc.start()
-        child.close()
-        self._conn = parent
+        spare = _take_spare(self.device, self.backend)
+        if spare is not None:  # started ahead (prestart): its CUDA context is made, or on the way
+            self._proc, self._conn = spare
+            return
+        self._proc, self._conn = _spawn(self.device, self.backend, fork)
 
     @property
     def busy(self) -> bool:
@@ -450,6 +444,57 @@ class GpuWorker:
         if self._proc is not None and self._proc.is_alive():
             self._proc.join(timeout=10)
         self.kill()
+
+
+def _spawn(device: int, backend: str, fork: bool = False):
+    """A worker process serving `device`, and the parent's end of its pipe."""
+    parent, child = multiprocessing.Pipe()
+    serve = (child, device, backend)
+    with cores.one_blas_thread_per_process(), processes.deaf_to_interrupts(), processes.whole():
+        if fork:
+            proc = multiprocessing.get_context("fork").Process(target=_serve, args=serve, daemon=True)
+        else:
+            proc = processes.context().Process(target=processes.in_callers_environment,
+                                               args=(dict(os.environ), _serve, *serve), daemon=True)
+        proc.start()
+    child.close()
+    return proc, parent
+
+
+# Spare worker processes, started ahead where launches have begun to fault (prestart): each fault costs its worker
+# the process and CUDA context, and a fresh one takes about a second to start (a process, CuPy, a context); spares
+# started side by side are ready when the next faults come, so a run of faults (a fault storm's first launches)
+# costs those seconds side by side, not one after another.
+_spares: dict[tuple[int, str], list] = {}
+
+
+def prestart(device: int, backend: str, count: int) -> None:
+    """Have `count` spare workers of `device` started (beside those started already)."""
+    have = _spares.setdefault((device, backend), [])
+    while len(have) < count:
+        have.append(_spawn(device, backend))
+
+
+def _take_spare(device: int, backend: str):
+    have = _spares.get((device, backend))
+    while have:
+        proc, conn = have.pop(0)
+        if proc.is_alive():
+            return proc, conn
+        conn.close()
+    return None
+
+
+def close_spares() -> None:
+    """Stop every spare worker not taken (the engine's end)."""
+    for have in _spares.values():
+        while have:
+            proc, conn = have.pop()
+            if proc.is_alive():
+                proc.kill()
+            proc.join(timeout=30)
+            conn.close()
+    _spares.clear()
 
 
 def wait_any(workers: list[GpuWorker]) -> GpuWorker:
