@@ -144,8 +144,11 @@ def temporary_cache() -> Path:
     return Path(_temporary[0])
 
 
-CUDA_CACHE_ENV = "CUDA_CACHE_PATH"  # the CUDA driver's compute cache; without it, $HOME/.nv/ComputeCache
-_cuda_cache: list[str] = []  # the CUDA_CACHE_PATH this process set (keep_cuda_cache_off_home)
+# the caches the GPU processes' libraries keep under HOME unless told otherwise: CuPy's kernel cache (made as CuPy is
+# imported: $HOME/.cupy/kernel_cache) and the CUDA driver's compute cache ($HOME/.nv/ComputeCache)
+HOME_CACHES = {"CUPY_CACHE_DIR": "cupy-kernel-cache", "CUDA_CACHE_PATH": "cuda-compute-cache"}
+CUDA_CACHE_ENV = "CUDA_CACHE_PATH"
+_cuda_cache: list[str] = []  # the variables of HOME_CACHES this process set (keep_cuda_cache_off_home)
 
 
 def settle_cache() -> str | None:
@@ -161,20 +164,22 @@ def settle_cache() -> str | None:
 
 
 def keep_cuda_cache_off_home(cache: Path) -> None:
-    """Where HOME is unusable, the CUDA driver of every GPU process started from here keeps its compute cache in the
-    harness's cache, not in a folder it would make at $HOME/.nv (a HOME that does not exist, or a relative one under
-    the current folder). Before any GPU process starts; a CUDA_CACHE_PATH already set is left as it is."""
-    if usable_home() is None and CUDA_CACHE_ENV not in os.environ:
-        _cuda_cache.append(str(cache / "cuda-compute-cache"))
-        os.environ[CUDA_CACHE_ENV] = _cuda_cache[-1]
+    """Where HOME is unusable, CuPy and the CUDA driver of every GPU process started from here keep their caches in
+    the harness's cache, not in folders they would make at $HOME/.cupy and $HOME/.nv (under a HOME that does not
+    exist, or a relative one under the current folder). Before any GPU process starts; a variable already set is
+    left as it is."""
+    if usable_home() is None:
+        for name, sub in HOME_CACHES.items():
+            if name not in os.environ:
+                _cuda_cache.append(name)
+                os.environ[name] = str(cache / sub)
 
 
 def remove_temporary_cache() -> None:
     """Remove the temporary cache this process made, if it made one (the command line's end), and the
     CUDA_CACHE_PATH it set."""
     while _cuda_cache:
-        if os.environ.get(CUDA_CACHE_ENV) == _cuda_cache.pop():
-            del os.environ[CUDA_CACHE_ENV]
+        os.environ.pop(_cuda_cache.pop(), None)
     while _temporary:
         d = _temporary.pop()
         if os.environ.get(CACHE_ENV) == d:

@@ -370,6 +370,7 @@ class Engine:
         for d, _ in slots:
             take = untaken is not None and (untaken.device, untaken.backend) == (d, backend)
             self.gpu_workers.append(untaken if take else GpuWorker(d, backend))
+            self.gpu_workers[-1].spares = True  # after a fault, a spare started ahead takes its place
             untaken = None if take else untaken
         self.arch_of = {w: str(a) for w, (_, a) in zip(self.gpu_workers, slots)}
         try:

@@ -231,11 +231,12 @@ class GpuWorker:
     in a launch while the oldest's outputs are still being written is no fault of the oldest: it runs again, alone, on
     a fresh worker."""
 
-    def __init__(self, device: int = 0, backend: str = "harness.run.launch"):
+    def __init__(self, device: int = 0, backend: str = "harness.run.launch", spares: bool = False):
         import importlib
         check_backend(importlib.import_module(backend))  # here, where a wrong one is one clear error, not a dead worker
         self.device = device
         self.backend = backend
+        self.spares = spares  # a restart takes a spare started ahead (prestart): the engine's own workers only
         self._proc = None
         self._conn = None
         self._pending: deque[Pending] = deque()
@@ -253,7 +254,7 @@ class GpuWorker:
             self._start(fork)
 
     def _start(self, fork: bool = False):
-        spare = _take_spare(self.device, self.backend)
+        spare = _take_spare(self.device, self.backend) if self.spares else None
         if spare is not None:  # started ahead (prestart): its CUDA context is made, or on the way
             self._proc, self._conn = spare
             return
