@@ -435,20 +435,8 @@ def _ranges(values) -> str:
 def _read_addresses(L: SmemLayout) -> np.ndarray:
     """The byte address of every element as the tensor core computes it from the descriptor's fields, without
     the canonical-layout rules (layouts.validate): a descriptor with a narrower swizzle than its tile, say, still
-    reads somewhere, and that is what a finding must name. The formulas are layouts.canonical_bit_offsets'."""
-    mn, k = np.arange(L.rows)[:, None], np.arange(L.cols)[None, :]
-    T, W = L.T, L.row_bytes
-    if L.major == "K":
-        chunk, row, group = k // T, mn % 8, mn // 8
-        byte = group * L.sbo + (chunk * L.lbo + row * 16 if L.swizzle == "none" else row * W + chunk * 16)
-    else:
-        chunk, krow, kgroup = mn // T, k % 8, k // 8
-        if L.swizzle == "none":
-            byte = chunk * L.sbo + kgroup * L.lbo + krow * 16
-        else:
-            per_row = W // 16
-            byte = (chunk % per_row) * 16 + (chunk // per_row) * L.lbo + krow * W + kgroup * L.sbo
-    byte = L.start + byte + ((mn if L.major == "MN" else k) % T) * L.bits // 8
+    reads somewhere, and that is what a finding must name."""
+    byte = L.start + _layouts.canonical_bit_offsets(L, checked=False) // 8
     return np.asarray(_layouts.swizzle_address(byte, L.swizzle, L.base_offset))
 
 

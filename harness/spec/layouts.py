@@ -139,9 +139,11 @@ def validate(layout: SmemLayout) -> SmemLayout:
     return L
 
 
-def canonical_bit_offsets(layout: SmemLayout, mn=None, k=None) -> np.ndarray:
-    """Bit offset from the start address of element (mn, k), before swizzling (the CuTe layout)."""
-    L = validate(layout)
+def canonical_bit_offsets(layout: SmemLayout, mn=None, k=None, checked: bool = True) -> np.ndarray:
+    """Bit offset from the start address of element (mn, k), before swizzling (the CuTe layout). `checked` False:
+    the offsets the descriptor's fields give without the canonical layout's rules (validate), as the tensor core
+    reads them from any descriptor (a narrower swizzle than its tile still reads somewhere)."""
+    L = validate(layout) if checked else layout
     if mn is None:  # the whole tile: a column of MN indices against a row of K indices (broadcast at the end,
         # so the index arithmetic runs on rows + cols values, not rows x cols)
         mn, k = np.arange(L.rows)[:, None], np.arange(L.cols)[None, :]
