@@ -70,8 +70,9 @@ STORM_MIN_FAILED = 4
 # ... and those failed are at least this share of its launches answered so far
 STORM_RATE = 0.5
 # After a launch fails, spare GPU workers kept started (worker.prestart): enough for the failures that make a storm,
-# each otherwise a worker's start (about a second) after the one before
-SPARES_AFTER_A_FAILURE = STORM_MIN_FAILED - 1
+# each otherwise a worker's start (about a second) after the one before. A start is a second of a core's time: only
+# where cores are to spare (a GPU node's 16; none on a 2-core machine, where they would slow what runs)
+SPARES_AFTER_A_FAILURE = min(STORM_MIN_FAILED - 1, max(0, len(os.sched_getaffinity(0)) // 4 - 1))
 DEFAULT_BACKEND = "harness.run.launch"
 # GPU workers of a sweep on one GPU. A worker takes one launch at a time, and most of its time is not the GPU's: it
 # reads the launch's file into page-locked memory and writes the outputs' file (0.7-0.8 s each of the 1.7-2.0 s a
