@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import families, plan as planning
+from harness import cache, families, plan as planning
 from harness.enums import ExitCode, Status
 from harness.families.base import Kernel, case_record
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
@@ -194,7 +194,7 @@ def start_engine(devs, cfg: SweepConfig, started: GpuWorker | None = None,
     """The engine of a sweep on these GPUs (its pool and GPU workers start now; `started`, a GPU worker already
     starting, is taken for its GPU; `helpers`, processes already starting, as its pool)."""
     return Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total),
-                  keep_launches=nvrtc.cache_dir() if cfg.keep_launches else None, started=started, helpers=helpers,
+                  keep_launches=cache.cache_dir() if cfg.keep_launches else None, started=started, helpers=helpers,
                   workers_on_one_gpu=cfg.workers_on_one_gpu)
 
 
@@ -524,8 +524,8 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, helpers: proce
 
     def say_compiled(fresh: int, cached: int) -> None:
         log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} ({fresh} {made}, {cached} cached) in "
-            f"{time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
-    cubins = checked_set.recorded(nvrtc.cache_dir(), list_key, len(kernels)) if list_key else None
+            f"{time.time() - t:.1f}s; cache {cache.cache_dir()}")
+    cubins = checked_set.recorded(cache.cache_dir(), list_key, len(kernels)) if list_key else None
     if cubins is not None:
         say_compiled(0, len(kernels))
         log(f"SASS: {len(kernels)} kernels checked, 0 lack what they test: the cubins checked by an earlier sweep of "
@@ -561,7 +561,7 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, helpers: proce
     log(f"SASS: {len(built)} kernels checked, {sum(not v.ok for v in verdicts)} lack what they test, "
         f"in {time.time() - t:.1f}s")
     if list_key and all(c.error is None for c in compiled.values()):
-        checked_set.record(nvrtc.cache_dir(), list_key, [compiled[k].cubin_path for k in kernels])
+        checked_set.record(cache.cache_dir(), list_key, [compiled[k].cubin_path for k in kernels])
     return compiled
 
 

@@ -20,7 +20,7 @@ from harness.enums import Arch, ToolchainKind
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.run import compile as C, sass, toolchain as T
-from harness.run.files import write_atomically
+from harness.cache import cache_dir, write_atomically
 from harness.sweep import plan_kernels
 from tests.sass_gmma import function_text
 from tests.test_environments import SAMPLES
@@ -124,7 +124,7 @@ def compile_log(tc: T.Toolchain, job: C.CompileJob) -> tuple[bool, str]:
     """(whether NVRTC built the kernel, its log), kept in the compile cache under the compile cache's own key (the
     source, arch, options and the NVRTC's version and build): what decides the log. Compiling the sample with the
     three versions took ~10 CPU s of every CI run on the machine that has them."""
-    kept = C.cache_dir() / "nvrtc-logs" / f"{job.name}-{job.arch}-{job.key(tc)}.json"
+    kept = cache_dir() / "nvrtc-logs" / f"{job.name}-{job.arch}-{job.key(tc)}.json"
     try:
         was = json.loads(kept.read_text())
         return was["built"], was["log"]

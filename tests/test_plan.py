@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from harness import families, plan
+from harness import cache, families, plan
 from harness.families import tcgen05
 
 pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
@@ -47,8 +47,8 @@ def test_a_changed_source_builds_the_plan_again(private_cache, monkeypatch):
 
 
 def test_the_digest_covers_the_models_and_the_kernel_templates():
-    files = {p.name for p in plan.Path(plan.__file__).resolve().parent.rglob("*") if p.suffix in (".py", ".cu")}
-    assert {"layouts.py", "cases.py", "wgmma.cu", "tcgen05.cu"} <= files and len(plan.source_digest()) == 24
+    files = {p.name for p in plan.Path(cache.__file__).resolve().parent.rglob("*") if p.suffix in (".py", ".cu")}
+    assert {"layouts.py", "cases.py", "wgmma.cu", "tcgen05.cu"} <= files and len(cache.source_digest()) == 24
 
 
 def test_an_out_of_tree_family_is_always_asked(private_cache, monkeypatch):
@@ -202,8 +202,8 @@ def test_a_lock_held_past_the_wait_is_built_past(private_cache, monkeypatch):
     import threading
     import time
     fam = families.get("tcgen05")
-    path = private_cache / "plans" / f"tcgen05-sm_100a-{plan.source_digest()}.pkl"
-    fd = plan.lock_file(path)
+    path = private_cache / "plans" / f"tcgen05-sm_100a-{cache.source_digest()}.pkl"
+    fd = cache.lock_file(path)
     fcntl.flock(fd, fcntl.LOCK_EX)  # another open file: the process's own flock conflicts with it
     monkeypatch.setattr(plan, "PLAN_LOCK_WAIT_S", 0.3)
     got = []
@@ -232,7 +232,7 @@ def test_a_plan_whose_lock_cannot_be_had_is_built_all_the_same(private_cache, mo
     sel = plan.Selection(families=("tcgen05",))
     assert plan.make(sel, cache=True).work
     monkeypatch.setattr(os, "open", real_open)
-    monkeypatch.setattr(plan, "fcntl", None)
+    monkeypatch.setattr(cache, "fcntl", None)
     plan.LOADED_PLANS.clear()
     for f in (private_cache / "plans").glob("*.pkl"):
         f.unlink()
@@ -247,7 +247,7 @@ def test_plans_another_process_is_building_are_left_to_it_and_the_free_ones_buil
     import time
     fam = families.get("tcgen05")
     busy, free = (plan.plan_path(fam, arch) for arch in ("sm_100a", "sm_103a"))
-    fd = plan.lock_file(busy)
+    fd = cache.lock_file(busy)
     fcntl.flock(fd, fcntl.LOCK_EX)  # another open file: the process's own flock conflicts with it
     try:
         t = time.monotonic()
@@ -265,7 +265,7 @@ def test_a_sweeps_plan_builds_the_free_plans_before_it_waits_for_a_busy_one(priv
     fam = families.get("tcgen05")
     busy, free = (plan.plan_path(fam, arch) for arch in ("sm_100a", "sm_103a"))
     monkeypatch.setattr(plan, "PLAN_LOCK_WAIT_S", 1.0)
-    fd = plan.lock_file(busy)
+    fd = cache.lock_file(busy)
     fcntl.flock(fd, fcntl.LOCK_EX)
     try:
         t = time.time()

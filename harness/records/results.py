@@ -685,8 +685,7 @@ def memo_by_content(path: Path, what: str, code: tuple[Path, ...], compute: Call
     records, 10 s of one CI core, for results/README.md's tables). A cache that cannot be read or written is
     no error: compute() answers. Nothing compute() raises is kept, nor a value of a file that changed while it was
     read (a sweep still appending to it)."""
-    from harness.run.compile import cache_dir  # the harness's one cache directory ($TC_HARNESS_CACHE)
-    from harness.run.files import write_atomically
+    from harness.cache import cache_dir, write_atomically  # the harness's one cache directory ($TC_HARNESS_CACHE)
 
     def digest() -> str:
         h = hashlib.sha256(what.encode())

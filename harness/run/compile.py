@@ -6,7 +6,7 @@ rejects). `--toolchain driver-jit` stops at PTX for the driver to JIT, and `--nv
 library (README, "Toolchain axis").
 
 The cache key covers the source, the options, the arch and the toolchain (its kind, NVRTC version and build);
-the cache directory is $TC_HARNESS_CACHE or ~/.cache/tc-harness (CACHE_ENV: what either may be).
+the cache directory is $TC_HARNESS_CACHE or ~/.cache/tc-harness (harness/cache.py: what either may be).
 """
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ import tempfile
 import threading
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.cache import cache_dir, content_digest
 from harness.run import cores, processes, toolchain as toolchains
 from harness.run.toolchain import Toolchain
 
@@ -40,128 +40,6 @@ class CompileError(RuntimeError):
         first = next((ln for ln in log.splitlines() if "error" in ln.lower()), log.strip()[:200])
         where = f" (source and log kept in {source_path.parent})" if source_path else ""
         super().__init__(f"NVRTC rejected {name} for {arch}: {first.strip()}{where}")
-
-
-# Where the cache is (docs/environment.md). Named by CACHE_ENV, it must be a folder this process can write (made if it
-# is not there): anything else (empty, a file, /dev/null, read-only, uncreatable) is a CacheError, which the command
-# line prints as one line and exit 2 before anything runs. A fleet script that names a cache means that one: running
-# on without it would hide the mistake and recompile everything on every node. Not named, it is ~/.cache/tc-harness,
-# made only under a HOME that is an existing, absolute folder; where HOME is not (unset or empty in a service's
-# environment, /nonexistent in a container's), the process works in a temporary cache of its own
-# (`temporary_cache`), removed when the command ends, and the command line says so in one line: such a run needs no
-# cache to be right, and creating /nonexistent/.cache (as root, mkdir -p would) or a .cache in the current folder
-# (HOME='') would leave files where nobody asked for them.
-CACHE_ENV = "TC_HARNESS_CACHE"
-
-
-class CacheError(OSError):
-    """The cache folder CACHE_ENV names cannot be used: one line saying why (the command line exits 2). An OSError, so
-    that a reader that runs without a cache where it cannot have one (results.memo_by_content) goes on without it."""
-
-
-def cache_dir() -> Path:
-    """The cache folder (see CACHE_ENV): checked once per process and value, made if it is not there."""
-    named = os.environ.get(CACHE_ENV)
-    if named is None:
-        home = usable_home()
-        if home is None:
-            return temporary_cache()
-        named, what = str(Path(home) / ".cache" / "tc-harness"), f"HOME={home}: ~/.cache/tc-harness"
-    else:
-        what = f"{CACHE_ENV}={named!r}"
-        if named.startswith("~"):  # as a shell would have (a value from a unit file or .env is not expanded): never a
-            # folder named "~" in the current one
-            home = usable_home()
-            if home is None:
-                raise CacheError(f"{what}: ~ stands for HOME, and {home_problem()}")
-            named = os.path.expanduser(named)
-    d = _writable_folder(named, what)
-    if not d.is_dir():  # removed since it was checked (a test's cold start): made again, as every call once did
-        _writable_folder.cache_clear()
-        d = _writable_folder(named, what)
-    return d
-
-
-def usable_home() -> str | None:
-    """HOME (or the user's home the password database names, where HOME is unset) where it is an existing, absolute
-    folder; None where it is not, which the cache does without (CACHE_ENV)."""
-    if os.environ.get("HOME") == "":  # which expanduser would make "/"
-        return None
-    home = os.path.expanduser("~")
-    if not home or home == "~" or not os.path.isabs(home) or not os.path.isdir(home):
-        return None
-    return home
-
-
-def home_problem() -> str:
-    """Why HOME gives no cache folder (for the command line's note)."""
-    home = os.environ.get("HOME")
-    if home is None:
-        return "HOME is unset and the user has no home folder"
-    if not home:
-        return "HOME is empty"
-    if not os.path.isabs(home):
-        return f"HOME={home} is not an absolute path"
-    if not os.path.exists(home):
-        return f"HOME={home} does not exist"
-    return f"HOME={home} is not a folder"
-
-
-@lru_cache(maxsize=None)
-def _writable_folder(text: str, what: str) -> Path:
-    """The folder `text` names, made if it is not there and written once to see that it can be (os.access says yes
-    to root in a read-only folder, and to anyone on a read-only mount); CacheError, one line, if not."""
-    if not text.strip():
-        raise CacheError(f"{what} is empty: unset {CACHE_ENV} (the cache is then ~/.cache/tc-harness) or name a "
-                         f"folder; the current folder is never taken for it")
-    d = Path(text)
-    if d.exists() and not d.is_dir():
-        kind = "a file" if d.is_file() else "not a folder"
-        raise CacheError(f"{what} is {kind}: name a folder the harness may write its cache into")
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise CacheError(f"{what}: the folder cannot be made ({e.strerror or e})") from None
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".write-probe-", dir=d)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise CacheError(f"{what}: the folder cannot be written ({e.strerror or e}): name a writable folder in "
-                         f"{CACHE_ENV}") from None
-    return d
-
-
-_temporary: list[str] = []  # this process's temporary cache, made by temporary_cache
-
-
-def temporary_cache() -> Path:
-    """A cache of this process's own (HOME gives none: CACHE_ENV), made once and named in CACHE_ENV so that every
-    helper started after it shares it; `remove_temporary_cache` removes it."""
-    if not _temporary:
-        _temporary.append(tempfile.mkdtemp(prefix="tc-harness-cache-"))
-        os.environ[CACHE_ENV] = _temporary[0]
-    return Path(_temporary[0])
-
-
-def settle_cache() -> str | None:
-    """The command line's check of the cache, before anything starts: CacheError for a CACHE_ENV that cannot be used;
-    a one-line note where HOME gives no cache and a temporary one is used instead; else None."""
-    if os.environ.get(CACHE_ENV) is None and usable_home() is None:
-        d = temporary_cache()
-        return (f"harness: no cache folder ({home_problem()}): using the temporary {d}, removed at exit; set "
-                f"{CACHE_ENV} to a writable folder to keep compiled kernels")
-    cache_dir()
-    return None
-
-
-def remove_temporary_cache() -> None:
-    """Remove the temporary cache this process made, if it made one (the command line's end)."""
-    while _temporary:
-        d = _temporary.pop()
-        if os.environ.get(CACHE_ENV) == d:
-            del os.environ[CACHE_ENV]
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def nvrtc_version() -> str:
@@ -292,7 +170,7 @@ def _run_job(args):
     verdicts: list[tuple[str, Verdict] | None] = [None] * len(jobs)
     if tc.kind.module_suffix == ".cubin" and any(job.sass_check is not None for job in jobs):
         from harness.run import sass  # here, not at the top: sass.py imports this module
-        contents = {id(m): sass.content_digest(m) for m, _ in built if m is not None}  # a shared module: once
+        contents = {id(m): content_digest(m) for m, _ in built if m is not None}  # a shared module: once
         for i, (job, (module, _)) in enumerate(zip(jobs, built)):
             if module is not None and job.sass_check is not None:
                 verdicts[i] = contents[id(module)], sass.judge(module, contents[id(module)], job.sass_check)

@@ -348,7 +348,7 @@ class Engine:
                  isolation: IsolationBudget | None = None, keep_launches: Path | None = None,
                  started: GpuWorker | None = None, helpers: processes.Helpers | None = None,
                  workers_on_one_gpu: int = 1):
-        """keep_launches: the cache folder (compile.cache_dir()) whose kept launches this engine reads and adds to;
+        """keep_launches: the cache folder (cache.cache_dir()) whose kept launches this engine reads and adds to;
         None: every launch is prepared and spooled, and none is kept. started: a GPU worker already starting (the
         sweep's worker_ahead), taken as a worker of its GPU where it is one of `devices` and runs `backend`; the
         engine closes it with the others. workers_on_one_gpu: GPU workers where `devices` is one GPU

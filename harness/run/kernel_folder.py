@@ -29,7 +29,7 @@ from pathlib import Path
 
 from harness.families.base import Kernel
 from harness.run.compile import CompileError, CompileJob, Compiled
-from harness.run.files import write_atomically
+from harness.cache import write_atomically
 from harness.run.toolchain import Toolchain
 
 FORMAT = "tc-harness-kernels"

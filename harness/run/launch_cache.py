@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from harness.plan import lock_file
+from harness import cache
 
 try:
     import fcntl
@@ -52,8 +52,7 @@ def source_key() -> str:
     """What a prepared launch depends on besides its kernel and cases (the package's files as they are now)."""
     import ml_dtypes
 
-    from harness.plan import source_digest
-    return hashlib.sha256(f"{source_digest()}\0{ml_dtypes.__version__}".encode()).hexdigest()[:24]
+    return hashlib.sha256(f"{cache.source_digest()}\0{ml_dtypes.__version__}".encode()).hexdigest()[:24]
 
 
 @lru_cache(maxsize=None)
@@ -140,7 +139,7 @@ class KeptFolder:
             base.mkdir(parents=True, exist_ok=True)
         except OSError:
             return
-        self.lock_fd = lock_file(base / key)
+        self.lock_fd = cache.lock_file(base / key)
         if self.lock_fd is not None:
             try:
                 fcntl.flock(self.lock_fd, fcntl.LOCK_SH)  # waits while another engine removes this folder
@@ -179,7 +178,7 @@ def remove_unused(base: Path, key: str) -> None:
     for other in base.iterdir():
         if not other.is_dir() or other.name == key:
             continue
-        fd = lock_file(other)
+        fd = cache.lock_file(other)
         if fd is None:
             continue
         try:

@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.run import compile as nvrtc, cores
-from harness.run.files import write_atomically
+from harness.cache import cache_dir, content_digest, write_atomically
 
 CHECKER_SOURCE = Path(__file__).read_bytes()
 
@@ -127,10 +127,6 @@ def tensor_core_opcodes(instrs) -> list[str]:
 TENSOR_CORE = re.compile(r"[HQIB]GMMA|UTC[A-Z]*MMA")
 
 
-def content_digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:16]
-
-
 @lru_cache(maxsize=1)
 def disassembler_id() -> str:
     """Which tool makes the listings: nvdisasm's path, size and time, and how it is asked (LISTING_FORMAT); another
@@ -151,7 +147,7 @@ def disassembly(data: bytes) -> str:
     disassembler: the processes of a test run or of sweeps after it (xdist workers, CLI subprocesses) disassemble
     each cubin once, not once each (131 of the 314 disassemblies of a CI run were repeats). The bytes hashed are
     the bytes disassembled: a cubin rewritten meanwhile cannot file its listing under another's name."""
-    folder = nvrtc.cache_dir() / "sass"
+    folder = cache_dir() / "sass"
     content = content_digest(data)
     cached = folder / f"{content}-{disassembler_id()}.sass"
     with DISASSEMBLING.setdefault(content, threading.Lock()):  # verify_many's threads: the kernels of one module

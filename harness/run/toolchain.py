@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from harness import cache
 from harness.enums import ToolchainKind
 
 PROBE_NAME = "tc_harness_toolchain_probe"
@@ -453,10 +454,9 @@ def _probe_failure(tc: Toolchain, arch: str) -> str | None:
     remembered in the compile cache, a file per toolchain build and arch: a warm sweep's process spent ~0.13 s
     compiling the probe for its three archs, one after another, before its plan (bench16 in
     docs/performance.md)."""
-    from harness.run.compile import cache_dir  # here: compile.py imports this module
     key = hashlib.sha256("\0".join((*tc.cache_key(), tc.target(arch), PROBE_SOURCE, *PROBE_OPTIONS)).encode())
     try:
-        built = cache_dir() / f"probe-{arch}-{key.hexdigest()[:16]}.ok"
+        built = cache.cache_dir() / f"probe-{arch}-{key.hexdigest()[:16]}.ok"
         if built.exists():
             return None
     except OSError:  # no cache folder can be made: probed every time

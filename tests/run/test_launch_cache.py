@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import plan
+from harness import cache, plan
 from harness.run import engine, launch_cache
 from harness.run.launch_cache import KeptFolder
 
@@ -57,7 +57,7 @@ def test_a_launch_is_kept_under_its_source_its_kernel_and_its_cases(monkeypatch,
     # a preparing process whose code is not the folder's (a file edited after the engine chose the folder)
     assert launch_cache.KeptLaunches(str(tmp_path / "another source"), writable=True).stem(k0, c0) is None
     key = launch_cache.source_key()
-    monkeypatch.setattr(plan, "source_digest", lambda: "a planted change of source")
+    monkeypatch.setattr(cache, "source_digest", lambda: "a planted change of source")
     assert launch_cache.source_key() != key
 
 
