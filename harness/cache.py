@@ -7,7 +7,9 @@
   `content_digest` (a file's bytes);
 - locks: `lock_file` / `locked`, an flock on a file beside what one process builds while the others wait;
 - atomic writes: `write_atomically`, a file written whole or not at all, so that a process reading it concurrently
-  finds all of it or none.
+  finds all of it or none;
+- arrays files: `write_arrays` / `read_arrays`, numpy arrays in plain containers as one file (a launch, its
+  outputs, its expectations: the spool between the sweep's processes, and the kept launches).
 
 What each cache keeps, and its key, stays with its user (run/compile.py, run/sass.py, plan.py, run/launch_cache.py,
 records/results.py); this module imports nothing of the package.
@@ -16,7 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import shutil
+import struct
 import sys
 import tempfile
 import threading
@@ -207,3 +211,58 @@ def locked(fd: int, wait_s: float) -> bool:
             time.sleep(0.05)
         except OSError:
             return False
+
+
+SPOOL_PICKLE_PROTOCOL = 5  # numpy arrays as their raw buffers
+ARRAYS_FILE_MAGIC = b"tc-harness arrays 1\n"
+
+
+def write_arrays(path: str, obj) -> None:
+    """Write `obj` (numpy arrays inside plain containers): ARRAYS_FILE_MAGIC, the byte counts (of a pickle, then of
+    each array), the pickle of everything but the arrays' bytes (protocol 5, its buffers out of band), then each
+    array's raw bytes, written from where the array is (no zip and no CRC: an .npz cost twice the time to write and
+    read, in the preparing processes and in the GPU worker, which reads and writes every launch in turn)."""
+    buffers: list[pickle.PickleBuffer] = []
+    head = pickle.dumps(obj, protocol=SPOOL_PICKLE_PROTOCOL, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
+    with open(path, "wb") as fh:
+        fh.write(ARRAYS_FILE_MAGIC + struct.pack(f"<{2 + len(raws)}Q", len(head), len(raws),
+                                                 *(r.nbytes for r in raws)))
+        fh.write(head)
+        for r in raws:
+            fh.write(r)
+
+
+def read_arrays(path: str, staging=None):
+    """What write_arrays wrote; with `staging` (its `slices(sizes)`: harness/run/launch.py PinnedStaging), its arrays are
+    views of the staging's memory, else of their own."""
+    with open(path, "rb") as fh:
+        nhead, sizes = arrays_header(fh, path)
+        head = fh.read(nhead)
+        buffers = staging.slices(sizes) if staging is not None else [bytearray(n) for n in sizes]
+        for b, n in zip(buffers, sizes):
+            if fh.readinto(b) != n:
+                raise ValueError(f"{path} ends inside an array: a spool file cut short")
+        return pickle.loads(head, buffers=buffers)
+
+
+def arrays_header(fh, path: str) -> tuple[int, tuple[int, ...]]:
+    """(the pickle's byte count, each array's) from the header of a file write_arrays wrote, read from its start;
+    ValueError where it is no such file."""
+    if fh.read(len(ARRAYS_FILE_MAGIC)) != ARRAYS_FILE_MAGIC:
+        raise ValueError(f"{path} is not a spool file of this harness")
+    try:
+        nhead, nbuf = struct.unpack("<2Q", fh.read(16))
+        return nhead, struct.unpack(f"<{nbuf}Q", fh.read(8 * nbuf))
+    except struct.error:
+        raise ValueError(f"{path} ends inside its header: a spool file cut short") from None
+
+
+def arrays_file_whole(path: str) -> bool:
+    """The file write_arrays wrote is there and as long as its header says (not cut short, not empty)."""
+    try:
+        with open(path, "rb") as fh:
+            nhead, sizes = arrays_header(fh, path)
+            return os.fstat(fh.fileno()).st_size == fh.tell() + nhead + sum(sizes)
+    except (OSError, ValueError):
+        return False

@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import cache, families, plan as planning
+from harness import cache, plan as planning, registry
 from harness.enums import ExitCode, Status
-from harness.families.base import Kernel, case_record
+from harness.contract import Kernel, case_record
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
 from harness.enums import ToolchainKind
@@ -79,7 +79,7 @@ def run_archs(devs) -> dict[str, str]:
     """family -> the arch its cases are planned for: the first of its archs with a GPU here."""
     here = {a for _, a in devs}
     out = {}
-    for fam in families.all_families():
+    for fam in registry.all_families():
         arch = next((a for a in map(str, fam.archs) if a in here), None)
         if arch:
             out[str(fam.name)] = arch
@@ -103,7 +103,7 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
         # one writer a results file: a second sweep given this --out is refused before anything is compiled
         out_lock.enter_context(writing(cfg.out_path))
         try:
-            all_archs = [a for fam in families.all_families() for a in fam.archs]
+            all_archs = [a for fam in registry.all_families() for a in fam.archs]
             devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
             first = compile_first(sel, cfg, devs)  # a toolchain that cannot build them is refused before any start
             engine = start_engine(devs, cfg, ahead, helpers) if devs else None
@@ -400,7 +400,7 @@ def check_kernels_toolchain(kernels: list[Kernel], cfg: SweepConfig, devs) -> To
     if cfg.kernels is not None:
         tc = cfg.kernels.toolchain
         try:
-            cfg.kernels.check([(k, families.compile_job(k)) for k in kernels])
+            cfg.kernels.check([(k, nvrtc.compile_job(k)) for k in kernels])
         except kernel_folder.KernelFolderError as e:
             raise SweepError(f"--kernels {cfg.kernels.path}: {e}") from None
     else:
@@ -416,8 +416,8 @@ def check_kernels_toolchain(kernels: list[Kernel], cfg: SweepConfig, devs) -> To
                              f"{', '.join(map(str, tc.archs))}): give {instead} or another --nvrtc")
         if kernels and sass_checked(cfg):
             try:
-                nvrtc.nvdisasm_path()
-            except nvrtc.NvdisasmMissing as e:  # before any compile: every cubin would go unchecked
+                sass.nvdisasm_path()
+            except sass.NvdisasmMissing as e:  # before any compile: every cubin would go unchecked
                 raise SweepError(str(e)) from None
     for d, _ in devs:
         try:
@@ -532,14 +532,14 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, helpers: proce
             f"this source and toolchain, unchanged since (harness/run/checked_set.py)")
         return {k: nvrtc.Compiled(k.name, str(k.arch), path, True) for k, path in zip(kernels, cubins)}
     # each kernel's check made once (its rules compile their regexes), for the compile and the check after it
-    checks = {k: families.get(k.family).sass_check(k) for k in kernels} if checked else {}
+    checks = {k: registry.get(k.family).sass_check(k) for k in kernels} if checked else {}
     if cfg.kernels is not None:
         compiled = cfg.kernels.compiled(kernels)
         log(f"kernels: {len(kernels)} for {archs} from {cfg.kernels.path} ({tc.describe()}, compiled on "
             f"{cfg.kernels.host} at {cfg.kernels.date})")
     else:
         failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
-        jobs = [families.compile_job(k, checks.get(k)) for k in kernels]
+        jobs = [nvrtc.compile_job(k, checks.get(k)) for k in kernels]
         compiled = dict(zip(kernels, nvrtc.compile_many(
             jobs, helpers.workers if helpers is not None else cfg.workers, failed_dir, raise_on_error=False,
             toolchain=tc, helpers=helpers.executor if helpers is not None else None, submitted=submitted)))
@@ -575,7 +575,7 @@ def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int
     cfg = SweepConfig(workers=workers, toolchain=tc)
     check_toolchain(p, cfg, [])
     kernels = plan_kernels(p)
-    jobs = [families.compile_job(k) for k in kernels]
+    jobs = [nvrtc.compile_job(k) for k in kernels]
     compiled = dict(zip(kernels, nvrtc.compile_many(jobs, workers, Path(out_dir) / kernel_folder.ERRORS,
                                                     raise_on_error=False, toolchain=tc)))
     folder = kernel_folder.write(out_dir, tc, list(zip(kernels, jobs)), compiled, sel.flags())
@@ -641,7 +641,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             if opened is not None:
                 opened.append(writer)
     counts = {str(s): 0 for s in Status}
-    kernel_cases = {k.name: (families.get(k.family), cs) for k, cs in work}
+    kernel_cases = {k.name: (registry.get(k.family), cs) for k, cs in work}
     controls_of: dict[str | None, dict] = {}
 
     def controls_in(kernel_name: str | None) -> dict:
@@ -688,7 +688,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
 
     not_run: dict[str, int] = {}
     for k, cs in work:
-        fam = families.get(k.family)
+        fam = registry.get(k.family)
         if problem:
             emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}", **fam.case_fields(c))
                   for c in cs])
@@ -700,7 +700,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             not_run[str(k.family)] = not_run.get(str(k.family), 0) + len(cs)
             emit([case_record(c.id, k, Status.NOT_RUN, reason=reason, **fam.case_fields(c)) for c in cs])
     for fam, n in not_run.items():
-        log(f"{fam}: {n} cases recorded as not run ({gpu.skip_reason(*map(str, families.get(fam).archs))})")
+        log(f"{fam}: {n} cases recorded as not run ({gpu.skip_reason(*map(str, registry.get(fam).archs))})")
     timing = {"plan_s": round(plan_s, 2)}
     interrupted: KeyboardInterrupt | None = None
     try:
@@ -732,7 +732,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         if interrupted is not None:
             summary["interrupted"] = True
             summary["signal"] = str(interrupted) or "SIGINT"
-        summary["not_run_reasons"] = {fam: gpu.skip_reason(*map(str, families.get(fam).archs)) for fam in not_run}
+        summary["not_run_reasons"] = {fam: gpu.skip_reason(*map(str, registry.get(fam).archs)) for fam in not_run}
         summary["gpus"] = [d for d, _ in devs]
         summary["timing"] = timing
         summary["wall_s"] = round(time.time() - t0, 2)
@@ -792,7 +792,7 @@ def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log, 
         for k, cases in by_kernel.items():
             device = next(d for d, a in devs if a == str(k.arch))
             worker = workers.get(device) or workers.setdefault(device, GpuWorker(device, cfg.backend))
-            recs = families.get(k.family).diagnose(k, cases, str(compiled[k].cubin_path), worker, cfg.timeout,
+            recs = registry.get(k.family).diagnose(k, cases, str(compiled[k].cubin_path), worker, cfg.timeout,
                                                   png_dir)
             for r in recs:
                 log(f"diagnosis {r['id']} operand {r['operand']}: {r.get('summary') or r.get('error')}")

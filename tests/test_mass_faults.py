@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import families, plan
+from harness import plan, registry
 from harness.run import engine as engine_module
 from harness.run.engine import Engine, IsolationBudget, Job
 
@@ -76,7 +76,7 @@ def toy_sweep(tmp_path, monkeypatch, name: str, kernels: int, fault_pct: int):
     """The toy family's `kernels` launches on one simulated GPU with two workers (the sweep command's), with
     `fault_pct` of its kernels faulting: (records, launch log lines, timings)."""
     log = tmp_path / f"{name}.log"
-    monkeypatch.setenv(families.EXTRA, TOY)
+    monkeypatch.setenv(registry.EXTRA, TOY)
     monkeypatch.setenv("TC_SIM_TOY_KERNELS", str(kernels))
     monkeypatch.setenv("TC_SIM_FAULT_PCT", str(fault_pct))
     monkeypatch.setenv("TC_SIM_LAUNCH_LOG", str(log))
@@ -299,7 +299,7 @@ def test_in_a_storm_one_suspect_of_the_group_is_diagnosed_on_one_worker(monkeypa
             probed.append((k.name, [c.id for c in cases]))
             return []
     monkeypatch.setattr(sweep, "GpuWorker", Worker)
-    monkeypatch.setattr(sweep.families, "get", lambda name: Family())
+    monkeypatch.setattr(sweep.registry, "get", lambda name: Family())
     compiled = {k: SimpleNamespace(cubin_path="x.cubin") for k, _ in work}
     cfg = SimpleNamespace(out_path=None, backend="unused", timeout=5.0)
     logs = []

@@ -139,11 +139,11 @@ def test_tensor_memory_is_poisoned_before_every_mma_that_does_not_accumulate():
 def test_a_skipped_mma_fails_on_the_poison_on_the_simulated_device(monkeypatch):
     """The simulated sm_100a device stores what the kernel stores (the poison) and, planted with 'skip-mma', issues
     no MMA for one case: that case fails with every element unwritten; its neighbours in the launch pass."""
-    from harness import families
-    from harness.families.base import Kernel
+    from harness import registry
+    from harness.contract import Kernel
     from tests.run import simsweep
     from tests.simulated import oracle_cache, tcgen05_device
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     form = Form("f16")
     kernel = Kernel(fam.name, "sm_100a", form.name, form)
     cases = [c for c in T.cases_for_form(form) if not c.control and c.major_a == c.major_b == "K"][:3]
@@ -179,20 +179,20 @@ def test_undefined_probes_are_observations_never_a_pass_or_a_fail():
 
 
 def test_the_tmem_checked_form_has_the_check_and_its_sm_to_itself():
-    from harness import families
-    from harness.families.base import Kernel
+    from harness import registry
+    from harness.contract import Kernel
     from harness.families.tcgen05 import kernel as K
     from harness.run import compile as C
     form = Form("f16", tmem_check=True)
-    kernel = Kernel(families.get("tcgen05").name, "sm_100a", form.name, form)
-    job = families.compile_job(kernel)
+    kernel = Kernel(registry.get("tcgen05").name, "sm_100a", form.name, form)
+    job = C.compile_job(kernel)
     assert job.options[-1] in (K.TMEM_CHECK_OPTION, "-DTC_NO_TMEM_CHECK")
-    assert families.compile_job(Kernel(kernel.family, "sm_100a", "tcgen05_f16_cg1_SS", Form("f16"))).options == \
+    assert C.compile_job(Kernel(kernel.family, "sm_100a", "tcgen05_f16_cg1_SS", Form("f16"))).options == \
         C.DEFAULT_OPTIONS
     prep = R.prepare(T.cases_for_form(form)[0])
     assert K.pack([prep]).smem >= K.EXCLUSIVE_SMEM
     for arch in ("sm_100a", "sm_103a"):  # with the check where ptxas has it, otherwise with the define
-        cubin, log = C.nvrtc_compile(K.source(form), form.name, arch, C.DEFAULT_OPTIONS + K.tmem_check_options())
+        cubin, log = C.nvrtc_compile(K.source(form), form.name, arch, C.DEFAULT_OPTIONS + C.own_options((K.TMEM_CHECK,)))
         assert cubin is not None, log
     cubin, log = C.nvrtc_compile(K.source(form), form.name, "sm_100a", C.DEFAULT_OPTIONS + ("-Xptxas=-no-such-flag",))
     assert cubin is None  # the probe can tell a ptxas that refuses an option
@@ -204,12 +204,12 @@ def test_the_summary_counts_observations_apart(monkeypatch, tmp_path):
     """Through the real sweep on the simulated device (which faults on Tensor Memory beyond the allocation, as the
     ptxas check would): the observation is recorded `observed` with what happened, counted under `observations`
     and neither among the controls' passes nor the ordinary cases."""
-    from harness import families
-    from harness.families.base import Kernel
+    from harness import registry
+    from harness.contract import Kernel
     from harness.plan import Plan
     from tests.run import simsweep
     from tests.simulated import fake_gpus
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     form = Form("f16", tmem_check=True)
     kernel = Kernel(fam.name, "sm_100a", form.name, form)
     case = T.cases_for_form(form)[0]
@@ -435,13 +435,13 @@ def test_a_wrong_shift_is_caught_on_the_simulated_device(monkeypatch):
     column) fail."""
     from pathlib import Path
 
-    from harness import families
-    from harness.families.base import Kernel
+    from harness import registry
+    from harness.contract import Kernel
     from harness.records import schema_check
     from tests.run import simsweep
     from tests.simulated import oracle_cache, tcgen05_device
     schema = json.loads((Path(__file__).resolve().parents[1] / "docs" / "results-schema.json").read_text())
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     for form in SHIFT_FORMS:
         kernel = Kernel(fam.name, "sm_100a", form.name, form)
         cases = T.cases_for_form(form)

@@ -19,7 +19,7 @@ import os
 import sys
 from functools import lru_cache
 
-from harness import __version__, cache, families
+from harness import __version__, cache, registry
 from harness.cli import environment, probe, results, spec, sweep, timing
 from harness.cli.common import PROG, Parser, UsageError, one_line
 from harness.enums import ExitCode
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line's parser, one for each set of families (TC_HARNESS_FAMILIES may add some: --family's choices).
     argparse takes ~10 ms to build it, and a test session runs main() ~1,000 times; a parser parses any number of
     argument lists without changing (each parse fills a fresh namespace)."""
-    return parser_for(tuple(families.registry()))
+    return parser_for(tuple(registry.registry()))
 
 
 @lru_cache(maxsize=None)
@@ -69,7 +69,7 @@ def main(argv=None, own_process: bool = False) -> int:
     from harness.run import processes
     cmd = "harness"
     try:
-        families.check_extra()  # a malformed TC_HARNESS_FAMILIES: one line, before its names become --family choices
+        registry.check_extra()  # a malformed TC_HARNESS_FAMILIES: one line, before its names become --family choices
         parser = build_parser()
         try:
             args, extra = parser.parse_known_args(argv)

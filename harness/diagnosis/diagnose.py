@@ -22,7 +22,7 @@ import numpy as np
 from harness.diagnosis import address_fit, addresses, explain
 from harness.families.wgmma import readback as diff, kernel as launch
 from harness.spec import dtypes, layouts
-from harness.run.worker import LaunchFailed
+from harness.contract import LaunchFailed
 
 
 def diagnose(cases, cubin_of, worker, timeout: float = 30.0, png_dir: Path | None = None,
@@ -188,7 +188,7 @@ def _apart(key, cs, seen, cubin_of, worker, timeout, tables) -> tuple[dict, dict
         todo.append((("at", c), addresses.registers_form(st), "B"))
         if c in moved:
             todo.append((("moved", c), addresses.registers_form(moved[c][0]), "B"))
-    from harness.run.compile import CompileError
+    from harness.contract import CompileError
     try:
         got, errors = _observe(rs, todo, cubin_of, worker, timeout, rs_tables)
     except CompileError as e:

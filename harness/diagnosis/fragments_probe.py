@@ -36,7 +36,7 @@ from typing import Callable
 import numpy as np
 
 from harness.diagnosis import bitmaps
-from harness.families.base import ranges
+from harness.contract import ranges
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma.cases import Case, operand_scenarios, plain_operand
 from harness.families.wgmma.reference import POISON, Prepared, acc_bits, place
@@ -632,7 +632,7 @@ def diagnose(cases, cubin_of, worker, timeout: float = 30.0, png_dir: Path | Non
              max_png: int = 16, found: dict | None = None) -> list[dict]:
     """Fragment records of type 'diagnosis' for failing wgmma cases: the probes run once per kernel key, and
     every case of that key gets the records. `found`, when given, receives each key's Finding."""
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     by_key: dict = {}
     for c in cases:
         by_key.setdefault(c.key, []).append(c)

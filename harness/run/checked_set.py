@@ -39,8 +39,8 @@ KEEP = 64
 def key(kernels, toolchain_key: tuple[str, ...], disassembler: str) -> str | None:
     """The list's key, or None where it cannot be trusted to say what was checked (a family from outside the
     package: its sources and rules are not in the package's digest)."""
-    from harness import families
-    registry = families.registry()
+    from harness import registry
+    registry = registry.registry()
     if any(not registry.get(str(k.family), "").startswith("harness.") for k in kernels):
         return None
     h = hashlib.sha256()

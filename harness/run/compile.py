@@ -13,33 +13,21 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 import threading
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from harness import registry
 from harness.cache import cache_dir, content_digest
-from harness.run import cores, processes, toolchain as toolchains
+from harness.contract import CompileError, IfAccepted, Kernel, SassCheck
+from harness.run import cores, processes, sass, toolchain as toolchains
+from harness.run.sass import Verdict
 from harness.run.toolchain import Toolchain
-
-if TYPE_CHECKING:  # sass.py imports this module
-    from harness.run.sass import SassCheck, Verdict
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 # a kernel's options at full optimization; a CompileJob adds its toolchain's fast-compile level unless it asks not to
 DEFAULT_OPTIONS = ("-std=c++17", "--device-as-default-execution-space", "-lineinfo")
-
-
-class CompileError(RuntimeError):
-    def __init__(self, name: str, arch: str, log: str, source_path: Path | None = None):
-        self.name, self.arch, self.log, self.source_path = name, arch, log, source_path
-        first = next((ln for ln in log.splitlines() if "error" in ln.lower()), log.strip()[:200])
-        where = f" (source and log kept in {source_path.parent})" if source_path else ""
-        super().__init__(f"NVRTC rejected {name} for {arch}: {first.strip()}{where}")
 
 
 def nvrtc_version() -> str:
@@ -101,6 +89,32 @@ def _failure_dir(job: CompileJob, log: str, failed_dir: Path | None = None) -> P
     (d / f"{job.name}.cu").write_text(job.source)
     (d / "nvrtc.log").write_text(log)
     return d
+
+
+def compile_job(kernel: Kernel, sass_check: SassCheck | None = None, tc: Toolchain | None = None) -> CompileJob:
+    """The compile job of a family's kernel: its source, at the toolchain's fast-compile level where the family
+    allows it (its `fast_compile`; a family without one compiles at full optimization), with the kernel's own options
+    (the family's `compile_options`, an IfAccepted one as `tc` decides: by default the NVRTC cuda.bindings binds)."""
+    fam = registry.get(kernel.family)
+    extra = own_options(fam.compile_options(kernel), tc) if hasattr(fam, "compile_options") else ()
+    return CompileJob(kernel.name, fam.source(kernel), str(kernel.arch), DEFAULT_OPTIONS + extra,
+                      sass_check=sass_check, fast_compile=getattr(fam, "fast_compile", False))
+
+
+def own_options(options, tc: Toolchain | None = None) -> tuple[str, ...]:
+    """A family's compile options for a kernel, each IfAccepted one resolved: its option where the toolchain `tc` (by
+    default the NVRTC cuda.bindings binds) accepts it, else its `otherwise` (also where no toolchain can be had)."""
+    out: list[str] = []
+    for o in options:
+        if not isinstance(o, IfAccepted):
+            out.append(o)
+            continue
+        try:
+            accepted = (tc or toolchains.default()).accepts(o.option, o.arch)
+        except toolchains.ToolchainError:
+            accepted = False
+        out += [o.option] if accepted else list(o.otherwise)
+    return tuple(out)
 
 
 def compile_one(job: CompileJob, tc: Toolchain | None = None) -> Compiled:
@@ -169,7 +183,6 @@ def _run_job(args):
         built = [tc.compile(job.source, job.name, job.arch, job.options_for(tc)) for job in jobs]
     verdicts: list[tuple[str, Verdict] | None] = [None] * len(jobs)
     if tc.kind.module_suffix == ".cubin" and any(job.sass_check is not None for job in jobs):
-        from harness.run import sass  # here, not at the top: sass.py imports this module
         contents = {id(m): content_digest(m) for m, _ in built if m is not None}  # a shared module: once
         for i, (job, (module, _)) in enumerate(zip(jobs, built)):
             if module is not None and job.sass_check is not None:
@@ -281,7 +294,6 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
                     _store(path, cubin, own)
                     verdict = None
                     if judged is not None:
-                        from harness.run import sass  # here, not at the top: sass.py imports this module
                         content, verdict = judged
                         sass.save_verdict(sass.verdict_path(path, content, job.sass_check), verdict)
                     results[i] = Compiled(job.name, job.arch, path, False, log, verdict=verdict)
@@ -355,57 +367,3 @@ def _store(path: Path, module: bytes, own: Path | None) -> None:
     except OSError:
         tmp.write_bytes(module)
     tmp.replace(path)
-
-
-# ----------------------------------------------------------------------------------------------------
-# SASS
-
-NVDISASM_MISSING = ("nvdisasm (the SASS check's disassembler) is not installed: pip install nvidia-cuda-nvdisasm, "
-                    "or put a CUDA toolkit's bin folder on PATH (cuda-toolkit 13.0 and 13.1 bring no nvdisasm wheel)")
-
-
-class NvdisasmMissing(FileNotFoundError):
-    """No nvdisasm: the cubins' SASS cannot be checked (NVDISASM_MISSING says what to install)."""
-
-
-def nvdisasm_path() -> str:
-    """nvdisasm from the nvidia-cuda-nvdisasm wheel, else the one on PATH; NvdisasmMissing, one line, if neither."""
-    try:
-        import nvidia
-        for base in nvidia.__path__:
-            for sub in ("cu13", "cuda_nvdisasm", "cu12"):
-                p = Path(base) / sub / "bin" / "nvdisasm"
-                if p.exists():
-                    return str(p)
-    except ImportError:
-        pass
-    found = shutil.which("nvdisasm")
-    if found:
-        return found
-    raise NvdisasmMissing(NVDISASM_MISSING)
-
-
-# nvdisasm's listing of the code sections (-c) without its dataflow analysis (-ndf), which only names the targets of
-# branches taken through the branch stack. For every kernel of the default sweep (823, three archs) it lists the same
-# arch, functions and instructions (opcodes and operands; branch targets as labels, not addresses) as
-# `cuobjdump --dump-sass`, which runs nvdisasm with that analysis, in 23% less CPU and less than a quarter of the text
-# (the CPU note 2026-11-26 disassembler.txt in docs/performance.md). Most of a module's disassembly is nvdisasm's
-# start-up, ~0.3 s.
-DISASSEMBLER_OPTIONS = ("-c", "-ndf")
-
-
-def sass(cubin_path: Path | str) -> str:
-    """nvdisasm's SASS listing of a cubin (DISASSEMBLER_OPTIONS): a `.section .text.<kernel>` header before each
-    function's instructions, one `/*offset*/ OPCODE operands ;` line each."""
-    exe = nvdisasm_path()
-    out = subprocess.run([exe, *DISASSEMBLER_OPTIONS, str(cubin_path)], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"nvdisasm failed on {cubin_path}: {out.stderr.strip()}")
-    return out.stdout
-
-
-def sass_of_bytes(cubin: bytes) -> str:
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        return sass(f.name)

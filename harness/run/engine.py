@@ -51,15 +51,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import families
+from harness import registry
+from harness.contract import CaseLines, Kernel, LaunchFailed, LaunchInput, case_record
 from harness.enums import Status
-from harness.families.base import Kernel, case_record
-from harness.records.results import CaseLines
 from harness.run import cores, processes
-from harness.run.launch import LaunchInput, load_outputs
+from harness.run.launch import load_outputs
 from harness.run.launch_cache import (EXPECTATIONS_SUFFIX, LAUNCH_SUFFIX, OUTPUTS_SUFFIX, KeptFolder, KeptLaunches,
                                       process_key)
-from harness.run.worker import GpuWorker, LaunchFailed, wait_any
+from harness.run.worker import GpuWorker, wait_any
 
 MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded
 WIDESPREAD_SINGLES = 4  # per kernel: this many cases faulting alone, and no sub-launch coming back: stop
@@ -117,7 +116,7 @@ def ready_for_jobs() -> None:
         os.nice(PREPARE_NICENESS)
     except OSError:  # a platform without nice: the pool runs at its caller's priority
         pass
-    families.all_families()
+    registry.all_families()
     process_key()
 
 
@@ -128,7 +127,7 @@ def helpers_for_jobs(workers: int) -> processes.Helpers:
 
 
 def prepare(kernel: Kernel, cases) -> tuple[LaunchInput, list]:
-    return families.get(kernel.family).prepare(kernel, list(cases))
+    return registry.get(kernel.family).prepare(kernel, list(cases))
 
 
 @dataclass(frozen=True)
@@ -185,7 +184,7 @@ def readback_job(kernel: Kernel, spooled: Spooled, device: int) -> tuple[CaseLin
     """(the launch's case records, encoded here for the results file, the seconds the read-back took in this pool
     process)."""
     t = time.perf_counter()
-    recs = families.get(kernel.family).readback(kernel, load_expectations(spooled), load_outputs(spooled.outputs))
+    recs = registry.get(kernel.family).readback(kernel, load_expectations(spooled), load_outputs(spooled.outputs))
     for r in recs:
         r["gpu"] = device
     remove(spooled)
@@ -284,7 +283,7 @@ def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: 
     """Launch every case at once (unless `first_error` says that launch already failed); if it faults or
     hangs, bisect to the cases that do, so every other case still gets its result, within `budget` (a fresh
     one, i.e. this kernel alone, if not given). Every case gets a record, launched alone or not."""
-    family = families.get(kernel.family)
+    family = registry.get(kernel.family)
     launch = LaunchInput.load(launch)
     budget = budget or IsolationBudget()
     mine = {"failed": 0, "singles": 0, "ok": 0}  # this kernel: failed sub-launches, cases faulting alone, answers

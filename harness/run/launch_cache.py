@@ -60,8 +60,8 @@ def process_key() -> str:
     """source_key() as this process's code has it: taken once every family is imported, so that a file edited after
     the engine chose its folder (whose key its own process took) does not put launches prepared by the edited code
     under the old key: a preparing process whose key differs keeps and reads nothing."""
-    from harness import families
-    families.all_families()
+    from harness import registry
+    registry.all_families()
     return source_key()
 
 
@@ -79,8 +79,8 @@ class KeptLaunches:
         finds a kept launch itself rather than asking a pool process (Engine.begin). None where the key does not cover
         what prepares them (a family from outside the package), the kernel's text does not say all of it (an object
         shown by its address), or a case has no id."""
-        from harness import families
-        if not families.registry().get(str(kernel.family), "").startswith("harness."):
+        from harness import registry
+        if not registry.registry().get(str(kernel.family), "").startswith("harness."):
             return None
         if process_key() != os.path.basename(self.folder):  # this process's code is not the folder's
             return None
@@ -96,14 +96,13 @@ class KeptLaunches:
         """Both files are there and whole: the launch file as long as its header says, the expectations a pickle that
         ends (a host that went down after the rename, before the files' data reached the disk, can leave them empty
         or cut short: that launch is prepared again, and kept again by the next writer)."""
-        from harness.run.launch import arrays_file_whole
         try:
             with open(stem + EXPECTATIONS_SUFFIX, "rb") as fh:
                 fh.seek(-1, os.SEEK_END)
                 ends = fh.read(1) == pickle.STOP
         except OSError:
             return False
-        return ends and arrays_file_whole(stem + LAUNCH_SUFFIX)
+        return ends and cache.arrays_file_whole(stem + LAUNCH_SUFFIX)
 
     def keep(self, stem: str, launch, expectations: list) -> bool:
         """Keep a prepared launch (a LaunchInput) and its expectations under `stem`: True when they are kept there

@@ -419,6 +419,14 @@ class Toolchain:
             return ()
         return (f"--Ofast-compile={FAST_COMPILE_LEVEL}",)
 
+    def accepts(self, option: str, arch: str) -> bool:
+        """Whether this toolchain compiles a trivial kernel for `arch` with `option` (a ptxas option an older ptxas
+        lacks: contract.IfAccepted), tried once per toolchain build, option and arch."""
+        key = (*self.cache_key(), option, arch)
+        if key not in _ACCEPTS:
+            _ACCEPTS[key] = self.compile(PROBE_SOURCE, PROBE_NAME, arch, (option,))[0] is not None
+        return _ACCEPTS[key]
+
     def cache_key(self) -> tuple[str, ...]:
         """What of the toolchain decides the bytes of a module (the path does not: one build is one compiler)."""
         return (str(self.kind), self.library.version, self.library.build)
@@ -446,6 +454,9 @@ class Toolchain:
             if reason:
                 out[str(arch)] = reason
         return out
+
+
+_ACCEPTS: dict[tuple, bool] = {}  # Toolchain.accepts's answers, by toolchain build, option and arch
 
 
 @lru_cache(maxsize=None)

@@ -5,7 +5,8 @@ import pytest
 
 from harness import plan
 from harness.run import engine
-from harness.run.launch import LaunchInput, PinnedStaging, load_outputs, save_outputs
+from harness.contract import LaunchInput
+from harness.run.launch import PinnedStaging, load_outputs, save_outputs
 
 
 @pytest.fixture(scope="module")

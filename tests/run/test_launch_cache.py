@@ -143,8 +143,8 @@ def test_the_sweep_command_keeps_launches_unless_told_not_to(monkeypatch, tmp_pa
 
 def test_a_family_from_outside_the_package_is_never_kept(monkeypatch, tmp_path):
     """Its code is not in the key: a launch it prepared once must not stand for what its edited code prepares."""
-    from harness import families
-    monkeypatch.setenv(families.EXTRA, "toy=tests.simulated.toy_family")
+    from harness import registry
+    monkeypatch.setenv(registry.EXTRA, "toy=tests.simulated.toy_family")
     (kernel, cases), = plan.make(plan.Selection(families=None, n_values=(64,), match="toy"), {"toy": "sm_90a"}).work
     kept = launch_cache.KeptLaunches(str(tmp_path / "kept" / launch_cache.process_key()), writable=True)
     assert kept.stem(kernel, cases) is None

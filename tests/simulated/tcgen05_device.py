@@ -44,7 +44,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 from harness.spec import dtypes
 from tests.simulated import oracle_cache, smem
 from tests.simulated.sim_common import fault, log_launch, planted, use_device  # noqa: F401

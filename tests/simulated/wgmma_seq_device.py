@@ -19,7 +19,7 @@ import numpy as np
 from harness.enums import DescStep, SeqPattern
 from harness.families.wgmma import forms as wgmma_forms
 from harness.families.wgmma_seq import forms as seq_forms
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 from harness.spec import dtypes
 from tests.simulated import smem, wgmma_device
 from tests.simulated.sim_common import fault, log_launch, planted, use_device  # noqa: F401

@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from harness.families.wgmma_sp import forms
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 from tests.simulated import wgmma_device
 from tests.simulated.sim_common import fault, log_launch, planted
 from tests.simulated.smem import NotSimulated

@@ -528,7 +528,7 @@ def explain_tmem(op: TmemOperand, lane, col, part, valid=None) -> dict:
         out["summary"] = (f"A (Tensor Memory): every element read from the lane and column the data path gives "
                           f"(rows on lanes of the M={op.intended_m} path, from column {op.col0})")
         return out
-    from harness.families.base import ranges
+    from harness.contract import ranges
     rows, ks = np.nonzero(wrong)
     out.update({"rows": ranges(np.unique(rows)), "cols": ranges(np.unique(ks))})
     out["first"] = [{"row": int(r), "k": int(k), "expected": [int(el[r, k]), int(ec[r, k]), int(ep[r, k])],
@@ -604,7 +604,7 @@ def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=N
     `cubin_path`, which serves a simulated device (it loads no cubin) but not a GPU."""
     from pathlib import Path
 
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     arch = str(kernel.arch)
     out, plan, jobs = [], [], []
     for c in cases:
@@ -666,7 +666,7 @@ def _second_look(kernel, recs: list[dict], cubin_path, worker, timeout) -> None:
     probed again with the one-hot where the hardware was seen to read it; if it then reads as the model, its record
     says so (in place), and only the misread operand is blamed."""
     from harness.families.tcgen05 import kernel as tk
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     by = {(r["id"], r["operand"]): r for r in recs if "_seen" in r}
     again, jobs = [], []
     for (cid, which), r in by.items():
@@ -716,7 +716,7 @@ def _launch_slots(kernel_name: str, cubin_path, worker, timeout, todo) -> list:
     """One launch probing every (setup, operand) of `todo`: per item, recover_slots' (slot, valid), or the words
     saying why there is none."""
     from harness.families.tcgen05 import kernel as tk
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     out: list = [None] * len(todo)
     plan, jobs = [], []
     for i, (st, which) in enumerate(todo):
@@ -755,7 +755,7 @@ def _apart(kernel, recs: list[dict], cubin_path, worker, timeout, cubin_of) -> N
       everywhere A may be read, none under B's one-hot, however far a misread A reaches into B's tile.
 
     An operand that cannot be probed apart is inconclusive (its first look says nothing about it), not failed."""
-    from harness.run.compile import CompileError
+    from harness.contract import CompileError
     by = {(r["id"], r["operand"]): r for r in recs if "_seen" in r}
     both = []
     for (cid, which), r in by.items():

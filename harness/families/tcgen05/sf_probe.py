@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.diagnosis import single_edit  # the catalogue's words name common recovered maps
-from harness.families.base import ranges
+from harness.contract import ranges
 from harness.families.tcgen05 import datapaths, reference as R, tmem_probe
 from harness.families.tcgen05.cases import TcCase
 from harness.spec import descriptors, dtypes, idesc as idesc_spec, layouts
@@ -418,7 +418,7 @@ def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=N
     """'scale-factors' records for (failing, not control) block-scaled cases of one kernel. tmem_records: the
     'tmem-d' records of these cases by id: D is read through the placement they name (the model's otherwise)."""
     from harness.families.tcgen05 import kernel as tk
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     tmem_records = tmem_records or {}
     out, plan, jobs = [], [], []
     for c in cases:

@@ -27,7 +27,7 @@ import numpy as np
 
 from harness.diagnosis import single_edit  # the catalogue's words name common recovered placements
 from harness.diagnosis.fragments_probe import code_digits, exact_power_cap
-from harness.families.base import ranges
+from harness.contract import ranges
 from harness.families.tcgen05 import datapaths, reference as R
 from harness.families.tcgen05.cases import TcCase
 from harness.spec import desc_tcgen05, descriptors, dtypes, layouts
@@ -361,7 +361,7 @@ def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=N
     """'tmem-d' records for (failing, not control) cases of one kernel; not-probed where the digits do not fit
     or the case cannot be prepared with chosen operands."""
     from harness.families.tcgen05 import kernel as tk
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     out, plan, jobs = [], [], []
     for c in cases:
         try:

@@ -10,8 +10,8 @@ import numpy as np
 from harness import kernels
 from harness.families.wgmma import forms
 from harness.families.wgmma.reference import POISON, Prepared
-from harness.run.launch import LaunchInput, OutputSpec
-from harness.run.sass import SassCheck, SassRule
+from harness.contract import LaunchInput, OutputSpec
+from harness.contract import SassCheck, SassRule
 from harness.spec import desc_wgmma
 
 PARAMS_DTYPE = np.dtype([("image_offset", "<u8"), ("desc_a", "<u8"), ("desc_b", "<u8"),

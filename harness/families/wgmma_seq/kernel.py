@@ -21,8 +21,8 @@ from harness.enums import DescStep, SeqPattern
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.families.wgmma_seq import forms
 from harness.families.wgmma_seq.reference import POISON, SeqPrepared
-from harness.run.launch import WINDOW_SLACK, LaunchInput, OutputSpec
-from harness.run.sass import SassCheck, SassRule
+from harness.contract import WINDOW_SLACK, LaunchInput, OutputSpec
+from harness.contract import SassCheck, SassRule
 
 PARAMS_DTYPE = np.dtype([("image_offset", "<u8"), ("desc_a", "<u8"), ("desc_b", "<u8")]
                         + [(f"step_a{j}", "<u8") for j in range(forms.MAX_STEPS)]

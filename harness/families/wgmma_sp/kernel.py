@@ -10,8 +10,8 @@ import numpy as np
 from harness.families.wgmma import kernel as dense
 from harness.families.wgmma_sp import forms
 from harness.families.wgmma_sp.reference import Prepared
-from harness.run.launch import LaunchInput
-from harness.run.sass import SassCheck, SassRule
+from harness.contract import LaunchInput
+from harness.contract import SassCheck, SassRule
 
 META_PARAM = "\n                const unsigned int* __restrict__ e_regs,"  # after c_regs: LaunchInput input order
 META_LOAD = "\n    const unsigned int meta = e_regs[slot];"
