@@ -15,8 +15,8 @@ from typing import Callable
 
 from harness import registry
 from harness.cache import cache_dir, lock_file, locked, source_digest, write_atomically
-from harness.enums import Arch, OperandSource
 from harness.contract import Kernel
+from harness.enums import Arch, OperandSource
 
 class SweepError(ValueError):
     pass

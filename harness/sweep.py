@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import cache, plan as planning, registry
-from harness.enums import ExitCode, Status
 from harness.contract import Kernel, case_record
+from harness.enums import ExitCode, Status
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
 from harness.enums import ToolchainKind

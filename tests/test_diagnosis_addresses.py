@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.diagnosis import address_fit, addresses, affine, diagnose
+from harness.diagnosis import address_fit, affine
+from harness.families.wgmma import addresses, probe as diagnose
 from harness.families.wgmma import cases as C, forms
 from harness.spec import layouts
 from tests.simulated import misreading_probe as MR, smem, wgmma_device

@@ -298,7 +298,7 @@ def test_qualifier_forms_are_modelled():
     same A reloaded); discard: the plain product; .ashift: D's row r is A's row r - 1 times B (+ C), row 0 not checked;
     tcgen05.shift.down: lanes 1-31 of D's first 8 columns hold the lane above's (A*B + C), lane 0 there not checked.
     The expectations are written here from the ISA's words, not from reference.py."""
-    from harness.families.tcgen05 import datapaths as DP, forms as F, kernel as K, readback as RB
+    from harness.families.tcgen05 import datapaths as DP, forms as F, kernel as K
     checked = set()
     for f in _variant_forms():
         cases = T.cases_for_form(f)
@@ -308,7 +308,7 @@ def test_qualifier_forms_are_modelled():
             a, b = prep.operands["a"], prep.operands["b"]
             prod = a @ b.T
             cta, lane, col, _ = DP.d_position(c.m, c.n, f.cta_group, f.ws, c.dtype)
-            cm = RB.decode(c, prep.tmem_in) if c.scale_d else 0  # C as the kernel stores it
+            cm = DP.decode_d(c, prep.tmem_in) if c.scale_d else 0  # C as the kernel stores it
             unchecked = np.zeros((c.m, c.n), bool)
             if f.variant == "sid":
                 want = prod + cm / 4
@@ -379,8 +379,8 @@ def _device_after_shift(case, prep, how: str, fill: str):
     a, b = prep.operands["a"], prep.operands["b"]
     cm = 0
     if case.scale_d:
-        from harness.families.tcgen05 import readback as RB
-        cm = RB.decode(case, prep.tmem_in)
+        from harness.families.tcgen05 import datapaths as DP
+        cm = DP.decode_d(case, prep.tmem_in)
     if case.form.variant == "ashift":
         filler = {"zero": np.zeros(a.shape[1]), "last": a[-1], "poison": np.full(a.shape[1], 7.0)}[fill]
         return device_tmem(case, prep, _row_shift(a, how, filler) @ b.T + cm)

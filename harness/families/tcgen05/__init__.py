@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.enums import Arch, FamilyName
 from harness.contract import Device, Kernel, case_record
+from harness.enums import Arch, FamilyName
 
 
 class Tcgen05Family:

@@ -392,7 +392,7 @@ def _same(a: tuple, b: tuple) -> bool:
 def _png(st: SfSetup, c: TcCase, obs, exp, rec: dict, png_dir: Path) -> str:
     """Expected vs observed source (CTA and tile; byte) of the factor of every A row and B column per K block (A's
     as the first column of D used them, B's as the first row)."""
-    from harness.diagnosis.diagnose import safe_name, wrap_text
+    from harness.diagnosis.pictures import safe_name, wrap_text
 
     def split(a_slots, b_slots):
         s = np.concatenate([a_slots, b_slots])

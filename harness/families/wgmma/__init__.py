@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import importlib
 
-from harness.enums import Arch, FamilyName, Status
 from harness.contract import Device, Kernel, LaunchInput, case_record
+from harness.enums import Arch, FamilyName, Status
 
 
 class WgmmaFamily:
@@ -79,7 +79,7 @@ class WgmmaFamily:
 
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, device: Device, timeout: float,
                  png_dir) -> list[dict]:
-        from harness.diagnosis import diagnose, fragments_probe
+        from harness.families.wgmma import fragments_probe, probe
         # the register fragments first (accumulator; A registers of RS forms): the address probe then decodes D,
         # and packs an RS form's one-hot A, through the fragments the hardware was seen to use, so a wrong
         # fragment model is named as such and never read as another operand's wrong addresses
@@ -88,7 +88,7 @@ class WgmmaFamily:
         frag = fragments_probe.diagnose([c for c in cases if not c.control], cubin_of, device, timeout, png_dir,
                                         found=found)
         tables = {k: fragments_probe.tables(f) for k, f in found.items()}
-        recs = diagnose.diagnose(cases, cubin_of, device, timeout, png_dir, tables=tables)
+        recs = probe.diagnose(cases, cubin_of, device, timeout, png_dir, tables=tables)
         bad = {}
         for r in frag:
             if r["status"] == "fail":

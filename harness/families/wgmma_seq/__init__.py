@@ -5,8 +5,8 @@ Forms, cases, reference, kernel, readback as in the dense family, whose spec mod
 asm statements it reuses; `FAMILY` is what the engine runs."""
 from __future__ import annotations
 
-from harness.enums import Arch, FamilyName
 from harness.contract import Kernel, case_record
+from harness.enums import Arch, FamilyName
 from harness.families.wgmma import WgmmaFamily
 
 

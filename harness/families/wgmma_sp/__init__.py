@@ -4,8 +4,8 @@ kernel template, launch and diff, with the sparsity model of harness.spec.sparsi
 dense one's, reading this subpackage's modules."""
 from __future__ import annotations
 
-from harness.enums import FamilyName
 from harness.contract import Device, Kernel
+from harness.enums import FamilyName
 from harness.families.wgmma import WgmmaFamily
 
 
@@ -22,7 +22,7 @@ class WgmmaSparseFamily(WgmmaFamily):
                  png_dir) -> list[dict]:
         """Its own probe: which thread's metadata nibble each chunk of A took its indices from (the dense family's
         address and fragment probes cover the operand layouts and fragments this family shares with it)."""
-        from harness.diagnosis import metadata_probe
+        from harness.families.wgmma_sp import metadata_probe
         return metadata_probe.diagnose([c for c in cases if not c.control], cubin_path, device, timeout)
 
 
