@@ -1,6 +1,6 @@
 """A simulated sm_90a GPU for wgmma launches (same `use_device` and `run` as harness.run.launch).
 
-Per CTA it does what kernels/wgmma.cu + the tensor core do, from the launch's raw buffers only: take the params
+Per CTA it does what families/wgmma/wgmma.cu + the tensor core do, from the launch's raw buffers only: take the params
 record (image_offset, image_bytes, desc_a, desc_b, variant, scale_d, inject), put the CTA's image in a shared
 window at address 0, decode the 64-bit descriptors and generate the address of every A/B element from the
 descriptor fields (tests/simulated/smem.py, an independent reading of the PTX ISA), decode the elements

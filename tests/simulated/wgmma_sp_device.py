@@ -1,6 +1,6 @@
 """A simulated sm_90a GPU for wgmma.mma_async.sp launches (kernels named wgmma_sp_*).
 
-It does per CTA what kernels/wgmma.cu with the sparse instruction does, from the launch's raw buffers only, with
+It does per CTA what families/wgmma/wgmma.cu with the sparse instruction does, from the launch's raw buffers only, with
 its own reading of the sparsity, not harness/spec/sparsity.py (the model under test):
   * which thread's metadata register describes which elements of A: CUTLASS's metadata layouts for SM90 sparse
     GMMA (cute/atom/mma_traits_sm90_gmma_sparse.hpp, ELayout_64x32 / 64x16 / 64x64), written below as CuTe

@@ -1,13 +1,17 @@
-"""The tcgen05 kernel: its CUDA source (kernels/tcgen05.cu filled in per form) and a launch of prepared cases
+"""The tcgen05 kernel: its CUDA source (tcgen05.cu, beside it, filled in per form) and a launch of prepared cases
 (one CTA, or a cluster of two for cta_group::2, per case)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
 from harness import kernels
+from harness.contract import WINDOW_SLACK, IfAccepted, LaunchInput, OutputSpec, SassCheck, SassRule
 from harness.families.tcgen05 import forms
 from harness.families.tcgen05.reference import POISON, TcPrepared
-from harness.contract import WINDOW_SLACK, IfAccepted, LaunchInput, OutputSpec, SassCheck, SassRule
+
+HERE = Path(__file__).resolve().parent  # the kernel's template sits beside this module
 
 PARAMS_DTYPE = np.dtype([(k, "<u8") for k in ("image_offset", "desc_a", "desc_b", "zero_mask", "sf_desc_a",
                                              "sf_desc_b")] +
@@ -39,7 +43,7 @@ def source(form: forms.Form) -> str:
     cluster_sync = ('asm volatile("barrier.cluster.arrive.release.aligned;\\n" ::: "memory");\n'
                     '    asm volatile("barrier.cluster.wait.acquire.aligned;\\n" ::: "memory");')
     leader = "cluster_rank() == 0u"  # the even CTA of the pair issues the pair's MMA
-    return kernels.fill(kernels.template("tcgen05.cu"),
+    return kernels.fill(kernels.template("tcgen05.cu", HERE),
                 KERNEL_NAME=form.name,
                 CTA_GROUP=form.cta_group,
                 CLUSTER_ATTR="__cluster_dims__(2, 1, 1)" if pair else "",
