@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness import registry
+from harness import registry as families  # the families by name (harness/registry.py)
 from harness.cache import cache_dir, lock_file, locked, source_digest, write_atomically
 from harness.contract import Kernel
 from harness.enums import Arch, OperandSource
@@ -73,7 +73,7 @@ class Selection:
         return " ".join(words)
 
     def validate(self) -> "Selection":
-        known = registry.registry()
+        known = families.registry()
         for f in self.families or ():
             if f not in known:
                 raise SweepError(f"unknown family {f!r}; one of {', '.join(known)}")
@@ -150,12 +150,12 @@ def with_collector_paused(build, *args):
 
 def plan_path(fam, arch) -> Path | None:
     """Where an in-tree family's whole plan for `arch` is cached (None for a family from outside the package)."""
-    if not registry.registry().get(str(fam.name), "").startswith("harness."):
+    if not families.registry().get(str(fam.name), "").startswith("harness."):
         return None
     return cache_dir() / "plans" / f"{fam.name}-{arch}-{source_digest()}.pkl"
 
 
-# A family that plans each kernel's cases from that kernel alone (`kernel_cases`, families/base.py) is cached in this
+# A family that plans each kernel's cases from that kernel alone (`kernel_cases`, harness/contract.py) is cached in this
 # many parts, part i holding every PLAN_PARTS-th kernel of kernel_list from the i-th. Processes that start together on
 # an empty cache (the README test command's 17) build different parts at once (build_free_plans): in one file, the
 # dense family's plan was built by one process while the others waited for it, and the README run's workers ended
@@ -309,7 +309,7 @@ def kernels_first(sel: Selection, run_archs: dict[str, Arch] | None = None,
     if sel.filters() or sel.match or not sel.controls:
         return None
     run, other = [], []
-    for fam in map(registry.get, list(sel.families or registry.registry())):
+    for fam in map(families.get, list(sel.families or families.registry())):
         if not hasattr(fam, "kernel_list"):
             return None
         arch = run_arch(fam, run_archs)
@@ -407,14 +407,14 @@ def selected(sel: Selection, run_archs: dict[str, Arch] | None, shard: tuple[int
     every plan, and leaves the whole plans for a sweep that needs them to build and cache."""
     sel.validate()
     filters = sel.filters()
-    names = list(sel.families or registry.registry())
+    names = list(sel.families or families.registry())
     narrowing = {}  # family -> the filters' facets its kernels share, for the families planned kernel by kernel
-    for f in map(registry.get, names) if narrow else ():
+    for f in map(families.get, names) if narrow else ():
         shared = kernel_level(f, run_arch(f, run_archs), filters)
         if shared and not (cache and plan_cached(f, run_arch(f, run_archs))):
             narrowing[str(f.name)] = shared
     if cache:  # every plan make() reads, run arch first
-        fams = [f for f in map(registry.get, names)
+        fams = [f for f in map(families.get, names)
                 if all(k in f.facets for k in filters) and str(f.name) not in narrowing]
         build_free_plans([(f, run_arch(f, run_archs)) for f in fams]
                          + [(f, a) for f in fams for a in f.archs if a != run_arch(f, run_archs)])
@@ -422,7 +422,7 @@ def selected(sel: Selection, run_archs: dict[str, Arch] | None, shard: tuple[int
     seen_values: dict[str, set] = {k: set() for k in filters}
     matched: set[str] = set()  # the --match texts some case kept has
     narrowed_any = False
-    for fam in map(registry.get, names):
+    for fam in map(families.get, names):
         missing = [k for k in filters if k not in fam.facets]
         if missing:
             plan.notes.append(f"{fam.name}: left out: its cases have no {', '.join(missing)} to select on")

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import cache, plan as planning, registry
+from harness import cache, plan as planning, registry as families  # the families by name
 from harness.contract import Kernel, case_record
 from harness.enums import ExitCode, Status
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
@@ -79,7 +79,7 @@ def run_archs(devs) -> dict[str, str]:
     """family -> the arch its cases are planned for: the first of its archs with a GPU here."""
     here = {a for _, a in devs}
     out = {}
-    for fam in registry.all_families():
+    for fam in families.all_families():
         arch = next((a for a in map(str, fam.archs) if a in here), None)
         if arch:
             out[str(fam.name)] = arch
@@ -103,7 +103,7 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
         # one writer a results file: a second sweep given this --out is refused before anything is compiled
         out_lock.enter_context(writing(cfg.out_path))
         try:
-            all_archs = [a for fam in registry.all_families() for a in fam.archs]
+            all_archs = [a for fam in families.all_families() for a in fam.archs]
             devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
             first = compile_first(sel, cfg, devs)  # a toolchain that cannot build them is refused before any start
             engine = start_engine(devs, cfg, ahead, helpers) if devs else None
@@ -532,7 +532,7 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, helpers: proce
             f"this source and toolchain, unchanged since (harness/run/checked_set.py)")
         return {k: nvrtc.Compiled(k.name, str(k.arch), path, True) for k, path in zip(kernels, cubins)}
     # each kernel's check made once (its rules compile their regexes), for the compile and the check after it
-    checks = {k: registry.get(k.family).sass_check(k) for k in kernels} if checked else {}
+    checks = {k: families.get(k.family).sass_check(k) for k in kernels} if checked else {}
     if cfg.kernels is not None:
         compiled = cfg.kernels.compiled(kernels)
         log(f"kernels: {len(kernels)} for {archs} from {cfg.kernels.path} ({tc.describe()}, compiled on "
@@ -641,7 +641,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             if opened is not None:
                 opened.append(writer)
     counts = {str(s): 0 for s in Status}
-    kernel_cases = {k.name: (registry.get(k.family), cs) for k, cs in work}
+    kernel_cases = {k.name: (families.get(k.family), cs) for k, cs in work}
     controls_of: dict[str | None, dict] = {}
 
     def controls_in(kernel_name: str | None) -> dict:
@@ -688,7 +688,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
 
     not_run: dict[str, int] = {}
     for k, cs in work:
-        fam = registry.get(k.family)
+        fam = families.get(k.family)
         if problem:
             emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}", **fam.case_fields(c))
                   for c in cs])
@@ -700,7 +700,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             not_run[str(k.family)] = not_run.get(str(k.family), 0) + len(cs)
             emit([case_record(c.id, k, Status.NOT_RUN, reason=reason, **fam.case_fields(c)) for c in cs])
     for fam, n in not_run.items():
-        log(f"{fam}: {n} cases recorded as not run ({gpu.skip_reason(*map(str, registry.get(fam).archs))})")
+        log(f"{fam}: {n} cases recorded as not run ({gpu.skip_reason(*map(str, families.get(fam).archs))})")
     timing = {"plan_s": round(plan_s, 2)}
     interrupted: KeyboardInterrupt | None = None
     try:
@@ -732,7 +732,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         if interrupted is not None:
             summary["interrupted"] = True
             summary["signal"] = str(interrupted) or "SIGINT"
-        summary["not_run_reasons"] = {fam: gpu.skip_reason(*map(str, registry.get(fam).archs)) for fam in not_run}
+        summary["not_run_reasons"] = {fam: gpu.skip_reason(*map(str, families.get(fam).archs)) for fam in not_run}
         summary["gpus"] = [d for d, _ in devs]
         summary["timing"] = timing
         summary["wall_s"] = round(time.time() - t0, 2)
@@ -792,7 +792,7 @@ def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log, 
         for k, cases in by_kernel.items():
             device = next(d for d, a in devs if a == str(k.arch))
             worker = workers.get(device) or workers.setdefault(device, GpuWorker(device, cfg.backend))
-            recs = registry.get(k.family).diagnose(k, cases, str(compiled[k].cubin_path), worker, cfg.timeout,
+            recs = families.get(k.family).diagnose(k, cases, str(compiled[k].cubin_path), worker, cfg.timeout,
                                                   png_dir)
             for r in recs:
                 log(f"diagnosis {r['id']} operand {r['operand']}: {r.get('summary') or r.get('error')}")

@@ -299,7 +299,7 @@ def test_in_a_storm_one_suspect_of_the_group_is_diagnosed_on_one_worker(monkeypa
             probed.append((k.name, [c.id for c in cases]))
             return []
     monkeypatch.setattr(sweep, "GpuWorker", Worker)
-    monkeypatch.setattr(sweep.registry, "get", lambda name: Family())
+    monkeypatch.setattr(sweep.families, "get", lambda name: Family())
     compiled = {k: SimpleNamespace(cubin_path="x.cubin") for k, _ in work}
     cfg = SimpleNamespace(out_path=None, backend="unused", timeout=5.0)
     logs = []

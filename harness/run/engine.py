@@ -51,7 +51,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import registry
+from harness import registry as families  # the families by name (harness/registry.py)
 from harness.contract import CaseLines, Kernel, LaunchFailed, LaunchInput, case_record
 from harness.enums import Status
 from harness.run import cores, processes
@@ -116,7 +116,7 @@ def ready_for_jobs() -> None:
         os.nice(PREPARE_NICENESS)
     except OSError:  # a platform without nice: the pool runs at its caller's priority
         pass
-    registry.all_families()
+    families.all_families()
     process_key()
 
 
@@ -127,7 +127,7 @@ def helpers_for_jobs(workers: int) -> processes.Helpers:
 
 
 def prepare(kernel: Kernel, cases) -> tuple[LaunchInput, list]:
-    return registry.get(kernel.family).prepare(kernel, list(cases))
+    return families.get(kernel.family).prepare(kernel, list(cases))
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ def readback_job(kernel: Kernel, spooled: Spooled, device: int) -> tuple[CaseLin
     """(the launch's case records, encoded here for the results file, the seconds the read-back took in this pool
     process)."""
     t = time.perf_counter()
-    recs = registry.get(kernel.family).readback(kernel, load_expectations(spooled), load_outputs(spooled.outputs))
+    recs = families.get(kernel.family).readback(kernel, load_expectations(spooled), load_outputs(spooled.outputs))
     for r in recs:
         r["gpu"] = device
     remove(spooled)
@@ -283,7 +283,7 @@ def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: 
     """Launch every case at once (unless `first_error` says that launch already failed); if it faults or
     hangs, bisect to the cases that do, so every other case still gets its result, within `budget` (a fresh
     one, i.e. this kernel alone, if not given). Every case gets a record, launched alone or not."""
-    family = registry.get(kernel.family)
+    family = families.get(kernel.family)
     launch = LaunchInput.load(launch)
     budget = budget or IsolationBudget()
     mine = {"failed": 0, "singles": 0, "ok": 0}  # this kernel: failed sub-launches, cases faulting alone, answers
@@ -475,7 +475,7 @@ class Engine:
 
     def run(self, cubins: dict[str, str | None], timeout: float, emit, log) -> dict:
         """Launch every job begun whose kernel compiled (cubins: kernel name -> cubin path, None if NVRTC
-        rejected it: the caller records those); emit(batch) gets each launch's records (records.results.CaseLines).
+        rejected it: the caller records those); emit(batch) gets each launch's records (contract.CaseLines).
         Returns timings."""
         pool = self.pool
         timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0, "prepare_s": 0.0, "readback_s": 0.0,
