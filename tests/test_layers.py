@@ -165,6 +165,15 @@ def test_every_unit_is_on_one_layer_and_every_layer_names_units_that_exist():
     assert set(placed) <= {unit_of(m) for m in g}, "LAYERS names a unit that is gone"
 
 
+def test_the_architecture_document_draws_these_layers():
+    """docs/architecture.md's "The layers" diagram, top first, one layer a line: its units, then what the layer is."""
+    import re
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    block = text.split("## The layers", 1)[1].split("```", 2)[1]
+    drawn = [re.split(r"\s{2,}", line.strip())[:-1] for line in block.strip().splitlines()]
+    assert [{u if u == "harness" else f"harness.{u}" for u in layer} for layer in reversed(drawn)] == LAYERS
+
+
 def test_no_import_runs_up_a_layer():
     assert upward(graph(), LAYERS) == []
 

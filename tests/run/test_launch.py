@@ -1,5 +1,6 @@
-"""A launch's spool file (harness/run/launch.py): every array back bit for bit, read into the GPU worker's staging
-memory or into fresh memory, and a file that is not whole refused."""
+"""A launch's spool file (LaunchInput.save / load in harness/contract.py, the arrays files of harness/cache.py, the
+staging of harness/run/launch.py): every array back bit for bit, read into the GPU worker's staging memory or into
+fresh memory, and a file that is not whole refused."""
 import numpy as np
 import pytest
 
