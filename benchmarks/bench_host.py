@@ -24,9 +24,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's harness, run from anywhere
 
-from harness import families, plan as planning  # noqa: E402
+from harness import plan as planning, registry  # noqa: E402
 from harness.run import engine  # noqa: E402
-from harness.run.launch import LaunchInput, load_outputs, save_outputs  # noqa: E402
+from harness.contract import LaunchInput  # noqa: E402
+from harness.run.launch import load_outputs, save_outputs  # noqa: E402
 
 
 def feed(digest, value) -> None:
@@ -55,7 +56,7 @@ def feed(digest, value) -> None:
 
 
 def measure(family: str, kernels: int, spool: str, repeat: int) -> dict:
-    fam = families.get(family)
+    fam = registry.get(family)
     arch = str(fam.archs[0])
     work = planning.make(planning.Selection(families=(family,)), {family: arch}, None, cache=True).work
     random.Random(1).shuffle(work)
@@ -106,7 +107,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="preparation passes; the least time counts")
     ap.add_argument("--family", action="append", help="default: wgmma and wgmma_sp")
     a = ap.parse_args()
-    known = families.registry()
+    known = registry.registry()
     fams = a.family or ["wgmma", "wgmma_sp"]
     bad = [f for f in fams if f not in known]
     if bad or a.kernels < 1 or a.repeat < 1:

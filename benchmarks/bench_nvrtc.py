@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's harness, run from anywhere
 
-from harness import families, plan as planning  # noqa: E402
+from harness import plan as planning, registry  # noqa: E402
 from harness.families.wgmma import forms as wgmma_forms, kernel as wgmma_kernel  # noqa: E402
 from harness.run import compile as C, toolchain  # noqa: E402
 
@@ -35,7 +35,7 @@ def main():
     ap.add_argument("--family", action="append", help="default: wgmma and wgmma_sp")
     a = ap.parse_args()
     fams = a.family or ["wgmma", "wgmma_sp"]
-    bad = [f for f in fams if f not in families.registry() or "sm_90a" not in map(str, families.get(f).archs)]
+    bad = [f for f in fams if f not in registry.registry() or "sm_90a" not in map(str, registry.get(f).archs)]
     if bad or a.kernels < 1:
         raise SystemExit(f"bench_nvrtc: {f'{bad[0]!r} is no sm_90a family' if bad else '--kernels must be >= 1'}")
     tc = toolchain.default()
@@ -45,7 +45,7 @@ def main():
         kernels = [k for k, _ in work]
         random.Random(1).shuffle(kernels)
         kernels = kernels[:a.kernels]
-        fam = families.get(f)
+        fam = registry.get(f)
         full = [seconds(fam.source(k), k.name) for k in kernels]
         r = {"kernels": len(kernels), "s_per_kernel": round(sum(full) / len(full), 3), "max_s": round(max(full), 3)}
         if f == "wgmma":  # one variant of each: the part of a kernel's time that does not grow with its variants

@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from harness.diagnosis import affine, fragments_probe as FP  # noqa: E402
+from harness.diagnosis import affine  # noqa: E402
+from harness.families.wgmma import fragments_probe as FP  # noqa: E402
 from harness.families import wgmma as W  # noqa: E402
 from harness.families.wgmma import cases as C, forms, kernel as wk, readback  # noqa: E402
 from harness.run.engine import run_isolated  # noqa: E402
@@ -211,13 +212,14 @@ def _true_a_map(case):
 
 
 def _true_b_map(case):
-    from harness.diagnosis import address_fit, addresses
+    from harness.diagnosis import address_fit
+    from harness.families.wgmma import addresses
     st = addresses.setup_of(case)
     return address_fit.index_map(st.b.addr)
 
 
 def _b_desc(case) -> layouts.SmemLayout:
-    from harness.diagnosis import addresses
+    from harness.families.wgmma import addresses
     return addresses.setup_of(case).b.desc_layout
 
 
@@ -292,7 +294,7 @@ def case_pool(key, which: str | None, max_cases: int) -> list:
     elif which == "64B":
         cs = [c for c in cs if c.b.layout.swizzle == "64B" and c.a.layout.swizzle != "64B"]
     elif which == "affine-b":
-        from harness.diagnosis import addresses
+        from harness.families.wgmma import addresses
         cs = [c for c in cs if all(isinstance(affine.solve(np.arange(op.addr.size), op.addr.T.ravel()),
                                               affine.AffineMap)
                                    for op in (addresses.setup_of(c).a, addresses.setup_of(c).b))][:1]
@@ -303,7 +305,7 @@ def run_one(name, key, operand, plant, check, cases, cubin_of, worker, timeout, 
     kernel = W.FAMILY.kernel_of(key)
     t = time.time()
     if isinstance(plant, tuple):  # the B address plant needs the case's B layout
-        from harness.diagnosis import addresses
+        from harness.families.wgmma import addresses
         _, q, c = plant
         target = addresses.setup_of(cases[0]).b.desc_layout
         ctx = _b_address_plant(target, q, c)

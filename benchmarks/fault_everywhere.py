@@ -10,7 +10,7 @@ whichever comes first. Nothing in the harness reads an environment variable for 
 import numpy as np
 
 from harness.run import launch as device
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 
 FAR = 0xFFFF0000  # a 16-byte aligned uint32 offset far past any image buffer
 

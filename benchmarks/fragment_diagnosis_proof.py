@@ -1,6 +1,6 @@
 """Proof that the fragment diagnosis names a wrong register-fragment model, on the GPU (the truth).
 
-For each edit of harness/diagnosis/fragments_probe.py's catalogue (D edits on the SS and RS f16 kernels, A edits
+For each edit of harness/families/wgmma/fragments_probe.py's catalogue (D edits on the SS and RS f16 kernels, A edits
 on the RS kernel), the edit is planted in this process's model (harness.spec.fragments, lru caches cleared),
 the ordinary cases of the kernel are prepared here with the planted model and run on a GPU worker through the
 engine's own `run_isolated` (prepare, launch, read back: the worker only launches, so the plant needs no hook in
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.diagnosis import fragments_probe as FP  # noqa: E402
+from harness.families.wgmma import fragments_probe as FP  # noqa: E402
 from harness.families import wgmma as W  # noqa: E402
 from harness.families.wgmma import cases as C, forms, readback  # noqa: E402
 from harness.run.engine import run_isolated  # noqa: E402

@@ -11,7 +11,7 @@ import os
 import numpy as np
 
 from harness.run import launch as device
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 
 PLANT = "lbo-unshifted"
 DESCRIPTORS = ("desc_a", "desc_b")

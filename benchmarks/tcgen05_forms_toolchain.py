@@ -37,17 +37,17 @@ def main() -> int:
     except OSError as e:
         print(f"tcgen05_forms_toolchain: OUT={out}: cannot write there: {e}", file=sys.stderr)
         return 2
-    from harness import families
-    from harness.families.base import Kernel
+    from harness import registry
+    from harness.contract import Kernel
     from harness.families.tcgen05 import cases as T, forms as F, kernel as K
     from harness.run import compile as C, cores, sass, toolchain as toolchains
 
     t0 = time.time()
     tc = toolchains.default()
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     keys = [(f, arch) for arch in F.ARCHS for f in F.all_forms() + [F.Form("f16", tmem_check=True)] + F.variant_forms()]
     keys += [(f, "sm_103a") for f in F.k96_forms()]  # K = 96 is sm_103a's alone (cases.forms_for)
-    jobs = [families.compile_job(Kernel(fam.name, arch, f.name, f), K.sass_check(f, arch)) for f, arch in keys]
+    jobs = [C.compile_job(Kernel(fam.name, arch, f.name, f), K.sass_check(f, arch)) for f, arch in keys]
     built = C.compile_many(jobs, workers=cores.default_workers(), raise_on_error=False, toolchain=tc)
     verdicts = sass.verify_many([(b.cubin_path, j.sass_check) for j, b in zip(jobs, built) if b.error is None])
     it = iter(verdicts)
@@ -65,8 +65,8 @@ def main() -> int:
         rows.append(row)
         if not ok:
             bad.append(row)
-    info = {"toolchain": tc.describe(), "tmem_access_check": K._has_tmem_check(tc),
-            "tmem_check_options": list(K.tmem_check_options(tc)), "forms": len(rows), "failed": len(bad),
+    info = {"toolchain": tc.describe(), "tmem_access_check": tc.accepts(K.TMEM_CHECK.option, K.TMEM_CHECK.arch),
+            "tmem_check_options": list(C.own_options((K.TMEM_CHECK,), tc)), "forms": len(rows), "failed": len(bad),
             "seconds": round(time.time() - t0, 1), "rows": rows}
     (out_dir / "tcgen05-forms-toolchain.json").write_text(json.dumps(info, indent=1))
     lines = [f"toolchain: {info['toolchain']}", f"ptxas -g-tmem-access-check: {info['tmem_access_check']}",

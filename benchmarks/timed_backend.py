@@ -12,7 +12,7 @@ import time
 IMPORTED = time.time()  # the GPU worker's process is up and imports its backend (this module) from here
 
 from harness.run import launch  # noqa: E402
-from harness.run.launch import LaunchInput, OutputSpec  # noqa: E402,F401
+from harness.contract import LaunchInput, OutputSpec  # noqa: E402,F401
 
 LOG = os.environ.get("TIMED_BACKEND_LOG")
 

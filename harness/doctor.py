@@ -130,10 +130,10 @@ def facts() -> tuple[dict, list[Problem], list[str]]:
                                 "pip install 'cuda-toolkit[nvrtc]==13.*' cuda-bindings (or pip install -e . from "
                                 "the checkout)"))
     # the SASS check's disassembler: without it a sweep refuses to start (exit 2)
-    from harness.run import compile as nvrtc
+    from harness.run import sass
     try:
-        f["nvdisasm"] = nvrtc.nvdisasm_path()
-    except nvrtc.NvdisasmMissing:
+        f["nvdisasm"] = sass.nvdisasm_path()
+    except sass.NvdisasmMissing:
         f["nvdisasm"] = None
         problems.append(Problem("nvdisasm (the SASS check's disassembler) is not installed: a sweep cannot check "
                                 "the cubins it builds", "pip install nvidia-cuda-nvdisasm (or put a CUDA toolkit's "

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness import families
+from harness import registry
 from harness.plan import Plan
 
 LEVELS = (1, 3)
@@ -81,7 +81,7 @@ def sample(plan: Plan, level: int, runnable: set[str] | frozenset[str] = frozens
     fams = {}
     covers = []  # per kernel of the plan: [(case, its coverage)]
     for kernel, cases in plan.work:
-        fam = fams.setdefault(str(kernel.family), families.get(kernel.family))
+        fam = fams.setdefault(str(kernel.family), registry.get(kernel.family))
         form = form_of(kernel)
         covers.append([(c, coverage(kernel, c, fam, form)) for c in cases])
     first_of_form: dict[tuple, int] = {}

@@ -6,27 +6,17 @@ and the plan says so in `notes`; nothing is dropped without a line saying why.
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 import pickle
 import shlex
-import sys
-import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from harness import families
+from harness import registry as families  # the families by name (harness/registry.py)
+from harness.cache import cache_dir, lock_file, locked, source_digest, write_atomically
+from harness.contract import Kernel
 from harness.enums import Arch, OperandSource
-from harness.families.base import Kernel
-from harness.run.files import write_atomically
-
-try:
-    import fcntl
-except ImportError:  # not POSIX: every process builds its own plan
-    fcntl = None
-
 
 class SweepError(ValueError):
     pass
@@ -139,19 +129,6 @@ def _listing(values) -> str:
     return text if len(vals) <= 10 else f"{', '.join(map(str, vals[:4]))}, ..., {', '.join(map(str, vals[-2:]))}"
 
 
-@lru_cache(maxsize=1)
-def source_digest() -> str:
-    """A digest of the package's own files (and of the Python and numpy it runs on): every in-tree family's plan
-    is a function of them alone."""
-    import numpy
-    h = hashlib.sha256(f"{sys.version}\0{numpy.__version__}".encode())
-    root = Path(__file__).resolve().parent
-    for f in sorted(root.rglob("*")):
-        if f.suffix in (".py", ".cu", ".cuh") and "__pycache__" not in f.parts:
-            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\1")
-    return h.hexdigest()[:24]
-
-
 LOADED_PLANS: dict[Path, list] = {}  # cached plans this process has read or built, by file
 
 
@@ -175,11 +152,10 @@ def plan_path(fam, arch) -> Path | None:
     """Where an in-tree family's whole plan for `arch` is cached (None for a family from outside the package)."""
     if not families.registry().get(str(fam.name), "").startswith("harness."):
         return None
-    from harness.run.compile import cache_dir
     return cache_dir() / "plans" / f"{fam.name}-{arch}-{source_digest()}.pkl"
 
 
-# A family that plans each kernel's cases from that kernel alone (`kernel_cases`, families/base.py) is cached in this
+# A family that plans each kernel's cases from that kernel alone (`kernel_cases`, harness/contract.py) is cached in this
 # many parts, part i holding every PLAN_PARTS-th kernel of kernel_list from the i-th. Processes that start together on
 # an empty cache (the README test command's 17) build different parts at once (build_free_plans): in one file, the
 # dense family's plan was built by one process while the others waited for it, and the README run's workers ended
@@ -316,33 +292,6 @@ def built_alone(path: Path, build, siblings: str, wait: bool = True) -> list | N
     finally:
         os.close(fd)  # releases the lock
     return out if out is not None else write_plan(path, build(), siblings)
-
-
-def lock_file(path: Path) -> int | None:
-    """A descriptor of the lock file beside `path` (`<path>.lock`: a plan's, or a folder of kept launches'), opened
-    read-only (flock needs no write access); None where there is no flock or the file cannot be made."""
-    if fcntl is None:
-        return None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path.with_name(f"{path.name}.lock"), os.O_RDONLY | os.O_CREAT, 0o666)
-    except OSError:
-        return None
-
-
-def locked(fd: int, wait_s: float) -> bool:
-    """Take the exclusive lock on fd within wait_s seconds: whether it was taken (a filesystem without flock: no)."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
-        except OSError:
-            return False
 
 
 def run_arch(fam, run_archs: dict[str, Arch] | None) -> Arch:

@@ -41,7 +41,7 @@ def _selection(text: str):
     flags: harness.plan.add_flags); pytest.UsageError, one line, for anything it refuses."""
     import argparse
 
-    from harness import families, levels
+    from harness import levels, registry
     from harness.plan import Selection, SweepError, add_flags
 
     class Parser(argparse.ArgumentParser):
@@ -55,7 +55,7 @@ def _selection(text: str):
         if w.startswith("--") and w.split("=")[0] not in allowed:
             raise pytest.UsageError(f"--tc-sweep: {w} is not a selection flag (one of {', '.join(sorted(allowed))})")
     parser = Parser(prog="--tc-sweep", add_help=False)
-    add_flags(parser, tuple(families.registry()))
+    add_flags(parser, tuple(registry.registry()))
     parser.add_argument("--level", type=int, choices=levels.LEVELS)
     a, extra = parser.parse_known_args(words)
     if extra:
@@ -107,8 +107,8 @@ class _Sweep:
 
 
 def _families():
-    from harness import families
-    return families.all_families()
+    from harness import registry
+    return registry.all_families()
 
 
 class KernelItem(pytest.Item):
@@ -122,7 +122,7 @@ class KernelItem(pytest.Item):
 
     def runtest(self):
         from harness.enums import Status
-        from harness.families import get
+        from harness.registry import get
         recs = self.sweep_run.run()
         fam = get(self.kernel.family)
         mine = [(c, recs.get(c.id)) for c in self.cases]

@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import families, plan as planning
+from harness import cache, plan as planning, registry as families  # the families by name
+from harness.contract import Kernel, case_record
 from harness.enums import ExitCode, Status
-from harness.families.base import Kernel, case_record
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
 from harness.enums import ToolchainKind
@@ -194,7 +194,7 @@ def start_engine(devs, cfg: SweepConfig, started: GpuWorker | None = None,
     """The engine of a sweep on these GPUs (its pool and GPU workers start now; `started`, a GPU worker already
     starting, is taken for its GPU; `helpers`, processes already starting, as its pool)."""
     return Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total),
-                  keep_launches=nvrtc.cache_dir() if cfg.keep_launches else None, started=started, helpers=helpers,
+                  keep_launches=cache.cache_dir() if cfg.keep_launches else None, started=started, helpers=helpers,
                   workers_on_one_gpu=cfg.workers_on_one_gpu)
 
 
@@ -400,7 +400,7 @@ def check_kernels_toolchain(kernels: list[Kernel], cfg: SweepConfig, devs) -> To
     if cfg.kernels is not None:
         tc = cfg.kernels.toolchain
         try:
-            cfg.kernels.check([(k, families.compile_job(k)) for k in kernels])
+            cfg.kernels.check([(k, nvrtc.compile_job(k)) for k in kernels])
         except kernel_folder.KernelFolderError as e:
             raise SweepError(f"--kernels {cfg.kernels.path}: {e}") from None
     else:
@@ -416,8 +416,8 @@ def check_kernels_toolchain(kernels: list[Kernel], cfg: SweepConfig, devs) -> To
                              f"{', '.join(map(str, tc.archs))}): give {instead} or another --nvrtc")
         if kernels and sass_checked(cfg):
             try:
-                nvrtc.nvdisasm_path()
-            except nvrtc.NvdisasmMissing as e:  # before any compile: every cubin would go unchecked
+                sass.nvdisasm_path()
+            except sass.NvdisasmMissing as e:  # before any compile: every cubin would go unchecked
                 raise SweepError(str(e)) from None
     for d, _ in devs:
         try:
@@ -524,8 +524,8 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, helpers: proce
 
     def say_compiled(fresh: int, cached: int) -> None:
         log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} ({fresh} {made}, {cached} cached) in "
-            f"{time.time() - t:.1f}s; cache {nvrtc.cache_dir()}")
-    cubins = checked_set.recorded(nvrtc.cache_dir(), list_key, len(kernels)) if list_key else None
+            f"{time.time() - t:.1f}s; cache {cache.cache_dir()}")
+    cubins = checked_set.recorded(cache.cache_dir(), list_key, len(kernels)) if list_key else None
     if cubins is not None:
         say_compiled(0, len(kernels))
         log(f"SASS: {len(kernels)} kernels checked, 0 lack what they test: the cubins checked by an earlier sweep of "
@@ -539,7 +539,7 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, helpers: proce
             f"{cfg.kernels.host} at {cfg.kernels.date})")
     else:
         failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
-        jobs = [families.compile_job(k, checks.get(k)) for k in kernels]
+        jobs = [nvrtc.compile_job(k, checks.get(k)) for k in kernels]
         compiled = dict(zip(kernels, nvrtc.compile_many(
             jobs, helpers.workers if helpers is not None else cfg.workers, failed_dir, raise_on_error=False,
             toolchain=tc, helpers=helpers.executor if helpers is not None else None, submitted=submitted)))
@@ -561,7 +561,7 @@ def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, helpers: proce
     log(f"SASS: {len(built)} kernels checked, {sum(not v.ok for v in verdicts)} lack what they test, "
         f"in {time.time() - t:.1f}s")
     if list_key and all(c.error is None for c in compiled.values()):
-        checked_set.record(nvrtc.cache_dir(), list_key, [compiled[k].cubin_path for k in kernels])
+        checked_set.record(cache.cache_dir(), list_key, [compiled[k].cubin_path for k in kernels])
     return compiled
 
 
@@ -575,7 +575,7 @@ def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int
     cfg = SweepConfig(workers=workers, toolchain=tc)
     check_toolchain(p, cfg, [])
     kernels = plan_kernels(p)
-    jobs = [families.compile_job(k) for k in kernels]
+    jobs = [nvrtc.compile_job(k) for k in kernels]
     compiled = dict(zip(kernels, nvrtc.compile_many(jobs, workers, Path(out_dir) / kernel_folder.ERRORS,
                                                     raise_on_error=False, toolchain=tc)))
     folder = kernel_folder.write(out_dir, tc, list(zip(kernels, jobs)), compiled, sel.flags())

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import pytest
 
-from harness import families, plan as planning, sweep
+from harness import plan as planning, registry, sweep
 from harness.records import results
 from harness.run import cores, gpu
 
@@ -101,7 +101,7 @@ class ShardedSweep:
             except BaseException as e:
                 self.failures[s] = e
                 raise
-        recs, fam = self.records[s], families.get(kernel.family)
+        recs, fam = self.records[s], registry.get(kernel.family)
         cases = self.cases_of[kernel.name]
         missing = [c.id for c in cases if c.id not in recs]
         assert not missing, (f"the sweep wrote no record for {len(missing)} of {kernel.name}'s {len(cases)} cases "
@@ -140,7 +140,7 @@ def gpu_plan():
     """One plan of every family with a GPU of one of its archs here (cases planned for the first such arch), or
     None without one."""
     here = {}
-    for fam in families.all_families():
+    for fam in registry.all_families():
         arch = next((a for a in map(str, fam.archs) if gpu.skip_reason(a) is None), None)
         if arch:
             here[str(fam.name)] = arch

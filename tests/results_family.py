@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.enums import Arch
-from harness.families.base import Kernel, case_record
-from harness.run.launch import LaunchInput, OutputSpec
-from harness.run.sass import SassCheck, SassRule
+from harness.contract import Kernel, case_record
+from harness.contract import LaunchInput, OutputSpec
+from harness.contract import SassCheck, SassRule
 
 ENV = "rf=tests.results_family"
 BACKEND = "tests.results_family"  # this module is the simulated GPU too (use_device, run)
@@ -116,9 +116,9 @@ def install(monkeypatch, failing=()) -> None:
     one simulated sm_90a GPU, nothing compiled, and every engine the sweep starts launching on this module."""
     import dataclasses
 
-    from harness import families, sweep
+    from harness import registry, sweep
     from tests.simulated import fake_gpus
-    monkeypatch.setenv(families.EXTRA, ENV)
+    monkeypatch.setenv(registry.EXTRA, ENV)
     monkeypatch.setenv(FAIL, ",".join(failing))
     fake_gpus.install(monkeypatch, ["sm_90a"])
     start = sweep.start_engine

@@ -5,7 +5,8 @@ and the explanation must name the wrong setting."""
 import numpy as np
 import pytest
 
-from harness.diagnosis import addresses, explain
+from harness.diagnosis import explain
+from harness.families.wgmma import addresses
 from harness.spec import desc_wgmma, dtypes, fragments, layouts
 from harness import plan
 from harness.families.wgmma import forms as wgmma

@@ -3,7 +3,7 @@ says, and a wrong descriptor is explained by the one setting it changed."""
 import pytest
 
 from harness.run import compile as C, gpu
-from harness.diagnosis import diagnose
+from harness.families.wgmma import probe as diagnose
 from harness.experiments import probes
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.run.worker import GpuWorker

@@ -17,7 +17,7 @@ from harness import plan
 from harness.plan import Plan
 from harness.records import bundle
 from harness.records.schema_check import errors
-from harness.run.launch import LaunchInput, OutputSpec
+from harness.contract import LaunchInput, OutputSpec
 from tests import cli_in_process
 from tests.run import simsweep
 from tests.simulated import fake_gpus
@@ -86,9 +86,9 @@ def test_only_the_failing_case_is_bundled_and_the_manifest_validates(faulted):
 @pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_the_bundle_holds_the_sweeps_source_ptx_and_sass(faulted):
     root, manifest, kernel, *_ = faulted
-    from harness import families
+    from harness import registry
     kdir = root / kernel.name
-    assert (kdir / "kernel.cu").read_text() == families.get(kernel.family).source(kernel)
+    assert (kdir / "kernel.cu").read_text() == registry.get(kernel.family).source(kernel)
     assert f".entry {kernel.name}" in (kdir / "kernel.ptx").read_text()
     assert "GMMA" in (kdir / "kernel.sass").read_text()
     assert (kdir / "kernel.cubin").read_bytes()[:4] == b"\x7fELF"
@@ -97,8 +97,8 @@ def test_the_bundle_holds_the_sweeps_source_ptx_and_sass(faulted):
 @pytest.mark.cute  # the simulated GPU reads its layouts from CuTe DSL
 def test_the_bundled_launch_is_the_one_that_faulted(faulted):
     root, manifest, kernel, cases, _, planted = faulted
-    from harness import families
-    like, _ = families.get(kernel.family).prepare(kernel, [cases[1]])
+    from harness import registry
+    like, _ = registry.get(kernel.family).prepare(kernel, [cases[1]])
     inp = read_launch(root / manifest["kernels"][0]["cases"][0]["dir"], like)
     assert fingerprint(inp, 0) == planted  # the simulated fault is planted on exactly this launch's CTA
     assert np.array_equal(inp.images, like.images) and inp.params.tobytes() == like.params.tobytes()

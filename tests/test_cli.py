@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from harness import cli, families
+from harness import cli, registry
 from harness.spec import layouts
 from tests.cli_in_process import run
 
@@ -188,11 +188,11 @@ def test_every_command_of_every_group_is_listed_once():
 def test_the_parser_is_built_once_for_each_set_of_families(monkeypatch, capsys):
     """main() reuses the parser (argparse took ~10 ms a build, ~1,000 builds a test session), but a family added by
     TC_HARNESS_FAMILIES since is still a --family choice."""
-    monkeypatch.delenv(families.EXTRA, raising=False)
+    monkeypatch.delenv(registry.EXTRA, raising=False)
     assert cli.build_parser() is cli.build_parser()
     assert cli.main(["compile", "--family", "toy", "--out", "x", "--no-such-flag"]) == 2
     assert "invalid choice: 'toy'" in capsys.readouterr().err
-    monkeypatch.setenv(families.EXTRA, "toy=tests.simulated.toy_family")
+    monkeypatch.setenv(registry.EXTRA, "toy=tests.simulated.toy_family")
     assert cli.main(["compile", "--family", "toy", "--out", "x", "--no-such-flag"]) == 2
     assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
     assert "toy" in cli.build_parser()._subparsers._group_actions[0].choices["sweep"]._option_string_actions[

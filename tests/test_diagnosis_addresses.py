@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.diagnosis import address_fit, addresses, affine, diagnose
+from harness.diagnosis import address_fit, affine
+from harness.families.wgmma import addresses, probe as diagnose
 from harness.families.wgmma import cases as C, forms
 from harness.spec import layouts
 from tests.simulated import misreading_probe as MR, smem, wgmma_device
@@ -335,14 +336,14 @@ def test_random_affine_misreadings_of_both_operands_are_recovered_exactly(seed_a
 
 class _NoRegistersForm(InProcess):
     def run(self, cubin_path, name, launch, timeout):
-        from harness.run.worker import LaunchFailed
+        from harness.contract import LaunchFailed
         if name.endswith("_RS"):
             raise LaunchFailed("fault", f"{name}: simulated fault")
         return super().run(cubin_path, name, launch, timeout)
 
 
 def _uncompiled(key):
-    from harness.run.compile import CompileError
+    from harness.contract import CompileError
     if key.a_src == "RS":
         raise CompileError(key.name, "sm_90a", "error: simulated")
     return f"/nonexistent/simulated/{key.name}.cubin"

@@ -1,11 +1,11 @@
-"""The sparse-metadata probe (harness/diagnosis/metadata_probe.py) on the simulated wgmma_sp device, whose metadata
+"""The sparse-metadata probe (harness/families/wgmma_sp/metadata_probe.py) on the simulated wgmma_sp device, whose metadata
 map is CUTLASS's ELayout (tests/simulated/wgmma_sp_device.py), not harness.spec.sparsity's: the faithful device reads
 as the model, and a random invertible affine misreading of which chunk each nibble describes is recovered exactly."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.diagnosis import metadata_probe as MP
+from harness.families.wgmma_sp import metadata_probe as MP
 from harness.families import wgmma_sp
 from harness.families.wgmma_sp import forms
 from harness.spec import sparsity

@@ -65,21 +65,21 @@ def test_each_problem_is_one_line_with_its_fix_and_exit_4(plant, expect, monkeyp
 
 
 def _no_nvdisasm(monkeypatch):
-    from harness.run import compile as nvrtc
+    from harness.run import sass
 
     def missing():
-        raise nvrtc.NvdisasmMissing(nvrtc.NVDISASM_MISSING)
-    monkeypatch.setattr(nvrtc, "nvdisasm_path", missing)
+        raise sass.NvdisasmMissing(sass.NVDISASM_MISSING)
+    monkeypatch.setattr(sass, "nvdisasm_path", missing)
 
 
 def test_a_sweep_without_nvdisasm_is_one_line_and_exit_2_before_any_compile(monkeypatch, tmp_path):
-    from harness.run import compile as nvrtc
+    from harness.run import compile as nvrtc, sass
     _no_nvdisasm(monkeypatch)
     compiled = []
     monkeypatch.setattr(nvrtc, "compile_many", lambda *a, **k: compiled.append(a) or [])
     proc = cli_in_process.run("sweep", "--kind", "tf32", "--n", "8", "--out", str(tmp_path / "r.jsonl"))
     assert proc.returncode == 2 and not compiled, proc.stdout + proc.stderr
-    assert proc.stderr.strip() == f"sweep: {nvrtc.NVDISASM_MISSING}"
+    assert proc.stderr.strip() == f"sweep: {sass.NVDISASM_MISSING}"
 
 
 def _results(tmp_path, **env) -> Path:

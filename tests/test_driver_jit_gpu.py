@@ -105,13 +105,14 @@ def test_the_driver_jit_sweep_gives_what_the_cubin_sweep_gives(tmp_path):
 
 @pytest.mark.gpu("sm_90a")
 def test_ptx_the_jit_rejects_is_a_compile_error_not_a_fault(tmp_path, private_cache):
-    from harness import families
+    from harness import registry
     from harness.enums import Status
-    from harness.run.worker import GpuWorker, LaunchFailed
+    from harness.contract import LaunchFailed
+    from harness.run.worker import GpuWorker
     key = CPU_KEYS[0]
     bad = tmp_path / f"{key.name}.ptx"
     bad.write_bytes(ptx_of(key).replace(b"wgmma.mma_async", b"wgmma.mma_bogus", 1))
-    fam = families.get("wgmma")
+    fam = registry.get("wgmma")
     kernel = fam.kernel_of(key)
     cases = next(cs for k, cs in fam.kernels("sm_90a") if k.name == kernel.name)[:2]
     launch, _ = fam.prepare(kernel, cases)
@@ -126,11 +127,11 @@ def test_ptx_the_jit_rejects_is_a_compile_error_not_a_fault(tmp_path, private_ca
 
 @pytest.mark.parametrize("arch", ["sm_100a", "sm_103a"])
 def test_tcgen05_ptx_names_its_blackwell_target_and_assembles(arch, private_cache):
-    from harness import families
+    from harness import registry
     from harness.families.tcgen05 import kernel as tk
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     kernel = next(k for k, _ in fam.kernels(arch) if k.form.kind == "f16")
     out = C.compile_one(C.CompileJob(kernel.name, fam.source(kernel), arch), jit_toolchain())
     ptx = out.cubin_path.read_bytes()
     assert T.ptx_header(ptx) == (jit_toolchain().ptx_isa, arch)
-    assert tk.MNEMONIC["f16"] in C.sass_of_bytes(assemble(ptx, kernel.name, arch))
+    assert tk.MNEMONIC["f16"] in sass.sass_of_bytes(assemble(ptx, kernel.name, arch))

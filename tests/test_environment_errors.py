@@ -224,26 +224,29 @@ def test_nvrtc_problem_is_none_where_nvrtc_loads():
 
 
 @pytest.mark.parametrize("home", ["missing", "relative", "usable", "preset"])
-def test_the_cuda_drivers_cache_stays_off_an_unusable_home(home, tmp_path, monkeypatch):
-    """The CUDA driver makes $HOME/.nv/ComputeCache as it starts (seen on an H100 node: /nonexistent-.../.nv made,
-    and relative/home/.nv under the current folder): where HOME is unusable the harness names CUDA_CACHE_PATH in its
-    own cache before any GPU process starts, and takes it back at the end; a usable HOME or a CUDA_CACHE_PATH already
-    set is left alone."""
-    from harness.run import compile as nvrtc
+def test_the_gpu_libraries_caches_stay_off_an_unusable_home(home, tmp_path, monkeypatch):
+    """CuPy makes $HOME/.cupy/kernel_cache as it is imported and the CUDA driver $HOME/.nv/ComputeCache (seen on an
+    H100 node under a HOME that does not exist, and under a relative one in the current folder): where HOME is
+    unusable the harness names both in its own cache before any GPU process starts, and takes them back at the end;
+    a usable HOME or a variable already set is left alone."""
+    from harness import cache
     monkeypatch.delenv("TC_HARNESS_CACHE", raising=False)
-    monkeypatch.delenv(nvrtc.CUDA_CACHE_ENV, raising=False)
+    monkeypatch.delenv("CUDA_CACHE_PATH", raising=False)
+    monkeypatch.delenv("CUPY_CACHE_DIR", raising=False)
     monkeypatch.setenv("HOME", {"missing": f"/nonexistent-tc-harness-{uuid.uuid4().hex[:8]}", "relative": "rel/home",
                                 "usable": str(tmp_path), "preset": "rel/home"}[home])
     if home == "preset":
-        monkeypatch.setenv(nvrtc.CUDA_CACHE_ENV, str(tmp_path / "mine"))
+        monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path / "mine"))
     try:
-        nvrtc.settle_cache()
-        got = os.environ.get(nvrtc.CUDA_CACHE_ENV)
+        cache.settle_cache()
+        got = os.environ.get("CUDA_CACHE_PATH")
         if home in ("missing", "relative"):
-            assert got == str(nvrtc.cache_dir() / "cuda-compute-cache") and got.startswith(os.environ["TC_HARNESS_CACHE"])
+            assert got == str(cache.cache_dir() / "cuda-compute-cache") and got.startswith(os.environ["TC_HARNESS_CACHE"])
+            assert os.environ["CUPY_CACHE_DIR"] == str(cache.cache_dir() / "cupy-kernel-cache")
         else:
             assert got == (str(tmp_path / "mine") if home == "preset" else None)
     finally:
-        nvrtc.remove_temporary_cache()
-        nvrtc._writable_folder.cache_clear()
-    assert os.environ.get(nvrtc.CUDA_CACHE_ENV) == (str(tmp_path / "mine") if home == "preset" else None)
+        cache.remove_temporary_cache()
+        cache._writable_folder.cache_clear()
+    assert os.environ.get("CUDA_CACHE_PATH") == (str(tmp_path / "mine") if home == "preset" else None)
+    assert "CUPY_CACHE_DIR" not in os.environ

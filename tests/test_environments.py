@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import environments, families, plan
+from harness import environments, plan, registry
 from harness.sweep import plan_kernels
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
@@ -309,7 +309,7 @@ def test_the_declared_environments_are_the_ones_pyproject_admits():
     for name, version in environments.LOWEST.items():  # each lowest version is pyproject's lower bound
         (spec,) = [d for d in deps if re.match(rf"{re.escape(name)}\b", d)]
         assert f">={version}" in spec.replace(" ", ""), (name, version, spec)
-    assert {s.families[0] for s in SAMPLES} == set(families.REGISTRY), "every family needs a sample"
+    assert {s.families[0] for s in SAMPLES} == set(registry.REGISTRY), "every family needs a sample"
     for sel in SAMPLES:
         assert sum(expected_archs(sel).values()) <= 6, f"the sample {sel.flags()} is not small"
 

@@ -1,11 +1,11 @@
-"""Fragment probes (harness/diagnosis/fragments_probe.py) against the simulated wgmma device, whose register
+"""Fragment probes (harness/families/wgmma/fragments_probe.py) against the simulated wgmma device, whose register
 fragments come from CuTe DSL (tests/simulated/oracle_cache.py), not from harness.spec.fragments. Each edit of the
 catalogue is planted in the *model* (the device stays right), and the diagnosis must name it."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.diagnosis import fragments_probe as FP
+from harness.families.wgmma import fragments_probe as FP
 from harness.families import wgmma as wgmma_family
 from harness.families.wgmma import cases as C, forms, readback
 from harness.spec import fragments

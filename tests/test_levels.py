@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from harness import families, levels, plan
+from harness import levels, plan, registry
 from harness.records.schema_check import errors
 from tests import cli_in_process
 
@@ -37,7 +37,7 @@ def _spelled(case, op):
 
 def _seen(p, family):
     out = {"forms": set(), "A": set(), "B": set(), "majors": set(), "controls": 0}
-    fam = families.get(family)
+    fam = registry.get(family)
     for k, cases in p.work:
         if str(k.family) != family:
             continue
@@ -54,7 +54,7 @@ def _seen(p, family):
     return out
 
 
-@pytest.mark.parametrize("family", list(families.registry()))
+@pytest.mark.parametrize("family", list(registry.registry()))
 def test_level_1_covers_every_form_swizzle_and_major_of_each_family(family, full, level1):
     whole, sample = _seen(full, family), _seen(level1, family)
     assert sample["forms"] == whole["forms"] and len(whole["forms"]) > 1

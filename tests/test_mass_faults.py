@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import families, plan
+from harness import plan, registry
 from harness.run import engine as engine_module
 from harness.run.engine import Engine, IsolationBudget, Job
 
@@ -76,7 +76,7 @@ def toy_sweep(tmp_path, monkeypatch, name: str, kernels: int, fault_pct: int):
     """The toy family's `kernels` launches on one simulated GPU with two workers (the sweep command's), with
     `fault_pct` of its kernels faulting: (records, launch log lines, timings)."""
     log = tmp_path / f"{name}.log"
-    monkeypatch.setenv(families.EXTRA, TOY)
+    monkeypatch.setenv(registry.EXTRA, TOY)
     monkeypatch.setenv("TC_SIM_TOY_KERNELS", str(kernels))
     monkeypatch.setenv("TC_SIM_FAULT_PCT", str(fault_pct))
     monkeypatch.setenv("TC_SIM_LAUNCH_LOG", str(log))

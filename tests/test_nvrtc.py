@@ -7,7 +7,7 @@ import re
 import pytest
 
 from harness.run import compile as C, sass, toolchain
-from harness import families, kernels
+from harness import contract, kernels, registry
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma_sp import forms as sparse_forms, kernel as sparse_kernel
@@ -75,9 +75,9 @@ def test_a_job_compiles_at_the_fast_compile_level_where_nvrtc_has_it_unless_it_a
 def test_each_family_compiles_at_the_level_it_declares_and_the_timing_bench_at_full_optimization(monkeypatch):
     tc = toolchain.default()
     level = {}
-    for name in families.registry():
-        kernel = next(iter(families.get(name).kernel_list(families.get(name).archs[0])))
-        level[name] = families.compile_job(kernel).options_for(tc)[len(C.DEFAULT_OPTIONS):]
+    for name in registry.registry():
+        kernel = next(iter(registry.get(name).kernel_list(registry.get(name).archs[0])))
+        level[name] = C.compile_job(kernel).options_for(tc)[len(C.DEFAULT_OPTIONS):]
     # the sequences' RS pipeline is a schedule ptxas makes: at full optimization
     assert level == {"wgmma": FAST, "wgmma_sp": FAST, "wgmma_seq": (), "tcgen05": FAST}
     from harness.timing import bench, forms as timing_forms
@@ -110,7 +110,7 @@ def test_a_serialised_rs_pipeline_fails_the_sequence_familys_sass_check(run_cach
     sweep compiles them (compiling the kernel here again at full optimization took ~3.4 s of NVRTC)."""
     from harness.families.wgmma_seq import FAMILY as SEQ, forms as seq_forms
     kernel = next(k for k in SEQ.kernel_list("sm_90a") if k.form.pattern == seq_forms.SeqPattern.RS_PIPELINE)
-    job = families.compile_job(kernel, SEQ.sass_check(kernel))
+    job = C.compile_job(kernel, SEQ.sass_check(kernel))
     assert not job.fast_compile  # the sweep's job: full optimization
     # compiled without the check, so the cubin is kept (one a check rejects is not), then judged by the check
     (fast,) = C.compile_many([dataclasses.replace(job, fast_compile=True, sass_check=None)], workers=1)
@@ -247,7 +247,7 @@ def test_a_sparse_kernels_check_rejects_the_other_selectors_sass(run_cache):
     out = C.compile_one(C.CompileJob(key.name, sparse_kernel.source(key), "sm_90a"))
     check = sparse_kernel.sass_check(key)
     flipped = dataclasses.replace(check, rules=tuple(
-        sass.SassRule(r.opcode, r.what, r.count, r.operands.replace("0x0", "0x9").replace("0x1", "0x0"))
+        contract.SassRule(r.opcode, r.what, r.count, r.operands.replace("0x0", "0x9").replace("0x1", "0x0"))
         if r.operands else r for r in check.rules))
     assert sass.verify(out.cubin_path, check).ok and not sass.verify(out.cubin_path, flipped).ok
 

@@ -15,12 +15,12 @@ import os
 
 import pytest
 
-from harness import environments, families, plan
+from harness import environments, plan, registry
 from harness.enums import Arch, ToolchainKind
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.run import compile as C, sass, toolchain as T
-from harness.run.files import write_atomically
+from harness.cache import cache_dir, write_atomically
 from harness.sweep import plan_kernels
 from tests.sass_gmma import function_text
 from tests.test_environments import SAMPLES
@@ -72,10 +72,10 @@ def test_a_sample_of_every_family_compiles_with_the_sass_it_needs(version):
     tc = toolchain_or_skip(version)
     cannot = tc.cannot_build(Arch.values())
     kernels = [k for k in sample_kernels() if str(k.arch) not in cannot]
-    assert {k.family for k in kernels} == set(families.REGISTRY), f"NVRTC {version} builds no sample of some family"
+    assert {k.family for k in kernels} == set(registry.REGISTRY), f"NVRTC {version} builds no sample of some family"
     assert {str(k.arch) for k in kernels} == set(Arch.values()) - set(cannot)
-    checks = [families.get(k.family).sass_check(k) for k in kernels]
-    outs = C.compile_many([families.compile_job(k) for k in kernels], toolchain=tc, raise_on_error=False)
+    checks = [registry.get(k.family).sass_check(k) for k in kernels]
+    outs = C.compile_many([C.compile_job(k) for k in kernels], toolchain=tc, raise_on_error=False)
     for k, out, check in zip(kernels, outs, checks):
         assert out.error is None and out.cubin_path.suffix == ".cubin", f"NVRTC {version}: {k.name}: {out.error}"
         verdict = sass.verify(out.cubin_path, check)
@@ -124,7 +124,7 @@ def compile_log(tc: T.Toolchain, job: C.CompileJob) -> tuple[bool, str]:
     """(whether NVRTC built the kernel, its log), kept in the compile cache under the compile cache's own key (the
     source, arch, options and the NVRTC's version and build): what decides the log. Compiling the sample with the
     three versions took ~10 CPU s of every CI run on the machine that has them."""
-    kept = C.cache_dir() / "nvrtc-logs" / f"{job.name}-{job.arch}-{job.key(tc)}.json"
+    kept = cache_dir() / "nvrtc-logs" / f"{job.name}-{job.arch}-{job.key(tc)}.json"
     try:
         was = json.loads(kept.read_text())
         return was["built"], was["log"]
@@ -143,7 +143,7 @@ def assert_no_warpgroup_arrive_injected(version: str, selection: plan.Selection,
     tc = toolchain_or_skip(version)
     p = plan.make(selection, {}, cache=True)
     for k in [k for k, _ in p.work][::stride]:
-        job = families.compile_job(k)
+        job = C.compile_job(k)
         assert job.arch == "sm_90a", k.name
         built, log = compile_log(tc, job)
         # C7519: a warpgroup.arrive injected; C7514/C7517: a wait injected (a register of a GMMA used before the
@@ -175,10 +175,10 @@ def test_no_warpgroup_arrive_is_injected_into_any_sweep_kernel(version):
 def test_every_tcgen05_kernel_compiles_for_each_blackwell_arch_it_builds(version):
     from harness.families.tcgen05.kernel import MNEMONIC
     tc = toolchain_or_skip(version)
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     for arch in (a for a in BUILDS[version] if a != "sm_90a"):
         kernels = [k for k, _ in fam.kernels(arch)]
-        jobs = [families.compile_job(k) for k in kernels]
+        jobs = [C.compile_job(k) for k in kernels]
         for k, out in zip(kernels, C.compile_many(jobs, toolchain=tc, raise_on_error=False)):
             assert out.error is None, f"NVRTC {version} {arch}: {out.error}"
             assert MNEMONIC[k.form.kind] in function_text(sass.disassembly(out.cubin_path.read_bytes()), k.form.name), \

@@ -35,7 +35,10 @@ def test_wheel_installs_and_every_command_runs_outside_the_checkout(tmp_path):
     (wheel,) = wheels.glob("tensor_core_harness-*.whl")
     import zipfile
     names = zipfile.ZipFile(wheel).namelist()
-    assert {"harness/kernels/wgmma.cu", "harness/kernels/tcgen05.cu", "harness/kernels/smem_window.cuh"} <= set(names)
+    # every CUDA template of the package, the shared headers and those beside their family's or the bench's code
+    templates = {p.relative_to(ROOT).as_posix() for p in (ROOT / "harness").rglob("*") if p.suffix in (".cu", ".cuh")}
+    assert {"harness/families/wgmma/wgmma.cu", "harness/kernels/smem_window.cuh"} <= templates
+    assert templates <= set(names), sorted(templates - set(names))
     # the wheel installed into a folder of its own, which this interpreter reads first (PYTHONPATH), its
     # dependencies as this environment has them. Not a nested venv reaching this environment's packages through a
     # .pth file: cuda.pathfinder looks for the NVIDIA libraries (libnvrtc) in the site-packages folders of the

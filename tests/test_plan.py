@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from harness import families, plan
+from harness import cache, plan, registry
 from harness.families import tcgen05
 
 pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
@@ -47,12 +47,12 @@ def test_a_changed_source_builds_the_plan_again(private_cache, monkeypatch):
 
 
 def test_the_digest_covers_the_models_and_the_kernel_templates():
-    files = {p.name for p in plan.Path(plan.__file__).resolve().parent.rglob("*") if p.suffix in (".py", ".cu")}
-    assert {"layouts.py", "cases.py", "wgmma.cu", "tcgen05.cu"} <= files and len(plan.source_digest()) == 24
+    files = {p.name for p in plan.Path(cache.__file__).resolve().parent.rglob("*") if p.suffix in (".py", ".cu")}
+    assert {"layouts.py", "cases.py", "wgmma.cu", "tcgen05.cu"} <= files and len(cache.source_digest()) == 24
 
 
 def test_an_out_of_tree_family_is_always_asked(private_cache, monkeypatch):
-    monkeypatch.setenv(families.EXTRA, "toy=tests.simulated.toy_family")
+    monkeypatch.setenv(registry.EXTRA, "toy=tests.simulated.toy_family")
     plan.make(plan.Selection(families=("toy",)), {"toy": "sm_90a"}, cache=True)
     assert not list((private_cache / "plans").glob("toy-*"))
 
@@ -70,10 +70,10 @@ def test_a_selection_of_everything_keeps_every_case_of_every_kernel_in_order(mon
     def unasked(case):
         raise AssertionError(f"{case.id}: asked its facets, in a selection of everything")
     with monkeypatch.context() as m:
-        for f in map(families.get, names):
+        for f in map(registry.get, names):
             m.setattr(type(f), "facets_of", staticmethod(unasked))
         p = plan.make(plan.Selection(families=names))
-    want = [(k.name, [c.id for c in cs]) for f in map(families.get, names) for k, cs in f.kernels(f.archs[0]) if cs]
+    want = [(k.name, [c.id for c in cs]) for f in map(registry.get, names) for k, cs in f.kernels(f.archs[0]) if cs]
     assert ids(p)[0] == want and p.cases == sum(len(cs) for _, cs in want)
     ordinary = plan.make(plan.Selection(families=names, controls=False))  # the long way: each case asked
     assert ordinary.cases < p.cases
@@ -91,13 +91,13 @@ def test_a_plan_is_built_and_read_with_the_collector_paused_and_left_running(pri
             return build(*args)
         return run
     if warm:
-        plan.family_kernels(families.get("tcgen05"), "sm_100a", cache=True)
+        plan.family_kernels(registry.get("tcgen05"), "sm_100a", cache=True)
         for path in [p for p in plan.LOADED_PLANS if private_cache in p.parents]:
             del plan.LOADED_PLANS[path]  # read from the file this time
         monkeypatch.setattr(pickle, "load", watched(pickle.load))
     else:
         monkeypatch.setattr(tcgen05.Tcgen05Family, "kernels", watched(tcgen05.Tcgen05Family.kernels))
-    assert plan.family_kernels(families.get("tcgen05"), "sm_100a", cache=True)
+    assert plan.family_kernels(registry.get("tcgen05"), "sm_100a", cache=True)
     assert seen == [False] and gc.isenabled()
 
 
@@ -152,7 +152,7 @@ def test_only_the_sweep_command_holds_its_plan(monkeypatch, tmp_path):
 
 BUILD_SLOWLY = """
 import sys, time
-from harness import families, plan
+from harness import plan, registry
 from harness.families import tcgen05
 real = tcgen05.Tcgen05Family.kernels
 def slow(self, arch):  # a build long enough that every process asks while the first is still at it
@@ -165,7 +165,7 @@ def slow(self, arch):  # a build long enough that every process asks while the f
 tcgen05.Tcgen05Family.kernels = slow
 if sys.argv[2] == "unwritable":  # the cache takes no plan: every write is lost
     plan.write_plan = lambda path, built, siblings: built
-print(len(plan.family_kernels(families.get("tcgen05"), "sm_100a", cache=True)))
+print(len(plan.family_kernels(registry.get("tcgen05"), "sm_100a", cache=True)))
 """
 
 
@@ -201,9 +201,9 @@ def test_a_lock_held_past_the_wait_is_built_past(private_cache, monkeypatch):
     import os
     import threading
     import time
-    fam = families.get("tcgen05")
-    path = private_cache / "plans" / f"tcgen05-sm_100a-{plan.source_digest()}.pkl"
-    fd = plan.lock_file(path)
+    fam = registry.get("tcgen05")
+    path = private_cache / "plans" / f"tcgen05-sm_100a-{cache.source_digest()}.pkl"
+    fd = cache.lock_file(path)
     fcntl.flock(fd, fcntl.LOCK_EX)  # another open file: the process's own flock conflicts with it
     monkeypatch.setattr(plan, "PLAN_LOCK_WAIT_S", 0.3)
     got = []
@@ -232,7 +232,7 @@ def test_a_plan_whose_lock_cannot_be_had_is_built_all_the_same(private_cache, mo
     sel = plan.Selection(families=("tcgen05",))
     assert plan.make(sel, cache=True).work
     monkeypatch.setattr(os, "open", real_open)
-    monkeypatch.setattr(plan, "fcntl", None)
+    monkeypatch.setattr(cache, "fcntl", None)
     plan.LOADED_PLANS.clear()
     for f in (private_cache / "plans").glob("*.pkl"):
         f.unlink()
@@ -245,9 +245,9 @@ def test_plans_another_process_is_building_are_left_to_it_and_the_free_ones_buil
     import fcntl
     import os
     import time
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     busy, free = (plan.plan_path(fam, arch) for arch in ("sm_100a", "sm_103a"))
-    fd = plan.lock_file(busy)
+    fd = cache.lock_file(busy)
     fcntl.flock(fd, fcntl.LOCK_EX)  # another open file: the process's own flock conflicts with it
     try:
         t = time.monotonic()
@@ -262,10 +262,10 @@ def test_a_sweeps_plan_builds_the_free_plans_before_it_waits_for_a_busy_one(priv
     import fcntl
     import os
     import time
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     busy, free = (plan.plan_path(fam, arch) for arch in ("sm_100a", "sm_103a"))
     monkeypatch.setattr(plan, "PLAN_LOCK_WAIT_S", 1.0)
-    fd = plan.lock_file(busy)
+    fd = cache.lock_file(busy)
     fcntl.flock(fd, fcntl.LOCK_EX)
     try:
         t = time.time()
@@ -275,15 +275,15 @@ def test_a_sweeps_plan_builds_the_free_plans_before_it_waits_for_a_busy_one(priv
         os.close(fd)
 
 
-IN_PARTS = [f for f, where in families.registry().items()
-            if where.startswith("harness.") and hasattr(families.get(f), "kernel_cases")]
+IN_PARTS = [f for f, where in registry.registry().items()
+            if where.startswith("harness.") and hasattr(registry.get(f), "kernel_cases")]
 
 
 @pytest.mark.parametrize("name", IN_PARTS)
 def test_a_family_planned_in_parts_has_in_them_the_kernels_and_cases_of_its_whole_plan(name, private_cache):
     """The parts (every PLAN_PARTS-th kernel from the i-th, each kernel's cases from kernel_cases) put back in order
     are kernels(arch), the same kernels and cases in the same order; cached, they are read back as built."""
-    fam = families.get(name)
+    fam = registry.get(name)
     for arch in fam.archs:
         files = plan.plan_files(fam, arch)
         assert len(files) == plan.PLAN_PARTS and len({p for p, _ in files}) == plan.PLAN_PARTS
@@ -296,7 +296,7 @@ def test_a_family_planned_in_parts_has_in_them_the_kernels_and_cases_of_its_whol
 
 def test_a_changed_source_replaces_every_part_and_keeps_its_own(private_cache, monkeypatch):
     """Writing a part removes the other sources' parts, never another part of its own source."""
-    fam = families.get("wgmma_seq")
+    fam = registry.get("wgmma_seq")
     plan.family_kernels(fam, "sm_90a", cache=True)
     plan.LOADED_PLANS.clear()
     monkeypatch.setattr(plan, "source_digest", lambda: "a-model-was-edited")
@@ -309,7 +309,7 @@ def test_a_changed_source_replaces_every_part_and_keeps_its_own(private_cache, m
 def test_parts_that_do_not_make_up_the_kernel_list_are_not_trusted(private_cache):
     """Parts written by processes that listed a family's kernels otherwise (here: part 0's file holding part 1's
     kernels) do not put together the kernel_list: the plan is built again, not read from them."""
-    fam = families.get("wgmma_seq")
+    fam = registry.get("wgmma_seq")
     whole = fam.kernels("sm_90a")
     plan.family_kernels(fam, "sm_90a", cache=True)
     (first, _), (second, _) = plan.plan_files(fam, "sm_90a")[:2]
@@ -322,7 +322,7 @@ def test_parts_that_do_not_make_up_the_kernel_list_are_not_trusted(private_cache
 BUILD_PARTS_SLOWLY = """
 import os, sys, time
 from pathlib import Path
-from harness import families, plan
+from harness import plan, registry
 from harness.families import wgmma_seq
 real = wgmma_seq.WgmmaSeqFamily.kernel_cases
 meeting = Path(sys.argv[2])
@@ -337,7 +337,7 @@ def slow(kernel):  # a part long enough that every process asks for the plan whi
         fh.write(f"{os.getpid()} {kernel.name} {t} {time.time()}\\n")
     return real(kernel)
 wgmma_seq.WgmmaSeqFamily.kernel_cases = staticmethod(slow)
-print(sum(len(cs) for _, cs in plan.family_kernels(families.get("wgmma_seq"), "sm_90a", cache=True)))
+print(sum(len(cs) for _, cs in plan.family_kernels(registry.get("wgmma_seq"), "sm_90a", cache=True)))
 """
 
 
@@ -353,10 +353,10 @@ def test_processes_starting_together_build_a_plans_parts_at_once_each_part_once(
                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120)[0].strip() for p in procs]
     assert all(p.returncode == 0 for p in procs) and len(set(outs)) == 1
-    assert int(outs[0]) == sum(len(cs) for _, cs in families.get("wgmma_seq").kernels("sm_90a"))
+    assert int(outs[0]) == sum(len(cs) for _, cs in registry.get("wgmma_seq").kernels("sm_90a"))
     built = [line.split() for line in log.read_text().splitlines()]
     names = [b[1] for b in built]
-    assert sorted(names) == sorted(k.name for k in families.get("wgmma_seq").kernel_list("sm_90a"))  # each once
+    assert sorted(names) == sorted(k.name for k in registry.get("wgmma_seq").kernel_list("sm_90a"))  # each once
     by_process = {}
     for pid, _, start, end in built:
         lo, hi = by_process.get(pid, (float(start), float(end)))
@@ -366,7 +366,7 @@ def test_processes_starting_together_build_a_plans_parts_at_once_each_part_once(
     assert spans[1][0] < spans[0][1]  # ... at the same time
 
 
-NARROWABLE = [f for f in families.all_families() if hasattr(f, "kernel_facets_of")]
+NARROWABLE = [f for f in registry.all_families() if hasattr(f, "kernel_facets_of")]
 
 
 @pytest.mark.parametrize("fam", NARROWABLE, ids=lambda f: str(f.name))
@@ -417,14 +417,14 @@ def test_with_the_cache_a_narrowed_plan_and_a_read_one_are_the_one_every_case_as
 
 def test_a_narrow_selection_plans_the_cases_of_its_kernels_only(private_cache, monkeypatch):
     """Without the cache, or with it before it holds the family's plan; where it does, the plan is read."""
-    fam = families.get("wgmma")
+    fam = registry.get("wgmma")
     asked = []
     real = type(fam).kernel_cases
     monkeypatch.setattr(type(fam), "kernel_cases", lambda self, k: asked.append(k.name) or real(self, k))
     b1 = plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8,))
-    for cache in (False, True):
+    for cached in (False, True):
         asked.clear()
-        p = plan.make(b1, cache=cache)
+        p = plan.make(b1, cache=cached)
         assert asked == [k.name for k, _ in p.work] and len(asked) == 2
     assert not list((private_cache / "plans").glob("wgmma-*.pkl"))  # a narrowed plan is not cached
     whole = plan.make(plan.Selection(families=("wgmma",)), cache=True)
@@ -438,7 +438,7 @@ def test_a_narrow_selection_plans_the_cases_of_its_kernels_only(private_cache, m
 def test_forms_only_another_arch_has_are_compiled_where_that_arch_is_not_run(flags):
     """A run on sm_100a (or on no GPU) plans sm_103a's own forms (K = 96) compile-only, as it does the forms both
     arches share: else no sweep without a B300 would ever build them."""
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     p = plan.make(plan.Selection(families=("tcgen05",), **flags), {"tcgen05": "sm_100a"})
     here = {k.name for k in fam.kernel_list("sm_100a")}
     only_103 = {k.name for k in fam.kernel_list("sm_103a")} - here

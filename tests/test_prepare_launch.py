@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from harness import families
+from harness import registry
 from harness.families.wgmma import cases as dense_cases, forms as dense_forms, reference as dense
 from harness.families.wgmma_sp import cases as sp_cases, forms as sp_forms, reference as sp
 from harness.spec import dtypes, sparsity
@@ -84,7 +84,7 @@ def test_the_decoy_metadata_moves_each_legal_value_to_the_next_increasing_pair(a
 def test_a_launch_prepared_in_parts_is_the_launch_prepared_whole(family, key):
     """The family's prepare (reference.prepared_in_parts, a launch packed PREPARE_PART cases at a time) gives the
     launch and the expectations of its cases prepared and packed all at once, to the bit."""
-    fam = families.get(family)
+    fam = registry.get(family)
     kernel = fam.kernel_of(key)
     cs = fam.kernel_cases(kernel)
     assert len(cs) > dense.PREPARE_PART and len(cs) % dense.PREPARE_PART  # several parts, the last one short

@@ -10,7 +10,7 @@ import struct
 import pytest
 
 from harness import api, tap
-from harness.run import compile as C
+from harness.run import compile as C, sass
 from tests import tap_kernels as K
 
 A_ADDR, B_ADDR = 0x400, 0x2400  # where the kernel's tiles land in its shared window (any 1024-aligned address)
@@ -112,7 +112,7 @@ def test_tcgen05_records_decode_and_diff(bug, want, tmp_path):
 def _sass(source: str, name: str, arch: str) -> list[str]:
     cubin, log = C.nvrtc_compile(source, name, arch, K.options())
     assert cubin is not None, log
-    return [ln.strip() for ln in C.sass_of_bytes(cubin).splitlines()]
+    return [ln.strip() for ln in sass.sass_of_bytes(cubin).splitlines()]
 
 
 def test_the_wgmma_proof_kernel_compiles_with_the_taps_stores():

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from harness.enums import Arch, FamilyName
 from harness.families import tcgen05
-from harness.families.base import Kernel
+from harness.contract import Kernel
 from harness.families.tcgen05 import cases as T, datapaths, probe
 from harness.families.tcgen05.forms import Form
 from harness.run.worker import GpuWorker
@@ -498,7 +498,7 @@ def test_random_affine_smem_misreadings_of_both_operands_are_recovered_exactly(s
 
 class _NoTmemForm(_InProcess):
     def run(self, cubin_path, name, launch, timeout):
-        from harness.run.worker import LaunchFailed
+        from harness.contract import LaunchFailed
         if name.endswith("_TS"):
             raise LaunchFailed("fault", f"{name}: simulated fault")
         return super().run(cubin_path, name, launch, timeout)

@@ -139,11 +139,11 @@ def test_tensor_memory_is_poisoned_before_every_mma_that_does_not_accumulate():
 def test_a_skipped_mma_fails_on_the_poison_on_the_simulated_device(monkeypatch):
     """The simulated sm_100a device stores what the kernel stores (the poison) and, planted with 'skip-mma', issues
     no MMA for one case: that case fails with every element unwritten; its neighbours in the launch pass."""
-    from harness import families
-    from harness.families.base import Kernel
+    from harness import registry
+    from harness.contract import Kernel
     from tests.run import simsweep
     from tests.simulated import oracle_cache, tcgen05_device
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     form = Form("f16")
     kernel = Kernel(fam.name, "sm_100a", form.name, form)
     cases = [c for c in T.cases_for_form(form) if not c.control and c.major_a == c.major_b == "K"][:3]
@@ -179,20 +179,20 @@ def test_undefined_probes_are_observations_never_a_pass_or_a_fail():
 
 
 def test_the_tmem_checked_form_has_the_check_and_its_sm_to_itself():
-    from harness import families
-    from harness.families.base import Kernel
+    from harness import registry
+    from harness.contract import Kernel
     from harness.families.tcgen05 import kernel as K
     from harness.run import compile as C
     form = Form("f16", tmem_check=True)
-    kernel = Kernel(families.get("tcgen05").name, "sm_100a", form.name, form)
-    job = families.compile_job(kernel)
+    kernel = Kernel(registry.get("tcgen05").name, "sm_100a", form.name, form)
+    job = C.compile_job(kernel)
     assert job.options[-1] in (K.TMEM_CHECK_OPTION, "-DTC_NO_TMEM_CHECK")
-    assert families.compile_job(Kernel(kernel.family, "sm_100a", "tcgen05_f16_cg1_SS", Form("f16"))).options == \
+    assert C.compile_job(Kernel(kernel.family, "sm_100a", "tcgen05_f16_cg1_SS", Form("f16"))).options == \
         C.DEFAULT_OPTIONS
     prep = R.prepare(T.cases_for_form(form)[0])
     assert K.pack([prep]).smem >= K.EXCLUSIVE_SMEM
     for arch in ("sm_100a", "sm_103a"):  # with the check where ptxas has it, otherwise with the define
-        cubin, log = C.nvrtc_compile(K.source(form), form.name, arch, C.DEFAULT_OPTIONS + K.tmem_check_options())
+        cubin, log = C.nvrtc_compile(K.source(form), form.name, arch, C.DEFAULT_OPTIONS + C.own_options((K.TMEM_CHECK,)))
         assert cubin is not None, log
     cubin, log = C.nvrtc_compile(K.source(form), form.name, "sm_100a", C.DEFAULT_OPTIONS + ("-Xptxas=-no-such-flag",))
     assert cubin is None  # the probe can tell a ptxas that refuses an option
@@ -204,12 +204,12 @@ def test_the_summary_counts_observations_apart(monkeypatch, tmp_path):
     """Through the real sweep on the simulated device (which faults on Tensor Memory beyond the allocation, as the
     ptxas check would): the observation is recorded `observed` with what happened, counted under `observations`
     and neither among the controls' passes nor the ordinary cases."""
-    from harness import families
-    from harness.families.base import Kernel
+    from harness import registry
+    from harness.contract import Kernel
     from harness.plan import Plan
     from tests.run import simsweep
     from tests.simulated import fake_gpus
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     form = Form("f16", tmem_check=True)
     kernel = Kernel(fam.name, "sm_100a", form.name, form)
     case = T.cases_for_form(form)[0]
@@ -298,7 +298,7 @@ def test_qualifier_forms_are_modelled():
     same A reloaded); discard: the plain product; .ashift: D's row r is A's row r - 1 times B (+ C), row 0 not checked;
     tcgen05.shift.down: lanes 1-31 of D's first 8 columns hold the lane above's (A*B + C), lane 0 there not checked.
     The expectations are written here from the ISA's words, not from reference.py."""
-    from harness.families.tcgen05 import datapaths as DP, forms as F, kernel as K, readback as RB
+    from harness.families.tcgen05 import datapaths as DP, forms as F, kernel as K
     checked = set()
     for f in _variant_forms():
         cases = T.cases_for_form(f)
@@ -308,7 +308,7 @@ def test_qualifier_forms_are_modelled():
             a, b = prep.operands["a"], prep.operands["b"]
             prod = a @ b.T
             cta, lane, col, _ = DP.d_position(c.m, c.n, f.cta_group, f.ws, c.dtype)
-            cm = RB.decode(c, prep.tmem_in) if c.scale_d else 0  # C as the kernel stores it
+            cm = DP.decode_d(c, prep.tmem_in) if c.scale_d else 0  # C as the kernel stores it
             unchecked = np.zeros((c.m, c.n), bool)
             if f.variant == "sid":
                 want = prod + cm / 4
@@ -379,8 +379,8 @@ def _device_after_shift(case, prep, how: str, fill: str):
     a, b = prep.operands["a"], prep.operands["b"]
     cm = 0
     if case.scale_d:
-        from harness.families.tcgen05 import readback as RB
-        cm = RB.decode(case, prep.tmem_in)
+        from harness.families.tcgen05 import datapaths as DP
+        cm = DP.decode_d(case, prep.tmem_in)
     if case.form.variant == "ashift":
         filler = {"zero": np.zeros(a.shape[1]), "last": a[-1], "poison": np.full(a.shape[1], 7.0)}[fill]
         return device_tmem(case, prep, _row_shift(a, how, filler) @ b.T + cm)
@@ -435,13 +435,13 @@ def test_a_wrong_shift_is_caught_on_the_simulated_device(monkeypatch):
     column) fail."""
     from pathlib import Path
 
-    from harness import families
-    from harness.families.base import Kernel
+    from harness import registry
+    from harness.contract import Kernel
     from harness.records import schema_check
     from tests.run import simsweep
     from tests.simulated import oracle_cache, tcgen05_device
     schema = json.loads((Path(__file__).resolve().parents[1] / "docs" / "results-schema.json").read_text())
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     for form in SHIFT_FORMS:
         kernel = Kernel(fam.name, "sm_100a", form.name, form)
         cases = T.cases_for_form(form)

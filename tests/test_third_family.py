@@ -1,6 +1,6 @@
 """Adding a family is one new subpackage and no change to the engine: a toy family kept outside harness/ runs
 through the real sweep (plan, engine with preparing and GPU worker processes, records, compare) unchanged."""
-from harness import families, plan, sweep
+from harness import plan, registry, sweep
 from harness.records import compare, results
 from tests.simulated import fake_gpus
 
@@ -8,7 +8,7 @@ ENV = "toy=tests.simulated.toy_family"
 
 
 def test_a_family_the_engine_has_never_seen_runs_through_the_sweep(monkeypatch, tmp_path):
-    monkeypatch.setenv(families.EXTRA, ENV)
+    monkeypatch.setenv(registry.EXTRA, ENV)
     fake_gpus.install(monkeypatch, ["sm_90a"])
     p = plan.make(plan.Selection(families=None, n_values=(64,), match="toy"))
     assert [k.name for k, _ in p.work] == ["toy_add"] and len(p.work[0][1]) == 2
@@ -22,9 +22,9 @@ def test_a_family_the_engine_has_never_seen_runs_through_the_sweep(monkeypatch, 
 
 
 def test_the_registry_refuses_a_malformed_entry(monkeypatch):
-    monkeypatch.setenv(families.EXTRA, "toy")
+    monkeypatch.setenv(registry.EXTRA, "toy")
     try:
-        families.registry()
+        registry.registry()
     except ValueError as e:
         assert "name=module" in str(e)
     else:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.diagnosis.fragments_probe import code_digits
+from harness.diagnosis.digits import code_digits
 from harness.families.tcgen05 import cases as T, datapaths, readback, reference, tmem_probe
 from harness.families.tcgen05.forms import Form
 from harness.run.worker import GpuWorker

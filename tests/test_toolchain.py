@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, families, plan, sweep
+from harness import cli, plan, sweep
 from harness.enums import ExitCode, ToolchainKind
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma import kernel as wgmma_kernel
@@ -270,7 +270,7 @@ def tamper(folder, how):
 ])
 def test_a_manifest_that_does_not_match_is_refused_in_one_line(folder, how, says):
     p = plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8,)))
-    kernels = [(k, families.compile_job(k)) for k in sweep.plan_kernels(p)]
+    kernels = [(k, C.compile_job(k)) for k in sweep.plan_kernels(p)]
     kernel_folder.load(folder).check(kernels)  # untouched, it matches
     tamper(folder, how)
     with pytest.raises(kernel_folder.KernelFolderError) as e:

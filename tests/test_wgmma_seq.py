@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from harness import cli, families, plan
+from harness import cli, plan, registry
 from harness.enums import Arch, DescStep, ExitCode, FamilyName, SeqPattern
 from harness.families.wgmma import forms as wgmma_forms
 from harness.families.wgmma_seq import FAMILY, cases as C, forms as F, kernel as K, reference as R
@@ -33,7 +33,7 @@ def kernel_of(pattern: SeqPattern, op: DescStep, kind: str):
 # ---------------------------------------------------------------------------------------------------- registry
 
 def test_the_family_is_registered_and_its_kernel_names_parse_back():
-    assert str(FamilyName.WGMMA_SEQ) == "wgmma_seq" and families.get("wgmma_seq") is FAMILY
+    assert str(FamilyName.WGMMA_SEQ) == "wgmma_seq" and registry.get("wgmma_seq") is FAMILY
     names = [k.name for k, _ in KERNELS]
     assert len(names) == len(set(names)) == len(F.all_keys()) == 14
     for k, cases in KERNELS:
@@ -290,7 +290,7 @@ def cubins():
 
     def sass(name):
         if not done:
-            jobs = [families.compile_job(BY_NAME[n][0]) for n in BY_NAME]  # as the sweep compiles them
+            jobs = [nvrtc.compile_job(BY_NAME[n][0]) for n in BY_NAME]  # as the sweep compiles them
             for job, out in zip(jobs, nvrtc.compile_many(jobs)):  # a shared program's listing is read from the cache
                 done[job.name] = sass_gmma.function_text(sass_rules.disassembly(out.cubin_path.read_bytes()), job.name)
         return done[name]

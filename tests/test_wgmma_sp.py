@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from harness import cli, families, plan
+from harness import cli, plan, registry
 from harness.enums import ExitCode, FamilyName
 from harness.families.wgmma_sp import FAMILY, cases, forms, kernel, reference
 from harness.spec import sparsity as S
@@ -218,12 +218,12 @@ def test_sparse_kernel_source_has_every_variant_and_the_metadata_operand():
     # %0, %1 C's and D's addresses, %2..%5 A's registers, %6 B's descriptor, %7 scale-d, %8 the metadata
     assert '"r"(p.scale_d), "r"(meta), "r"(p.variant)' in src
     assert "{tc_d0, tc_d1, tc_d2, tc_d3}, {%2, %3, %4, %5}, %6, %8, 1, p, 1, 1, 1;" in src
-    dense = families.get("wgmma").source(families.get("wgmma").kernel_of(key.dense))
+    dense = registry.get("wgmma").source(registry.get("wgmma").kernel_of(key.dense))
     assert "e_regs" not in dense and "{{" not in dense
 
 
 def test_the_family_is_registered_and_its_launch_carries_the_metadata():
-    assert families.get(FamilyName.WGMMA_SP) is FAMILY and str(FAMILY.name) == "wgmma_sp"
+    assert registry.get(FamilyName.WGMMA_SP) is FAMILY and str(FAMILY.name) == "wgmma_sp"
     key = forms.KernelKey("s8", 8, "s32", "SS")
     inp, exp = FAMILY.prepare(FAMILY.kernel_of(key), cases.cases_for_key(key)[:3])
     assert list(inp.inputs) == ["a_regs", "c_regs", "e_regs"] and inp.inputs["e_regs"].shape == (3, 128)

@@ -18,11 +18,11 @@ import sys
 
 
 def digests() -> dict[str, str]:
-    from harness import families, plan
+    from harness import plan, registry
     made = plan.make(plan.Selection(), {}, None)
     out: dict[str, str] = {}
     for kernel in [k for k, _ in made.work] + list(made.compile_only):
-        digest = hashlib.sha256(families.get(kernel.family).source(kernel).encode()).hexdigest()
+        digest = hashlib.sha256(registry.get(kernel.family).source(kernel).encode()).hexdigest()
         if out.setdefault(kernel.name, digest) != digest:
             raise SystemExit(f"kernel_sources: two kernels named {kernel.name} have different sources")
     return dict(sorted(out.items()))

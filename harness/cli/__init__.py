@@ -19,7 +19,7 @@ import os
 import sys
 from functools import lru_cache
 
-from harness import __version__, families
+from harness import __version__, cache, registry
 from harness.cli import environment, probe, results, spec, sweep, timing
 from harness.cli.common import PROG, Parser, UsageError, one_line
 from harness.enums import ExitCode
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line's parser, one for each set of families (TC_HARNESS_FAMILIES may add some: --family's choices).
     argparse takes ~10 ms to build it, and a test session runs main() ~1,000 times; a parser parses any number of
     argument lists without changing (each parse fills a fresh namespace)."""
-    return parser_for(tuple(families.registry()))
+    return parser_for(tuple(registry.registry()))
 
 
 @lru_cache(maxsize=None)
@@ -66,10 +66,10 @@ def main(argv=None, own_process: bool = False) -> int:
     """Run one command; returns its exit status (ExitCode) and never raises for bad input. own_process: the command
     line's process, which ends with the command (`entry`): a sweep may then fork its GPU worker from it and hold its
     plan out of the garbage collector's sight; a caller that goes on (a test, say) gets neither."""
-    from harness.run import compile as nvrtc, processes
+    from harness.run import processes
     cmd = "harness"
     try:
-        families.check_extra()  # a malformed TC_HARNESS_FAMILIES: one line, before its names become --family choices
+        registry.check_extra()  # a malformed TC_HARNESS_FAMILIES: one line, before its names become --family choices
         parser = build_parser()
         try:
             args, extra = parser.parse_known_args(argv)
@@ -82,8 +82,8 @@ def main(argv=None, own_process: bool = False) -> int:
             raise UsageError("harness: give a command: sweep, compile, doctor, toolchains, compare, merge, junit, probe, desc, "
                              "idesc, zmask or layout")
         cores.default_workers()  # a malformed TC_HARNESS_WORKERS is refused before anything runs
-        if cmd in CACHED_COMMANDS:  # an unusable TC_HARNESS_CACHE is refused before anything runs (compile.CACHE_ENV)
-            note = nvrtc.settle_cache()
+        if cmd in CACHED_COMMANDS:  # an unusable TC_HARNESS_CACHE is refused before anything runs (cache.CACHE_ENV)
+            note = cache.settle_cache()
             if note:
                 print(one_line(note), file=sys.stderr)
             if own_process:  # before the command's helpers: an interrupted one ends in one line
@@ -93,7 +93,7 @@ def main(argv=None, own_process: bool = False) -> int:
     except UsageError as e:
         print(one_line(str(e)), file=sys.stderr)
         return ExitCode.USAGE
-    except nvrtc.CacheError as e:
+    except cache.CacheError as e:
         print(one_line(f"{cmd}: {e}"), file=sys.stderr)
         return ExitCode.USAGE
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (processes.on_signals): the sweep has said so in its file
@@ -115,7 +115,7 @@ def main(argv=None, own_process: bool = False) -> int:
         print(one_line(f"{cmd}: cannot write its output: {e.strerror or e}"), file=sys.stderr)
         return STDOUT_LOST
     finally:
-        nvrtc.remove_temporary_cache()  # where HOME gave no cache folder (compile.settle_cache)
+        cache.remove_temporary_cache()  # where HOME gave no cache folder (cache.settle_cache)
 
 
 # the commands that compile, and so write the cache: an unusable cache folder is refused (or, where HOME gives none, a

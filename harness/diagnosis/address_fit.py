@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.diagnosis import affine, bitmaps
-from harness.families.base import ranges
+from harness.contract import ranges
 
 # the descriptor's swizzle modes: name -> (B, M, S, row bytes)
 SWIZZLES = {"none": (0, 4, 3, 16), "32B": (1, 4, 3, 32), "64B": (2, 4, 3, 64), "128B": (3, 4, 3, 128),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.spec import layouts
-from harness.families.base import ranges
+from harness.contract import ranges
 from harness.spec.layouts import SmemLayout
 
 # Swizzle<B,M,S> in words: which address bits are XORed into which.

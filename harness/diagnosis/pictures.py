@@ -177,3 +177,14 @@ def ownership_png(model, observed, path, title: str, per_reg: int = 1, colword: 
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+def safe_name(text: str) -> str:
+    """A picture's file name made of `text` (a case id, an operand)."""
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:150]
+
+
+def wrap_text(text: str, width: int = 150) -> str:
+    """A picture's caption, wrapped."""
+    import textwrap
+    return "\n".join(textwrap.wrap(text, width))

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.diagnosis import diagnose
 from harness.enums import Arch
 from harness.experiments import probes
-from harness.families.wgmma import FAMILY as WGMMA, kernel as wgmma_kernel
+from harness.families.wgmma import FAMILY as WGMMA, kernel as wgmma_kernel, probe as address_probe
 from harness.records import results
 from harness.run import compile as nvrtc, engine, gpu
 from harness.run.worker import GpuWorker
@@ -37,7 +36,7 @@ def addresses(out: Path, timeout: float, match: str | None = None) -> str:
     png_dir = out.parent / f"{out.stem}-png"
     worker = GpuWorker(gpu.select("all", ARCH)[0])
     try:
-        recs = diagnose.diagnose(cases, lambda k: cubins[k.name], worker, timeout, png_dir, max_png=12)
+        recs = address_probe.diagnose(cases, lambda k: cubins[k.name], worker, timeout, png_dir, max_png=12)
     finally:
         worker.close()
     by_id = {c.id: c for c in cases}
@@ -94,8 +93,8 @@ def _raw_experiments(out: Path, timeout: float, setups, name: str, probe_all: bo
                 recs[r["id"]] = r
         chosen = [(c.id, st) for c, _, st, _ in setups if probe_all or recs[c.id]["status"] == "fail"]
         if chosen:
-            diags = diagnose.diagnose_setups(chosen, lambda k: cubins[k.name], worker, timeout,
-                                             out.parent / f"{out.stem}-png")
+            diags = address_probe.diagnose_setups(chosen, lambda k: cubins[k.name], worker, timeout,
+                                                  out.parent / f"{out.stem}-png")
     finally:
         worker.close()
     writer = results.ResultsWriter(out, results.environment(run="probe"))

@@ -110,7 +110,7 @@ def raw_b_setup(case_id: str, key: wgmma.KernelKey, vi: int, b_addr: np.ndarray,
     """(RawCase, Prepared, addresses.Setup) for a case whose B sits at arbitrary bit addresses `b_addr` (N x K)
     and is read through a raw descriptor; A is an ordinary packed K-major tile at address 0 with no swizzle.
     Exact values; C = 0."""
-    from harness.diagnosis import addresses
+    from harness.families.wgmma import addresses
     from harness.spec import dtypes, fragments
     from harness.families.wgmma import reference
     v = wgmma.variants(key)[vi]

@@ -1,4 +1,6 @@
-"""The CUDA templates (package data) and how their {{...}} parts are filled in."""
+"""The CUDA headers every kernel shares (package data, at the bottom layer) and how a template's {{...}} parts are
+filled in. Each kernel's own template lives beside the code that fills it: a family's in its subpackage
+(harness/families/wgmma/wgmma.cu, ...), the timing bench's in harness/timing/."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -8,8 +10,9 @@ KERNEL_DIR = Path(__file__).resolve().parent
 
 
 @lru_cache(maxsize=None)
-def template(name: str) -> str:
-    return (KERNEL_DIR / name).read_text()
+def template(name: str, folder: Path = KERNEL_DIR) -> str:
+    """The text of template `name` in `folder` (by default this one's shared headers)."""
+    return (Path(folder) / name).read_text()
 
 
 def fill(text: str, **parts: str) -> str:

@@ -163,13 +163,13 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import families
+from harness import registry
 
 case = Path(sys.argv[1])
 kernel, expectations, outputs = pickle.loads((case / "expect.pkl").read_bytes())
 got = {name: np.fromfile(case / f"out_{name}.bin", dtype=dtype).reshape(shape)
        for name, (dtype, shape) in outputs.items()}
-(rec,) = families.get(kernel.family).readback(kernel, expectations, got)
+(rec,) = registry.get(kernel.family).readback(kernel, expectations, got)
 print(json.dumps(rec, indent=1, default=str))
 sys.exit(0 if rec.get("status") == "pass" else 1)
 '''
@@ -255,9 +255,9 @@ def write(results_path: Path, out_dir: Path, toolchain=None) -> dict:
     """Write the bundle of every failing case of a results file into `out_dir` (created); returns the manifest
     (also written as manifest.json). No failing case: a manifest with no kernels. ResultsFileError for a file that
     is not a results file."""
-    from harness import families
+    from harness import registry
     from harness.records import results
-    from harness.run import compile as C, toolchain as T
+    from harness.run import compile as C, sass, toolchain as T
     env, cases, _summary = results.load(Path(results_path))
     root = Path(out_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -273,7 +273,7 @@ def write(results_path: Path, out_dir: Path, toolchain=None) -> dict:
     for name, recs in failing(cases).items():
         fam_name, arch = recs[0].get("family"), recs[0].get("arch")
         try:
-            family = families.get(fam_name)
+            family = registry.get(fam_name)
         except Exception:
             manifest["problems"].append(f"{name}: family {fam_name!r} is not one this harness has")
             continue
@@ -285,7 +285,7 @@ def write(results_path: Path, out_dir: Path, toolchain=None) -> dict:
         kdir.mkdir(parents=True, exist_ok=True)
         source = family.source(kernel)
         (kdir / "kernel.cu").write_text(source)
-        job = families.compile_job(kernel)
+        job = C.compile_job(kernel)
         options = list(job.options_for(tc)) if tc is not None else list(job.options)
         if tc is not None:
             compiled = C.compile_one(job, tc)
@@ -294,7 +294,7 @@ def write(results_path: Path, out_dir: Path, toolchain=None) -> dict:
             elif compiled.cubin_path.suffix == ".cubin":
                 shutil.copyfile(compiled.cubin_path, kdir / "kernel.cubin")
                 try:
-                    (kdir / "kernel.sass").write_text(C.sass(kdir / "kernel.cubin"))
+                    (kdir / "kernel.sass").write_text(sass.sass(kdir / "kernel.cubin"))
                 except (OSError, RuntimeError, FileNotFoundError) as e:
                     manifest["problems"].append(f"{name}: no SASS listing: {e}")
             ptx, log = T.bindings_compile(source, name, "compute_" + str(arch).removeprefix("sm_"), tuple(options),

@@ -22,51 +22,6 @@ def _pattern(rec: dict):
             rec.get("error"))
 
 
-_TOOLCHAIN_KEYS = ("toolchain", "nvrtc", "nvrtc_build", "harness")
-
-
-def is_mixed(env: dict) -> bool:
-    """Whether an environment record is a merge of runs of different toolchains or harness versions: marked so
-    (merge --allow-mixed), or, from a merge that did not yet check, with those fields among what its inputs did not
-    share."""
-    return env.get("toolchain") == "mixed" or any(
-        isinstance(m, dict) and any(k in m for k in _TOOLCHAIN_KEYS) for m in env.get("merged_from") or ())
-
-
-def toolchain_of(env: dict) -> str:
-    """The toolchain an environment record names, in words. Files from before the toolchain axis (schema 1 and 2)
-    name none: their kernels were NVRTC cubins. A merge of mixed runs names each input's."""
-    if env.get("toolchain") == "mixed":
-        return "mixed (" + "; ".join(map(str, env.get("toolchains") or ["each input's in merged_from"])) + ")"
-    if is_mixed(env):
-        return "mixed (" + "; ".join(f"{m.get('file')}: {toolchain_of({**env, 'merged_from': None, **m})}"
-                                     for m in env["merged_from"] if isinstance(m, dict)) + ")"
-    kind = env.get("toolchain", "nvrtc")
-    build = env.get("nvrtc_build")
-    parts = [f"NVRTC {env.get('nvrtc')}"] + ([f"V{build}" if not str(build).startswith("sha256:") else build]
-                                              if build else [])
-    if env.get("ptx_isa"):
-        parts.append(f"PTX ISA {env['ptx_isa']}")
-    if kind == "driver-jit" and env.get("driver"):
-        parts.append(f"JIT of driver {env['driver']}")
-    if env.get("kernels_dir"):
-        parts.append(f"compiled on {env.get('kernels_host')}")
-    return f"{kind} ({', '.join(parts)})"
-
-
-def toolchains_differ(a: dict, b: dict) -> bool:
-    """Whether two environment records name different compilers: kind, NVRTC version, its build where both name
-    one, and for the driver's JIT the driver. A merge of mixed runs differs from anything."""
-    if is_mixed(a) or is_mixed(b):
-        return True
-    kind_a, kind_b = a.get("toolchain", "nvrtc"), b.get("toolchain", "nvrtc")
-    if kind_a != kind_b or a.get("nvrtc") != b.get("nvrtc"):
-        return True
-    if a.get("nvrtc_build") and b.get("nvrtc_build") and a["nvrtc_build"] != b["nvrtc_build"]:
-        return True
-    return kind_a == "driver-jit" and a.get("driver") != b.get("driver")
-
-
 def compare(old_path, new_path, accept_lost_coverage: bool = False, allow_mixed: bool = False,
             allow_incomplete: bool = False) -> dict:
     """Each side is a results file, or several (a list, or a directory of them) taken together as one run.
@@ -92,8 +47,8 @@ def compare(old_path, new_path, accept_lost_coverage: bool = False, allow_mixed:
               "missing_in_new": sorted(c for c in set(old) - set(new) if old[c].get("status") != "not-run"),
               "dropped_not_run": sorted(c for c in set(old) - set(new) if old[c].get("status") == "not-run"),
               "new_cases": sorted(set(new) - set(old)), "environment": {},
-              "toolchains": {"old": toolchain_of(old_env), "new": toolchain_of(new_env),
-                             "differ": toolchains_differ(old_env, new_env)}}
+              "toolchains": {"old": merge.toolchain_of(old_env), "new": merge.toolchain_of(new_env),
+                             "differ": merge.toolchains_differ(old_env, new_env)}}
     for key in sorted((set(old_env) | set(new_env)) - _VOLATILE):
         if old_env.get(key) != new_env.get(key):
             report["environment"][key] = [old_env.get(key), new_env.get(key)]

@@ -47,11 +47,55 @@ class MixedRuns(results.ResultsFileError):
     """The inputs were compiled by different toolchains or run by different harness versions."""
 
 
+_TOOLCHAIN_KEYS = ("toolchain", "nvrtc", "nvrtc_build", "harness")
+
+
+def is_mixed(env: dict) -> bool:
+    """Whether an environment record is a merge of runs of different toolchains or harness versions: marked so
+    (merge --allow-mixed), or, from a merge that did not yet check, with those fields among what its inputs did not
+    share."""
+    return env.get("toolchain") == "mixed" or any(
+        isinstance(m, dict) and any(k in m for k in _TOOLCHAIN_KEYS) for m in env.get("merged_from") or ())
+
+
+def toolchain_of(env: dict) -> str:
+    """The toolchain an environment record names, in words. Files from before the toolchain axis (schema 1 and 2)
+    name none: their kernels were NVRTC cubins. A merge of mixed runs names each input's."""
+    if env.get("toolchain") == "mixed":
+        return "mixed (" + "; ".join(map(str, env.get("toolchains") or ["each input's in merged_from"])) + ")"
+    if is_mixed(env):
+        return "mixed (" + "; ".join(f"{m.get('file')}: {toolchain_of({**env, 'merged_from': None, **m})}"
+                                     for m in env["merged_from"] if isinstance(m, dict)) + ")"
+    kind = env.get("toolchain", "nvrtc")
+    build = env.get("nvrtc_build")
+    parts = [f"NVRTC {env.get('nvrtc')}"] + ([f"V{build}" if not str(build).startswith("sha256:") else build]
+                                              if build else [])
+    if env.get("ptx_isa"):
+        parts.append(f"PTX ISA {env['ptx_isa']}")
+    if kind == "driver-jit" and env.get("driver"):
+        parts.append(f"JIT of driver {env['driver']}")
+    if env.get("kernels_dir"):
+        parts.append(f"compiled on {env.get('kernels_host')}")
+    return f"{kind} ({', '.join(parts)})"
+
+
+def toolchains_differ(a: dict, b: dict) -> bool:
+    """Whether two environment records name different compilers: kind, NVRTC version, its build where both name
+    one, and for the driver's JIT the driver. A merge of mixed runs differs from anything."""
+    if is_mixed(a) or is_mixed(b):
+        return True
+    kind_a, kind_b = a.get("toolchain", "nvrtc"), b.get("toolchain", "nvrtc")
+    if kind_a != kind_b or a.get("nvrtc") != b.get("nvrtc"):
+        return True
+    if a.get("nvrtc_build") and b.get("nvrtc_build") and a["nvrtc_build"] != b["nvrtc_build"]:
+        return True
+    return kind_a == "driver-jit" and a.get("driver") != b.get("driver")
+
+
 def mixed(files: list[results.ResultsFile]) -> str | None:
     """What differs between the inputs' runs that makes them no one run (None: nothing): the toolchain (kind,
     NVRTC version or build, the driver of a driver-jit run) or the harness version; an input that is itself a merge
     of mixed runs is mixed."""
-    from harness.records.compare import is_mixed, toolchain_of, toolchains_differ
     for f in files:
         if is_mixed(f.env):
             return f"{f.path} is a merge of mixed runs ({toolchain_of(f.env)})"
@@ -85,7 +129,6 @@ def merge(paths, allow_mixed: bool = False,
           allow_incomplete: bool = False) -> tuple[dict, dict[str, dict], dict, list[dict]]:
     """(environment, {id: record}, summary, disagreements) of several results files taken together (read_run's
     checks first)."""
-    from harness.records.compare import toolchain_of
     files = read_run(paths, allow_mixed, allow_incomplete)
     loaded = [(str(f.path), f.env, f.cases, f.summary) for f in files]
     incomplete = results.whole_problems(files)

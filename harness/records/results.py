@@ -26,8 +26,9 @@ from concurrent.futures import Future
 from functools import lru_cache
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, TypeVar
+from typing import Callable, TypeVar
 
+from harness.contract import CaseLines
 from harness.enums import Status
 
 try:
@@ -135,50 +136,6 @@ def _nvidia_smi_driver() -> str | None:
         return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
     except Exception:
         return None
-
-
-class CaseFacts(NamedTuple):
-    """What a sweep's bookkeeping reads of a case record (its counts, suspects, controls and progress)."""
-    id: str
-    kernel: str | None
-    status: str
-    isolated: bool | None
-    matches_model_prediction: bool | None
-
-    @classmethod
-    def of(cls, record: dict) -> CaseFacts:
-        return cls(record["id"], record.get("kernel"), record["status"], record.get("isolated"),
-                   record.get("matches_model_prediction"))
-
-
-class CaseLines:
-    """Case records JSON-encoded by the process that made them (the engine's read-back processes), for the results
-    file as they are: encoding 56,101 records one by one in the sweep's own process, which also hands out every
-    launch, took 0.43 s of a warm sweep's 2.35 s there (bench12 in docs/performance.md). Each
-    record's text lacks its closing brace, so that the fields known only when it is written (the engine's kernel_s)
-    follow as text: the line is the one json.dumps would make of the record with them added."""
-
-    def __init__(self, records):
-        self.heads = [json.dumps({"type": "case", **r})[:-1] for r in records]
-        self.facts = [CaseFacts.of(r) for r in records]
-        self.more: dict = {}  # fields every record of the batch gets when written
-
-    def __len__(self) -> int:
-        return len(self.heads)
-
-    def record(self, i: int) -> dict:
-        """The i-th record as a dict (without the "type" key and `more`)."""
-        rec = json.loads(self.heads[i] + "}")
-        rec.pop("type")
-        return rec
-
-    def replace(self, i: int, record: dict) -> None:
-        self.heads[i] = json.dumps({"type": "case", **record})[:-1]
-        self.facts[i] = CaseFacts.of(record)
-
-    def text(self) -> str:
-        tail = "".join(f", {json.dumps(k)}: {json.dumps(v)}" for k, v in self.more.items()) + "}\n"
-        return "".join(h + tail for h in self.heads)
 
 
 RUN_KINDS = ("sweep", "probe", "bench")  # the environment record's `run`: what wrote the file
@@ -685,8 +642,7 @@ def memo_by_content(path: Path, what: str, code: tuple[Path, ...], compute: Call
     records, 10 s of one CI core, for results/README.md's tables). A cache that cannot be read or written is
     no error: compute() answers. Nothing compute() raises is kept, nor a value of a file that changed while it was
     read (a sweep still appending to it)."""
-    from harness.run.compile import cache_dir  # the harness's one cache directory ($TC_HARNESS_CACHE)
-    from harness.run.files import write_atomically
+    from harness.cache import cache_dir, write_atomically  # the harness's one cache directory ($TC_HARNESS_CACHE)
 
     def digest() -> str:
         h = hashlib.sha256(what.encode())

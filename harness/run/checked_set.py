@@ -8,7 +8,7 @@ docs/performance.md: compile_kernels 0.72-1.56 s).
 
 When every kernel of a list compiled and its SASS had what its check wants, the list is recorded under
 
-    <cache>/checked/<key>.json      key: the package's own files (plan.source_digest, which covers every in-tree
+    <cache>/checked/<key>.json      key: the package's own files (cache.source_digest, which covers every in-tree
                                     family's sources and SASS rules, the kernel templates and the NVRTC options), the
                                     toolchain's cache key, the disassembler's identity, and every kernel's repr
 
@@ -28,7 +28,7 @@ import json
 import os
 from pathlib import Path
 
-from harness.run.files import write_atomically
+from harness.cache import source_digest, write_atomically
 
 FOLDER = "checked"
 # lists recorded (a sweep's; each GPU shard's of a test run, one per pytest-xdist worker; each selection's), a few
@@ -39,9 +39,8 @@ KEEP = 64
 def key(kernels, toolchain_key: tuple[str, ...], disassembler: str) -> str | None:
     """The list's key, or None where it cannot be trusted to say what was checked (a family from outside the
     package: its sources and rules are not in the package's digest)."""
-    from harness import families
-    from harness.plan import source_digest
-    registry = families.registry()
+    from harness import registry
+    registry = registry.registry()
     if any(not registry.get(str(k.family), "").startswith("harness.") for k in kernels):
         return None
     h = hashlib.sha256()

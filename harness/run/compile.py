@@ -6,185 +6,28 @@ rejects). `--toolchain driver-jit` stops at PTX for the driver to JIT, and `--nv
 library (README, "Toolchain axis").
 
 The cache key covers the source, the options, the arch and the toolchain (its kind, NVRTC version and build);
-the cache directory is $TC_HARNESS_CACHE or ~/.cache/tc-harness (CACHE_ENV: what either may be).
+the cache directory is $TC_HARNESS_CACHE or ~/.cache/tc-harness (harness/cache.py: what either may be).
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 import threading
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from harness.run import cores, processes, toolchain as toolchains
+from harness import registry
+from harness.cache import cache_dir, content_digest
+from harness.contract import CompileError, IfAccepted, Kernel, SassCheck
+from harness.run import cores, processes, sass, toolchain as toolchains
+from harness.run.sass import Verdict
 from harness.run.toolchain import Toolchain
-
-if TYPE_CHECKING:  # sass.py imports this module
-    from harness.run.sass import SassCheck, Verdict
 
 ARCHS = ("sm_90a", "sm_100a", "sm_103a")
 # a kernel's options at full optimization; a CompileJob adds its toolchain's fast-compile level unless it asks not to
 DEFAULT_OPTIONS = ("-std=c++17", "--device-as-default-execution-space", "-lineinfo")
-
-
-class CompileError(RuntimeError):
-    def __init__(self, name: str, arch: str, log: str, source_path: Path | None = None):
-        self.name, self.arch, self.log, self.source_path = name, arch, log, source_path
-        first = next((ln for ln in log.splitlines() if "error" in ln.lower()), log.strip()[:200])
-        where = f" (source and log kept in {source_path.parent})" if source_path else ""
-        super().__init__(f"NVRTC rejected {name} for {arch}: {first.strip()}{where}")
-
-
-# Where the cache is (docs/environment.md). Named by CACHE_ENV, it must be a folder this process can write (made if it
-# is not there): anything else (empty, a file, /dev/null, read-only, uncreatable) is a CacheError, which the command
-# line prints as one line and exit 2 before anything runs. A fleet script that names a cache means that one: running
-# on without it would hide the mistake and recompile everything on every node. Not named, it is ~/.cache/tc-harness,
-# made only under a HOME that is an existing, absolute folder; where HOME is not (unset or empty in a service's
-# environment, /nonexistent in a container's), the process works in a temporary cache of its own
-# (`temporary_cache`), removed when the command ends, and the command line says so in one line: such a run needs no
-# cache to be right, and creating /nonexistent/.cache (as root, mkdir -p would) or a .cache in the current folder
-# (HOME='') would leave files where nobody asked for them.
-CACHE_ENV = "TC_HARNESS_CACHE"
-
-
-class CacheError(OSError):
-    """The cache folder CACHE_ENV names cannot be used: one line saying why (the command line exits 2). An OSError, so
-    that a reader that runs without a cache where it cannot have one (results.memo_by_content) goes on without it."""
-
-
-def cache_dir() -> Path:
-    """The cache folder (see CACHE_ENV): checked once per process and value, made if it is not there."""
-    named = os.environ.get(CACHE_ENV)
-    if named is None:
-        home = usable_home()
-        if home is None:
-            return temporary_cache()
-        named, what = str(Path(home) / ".cache" / "tc-harness"), f"HOME={home}: ~/.cache/tc-harness"
-    else:
-        what = f"{CACHE_ENV}={named!r}"
-        if named.startswith("~"):  # as a shell would have (a value from a unit file or .env is not expanded): never a
-            # folder named "~" in the current one
-            home = usable_home()
-            if home is None:
-                raise CacheError(f"{what}: ~ stands for HOME, and {home_problem()}")
-            named = os.path.expanduser(named)
-    d = _writable_folder(named, what)
-    if not d.is_dir():  # removed since it was checked (a test's cold start): made again, as every call once did
-        _writable_folder.cache_clear()
-        d = _writable_folder(named, what)
-    return d
-
-
-def usable_home() -> str | None:
-    """HOME (or the user's home the password database names, where HOME is unset) where it is an existing, absolute
-    folder; None where it is not, which the cache does without (CACHE_ENV)."""
-    if os.environ.get("HOME") == "":  # which expanduser would make "/"
-        return None
-    home = os.path.expanduser("~")
-    if not home or home == "~" or not os.path.isabs(home) or not os.path.isdir(home):
-        return None
-    return home
-
-
-def home_problem() -> str:
-    """Why HOME gives no cache folder (for the command line's note)."""
-    home = os.environ.get("HOME")
-    if home is None:
-        return "HOME is unset and the user has no home folder"
-    if not home:
-        return "HOME is empty"
-    if not os.path.isabs(home):
-        return f"HOME={home} is not an absolute path"
-    if not os.path.exists(home):
-        return f"HOME={home} does not exist"
-    return f"HOME={home} is not a folder"
-
-
-@lru_cache(maxsize=None)
-def _writable_folder(text: str, what: str) -> Path:
-    """The folder `text` names, made if it is not there and written once to see that it can be (os.access says yes
-    to root in a read-only folder, and to anyone on a read-only mount); CacheError, one line, if not."""
-    if not text.strip():
-        raise CacheError(f"{what} is empty: unset {CACHE_ENV} (the cache is then ~/.cache/tc-harness) or name a "
-                         f"folder; the current folder is never taken for it")
-    d = Path(text)
-    if d.exists() and not d.is_dir():
-        kind = "a file" if d.is_file() else "not a folder"
-        raise CacheError(f"{what} is {kind}: name a folder the harness may write its cache into")
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise CacheError(f"{what}: the folder cannot be made ({e.strerror or e})") from None
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".write-probe-", dir=d)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise CacheError(f"{what}: the folder cannot be written ({e.strerror or e}): name a writable folder in "
-                         f"{CACHE_ENV}") from None
-    return d
-
-
-_temporary: list[str] = []  # this process's temporary cache, made by temporary_cache
-
-
-def temporary_cache() -> Path:
-    """A cache of this process's own (HOME gives none: CACHE_ENV), made once and named in CACHE_ENV so that every
-    helper started after it shares it; `remove_temporary_cache` removes it."""
-    if not _temporary:
-        _temporary.append(tempfile.mkdtemp(prefix="tc-harness-cache-"))
-        os.environ[CACHE_ENV] = _temporary[0]
-    return Path(_temporary[0])
-
-
-# the caches the GPU processes' libraries keep under HOME unless told otherwise: CuPy's kernel cache (made as CuPy is
-# imported: $HOME/.cupy/kernel_cache) and the CUDA driver's compute cache ($HOME/.nv/ComputeCache)
-HOME_CACHES = {"CUPY_CACHE_DIR": "cupy-kernel-cache", "CUDA_CACHE_PATH": "cuda-compute-cache"}
-CUDA_CACHE_ENV = "CUDA_CACHE_PATH"
-_cuda_cache: list[str] = []  # the variables of HOME_CACHES this process set (keep_cuda_cache_off_home)
-
-
-def settle_cache() -> str | None:
-    """The command line's check of the cache, before anything starts: CacheError for a CACHE_ENV that cannot be used;
-    a one-line note where HOME gives no cache and a temporary one is used instead; else None."""
-    if os.environ.get(CACHE_ENV) is None and usable_home() is None:
-        d = temporary_cache()
-        keep_cuda_cache_off_home(d)
-        return (f"harness: no cache folder ({home_problem()}): using the temporary {d}, removed at exit; set "
-                f"{CACHE_ENV} to a writable folder to keep compiled kernels")
-    keep_cuda_cache_off_home(cache_dir())
-    return None
-
-
-def keep_cuda_cache_off_home(cache: Path) -> None:
-    """Where HOME is unusable, CuPy and the CUDA driver of every GPU process started from here keep their caches in
-    the harness's cache, not in folders they would make at $HOME/.cupy and $HOME/.nv (under a HOME that does not
-    exist, or a relative one under the current folder). Before any GPU process starts; a variable already set is
-    left as it is."""
-    if usable_home() is None:
-        for name, sub in HOME_CACHES.items():
-            if name not in os.environ:
-                _cuda_cache.append(name)
-                os.environ[name] = str(cache / sub)
-
-
-def remove_temporary_cache() -> None:
-    """Remove the temporary cache this process made, if it made one (the command line's end), and the
-    CUDA_CACHE_PATH it set."""
-    while _cuda_cache:
-        os.environ.pop(_cuda_cache.pop(), None)
-    while _temporary:
-        d = _temporary.pop()
-        if os.environ.get(CACHE_ENV) == d:
-            del os.environ[CACHE_ENV]
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def nvrtc_version() -> str:
@@ -246,6 +89,32 @@ def _failure_dir(job: CompileJob, log: str, failed_dir: Path | None = None) -> P
     (d / f"{job.name}.cu").write_text(job.source)
     (d / "nvrtc.log").write_text(log)
     return d
+
+
+def compile_job(kernel: Kernel, sass_check: SassCheck | None = None, tc: Toolchain | None = None) -> CompileJob:
+    """The compile job of a family's kernel: its source, at the toolchain's fast-compile level where the family
+    allows it (its `fast_compile`; a family without one compiles at full optimization), with the kernel's own options
+    (the family's `compile_options`, an IfAccepted one as `tc` decides: by default the NVRTC cuda.bindings binds)."""
+    fam = registry.get(kernel.family)
+    extra = own_options(fam.compile_options(kernel), tc) if hasattr(fam, "compile_options") else ()
+    return CompileJob(kernel.name, fam.source(kernel), str(kernel.arch), DEFAULT_OPTIONS + extra,
+                      sass_check=sass_check, fast_compile=getattr(fam, "fast_compile", False))
+
+
+def own_options(options, tc: Toolchain | None = None) -> tuple[str, ...]:
+    """A family's compile options for a kernel, each IfAccepted one resolved: its option where the toolchain `tc` (by
+    default the NVRTC cuda.bindings binds) accepts it, else its `otherwise` (also where no toolchain can be had)."""
+    out: list[str] = []
+    for o in options:
+        if not isinstance(o, IfAccepted):
+            out.append(o)
+            continue
+        try:
+            accepted = (tc or toolchains.default()).accepts(o.option, o.arch)
+        except toolchains.ToolchainError:
+            accepted = False
+        out += [o.option] if accepted else list(o.otherwise)
+    return tuple(out)
 
 
 def compile_one(job: CompileJob, tc: Toolchain | None = None) -> Compiled:
@@ -314,8 +183,7 @@ def _run_job(args):
         built = [tc.compile(job.source, job.name, job.arch, job.options_for(tc)) for job in jobs]
     verdicts: list[tuple[str, Verdict] | None] = [None] * len(jobs)
     if tc.kind.module_suffix == ".cubin" and any(job.sass_check is not None for job in jobs):
-        from harness.run import sass  # here, not at the top: sass.py imports this module
-        contents = {id(m): sass.content_digest(m) for m, _ in built if m is not None}  # a shared module: once
+        contents = {id(m): content_digest(m) for m, _ in built if m is not None}  # a shared module: once
         for i, (job, (module, _)) in enumerate(zip(jobs, built)):
             if module is not None and job.sass_check is not None:
                 verdicts[i] = contents[id(module)], sass.judge(module, contents[id(module)], job.sass_check)
@@ -426,7 +294,6 @@ def compile_many(jobs: list[CompileJob], workers: int | None = None, failed_dir:
                     _store(path, cubin, own)
                     verdict = None
                     if judged is not None:
-                        from harness.run import sass  # here, not at the top: sass.py imports this module
                         content, verdict = judged
                         sass.save_verdict(sass.verdict_path(path, content, job.sass_check), verdict)
                     results[i] = Compiled(job.name, job.arch, path, False, log, verdict=verdict)
@@ -500,57 +367,3 @@ def _store(path: Path, module: bytes, own: Path | None) -> None:
     except OSError:
         tmp.write_bytes(module)
     tmp.replace(path)
-
-
-# ----------------------------------------------------------------------------------------------------
-# SASS
-
-NVDISASM_MISSING = ("nvdisasm (the SASS check's disassembler) is not installed: pip install nvidia-cuda-nvdisasm, "
-                    "or put a CUDA toolkit's bin folder on PATH (cuda-toolkit 13.0 and 13.1 bring no nvdisasm wheel)")
-
-
-class NvdisasmMissing(FileNotFoundError):
-    """No nvdisasm: the cubins' SASS cannot be checked (NVDISASM_MISSING says what to install)."""
-
-
-def nvdisasm_path() -> str:
-    """nvdisasm from the nvidia-cuda-nvdisasm wheel, else the one on PATH; NvdisasmMissing, one line, if neither."""
-    try:
-        import nvidia
-        for base in nvidia.__path__:
-            for sub in ("cu13", "cuda_nvdisasm", "cu12"):
-                p = Path(base) / sub / "bin" / "nvdisasm"
-                if p.exists():
-                    return str(p)
-    except ImportError:
-        pass
-    found = shutil.which("nvdisasm")
-    if found:
-        return found
-    raise NvdisasmMissing(NVDISASM_MISSING)
-
-
-# nvdisasm's listing of the code sections (-c) without its dataflow analysis (-ndf), which only names the targets of
-# branches taken through the branch stack. For every kernel of the default sweep (823, three archs) it lists the same
-# arch, functions and instructions (opcodes and operands; branch targets as labels, not addresses) as
-# `cuobjdump --dump-sass`, which runs nvdisasm with that analysis, in 23% less CPU and less than a quarter of the text
-# (the CPU note 2026-11-26 disassembler.txt in docs/performance.md). Most of a module's disassembly is nvdisasm's
-# start-up, ~0.3 s.
-DISASSEMBLER_OPTIONS = ("-c", "-ndf")
-
-
-def sass(cubin_path: Path | str) -> str:
-    """nvdisasm's SASS listing of a cubin (DISASSEMBLER_OPTIONS): a `.section .text.<kernel>` header before each
-    function's instructions, one `/*offset*/ OPCODE operands ;` line each."""
-    exe = nvdisasm_path()
-    out = subprocess.run([exe, *DISASSEMBLER_OPTIONS, str(cubin_path)], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"nvdisasm failed on {cubin_path}: {out.stderr.strip()}")
-    return out.stdout
-
-
-def sass_of_bytes(cubin: bytes) -> str:
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        return sass(f.name)

@@ -51,16 +51,15 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import families
+from harness import registry as families  # the families by name (harness/registry.py)
+from harness.contract import CaseLines, Kernel, LaunchFailed, LaunchInput, case_record
 from harness.enums import Status
-from harness.families.base import Kernel, case_record
-from harness.records.results import CaseLines
 from harness.run import cores, processes
-from harness.run.launch import LaunchInput, load_outputs
+from harness.run.launch import load_outputs
 from harness.run.launch_cache import (EXPECTATIONS_SUFFIX, LAUNCH_SUFFIX, OUTPUTS_SUFFIX, KeptFolder, KeptLaunches,
                                       process_key)
 from harness.run import worker as worker_module
-from harness.run.worker import GpuWorker, LaunchFailed, wait_any
+from harness.run.worker import GpuWorker, wait_any
 
 MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded
 WIDESPREAD_SINGLES = 4  # per kernel: this many cases faulting alone, and no sub-launch coming back: stop
@@ -353,7 +352,7 @@ class Engine:
                  isolation: IsolationBudget | None = None, keep_launches: Path | None = None,
                  started: GpuWorker | None = None, helpers: processes.Helpers | None = None,
                  workers_on_one_gpu: int = 1):
-        """keep_launches: the cache folder (compile.cache_dir()) whose kept launches this engine reads and adds to;
+        """keep_launches: the cache folder (cache.cache_dir()) whose kept launches this engine reads and adds to;
         None: every launch is prepared and spooled, and none is kept. started: a GPU worker already starting (the
         sweep's worker_ahead), taken as a worker of its GPU where it is one of `devices` and runs `backend`; the
         engine closes it with the others. workers_on_one_gpu: GPU workers where `devices` is one GPU
@@ -487,7 +486,7 @@ class Engine:
 
     def run(self, cubins: dict[str, str | None], timeout: float, emit, log) -> dict:
         """Launch every job begun whose kernel compiled (cubins: kernel name -> cubin path, None if NVRTC
-        rejected it: the caller records those); emit(batch) gets each launch's records (records.results.CaseLines).
+        rejected it: the caller records those); emit(batch) gets each launch's records (contract.CaseLines).
         Returns timings."""
         pool = self.pool
         timing = {"prepare_wait_s": 0.0, "isolate_s": 0.0, "diff_wait_s": 0.0, "prepare_s": 0.0, "readback_s": 0.0,

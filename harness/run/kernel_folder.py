@@ -27,9 +27,9 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.families.base import Kernel
-from harness.run.compile import CompileError, CompileJob, Compiled
-from harness.run.files import write_atomically
+from harness.cache import write_atomically
+from harness.contract import CompileError, Kernel
+from harness.run.compile import CompileJob, Compiled
 from harness.run.toolchain import Toolchain
 
 FORMAT = "tc-harness-kernels"

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from harness.plan import lock_file
+from harness import cache
 
 try:
     import fcntl
@@ -52,8 +52,7 @@ def source_key() -> str:
     """What a prepared launch depends on besides its kernel and cases (the package's files as they are now)."""
     import ml_dtypes
 
-    from harness.plan import source_digest
-    return hashlib.sha256(f"{source_digest()}\0{ml_dtypes.__version__}".encode()).hexdigest()[:24]
+    return hashlib.sha256(f"{cache.source_digest()}\0{ml_dtypes.__version__}".encode()).hexdigest()[:24]
 
 
 @lru_cache(maxsize=None)
@@ -61,8 +60,8 @@ def process_key() -> str:
     """source_key() as this process's code has it: taken once every family is imported, so that a file edited after
     the engine chose its folder (whose key its own process took) does not put launches prepared by the edited code
     under the old key: a preparing process whose key differs keeps and reads nothing."""
-    from harness import families
-    families.all_families()
+    from harness import registry
+    registry.all_families()
     return source_key()
 
 
@@ -80,8 +79,8 @@ class KeptLaunches:
         finds a kept launch itself rather than asking a pool process (Engine.begin). None where the key does not cover
         what prepares them (a family from outside the package), the kernel's text does not say all of it (an object
         shown by its address), or a case has no id."""
-        from harness import families
-        if not families.registry().get(str(kernel.family), "").startswith("harness."):
+        from harness import registry
+        if not registry.registry().get(str(kernel.family), "").startswith("harness."):
             return None
         if process_key() != os.path.basename(self.folder):  # this process's code is not the folder's
             return None
@@ -97,14 +96,13 @@ class KeptLaunches:
         """Both files are there and whole: the launch file as long as its header says, the expectations a pickle that
         ends (a host that went down after the rename, before the files' data reached the disk, can leave them empty
         or cut short: that launch is prepared again, and kept again by the next writer)."""
-        from harness.run.launch import arrays_file_whole
         try:
             with open(stem + EXPECTATIONS_SUFFIX, "rb") as fh:
                 fh.seek(-1, os.SEEK_END)
                 ends = fh.read(1) == pickle.STOP
         except OSError:
             return False
-        return ends and arrays_file_whole(stem + LAUNCH_SUFFIX)
+        return ends and cache.arrays_file_whole(stem + LAUNCH_SUFFIX)
 
     def keep(self, stem: str, launch, expectations: list) -> bool:
         """Keep a prepared launch (a LaunchInput) and its expectations under `stem`: True when they are kept there
@@ -140,7 +138,7 @@ class KeptFolder:
             base.mkdir(parents=True, exist_ok=True)
         except OSError:
             return
-        self.lock_fd = lock_file(base / key)
+        self.lock_fd = cache.lock_file(base / key)
         if self.lock_fd is not None:
             try:
                 fcntl.flock(self.lock_fd, fcntl.LOCK_SH)  # waits while another engine removes this folder
@@ -179,7 +177,7 @@ def remove_unused(base: Path, key: str) -> None:
     for other in base.iterdir():
         if not other.is_dir() or other.name == key:
             continue
-        fd = lock_file(other)
+        fd = cache.lock_file(other)
         if fd is None:
             continue
         try:

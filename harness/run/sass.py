@@ -4,9 +4,10 @@ every case of that kernel a `compile-error` whose message names the missing inst
 launched. This is what `pytest` on a GPU node and every `python -m harness sweep` (also on a CPU-only machine,
 where every kernel is compiled) check for every kernel; CI checks a representative set.
 
-A family states what each kernel's SASS must show as a `SassCheck` (rules over instructions: opcode, operands,
-how many). Disassembling costs one `nvdisasm` process per cubin (most of it the disassembler's start-up), so
-the verdict is cached beside the cubin, keyed by the rules: a warm sweep disassembles nothing.
+A family states what each kernel's SASS must show as a `SassCheck` (harness/contract.py: rules over instructions:
+opcode, operands, how many). Disassembling (nvdisasm, found here: `nvdisasm_path`) costs one process per cubin (most
+of it the disassembler's start-up), so the verdict is cached beside the cubin, keyed by the rules: a warm sweep
+disassembles nothing.
 """
 from __future__ import annotations
 
@@ -14,16 +15,23 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from harness.run import compile as nvrtc, cores
-from harness.run.files import write_atomically
+from harness import contract
+from harness.cache import cache_dir, content_digest, write_atomically
+from harness.contract import SassCheck
+from harness.run import cores
 
-CHECKER_SOURCE = Path(__file__).read_bytes()
+# the checker's own code: the listing's parser (here) and the rules' matching (contract.SassRule); a fixed one must
+# not leave old verdicts standing
+CHECKER_SOURCE = Path(__file__).read_bytes() + b"\0" + Path(contract.__file__).read_bytes()
 
 # one instruction of nvdisasm's listing: /*0090*/  @!P0 HGMMA.64x8x16.F32 R24, gdesc[UR4], RZ, !UPT, gsb0 ;
 INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)([^;]*);")
@@ -35,58 +43,57 @@ class Instruction:
     operands: str  # as printed, stripped: R24, gdesc[UR4], RZ, !UPT, gsb0
 
 
-@lru_cache(maxsize=None)
-def pattern(regex: str) -> re.Pattern:
-    return re.compile(regex)
+# ---------------------------------------------------------------------------------------------- the disassembler
+
+NVDISASM_MISSING = ("nvdisasm (the SASS check's disassembler) is not installed: pip install nvidia-cuda-nvdisasm, "
+                    "or put a CUDA toolkit's bin folder on PATH (cuda-toolkit 13.0 and 13.1 bring no nvdisasm wheel)")
 
 
-@dataclass(frozen=True)
-class SassRule:
-    """Instructions whose opcode fully matches `opcode` (a regex) and whose operands match `operands` (searched)
-    must number at least one (count None) or exactly `count`. `what` says, in the words of a failure, what the
-    kernel must do."""
-    opcode: str
-    what: str
-    count: int | None = None
-    operands: str | None = None
-
-    def __post_init__(self):
-        # the patterns compile when a listing is first judged (`pattern` keeps them): a warm sweep finds every
-        # verdict cached and needs none of its 1,100 patterns (compiling them took 0.15 s of its start-up on the CPU
-        # machine, in the process that plans);
-        # tests/run/test_sass.py compiles every rule of every family's kernels
-        if self.count is not None and self.count < 0:
-            raise ValueError(f"SassRule count must be >= 0, got {self.count}")
-
-    def count_in(self, instructions) -> int:
-        """How many of the instructions the rule matches. Each distinct opcode meets the pattern once: a kernel
-        has hundreds of instructions and few opcodes, and a cold sweep checks 823 kernels in one process (the SASS
-        check took 4.5 s of an H100 node's cold sweep, bench3 in docs/performance.md; on
-        the CPU machine a regex call per instruction and rule was most of it)."""
-        opcode = pattern(self.opcode)
-        hit = {op for op in {i.opcode for i in instructions} if opcode.fullmatch(op)}
-        operands = pattern(self.operands) if self.operands is not None else None
-        return sum(1 for i in instructions if i.opcode in hit and (operands is None or operands.search(i.operands)))
-
-    def broken(self, instructions) -> str | None:
-        n = self.count_in(instructions)
-        if (self.count is None and n >= 1) or n == self.count:
-            return None
-        want = "at least one" if self.count is None else f"exactly {self.count}"
-        return f"{self.what}: want {want} instruction matching {self.opcode!r}" + (
-            f" with operands ~ {self.operands!r}" if self.operands else "") + f", found {n}"
+class NvdisasmMissing(FileNotFoundError):
+    """No nvdisasm: the cubins' SASS cannot be checked (NVDISASM_MISSING says what to install)."""
 
 
-@dataclass(frozen=True)
-class SassCheck:
-    arch: str
-    rules: tuple[SassRule, ...]
-    function: str | None = None  # the kernel's entry: its instructions alone are checked (a module may hold several)
+def nvdisasm_path() -> str:
+    """nvdisasm from the nvidia-cuda-nvdisasm wheel, else the one on PATH; NvdisasmMissing, one line, if neither."""
+    try:
+        import nvidia
+        for base in nvidia.__path__:
+            for sub in ("cu13", "cuda_nvdisasm", "cu12"):
+                p = Path(base) / sub / "bin" / "nvdisasm"
+                if p.exists():
+                    return str(p)
+    except ImportError:
+        pass
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    raise NvdisasmMissing(NVDISASM_MISSING)
 
-    def digest(self) -> str:
-        """The rules and the checker's own code (a fixed listing parser must not leave old verdicts standing)."""
-        h = hashlib.sha256(repr(self).encode() + b"\0" + CHECKER_SOURCE)
-        return h.hexdigest()[:16]
+
+# nvdisasm's listing of the code sections (-c) without its dataflow analysis (-ndf), which only names the targets of
+# branches taken through the branch stack. For every kernel of the default sweep (823, three archs) it lists the same
+# arch, functions and instructions (opcodes and operands; branch targets as labels, not addresses) as
+# `cuobjdump --dump-sass`, which runs nvdisasm with that analysis, in 23% less CPU and less than a quarter of the text
+# (the CPU note 2026-11-26 disassembler.txt in docs/performance.md). Most of a module's disassembly is nvdisasm's
+# start-up, ~0.3 s.
+DISASSEMBLER_OPTIONS = ("-c", "-ndf")
+
+
+def sass(cubin_path: Path | str) -> str:
+    """nvdisasm's SASS listing of a cubin (DISASSEMBLER_OPTIONS): a `.section .text.<kernel>` header before each
+    function's instructions, one `/*offset*/ OPCODE operands ;` line each."""
+    exe = nvdisasm_path()
+    out = subprocess.run([exe, *DISASSEMBLER_OPTIONS, str(cubin_path)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"nvdisasm failed on {cubin_path}: {out.stderr.strip()}")
+    return out.stdout
+
+
+def sass_of_bytes(cubin: bytes) -> str:
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        return sass(f.name)
 
 
 def instructions(sass_text: str) -> list[Instruction]:
@@ -127,21 +134,17 @@ def tensor_core_opcodes(instrs) -> list[str]:
 TENSOR_CORE = re.compile(r"[HQIB]GMMA|UTC[A-Z]*MMA")
 
 
-def content_digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:16]
-
-
 @lru_cache(maxsize=1)
 def disassembler_id() -> str:
     """Which tool makes the listings: nvdisasm's path, size and time, and how it is asked (LISTING_FORMAT); another
     nvdisasm, or other options, may print them otherwise."""
-    tool = Path(nvrtc.nvdisasm_path())
+    tool = Path(nvdisasm_path())
     st = tool.stat()
     parts = [LISTING_FORMAT, f"{tool}\0{st.st_size}\0{st.st_mtime_ns}"]
     return hashlib.sha256("\1".join(parts).encode()).hexdigest()[:12]
 
 
-LISTING_FORMAT = " ".join(("nvdisasm", *nvrtc.DISASSEMBLER_OPTIONS))  # what harness.run.compile.sass runs
+LISTING_FORMAT = " ".join(("nvdisasm", *DISASSEMBLER_OPTIONS))  # what `sass` runs
 # a section's header in a listing: a function's code is its .text.<name> section's   .section  .text.k,"ax",@progbits
 SECTION = re.compile(r"^[ \t]*\.section[ \t]+([^\s,]+)", re.M)
 
@@ -151,7 +154,7 @@ def disassembly(data: bytes) -> str:
     disassembler: the processes of a test run or of sweeps after it (xdist workers, CLI subprocesses) disassemble
     each cubin once, not once each (131 of the 314 disassemblies of a CI run were repeats). The bytes hashed are
     the bytes disassembled: a cubin rewritten meanwhile cannot file its listing under another's name."""
-    folder = nvrtc.cache_dir() / "sass"
+    folder = cache_dir() / "sass"
     content = content_digest(data)
     cached = folder / f"{content}-{disassembler_id()}.sass"
     with DISASSEMBLING.setdefault(content, threading.Lock()):  # verify_many's threads: the kernels of one module
@@ -166,7 +169,7 @@ def _cached_or_disassembled(cached: Path, data: bytes, folder: Path) -> str:
         return cached.read_text()
     except (OSError, UnicodeDecodeError):
         pass
-    text = nvrtc.sass_of_bytes(data)
+    text = sass_of_bytes(data)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         write_atomically(cached, text)  # a concurrent process reads the whole listing or none
@@ -266,7 +269,12 @@ def judge(data: bytes, content: str, check: SassCheck) -> Verdict:
 
 def verdict_path(cubin_path: Path, content: str, check: SassCheck) -> Path:
     """Where a cubin's verdict is cached: beside it, keyed by the check, the cubin's bytes and the disassembler."""
-    return cubin_path.with_name(f"{cubin_path.name}.sass-{check.digest()}-{content}-{disassembler_id()}.json")
+    return cubin_path.with_name(f"{cubin_path.name}.sass-{check_digest(check)}-{content}-{disassembler_id()}.json")
+
+
+def check_digest(check: SassCheck) -> str:
+    """The rules and the checker's own code (CHECKER_SOURCE)."""
+    return hashlib.sha256(repr(check).encode() + b"\0" + CHECKER_SOURCE).hexdigest()[:16]
 
 
 def save_verdict(path: Path, verdict: Verdict) -> None:

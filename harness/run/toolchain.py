@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from harness import cache
 from harness.enums import ToolchainKind
 
 PROBE_NAME = "tc_harness_toolchain_probe"
@@ -418,6 +419,14 @@ class Toolchain:
             return ()
         return (f"--Ofast-compile={FAST_COMPILE_LEVEL}",)
 
+    def accepts(self, option: str, arch: str) -> bool:
+        """Whether this toolchain compiles a trivial kernel for `arch` with `option` (a ptxas option an older ptxas
+        lacks: contract.IfAccepted), tried once per toolchain build, option and arch."""
+        key = (*self.cache_key(), option, arch)
+        if key not in _ACCEPTS:
+            _ACCEPTS[key] = self.compile(PROBE_SOURCE, PROBE_NAME, arch, (option,))[0] is not None
+        return _ACCEPTS[key]
+
     def cache_key(self) -> tuple[str, ...]:
         """What of the toolchain decides the bytes of a module (the path does not: one build is one compiler)."""
         return (str(self.kind), self.library.version, self.library.build)
@@ -447,16 +456,18 @@ class Toolchain:
         return out
 
 
+_ACCEPTS: dict[tuple, bool] = {}  # Toolchain.accepts's answers, by toolchain build, option and arch
+
+
 @lru_cache(maxsize=None)
 def _probe_failure(tc: Toolchain, arch: str) -> str | None:
     """NVRTC's first error where this toolchain cannot build a trivial kernel for `arch`, else None. A success is
     remembered in the compile cache, a file per toolchain build and arch: a warm sweep's process spent ~0.13 s
     compiling the probe for its three archs, one after another, before its plan (bench16 in
     docs/performance.md)."""
-    from harness.run.compile import cache_dir  # here: compile.py imports this module
     key = hashlib.sha256("\0".join((*tc.cache_key(), tc.target(arch), PROBE_SOURCE, *PROBE_OPTIONS)).encode())
     try:
-        built = cache_dir() / f"probe-{arch}-{key.hexdigest()[:16]}.ok"
+        built = cache.cache_dir() / f"probe-{arch}-{key.hexdigest()[:16]}.ok"
         if built.exists():
             return None
     except OSError:  # no cache folder can be made: probed every time

@@ -21,16 +21,9 @@ import traceback
 from collections import deque
 from dataclasses import dataclass
 
+from harness.contract import Kernel, LaunchFailed
 from harness.enums import Status
 from harness.run import cores, processes
-
-
-class LaunchFailed(RuntimeError):
-    def __init__(self, status: str, message: str):
-        # 'fault' or 'timeout'; 'compile-error' when the driver cannot load the module; 'error' when the worker
-        # died or stalled before it took the launch up (its start-up: CUDA, the driver), not the case's doing
-        self.status = status
-        super().__init__(message)
 
 
 def _serve(conn, device: int, backend: str) -> None:
@@ -419,6 +412,13 @@ class GpuWorker:
     def run(self, cubin_path: str, name: str, launch, timeout: float) -> dict:
         self.submit(cubin_path, name, launch, timeout)
         return self.collect()
+
+    @staticmethod
+    def compile(kernel: Kernel) -> str:
+        """The cubin of a kernel a probe asks for (a sibling of the kernel under diagnosis: contract.Device), compiled
+        in this process or taken from the compile cache; CompileError where NVRTC rejects it."""
+        from harness.run import compile as nvrtc  # the compiler only where a probe needs a sibling
+        return str(nvrtc.compile_many([nvrtc.compile_job(kernel)])[0].cubin_path)
 
     def _stop(self) -> None:
         if self._proc is not None:

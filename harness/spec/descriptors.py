@@ -20,6 +20,9 @@ class DescriptorError(ValueError):
     pass
 
 
+START_FIELD = (1 << 14) - 1  # a shared-memory descriptor's start field (wgmma's and tcgen05's): bits 0-13, address >> 4
+
+
 def matrix_descriptor_encode(x: int) -> int:
     """The spec's matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4."""
     return (x & 0x3FFFF) >> 4

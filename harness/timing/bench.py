@@ -145,7 +145,8 @@ def sass_problems(f, compiled: C.Compiled) -> list[str]:
 
 def run(forms_, out_path: Path, device: int = 0, timeout: float = 120.0, jobs: int | None = None,
         log=print, backend: str = BACKEND) -> dict:
-    from harness.run.worker import GpuWorker, LaunchFailed
+    from harness.contract import LaunchFailed
+    from harness.run.worker import GpuWorker
     t_start = time.perf_counter()
     info = gpu.device_info(device)
     arch = info["arch"] if info else None

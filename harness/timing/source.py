@@ -1,7 +1,7 @@
 """The CUDA source of a timing module and the launch jobs that time it.
 
-A timing module holds two kernels, `<module>_lat` and `<module>_tput` (kernels/wgmma_timing.cu,
-kernels/tcgen05_timing.cu). The instruction text is the validation harness's own: wgmma from
+A timing module holds two kernels, `<module>_lat` and `<module>_tput` (wgmma_timing.cu,
+tcgen05_timing.cu, in this folder). The instruction text is the validation harness's own: wgmma from
 harness.families.wgmma.forms.instruction, tcgen05 from harness.families.tcgen05.forms.mma_statement/commit.
 The shared-memory image (A then B, K-major, the form's swizzle, random finite values) and the descriptors are
 built on the host from the spec models (harness.spec.layouts, harness.spec.descriptors).
@@ -9,6 +9,7 @@ built on the host from the spec models (harness.spec.layouts, harness.spec.descr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +19,8 @@ from harness.families.wgmma import forms as W, kernel as wgmma_kernel
 from harness.spec import desc_tcgen05, desc_wgmma, dtypes, idesc, layouts
 from harness.spec.layouts import SmemLayout
 from harness.timing.forms import Tcgen05Timing, WgmmaTiming
+
+HERE = Path(__file__).resolve().parent  # the kernel's template sits beside this module
 
 CONSUMER_WGS = 2  # wgmma throughput: warpgroups per CTA, each with its own accumulators
 KSTEPS = 4  # MMAs per commit group in the throughput loops (kernels' KSTEPS)
@@ -55,7 +58,7 @@ def wgmma_source(f: WgmmaTiming) -> str:
     scale_op, instr, outputs, inputs = ops.scale_op, ops.instruction(v), ops.outputs, ops.inputs
     body = (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, {scale_op}, 0;\\n{instr}\\n}}\\n" '
             f': {outputs} : {inputs} : "memory")')
-    return kernels.fill(kernels.template("wgmma_timing.cu"), KERNEL_NAME=f.module_name,
+    return kernels.fill(kernels.template("wgmma_timing.cu", HERE), KERNEL_NAME=f.module_name,
                         CONSUMER_WGS=CONSUMER_WGS, ACC_TYPE="float" if is_f32 else "unsigned int",
                         ACC_REGS=nreg, ACC_CON=con, TO_BITS="__float_as_uint" if is_f32 else "", MMA_BODY=body)
 
@@ -69,7 +72,7 @@ def tcgen05_source(f: Tcgen05Timing) -> str:
     pair = f.cta_group == 2
     sync = ('asm volatile("barrier.cluster.arrive.release.aligned;\\n" ::: "memory"); '
             'asm volatile("barrier.cluster.wait.acquire.aligned;\\n" ::: "memory");') if pair else "__syncthreads();"
-    return kernels.fill(kernels.template("tcgen05_timing.cu"), KERNEL_NAME=f.module_name, CTA_GROUP=f.cta_group,
+    return kernels.fill(kernels.template("tcgen05_timing.cu", HERE), KERNEL_NAME=f.module_name, CTA_GROUP=f.cta_group,
                         CLUSTER_ATTR="__cluster_dims__(2, 1, 1)" if pair else "", CTA_SYNC=sync,
                         ISSUER="cluster_rank() == 0u" if pair else "true",
                         MMA=_one_line(T.mma_statement(form)), COMMIT=_one_line(T.commit(form)))

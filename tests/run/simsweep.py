@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness import families
+from harness import registry
 from harness.plan import Plan
 from harness.sweep import SweepConfig, execute
 from tests.simulated import fake_gpus, oracle_cache
@@ -27,14 +27,14 @@ def sweep(p: Plan, out: Path, timeout: float = 30.0, diagnose: int = 0, resume: 
 
 def in_process(kernel, cases, device_run):
     """The same comparison the sweep makes, in this process (so a monkeypatched model takes effect)."""
-    fam = families.get(kernel.family)
+    fam = registry.get(kernel.family)
     inp, exp = fam.prepare(kernel, list(cases))
     return fam.readback(kernel, exp, device_run("unused.cubin", kernel.name, inp))
 
 
 def case_fingerprint(kernel, case) -> str:
     """The fingerprint of a case's (first) CTA in any launch: what TC_SIM_FAULTS and TC_SIM_LOG name."""
-    inp, _ = families.get(kernel.family).prepare(kernel, [case])
+    inp, _ = registry.get(kernel.family).prepare(kernel, [case])
     return fingerprint(inp, 0)
 
 

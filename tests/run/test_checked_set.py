@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from harness import families, plan, sweep
+from harness import plan, registry, sweep
 from harness.run import checked_set, compile as C, sass
 
 pytestmark = pytest.mark.spread
@@ -69,7 +69,7 @@ def test_another_toolchain_disassembler_or_kernel_list_has_another_key():
 def test_a_family_from_outside_the_package_is_never_remembered(monkeypatch):
     kernels = small_kernels()
     assert checked_set.key(kernels, ("nvrtc",), "d") is not None
-    monkeypatch.setenv(families.EXTRA, "wgmma=elsewhere.wgmma")  # TC_HARNESS_FAMILIES puts another module there
+    monkeypatch.setenv(registry.EXTRA, "wgmma=elsewhere.wgmma")  # TC_HARNESS_FAMILIES puts another module there
     assert checked_set.key(kernels, ("nvrtc",), "d") is None
 
 

@@ -1,11 +1,13 @@
-"""A launch's spool file (harness/run/launch.py): every array back bit for bit, read into the GPU worker's staging
-memory or into fresh memory, and a file that is not whole refused."""
+"""A launch's spool file (LaunchInput.save / load in harness/contract.py, the arrays files of harness/cache.py, the
+staging of harness/run/launch.py): every array back bit for bit, read into the GPU worker's staging memory or into
+fresh memory, and a file that is not whole refused."""
 import numpy as np
 import pytest
 
 from harness import plan
 from harness.run import engine
-from harness.run.launch import LaunchInput, PinnedStaging, load_outputs, save_outputs
+from harness.contract import LaunchInput
+from harness.run.launch import PinnedStaging, load_outputs, save_outputs
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import plan
+from harness import cache, plan
 from harness.run import engine, launch_cache
 from harness.run.launch_cache import KeptFolder
 
@@ -57,7 +57,7 @@ def test_a_launch_is_kept_under_its_source_its_kernel_and_its_cases(monkeypatch,
     # a preparing process whose code is not the folder's (a file edited after the engine chose the folder)
     assert launch_cache.KeptLaunches(str(tmp_path / "another source"), writable=True).stem(k0, c0) is None
     key = launch_cache.source_key()
-    monkeypatch.setattr(plan, "source_digest", lambda: "a planted change of source")
+    monkeypatch.setattr(cache, "source_digest", lambda: "a planted change of source")
     assert launch_cache.source_key() != key
 
 
@@ -143,8 +143,8 @@ def test_the_sweep_command_keeps_launches_unless_told_not_to(monkeypatch, tmp_pa
 
 def test_a_family_from_outside_the_package_is_never_kept(monkeypatch, tmp_path):
     """Its code is not in the key: a launch it prepared once must not stand for what its edited code prepares."""
-    from harness import families
-    monkeypatch.setenv(families.EXTRA, "toy=tests.simulated.toy_family")
+    from harness import registry
+    monkeypatch.setenv(registry.EXTRA, "toy=tests.simulated.toy_family")
     (kernel, cases), = plan.make(plan.Selection(families=None, n_values=(64,), match="toy"), {"toy": "sm_90a"}).work
     kept = launch_cache.KeptLaunches(str(tmp_path / "kept" / launch_cache.process_key()), writable=True)
     assert kept.stem(kernel, cases) is None

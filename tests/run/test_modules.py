@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from harness import families, plan
+from harness import contract, plan, registry
 from harness.families.wgmma import forms as wgmma, kernel as wgmma_kernel
 from harness.run import compile as C, kernel_folder, sass, toolchain
 from tests import cubin_elf
@@ -15,12 +15,12 @@ pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, ea
 
 
 def jobs_of(family: str, arch: str, names: int) -> list:
-    fam = families.get(family)
+    fam = registry.get(family)
     # every kernel the family compiles for arch, in its order: tcgen05's kernels() also lists its compile-only forms
     # (and builds in milliseconds); the wgmma families' kernel_list names theirs without building ~27,000 cases
     listed = [k for k, _ in fam.kernels(arch)] if family == "tcgen05" else fam.kernel_list(arch)
     kernels = listed[:: max(1, len(listed) // names)][:names]
-    return [families.compile_job(k) for k in kernels]
+    return [C.compile_job(k) for k in kernels]
 
 
 @pytest.mark.parametrize("family, arch", [("wgmma", "sm_90a"), ("wgmma_sp", "sm_90a"), ("wgmma_seq", "sm_90a"),
@@ -134,7 +134,7 @@ def test_a_compile_time_verdict_is_the_one_the_check_would_reach(tmp_path, monke
     (here a wrong arch and an opcode that is not there)."""
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
     key = wgmma.KernelKey("b1", 8, "s32", "SS")
-    wrong = sass.SassCheck("sm_100a", (sass.SassRule("NOSUCH", "an opcode no kernel has"),), function=key.name)
+    wrong = contract.SassCheck("sm_100a", (contract.SassRule("NOSUCH", "an opcode no kernel has"),), function=key.name)
     (built,) = C.compile_many([C.CompileJob(key.name, wgmma_kernel.source(key), "sm_90a", sass_check=wrong)],
                               workers=1)
     (at_compile,) = sass.verify_many([(built.cubin_path, wrong)])
@@ -147,8 +147,8 @@ def test_a_compile_time_verdict_is_the_one_the_check_would_reach(tmp_path, monke
 def test_a_kernel_folder_stores_a_shared_module_once(tmp_path, monkeypatch):
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
     p = plan.make(plan.Selection(families=("wgmma",), kinds=("b1",), n_values=(8, 16, 24, 32)))
-    fam = families.get("wgmma")
-    kernels = [(k, families.compile_job(k)) for k, _ in p.work]
+    fam = registry.get("wgmma")
+    kernels = [(k, C.compile_job(k)) for k, _ in p.work]
     compiled = dict(zip([k for k, _ in kernels], C.compile_many([j for _, j in kernels], workers=1)))
     folder = kernel_folder.write(tmp_path / "k", toolchain.default(), kernels, compiled, "b1")
     files = [f for f in (tmp_path / "k").iterdir() if f.suffix == ".cubin"]

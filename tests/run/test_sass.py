@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from harness import families, plan, sweep
+from harness import contract, plan, registry, sweep
 from harness.enums import ExitCode, Status
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.records import results
@@ -63,13 +63,13 @@ def test_a_listing_is_split_into_its_functions_and_names_its_arch():
 
 
 @pytest.mark.parametrize("rule, ok", [
-    (sass.SassRule(r"HGMMA\.64x8x16\.F32", "f16 inputs"), True),  # a full match: .BF16 is another opcode
-    (sass.SassRule(r"HGMMA\.64x8x16\.F32", "f16 inputs", count=1), True),
-    (sass.SassRule(r"HGMMA\.64x8x16\.F32(\.\S+)?", "any", count=1), False),  # there are two
-    (sass.SassRule(r"HGMMA\.64x8x16\.F32", "A from smem", operands=r"^R\d+, gdesc\["), False),
-    (sass.SassRule(r"HGMMA\.64x8x16\.F32", "A from registers", operands=r"^R\d+, -?R\d+, gdesc\["), True),
-    (sass.SassRule(r"HGMMA\.64x16x16\.F32", "N = 16"), False),
-    (sass.SassRule(r"UTCCP(\.\S+)?", "no copy", count=0), True),
+    (contract.SassRule(r"HGMMA\.64x8x16\.F32", "f16 inputs"), True),  # a full match: .BF16 is another opcode
+    (contract.SassRule(r"HGMMA\.64x8x16\.F32", "f16 inputs", count=1), True),
+    (contract.SassRule(r"HGMMA\.64x8x16\.F32(\.\S+)?", "any", count=1), False),  # there are two
+    (contract.SassRule(r"HGMMA\.64x8x16\.F32", "A from smem", operands=r"^R\d+, gdesc\["), False),
+    (contract.SassRule(r"HGMMA\.64x8x16\.F32", "A from registers", operands=r"^R\d+, -?R\d+, gdesc\["), True),
+    (contract.SassRule(r"HGMMA\.64x16x16\.F32", "N = 16"), False),
+    (contract.SassRule(r"UTCCP(\.\S+)?", "no copy", count=0), True),
 ])
 def test_rules_count_full_opcode_matches_and_operands(rule, ok):
     broken = rule.broken(sass.instructions(LISTING))
@@ -80,7 +80,7 @@ def test_rules_count_full_opcode_matches_and_operands(rule, ok):
 
 def test_a_rule_with_a_negative_count_is_refused():
     with pytest.raises(ValueError):
-        sass.SassRule("X", "x", count=-1)
+        contract.SassRule("X", "x", count=-1)
 
 
 def test_every_rule_of_every_kernel_of_every_family_compiles():
@@ -88,19 +88,19 @@ def test_every_rule_of_every_kernel_of_every_family_compiles():
     nothing); every family's every kernel's rules are compiled here, so that a bad pattern fails a test, not a
     sweep's compile."""
     checked = 0
-    for fam in families.all_families():
+    for fam in registry.all_families():
         for arch in fam.archs:
             for kernel in fam.kernel_list(arch):
                 for rule in fam.sass_check(kernel).rules:
-                    sass.pattern(rule.opcode)
+                    contract.pattern(rule.opcode)
                     if rule.operands is not None:
-                        sass.pattern(rule.operands)
+                        contract.pattern(rule.operands)
                     checked += 1
     assert checked > 1000
 
 
 def test_a_rule_whose_pattern_does_not_compile_fails_when_it_judges():
-    rule = sass.SassRule("HGMMA(", "an unbalanced group")
+    rule = contract.SassRule("HGMMA(", "an unbalanced group")
     with pytest.raises(re.error):
         rule.broken(sass.instructions(LISTING))
 
@@ -135,7 +135,7 @@ def test_the_verdict_is_cached_beside_the_cubin(tmp_path, monkeypatch):
 
     def no_disassembly(data):
         raise AssertionError("a warm sweep disassembled a cubin")
-    monkeypatch.setattr(sass.nvrtc, "sass_of_bytes", no_disassembly)
+    monkeypatch.setattr(sass, "sass_of_bytes", no_disassembly)
     second = sweep.execute(p, sweep.SweepConfig(out_path=tmp_path / "b.jsonl", workers=1), log=lambda m: None)
     assert second["not-run"] == p.cases and not second.get("compile-error")
 
@@ -163,8 +163,8 @@ def test_a_cubins_listing_is_disassembled_once_for_every_process(tmp_path, monke
     monkeypatch.setenv("TC_HARNESS_CACHE", str(tmp_path / "cache"))
     key = forms.KernelKey("b1", 8, "s32", "SS")
     (built,) = C.compile_many([C.CompileJob(key.name, wgmma_kernel.source(key), "sm_90a")], workers=1)
-    calls, real = [], sass.nvrtc.sass_of_bytes
-    monkeypatch.setattr(sass.nvrtc, "sass_of_bytes", lambda data: calls.append(data) or real(data))
+    calls, real = [], sass.sass_of_bytes
+    monkeypatch.setattr(sass, "sass_of_bytes", lambda data: calls.append(data) or real(data))
     data = built.cubin_path.read_bytes()
     text = sass.disassembly(data)
     assert ".text.wgmma_b1_m64n8k256_s32_SS" in text and "GMMA" in text and len(calls) == 1

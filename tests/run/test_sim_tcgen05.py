@@ -5,7 +5,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from harness import families, plan
+from harness import plan, registry
 from harness.families.tcgen05 import cases as T, datapaths as DP, readback as RB, reference as R
 from harness.plan import Plan
 from tests.run import simsweep
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.cute  # the simulated GPUs read their layouts from CuTe
 def split():
     """(supported plan, {case id: refusal reason}, the whole plan)."""
     whole = plan.make(plan.Selection(families=("tcgen05",)), {"tcgen05": "sm_100a"})
-    fam = families.get("tcgen05")
+    fam = registry.get("tcgen05")
     supported, refused, reqs = [], {}, set()
     for kernel, cases in whole.work:
         inp, _ = fam.prepare(kernel, cases)

@@ -4,7 +4,7 @@
 fewer per launch: a read-back that drops cases silently, caught by the count."""
 import json
 
-from harness import families, plan, sweep
+from harness import plan, registry, sweep
 from harness.enums import ExitCode
 from harness.records import results
 from tests.simulated import fake_gpus
@@ -13,7 +13,7 @@ TOY = "toymany=tests.simulated.toy_many_family"
 
 
 def toy_plan(monkeypatch, kernels: int = 3):
-    monkeypatch.setenv(families.EXTRA, TOY)
+    monkeypatch.setenv(registry.EXTRA, TOY)
     monkeypatch.setenv("TC_SIM_TOY_KERNELS", str(kernels))
     import importlib
 

@@ -14,7 +14,8 @@ import pytest
 from harness import plan
 from harness.run import engine, worker
 from harness.run.launch import load_outputs
-from harness.run.worker import GpuWorker, LaunchFailed
+from harness.contract import LaunchFailed
+from harness.run.worker import GpuWorker
 
 BACKEND = "tests.simulated.passthrough_device"
 STAGED = "tests.simulated.file_writing_device"

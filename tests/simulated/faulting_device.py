@@ -3,7 +3,7 @@ an encoder that every kernel shares). With TC_SIM_LAUNCH_LOG set, each launch ap
 a test can count the launches across worker processes. For the engine's bound on bisection (tests/test_mass_faults.py)."""
 import os
 
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 
 
 def use_device(index: int) -> None:

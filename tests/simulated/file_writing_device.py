@@ -10,7 +10,8 @@ import time
 import numpy as np
 
 from harness.families.wgmma.kernel import INJECT
-from harness.run.launch import LaunchInput, PinnedStaging
+from harness.contract import LaunchInput
+from harness.run.launch import PinnedStaging
 from tests.simulated import passthrough_device
 
 use_device = passthrough_device.use_device

@@ -75,10 +75,10 @@ def every_wgmma_request() -> list[tuple]:
     """Every (atype, acc, n) the simulated wgmma devices can ask: the accumulator layout of each dense, sparse and
     sequence kernel's N and accumulator, and the A layouts (which kernels exist is the harness's list; the layouts
     are the DSL's)."""
-    from harness import families
+    from harness import registry
     reqs = {(t, A_ACC[t], 8) for t in A_ACC}
     for name in ("wgmma", "wgmma_sp", "wgmma_seq"):
-        fam = families.get(name)
+        fam = registry.get(name)
         for kernel in fam.kernel_list(fam.archs[0]):
             f = fam.kernel_facets_of(kernel)
             reqs.add((D_ATOM[f["dtype"]], f["dtype"], f["n"]))

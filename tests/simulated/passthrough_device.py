@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from harness.families.wgmma.kernel import INJECT
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 
 
 def use_device(index: int) -> None:

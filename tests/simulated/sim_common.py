@@ -16,7 +16,7 @@ import zlib
 
 import numpy as np
 
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 
 _DEVICE = [None]
 

@@ -1,6 +1,6 @@
 """A simulated sm_100a GPU for tcgen05.mma launches (same `use_device` and `run` as harness.run.launch).
 
-Per case (one CTA, or a pair of CTAs for cta_group::2, the even one issuing) it does what kernels/tcgen05.cu +
+Per case (one CTA, or a pair of CTAs for cta_group::2, the even one issuing) it does what families/tcgen05/tcgen05.cu +
 the tensor core do, from the launch's raw buffers only:
   * Tensor Memory per CTA, [128 lanes, alloc_cols] 32-bit cells; the kernel stores tmem_in (C, and A for TS)
     when enable_input_d or a_tmem_cols is set;
@@ -44,7 +44,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 from harness.spec import dtypes
 from tests.simulated import oracle_cache, smem
 from tests.simulated.sim_common import fault, log_launch, planted, use_device  # noqa: F401
@@ -296,7 +296,7 @@ def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
     cols = int(inp.params["alloc_cols"].max()) if inp.ctas else 0
     read = inp.outputs["tmem_out"].shape[1]
     tmem = np.zeros((inp.ctas, 128, max(cols, read)), np.uint32)
-    for i in range(inp.ctas):  # kernels/tcgen05.cu stores tmem_in before every MMA: C, or the poison where D is
+    for i in range(inp.ctas):  # tcgen05.cu stores tmem_in before every MMA: C, or the poison where D is
         tmem[i, :, :read] = inp.inputs["tmem_in"][i]
     cg = inp.ctas_per_case
     for c in range(inp.cases):

@@ -59,7 +59,7 @@ from harness.families.tcgen05 import datapaths
 from harness.families.tcgen05.cases import storage_dtype
 from harness.families.tcgen05.forms import Form
 from harness.families.tcgen05.reference import POISON
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 from harness.spec import desc_tcgen05, dtypes, idesc, layouts
 from harness.spec.layouts import SmemLayout
 

@@ -9,7 +9,7 @@ import zlib
 
 import numpy as np
 
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 
 
 def use_device(index: int) -> None:

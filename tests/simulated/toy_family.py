@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.enums import Arch
-from harness.families.base import Kernel, case_record
-from harness.run.sass import SassCheck, SassRule
-from harness.run.launch import LaunchInput, OutputSpec
+from harness.contract import Kernel, case_record
+from harness.contract import SassCheck, SassRule
+from harness.contract import LaunchInput, OutputSpec
 
 PARAMS = np.dtype([("image_offset", "<u8"), ("image_bytes", "<u4"), ("bias", "<i4")])
 

@@ -5,7 +5,7 @@ with TC_HARNESS_FAMILIES="toymany=tests.simulated.toy_many_family"; its launches
 import os
 
 from harness.enums import Arch
-from harness.families.base import Kernel
+from harness.contract import Kernel
 from tests.simulated.toy_family import ToyCase, ToyFamily
 
 TOY_KERNELS = int(os.environ.get("TC_SIM_TOY_KERNELS", "24"))

@@ -1,6 +1,6 @@
 """A simulated sm_90a GPU for wgmma launches (same `use_device` and `run` as harness.run.launch).
 
-Per CTA it does what kernels/wgmma.cu + the tensor core do, from the launch's raw buffers only: take the params
+Per CTA it does what families/wgmma/wgmma.cu + the tensor core do, from the launch's raw buffers only: take the params
 record (image_offset, image_bytes, desc_a, desc_b, variant, scale_d, inject), put the CTA's image in a shared
 window at address 0, decode the 64-bit descriptors and generate the address of every A/B element from the
 descriptor fields (tests/simulated/smem.py, an independent reading of the PTX ISA), decode the elements
@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from harness.families.wgmma import forms
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 from harness.spec import dtypes
 from tests.simulated import oracle_cache, smem
 from tests.simulated.sim_common import fault, log_launch, planted, use_device  # noqa: F401

@@ -1,6 +1,6 @@
 """A simulated sm_90a GPU for wgmma_seq launches (same `use_device` and `run` as harness.run.launch).
 
-Per CTA it does what kernels/wgmma_seq.cu + the tensor core do, from the launch's raw buffers only: take the
+Per CTA it does what families/wgmma_seq/wgmma_seq.cu + the tensor core do, from the launch's raw buffers only: take the
 params record, put the CTA's image in a window at shared address 0, form each warpgroup's base descriptors
 (desc + wg_a for warpgroup 1), derive every step's descriptors with the kernel's operation as PTX defines it
 (add.s64 modulo 2**64, or.b64; the operation comes from the kernel's name), read each step's operands through the
@@ -19,7 +19,7 @@ import numpy as np
 from harness.enums import DescStep, SeqPattern
 from harness.families.wgmma import forms as wgmma_forms
 from harness.families.wgmma_seq import forms as seq_forms
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 from harness.spec import dtypes
 from tests.simulated import smem, wgmma_device
 from tests.simulated.sim_common import fault, log_launch, planted, use_device  # noqa: F401

@@ -1,6 +1,6 @@
 """A simulated sm_90a GPU for wgmma.mma_async.sp launches (kernels named wgmma_sp_*).
 
-It does per CTA what kernels/wgmma.cu with the sparse instruction does, from the launch's raw buffers only, with
+It does per CTA what families/wgmma/wgmma.cu with the sparse instruction does, from the launch's raw buffers only, with
 its own reading of the sparsity, not harness/spec/sparsity.py (the model under test):
   * which thread's metadata register describes which elements of A: CUTLASS's metadata layouts for SM90 sparse
     GMMA (cute/atom/mma_traits_sm90_gmma_sparse.hpp, ELayout_64x32 / 64x16 / 64x64), written below as CuTe
@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from harness.families.wgmma_sp import forms
-from harness.run.launch import LaunchInput
+from harness.contract import LaunchInput
 from tests.simulated import wgmma_device
 from tests.simulated.sim_common import fault, log_launch, planted
 from tests.simulated.smem import NotSimulated

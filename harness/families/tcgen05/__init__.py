@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.contract import Device, Kernel, case_record
 from harness.enums import Arch, FamilyName
-from harness.families.base import Kernel, case_record
 
 
 class Tcgen05Family:
@@ -36,10 +36,10 @@ class Tcgen05Family:
         return tk.source(kernel.form)
 
     @staticmethod
-    def compile_options(kernel: Kernel) -> tuple[str, ...]:
+    def compile_options(kernel: Kernel) -> tuple:
         """The TMEM-checked form's ptxas check (or, where the toolchain lacks it, the define that skips its access)."""
         from harness.families.tcgen05 import kernel as tk
-        return tk.tmem_check_options() if kernel.form.tmem_check else ()
+        return (tk.TMEM_CHECK,) if kernel.form.tmem_check else ()
 
     def sass_check(self, kernel: Kernel):
         from harness.families.tcgen05 import kernel as tk
@@ -77,7 +77,8 @@ class Tcgen05Family:
         from harness.families.tcgen05 import readback as RB
         return RB.settle_failed_launch(case, record)
 
-    def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
+    def diagnose(self, kernel: Kernel, cases: list, cubin_path, device: Device, timeout: float,
+                 png_dir) -> list[dict]:
         """The address probe (probe.py): per (case, operand), where the tensor core read each element from
         (shared-memory byte, or TMEM lane and column for A of a TS form), against the model and the intended
         layout; 'not-probed' records, with the reason, for what the probe does not cover; then, for the cases that
@@ -85,10 +86,10 @@ class Tcgen05Family:
         each D element) and for the block-scaled kinds the scale-factor probe (sf_probe.py: which stored factor
         each row of A / column of B and each K block used), which reads D through the placement tmem-d found."""
         from harness.families.tcgen05 import probe, sf_probe, tmem_probe
-        recs = probe.diagnose(kernel, cases, cubin_path, worker, timeout, png_dir,
-                              cubin_of=self._sibling_cubins(kernel, cubin_path))
+        recs = probe.diagnose(kernel, cases, cubin_path, device, timeout, png_dir,
+                              cubin_of=self._sibling_cubins(kernel, cubin_path, device))
         plain = [c for c in cases if not c.control]
-        tmem = tmem_probe.diagnose(kernel, plain, cubin_path, worker, timeout, png_dir)
+        tmem = tmem_probe.diagnose(kernel, plain, cubin_path, device, timeout, png_dir)
         found: dict = {}  # case id -> {address-probe status: operands}, the operands not read as modelled
         for r in recs:
             if r.get("status") in ("fail", "inconclusive"):
@@ -103,21 +104,19 @@ class Tcgen05Family:
         if not kernel.form.block_scaled:
             return recs + tmem
         by_id = {r["id"]: r for r in tmem}
-        return recs + tmem + sf_probe.diagnose(kernel, plain, cubin_path, worker, timeout, png_dir, by_id)
+        return recs + tmem + sf_probe.diagnose(kernel, plain, cubin_path, device, timeout, png_dir, by_id)
 
 
     @staticmethod
-    def _sibling_cubins(kernel: Kernel, cubin_path):
+    def _sibling_cubins(kernel: Kernel, cubin_path, device: Device):
         """cubin_of(form) for the address probe: this kernel's cubin, or a sibling form's (an SS form's TS form, which
-        probes B apart from A's addresses), compiled, or taken from the cache, on demand. A simulated device loads no
-        cubin (its path names no file, and carries the device's planted misreadings): every form gets that path."""
+        probes B apart from A's addresses), compiled, or taken from the cache, on demand (the device's `compile`). A
+        simulated device loads no cubin (its path names no file, and carries the device's planted misreadings): every
+        form gets that path."""
         def cubin_of(form):
             if form == kernel.form or not Path(str(cubin_path)).is_file():
                 return cubin_path
-            from harness import families
-            from harness.run import compile as nvrtc
-            sibling = Kernel(kernel.family, kernel.arch, form.name, form)
-            return str(nvrtc.compile_many([families.compile_job(sibling)])[0].cubin_path)
+            return device.compile(Kernel(kernel.family, kernel.arch, form.name, form))
         return cubin_of
 
 

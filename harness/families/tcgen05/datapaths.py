@@ -31,6 +31,20 @@ def d_position(m: int, n: int, cta_group: int, ws: bool, dtype: str):
     return cta, lane, col, np.zeros_like(col)
 
 
+def decode_d(c, tmem_out: np.ndarray) -> np.ndarray:
+    """Raw TMEM cells [ctas, 128, read_cols] -> D values [m, n] of case `c` (a cases.TcCase) through the data-path
+    model (d_position)."""
+    cta, lane, col, half = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
+    cells = np.asarray(tmem_out, np.uint64)[cta, lane, col]
+    if c.dtype == "s32":
+        s = cells.astype(np.int64)
+        return np.where(s >= 1 << 31, s - (1 << 32), s)
+    with np.errstate(invalid="ignore"):  # the Tensor Memory poison (a NaN) of a D cell the MMA did not write
+        if c.dtype == "f16":
+            return dtypes.get("f16").from_bits((cells >> (16 * half).astype(np.uint64)) & np.uint64(0xFFFF))
+        return dtypes.get("f32").from_bits(cells)
+
+
 # tcgen05.shift (PTX ISA 9.7.16.9.3): 'the shifting of 32-byte elements downwards across all the rows, except the last,
 # by one row' of the matrix at taddr, whose lane 'must be aligned to 32'; its shape is .31x256b (9.7.16.2.3): 31 rows of
 # 256 bits. So lanes l0+1 .. l0+31 of the 8 columns at taddr take what lanes l0 .. l0+30 held, and what lane l0 then

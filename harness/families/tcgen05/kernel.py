@@ -1,14 +1,17 @@
-"""The tcgen05 kernel: its CUDA source (kernels/tcgen05.cu filled in per form) and a launch of prepared cases
+"""The tcgen05 kernel: its CUDA source (tcgen05.cu, beside it, filled in per form) and a launch of prepared cases
 (one CTA, or a cluster of two for cta_group::2, per case)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
 from harness import kernels
+from harness.contract import WINDOW_SLACK, IfAccepted, LaunchInput, OutputSpec, SassCheck, SassRule
 from harness.families.tcgen05 import forms
 from harness.families.tcgen05.reference import POISON, TcPrepared
-from harness.run.launch import WINDOW_SLACK, LaunchInput, OutputSpec
-from harness.run.sass import SassCheck, SassRule
+
+HERE = Path(__file__).resolve().parent  # the kernel's template sits beside this module
 
 PARAMS_DTYPE = np.dtype([(k, "<u8") for k in ("image_offset", "desc_a", "desc_b", "zero_mask", "sf_desc_a",
                                              "sf_desc_b")] +
@@ -26,38 +29,12 @@ STATUS_UNSET = 2  # the kernel writes 0 (the MMA completed) or 1 (it did not wit
 # ("Unknown option") compiles the form with TC_NO_TMEM_CHECK instead, and the kernel then skips the MMA and reports
 # STATUS_NOT_OBSERVED, so the observation is recorded as not made rather than made unchecked.
 TMEM_CHECK_OPTION = "-Xptxas=-g-tmem-access-check"
+TMEM_CHECK = IfAccepted(TMEM_CHECK_OPTION, "sm_100a", ("-DTC_NO_TMEM_CHECK",))  # the compile options of such a form
 STATUS_NOT_OBSERVED = 3
 # dynamic shared memory of a TMEM-checked launch: an SM's whole per-block allowance (227 KiB on sm_100a / sm_103a),
 # less the kernel's static shared memory, so no other CTA (every kernel of the harness uses shared memory) fits on
 # its SM beside it
 EXCLUSIVE_SMEM = 227 * 1024 - 64
-
-
-def tmem_check_options(tc=None) -> tuple[str, ...]:
-    """The compile options of a TMEM-checked form for toolchain `tc` (the default one when None)."""
-    return (TMEM_CHECK_OPTION,) if _has_tmem_check(tc) else ("-DTC_NO_TMEM_CHECK",)
-
-
-def _has_tmem_check(tc) -> bool:
-    from harness.enums import ToolchainKind
-    from harness.run import toolchain as toolchains
-    try:
-        tc = tc or toolchains.resolve(ToolchainKind.NVRTC, None)
-    except toolchains.ToolchainError:
-        return False
-    return _probe(tc)
-
-
-_PROBED: dict = {}
-
-
-def _probe(tc) -> bool:
-    key = tuple(tc.cache_key())
-    if key not in _PROBED:
-        src = 'extern "C" __global__ void tmem_check_probe(int* p) { p[0] = 1; }'
-        cubin, _ = tc.compile(src, "tmem_check_probe", "sm_100a", (TMEM_CHECK_OPTION,))
-        _PROBED[key] = cubin is not None
-    return _PROBED[key]
 
 
 def source(form: forms.Form) -> str:
@@ -66,7 +43,7 @@ def source(form: forms.Form) -> str:
     cluster_sync = ('asm volatile("barrier.cluster.arrive.release.aligned;\\n" ::: "memory");\n'
                     '    asm volatile("barrier.cluster.wait.acquire.aligned;\\n" ::: "memory");')
     leader = "cluster_rank() == 0u"  # the even CTA of the pair issues the pair's MMA
-    return kernels.fill(kernels.template("tcgen05.cu"),
+    return kernels.fill(kernels.template("tcgen05.cu", HERE),
                 KERNEL_NAME=form.name,
                 CTA_GROUP=form.cta_group,
                 CLUSTER_ATTR="__cluster_dims__(2, 1, 1)" if pair else "",

@@ -1,6 +1,6 @@
 """Probe mode for tcgen05: recover, for every element of an operand, where the tensor core read it from.
 
-As for wgmma (harness/diagnosis/addresses.py): every element-sized slot of the probed operand's storage holds a
+As for wgmma (harness/families/wgmma/addresses.py): every element-sized slot of the probed operand's storage holds a
 number naming the slot, written as digits of the largest base the operand type and the accumulator hold
 exactly, one digit per pass; the other operand is one-hot, so each accumulator element is exactly one read
 element of the probed operand:
@@ -17,7 +17,7 @@ of the columns 0 .. read_cols + TMEM_SLACK_COLS, so the digits give the lane, co
 read for every (row, k), compared with datapaths.a_lane and the A column the kernel gives.
 
 Every probe job is a TcPrepared of the case's own kernel (kernel.pack), one CTA each, C = 0 (enable_input_d 0);
-D is decoded through the case's data path (readback.decode). The one-hot of the other operand sits where *its*
+D is decoded through the case's data path (datapaths.decode_d). The one-hot of the other operand sits where *its*
 descriptor (or the TMEM model) says it is read: the probe of one operand trusts the other operand's reads, and
 says so when the accumulator values are not digits. Where both shared-memory operands read other than the model
 says, each is probed again with the other's one-hot where the hardware was seen to read it (_second_look); where
@@ -40,8 +40,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from harness.diagnosis.addresses import DIGIT_BASE, START_FIELD  # tcgen05's start field is wgmma's
-from harness.families.tcgen05 import datapaths, readback, reference as R
+from harness.diagnosis.digits import DIGIT_BASE
+from harness.spec.descriptors import START_FIELD  # tcgen05's start field is wgmma's
+from harness.families.tcgen05 import datapaths, reference as R
 from harness.families.tcgen05.cases import TcCase, storage_dtype
 from harness.spec import desc_tcgen05, descriptors, dtypes, idesc as idesc_spec, layouts
 from harness.spec.layouts import SmemLayout
@@ -449,7 +450,7 @@ def run_jobs(st: Setup, which: str, worker, cubin_path: str, kernel_name: str, t
     from harness.families.tcgen05 import kernel as tk
     jobs = probe_jobs(st, which)
     out = worker.run(str(cubin_path), kernel_name, tk.pack(jobs), timeout)
-    d = np.stack([readback.decode(st.probe_case, out["tmem_out"][i:i + 1, :, :st.read_cols])
+    d = np.stack([datapaths.decode_d(st.probe_case, out["tmem_out"][i:i + 1, :, :st.read_cols])
                   for i in range(len(jobs))])
     return recover_slots(st, which, d)
 
@@ -528,7 +529,7 @@ def explain_tmem(op: TmemOperand, lane, col, part, valid=None) -> dict:
         out["summary"] = (f"A (Tensor Memory): every element read from the lane and column the data path gives "
                           f"(rows on lanes of the M={op.intended_m} path, from column {op.col0})")
         return out
-    from harness.families.base import ranges
+    from harness.contract import ranges
     rows, ks = np.nonzero(wrong)
     out.update({"rows": ranges(np.unique(rows)), "cols": ranges(np.unique(ks))})
     out["first"] = [{"row": int(r), "k": int(k), "expected": [int(el[r, k]), int(ec[r, k]), int(ep[r, k])],
@@ -604,7 +605,7 @@ def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=N
     `cubin_path`, which serves a simulated device (it loads no cubin) but not a GPU."""
     from pathlib import Path
 
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     arch = str(kernel.arch)
     out, plan, jobs = [], [], []
     for c in cases:
@@ -642,7 +643,7 @@ def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=N
             out.append({"type": "diagnosis", "family": "tcgen05", "id": c.id, "operand": which,
                         "status": "timeout", "error": "a probe CTA's MMA never completed within the spin limit"})
             continue
-        d = np.stack([readback.decode(st.probe_case, tmem[i:i + 1, :, :st.read_cols])
+        d = np.stack([datapaths.decode_d(st.probe_case, tmem[i:i + 1, :, :st.read_cols])
                       for i in range(first, first + count)])
         slot, valid = recover_slots(st, which, d)
         rec = _record(c, st, which, slot, valid)
@@ -666,7 +667,7 @@ def _second_look(kernel, recs: list[dict], cubin_path, worker, timeout) -> None:
     probed again with the one-hot where the hardware was seen to read it; if it then reads as the model, its record
     says so (in place), and only the misread operand is blamed."""
     from harness.families.tcgen05 import kernel as tk
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     by = {(r["id"], r["operand"]): r for r in recs if "_seen" in r}
     again, jobs = [], []
     for (cid, which), r in by.items():
@@ -697,7 +698,7 @@ def _second_look(kernel, recs: list[dict], cubin_path, worker, timeout) -> None:
     for r, st2, which, first, count in again:
         if np.any(res["status"][first:first + count]):
             continue
-        d = np.stack([readback.decode(st2.probe_case, res["tmem_out"][i:i + 1, :, :st2.read_cols])
+        d = np.stack([datapaths.decode_d(st2.probe_case, res["tmem_out"][i:i + 1, :, :st2.read_cols])
                       for i in range(first, first + count)])
         slot, valid = recover_slots(st2, which, d)
         op = st2.a if which == "A" else st2.b
@@ -716,7 +717,7 @@ def _launch_slots(kernel_name: str, cubin_path, worker, timeout, todo) -> list:
     """One launch probing every (setup, operand) of `todo`: per item, recover_slots' (slot, valid), or the words
     saying why there is none."""
     from harness.families.tcgen05 import kernel as tk
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     out: list = [None] * len(todo)
     plan, jobs = [], []
     for i, (st, which) in enumerate(todo):
@@ -737,7 +738,7 @@ def _launch_slots(kernel_name: str, cubin_path, worker, timeout, todo) -> list:
         if np.any(res["status"][first:first + count]):
             out[i] = "a probe CTA's MMA never completed within the spin limit"
             continue
-        d = np.stack([readback.decode(st.probe_case, res["tmem_out"][j:j + 1, :, :st.read_cols])
+        d = np.stack([datapaths.decode_d(st.probe_case, res["tmem_out"][j:j + 1, :, :st.read_cols])
                       for j in range(first, first + count)])
         out[i] = recover_slots(st, which, d)
     return out
@@ -755,7 +756,7 @@ def _apart(kernel, recs: list[dict], cubin_path, worker, timeout, cubin_of) -> N
       everywhere A may be read, none under B's one-hot, however far a misread A reaches into B's tile.
 
     An operand that cannot be probed apart is inconclusive (its first look says nothing about it), not failed."""
-    from harness.run.compile import CompileError
+    from harness.contract import CompileError
     by = {(r["id"], r["operand"]): r for r in recs if "_seen" in r}
     both = []
     for (cid, which), r in by.items():
@@ -892,7 +893,7 @@ def _record(c: TcCase, st: Setup, which: str, slot: np.ndarray, valid: np.ndarra
 
 
 def _png(c: TcCase, st: Setup, which: str, slot: np.ndarray, rec: dict, png_dir) -> str:
-    from harness.diagnosis.diagnose import safe_name, wrap_text
+    from harness.diagnosis.pictures import safe_name, wrap_text
     png_dir.mkdir(parents=True, exist_ok=True)
     path = png_dir / f"{safe_name(c.id)}-{which}.png"
     title = f"{c.id}  operand {which}\n{wrap_text(rec['summary'])}"

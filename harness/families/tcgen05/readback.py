@@ -4,10 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from harness.families.tcgen05.cases import CONTROL_PREDICTION, MODELS_BUG, OBSERVATIONS, TcCase, unsettled_reason
-from harness.families.tcgen05.datapaths import d_position
+from harness.families.tcgen05.datapaths import d_position, decode_d
 from harness.families.tcgen05.kernel import STATUS_NOT_OBSERVED
 from harness.families.tcgen05.reference import TMEM_POISON, TcPrepared
-from harness.spec import dtypes
 
 # ---------------------------------------------------------------------------------------------------- diff
 
@@ -19,19 +18,6 @@ def poisoned(c: TcCase, tmem_out: np.ndarray) -> np.ndarray:
     if c.dtype == "f16":
         return ((cells >> (16 * half).astype(np.uint64)) & np.uint64(0xFFFF)) == (TMEM_POISON & 0xFFFF)
     return cells == TMEM_POISON
-
-
-def decode(c: TcCase, tmem_out: np.ndarray) -> np.ndarray:
-    """Raw TMEM cells [ctas, 128, read_cols] -> D values [m, n] through the data-path model."""
-    cta, lane, col, half = d_position(c.m, c.n, c.form.cta_group, c.form.ws, c.dtype)
-    cells = np.asarray(tmem_out, np.uint64)[cta, lane, col]
-    if c.dtype == "s32":
-        s = cells.astype(np.int64)
-        return np.where(s >= 1 << 31, s - (1 << 32), s)
-    with np.errstate(invalid="ignore"):  # the Tensor Memory poison (a NaN) of a D cell the MMA did not write
-        if c.dtype == "f16":
-            return dtypes.get("f16").from_bits((cells >> (16 * half).astype(np.uint64)) & np.uint64(0xFFFF))
-        return dtypes.get("f32").from_bits(cells)
 
 
 def control_fields(c: TcCase) -> dict:
@@ -75,7 +61,7 @@ def diff(prep: TcPrepared, tmem_out: np.ndarray, status) -> dict:
                                           "kernel did not touch Tensor Memory beyond its allocation"}
         if st:
             return {**rec, "observation": "the MMA's mbarrier never completed (a hang)"}
-        got = decode(c, tmem_out)
+        got = decode_d(c, tmem_out)
         same = bool(np.array_equal(got, prep.intended))
         return {**rec, "observation": "the intended product" if same else
                 f"not the intended product: {int(np.sum(~(got == prep.intended)))} of {got.size} elements differ"}
@@ -84,7 +70,7 @@ def diff(prep: TcPrepared, tmem_out: np.ndarray, status) -> dict:
             return {**rec, "status": "pass", "caught": True, "caught_by": "hang", "prediction": "undefined",
                     "matches_model_prediction": None, "mismatches": 0}
         return {**rec, "status": "timeout", "error": "the MMA's mbarrier never completed within the spin limit"}
-    got = decode(c, tmem_out)
+    got = decode_d(c, tmem_out)
     stale = poisoned(c, tmem_out)
     keep = prep.keeps_poison if prep.keeps_poison is not None else np.zeros(got.shape, bool)
     # elements the ISA leaves undefined (a shift's incoming row) are compared with nothing, and the record says so

@@ -9,7 +9,7 @@ from harness.families.tcgen05.cases import (CONTROL_PREDICTION, EXACT, SMEM_CONT
                                             storage_dtype)
 from harness.families.tcgen05.datapaths import (SF_ROWS_PER_COPY, SF_TILE_BYTES, SPARSE_NIBBLES,
                                                 TF32_NIBBLES, a_lane, base32b_strides,
-                                                d_position, decompress, meta_chunks, meta_columns, meta_position,
+                                                d_position, decode_d, decompress, meta_chunks, meta_columns, meta_position,
                                                 scale_codes_to_values, sf_blocks, sf_smem_offset, shifted_down,
                                                 subbyte_bit_addresses,
                                                 tmem_a_container, write_bits_anywhere)
@@ -340,8 +340,7 @@ def _apply_control(prep: TcPrepared, a_lay: SmemLayout, b_lay: SmemLayout, cm, a
         tm = prep.tmem_in.copy()
         cta, lane, col, half = d_position(m2, n2, 1, c.form.ws, c.dtype)
         tm[cta, lane, col] = _acc_bits(c.dtype, small).astype(np.uint32)
-        from harness.families.tcgen05.readback import decode
-        prep.expected = decode(c, tm)
+        prep.expected = decode_d(c, tm)
         if not c.scale_d:  # the cells the smaller MMA leaves alone keep the poison stored before it
             written = np.zeros(tm.shape, bool)
             written[cta, lane, col] = True

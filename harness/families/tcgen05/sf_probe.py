@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.diagnosis import single_edit  # the catalogue's words name common recovered maps
-from harness.families.base import ranges
+from harness.contract import ranges
 from harness.families.tcgen05 import datapaths, reference as R, tmem_probe
 from harness.families.tcgen05.cases import TcCase
 from harness.spec import descriptors, dtypes, idesc as idesc_spec, layouts
@@ -392,7 +392,7 @@ def _same(a: tuple, b: tuple) -> bool:
 def _png(st: SfSetup, c: TcCase, obs, exp, rec: dict, png_dir: Path) -> str:
     """Expected vs observed source (CTA and tile; byte) of the factor of every A row and B column per K block (A's
     as the first column of D used them, B's as the first row)."""
-    from harness.diagnosis.diagnose import safe_name, wrap_text
+    from harness.diagnosis.pictures import safe_name, wrap_text
 
     def split(a_slots, b_slots):
         s = np.concatenate([a_slots, b_slots])
@@ -418,7 +418,7 @@ def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=N
     """'scale-factors' records for (failing, not control) block-scaled cases of one kernel. tmem_records: the
     'tmem-d' records of these cases by id: D is read through the placement they name (the model's otherwise)."""
     from harness.families.tcgen05 import kernel as tk
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     tmem_records = tmem_records or {}
     out, plan, jobs = [], [], []
     for c in cases:

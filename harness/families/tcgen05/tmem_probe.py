@@ -4,7 +4,7 @@ Two launches' worth of the case's own kernel (one case each: one CTA, or the pai
 (enable-input-d 0), the zero-column mask off, every scale factor 1 (block-scaled kinds):
     row pass:  A[m, k] = digit_k(m),  B[n, k] = w_k           ->  D[m, n] = m
     col pass:  A[m, k] = w_k,         B[n, k] = digit_k(n)    ->  D[m, n] = n
-(code_digits of harness/diagnosis/fragments_probe.py: binary digits, or base-4 digits for the 4/6-bit types,
+(code_digits of harness/diagnosis/digits.py: binary digits, or base-4 digits for the 4/6-bit types,
 whose weights stop at 4). The operands are placed by reference.prepare with these chosen values, exactly where
 the model writes a case's operands -- each CTA's half of a pair, 4/6-bit packing, A in Tensor Memory, the
 scale-factor tiles --, so the probe covers every form the sweep has: cta_group::1 and ::2, .ws, every kind
@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from harness.diagnosis import single_edit  # the catalogue's words name common recovered placements
-from harness.diagnosis.fragments_probe import code_digits, exact_power_cap
-from harness.families.base import ranges
+from harness.diagnosis.digits import code_digits, exact_power_cap
+from harness.contract import ranges
 from harness.families.tcgen05 import datapaths, reference as R
 from harness.families.tcgen05.cases import TcCase
 from harness.spec import desc_tcgen05, descriptors, dtypes, layouts
@@ -332,7 +332,7 @@ def record(c: TcCase, tmem: np.ndarray, png_dir: Path | None = None) -> dict:
 
 def _png(c: TcCase, obs, model, rec: dict, png_dir: Path) -> str:
     """Expected vs observed (row, col) of every Tensor Memory cell, the CTAs' lanes one after the other."""
-    from harness.diagnosis.diagnose import safe_name, wrap_text
+    from harness.diagnosis.pictures import safe_name, wrap_text
     cta, lane, col, half = model
     ctas, lanes, cols = obs[0][0].shape
     mrow = -np.ones((ctas, lanes, cols), np.int64)
@@ -361,7 +361,7 @@ def diagnose(kernel, cases, cubin_path, worker, timeout: float = 30.0, png_dir=N
     """'tmem-d' records for (failing, not control) cases of one kernel; not-probed where the digits do not fit
     or the case cannot be prepared with chosen operands."""
     from harness.families.tcgen05 import kernel as tk
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     out, plan, jobs = [], [], []
     for c in cases:
         try:

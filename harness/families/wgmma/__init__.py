@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import importlib
 
+from harness.contract import Device, Kernel, LaunchInput, case_record
 from harness.enums import Arch, FamilyName, Status
-from harness.families.base import Kernel, case_record
-from harness.run.launch import LaunchInput
 
 
 class WgmmaFamily:
@@ -78,17 +77,18 @@ class WgmmaFamily:
     def settle_control(case, record: dict) -> dict:
         return record  # every wgmma control predicts an exact misread: a fault is not a catch
 
-    def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
-        from harness.diagnosis import diagnose, fragments_probe
+    def diagnose(self, kernel: Kernel, cases: list, cubin_path, device: Device, timeout: float,
+                 png_dir) -> list[dict]:
+        from harness.families.wgmma import fragments_probe, probe
         # the register fragments first (accumulator; A registers of RS forms): the address probe then decodes D,
         # and packs an RS form's one-hot A, through the fragments the hardware was seen to use, so a wrong
         # fragment model is named as such and never read as another operand's wrong addresses
         found: dict = {}
-        cubin_of = self._sibling_cubins(kernel, cubin_path)
-        frag = fragments_probe.diagnose([c for c in cases if not c.control], cubin_of, worker, timeout, png_dir,
+        cubin_of = self._sibling_cubins(kernel, cubin_path, device)
+        frag = fragments_probe.diagnose([c for c in cases if not c.control], cubin_of, device, timeout, png_dir,
                                         found=found)
         tables = {k: fragments_probe.tables(f) for k, f in found.items()}
-        recs = diagnose.diagnose(cases, cubin_of, worker, timeout, png_dir, tables=tables)
+        recs = probe.diagnose(cases, cubin_of, device, timeout, png_dir, tables=tables)
         bad = {}
         for r in frag:
             if r["status"] == "fail":
@@ -100,20 +100,17 @@ class WgmmaFamily:
                                "this address map went through it")
         return recs + frag
 
-    @staticmethod
-    def _sibling_cubins(kernel: Kernel, cubin_path):
+    def _sibling_cubins(self, kernel: Kernel, cubin_path, device: Device):
         """cubin_of(key) for the probes: this kernel's cubin, or a sibling's -- an RS form's SS sibling for the
         fragment probe, an SS form's RS sibling for the address probe's operands probed apart -- compiled, or
-        taken from the cache, on demand (a simulated device's path names the kernel, so the sibling's is derived)."""
+        taken from the cache, on demand (the device's `compile`; a simulated device's path names the kernel, so the
+        sibling's is derived)."""
         def cubin_of(key):
             if key == kernel.form:
                 return cubin_path
             if kernel.name in str(cubin_path) and "/nonexistent/" in str(cubin_path):
                 return str(cubin_path).replace(kernel.name, key.name)
-            from harness.families.wgmma import kernel as wk
-            from harness.run import compile as nvrtc
-            got = nvrtc.compile_many([nvrtc.CompileJob(key.name, wk.source(key), str(kernel.arch))])[0]
-            return str(got.cubin_path)
+            return device.compile(self.kernel_of(key))
         return cubin_of
 
 

@@ -1,23 +1,25 @@
-"""The wgmma kernel: its CUDA source (kernels/wgmma.cu filled in per kernel key) and a launch of prepared
+"""The wgmma kernel: its CUDA source (wgmma.cu, beside it, filled in per kernel key) and a launch of prepared
 cases (one CTA, one warpgroup, per case)."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from harness import kernels
+from harness.contract import LaunchInput, OutputSpec, SassCheck, SassRule
 from harness.families.wgmma import forms
 from harness.families.wgmma.reference import POISON, Prepared
-from harness.run.launch import LaunchInput, OutputSpec
-from harness.run.sass import SassCheck, SassRule
 from harness.spec import desc_wgmma
+
+HERE = Path(__file__).resolve().parent  # the kernel's template sits beside this module
 
 PARAMS_DTYPE = np.dtype([("image_offset", "<u8"), ("desc_a", "<u8"), ("desc_b", "<u8"),
                          ("image_bytes", "<u4"), ("variant", "<u4"), ("scale_d", "<u4"), ("inject", "<u4")])
 assert PARAMS_DTYPE.itemsize == 40
-INJECT = {"": 0, "trap": 1, "hang": 2, "misaligned": 3}  # see kernels/wgmma.cu
+INJECT = {"": 0, "trap": 1, "hang": 2, "misaligned": 3}  # see wgmma.cu
 # The kernel adds the window's (shared address >> 4) to the 14-bit start fields; keep the sum in range.
 MAX_IMAGE = 160 * 1024
 
@@ -128,7 +130,7 @@ def asm_operands(key: forms.KernelKey, desc_a: str = "desc_a", desc_b: str = "de
 
 
 def memory_operands(key: forms.KernelKey) -> AsmOperands:
-    """Operand numbering of the sweep kernel (kernels/wgmma.cu): %0 and %1 the addresses of this thread's C and D
+    """Operand numbering of the sweep kernel (wgmma.cu): %0 and %1 the addresses of this thread's C and D
     (the template's c_at, d_at), then A, B, scale-d; the accumulators are the statement's own registers.
 
     Moved by the statement, not by C++ loops into an array of operands: NVRTC's optimizer had nothing left to do on
@@ -155,13 +157,13 @@ def _a_b_scale(key: forms.KernelKey, first: int, desc_a: str, desc_b: str, scale
 
 
 def fill_template(name: str, key, a_regs: str, dispatch: str, meta_param: str = "") -> str:
-    """kernels/wgmma.cu for a kernel named `name` with `key`'s accumulator count, `dispatch` the statement of
+    """wgmma.cu for a kernel named `name` with `key`'s accumulator count, `dispatch` the statement of
     `memory_operands(key)` (which moves C and D); `meta_param` is the sparse form's extra kernel parameter
     (nothing for the dense form)."""
     if key.acc_regs % 2:  # the statement moves C and D two or four words at a time, from each thread's first register
         raise ValueError(f"{name}: {key.acc_regs} accumulator registers; the sweep statement moves them in "
                          "pairs")
-    return kernels.fill(kernels.template("wgmma.cu"), KERNEL_NAME=name, ACC_REGS=key.acc_regs,
+    return kernels.fill(kernels.template("wgmma.cu", HERE), KERNEL_NAME=name, ACC_REGS=key.acc_regs,
                         A_REGS=a_regs, MMA_DISPATCH=dispatch, META_PARAM=meta_param)
 
 

@@ -5,7 +5,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from harness.families.base import ranges
+from harness.contract import ranges
 from harness.spec import fragments
 from harness.families.wgmma.reference import POISON, Prepared
 

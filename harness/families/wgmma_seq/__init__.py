@@ -5,8 +5,8 @@ Forms, cases, reference, kernel, readback as in the dense family, whose spec mod
 asm statements it reuses; `FAMILY` is what the engine runs."""
 from __future__ import annotations
 
+from harness.contract import Kernel, case_record
 from harness.enums import Arch, FamilyName
-from harness.families.base import Kernel, case_record
 from harness.families.wgmma import WgmmaFamily
 
 
@@ -69,7 +69,7 @@ class WgmmaSeqFamily:
     def settle_control(case, record: dict) -> dict:
         return record  # every sequence control predicts an exact misread: a fault is not a catch
 
-    def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
+    def diagnose(self, kernel: Kernel, cases: list, cubin_path, device, timeout: float, png_dir) -> list[dict]:
         """No probe of its own: a failing sequence case names its pattern, step arithmetic and tiles in its id,
         and the dense family's address and fragment probes (`python -m harness probe addresses`) explain a
         single instruction on the same layouts."""

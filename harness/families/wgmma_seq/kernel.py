@@ -1,4 +1,4 @@
-"""The wgmma_seq kernel: its CUDA source (kernels/wgmma_seq.cu filled in per sequence key) and a launch of
+"""The wgmma_seq kernel: its CUDA source (wgmma_seq.cu, beside it, filled in per sequence key) and a launch of
 prepared cases (one CTA per case, one or two warpgroups).
 
 Each step's wgmma is the dense family's asm statement (wgmma.kernel.asm_operands), named onto that step's
@@ -13,16 +13,18 @@ descriptors, A registers and scale-d. The patterns differ only in what lies betw
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 
 from harness import kernels
+from harness.contract import WINDOW_SLACK, LaunchInput, OutputSpec, SassCheck, SassRule
 from harness.enums import DescStep, SeqPattern
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.families.wgmma_seq import forms
 from harness.families.wgmma_seq.reference import POISON, SeqPrepared
-from harness.run.launch import WINDOW_SLACK, LaunchInput, OutputSpec
-from harness.run.sass import SassCheck, SassRule
+
+HERE = Path(__file__).resolve().parent  # the kernel's template sits beside this module
 
 PARAMS_DTYPE = np.dtype([("image_offset", "<u8"), ("desc_a", "<u8"), ("desc_b", "<u8")]
                         + [(f"step_a{j}", "<u8") for j in range(forms.MAX_STEPS)]
@@ -86,7 +88,7 @@ def source(key: forms.SeqKey) -> str:
         loaded = 1 if key.pattern == SeqPattern.RS_PIPELINE else key.steps
         a_setup = "\n".join([f"    const uint4* ar = reinterpret_cast<const uint4*>(a_regs) + slot * {key.steps}ull;"]
                              + [_load_a(j, "    ") for j in range(loaded)])
-    return kernels.fill(kernels.template("wgmma_seq.cu"), KERNEL_NAME=key.name, THREADS=key.threads,
+    return kernels.fill(kernels.template("wgmma_seq.cu", HERE), KERNEL_NAME=key.name, THREADS=key.threads,
                         WINDOW_ALIGN=forms.WINDOW_ALIGN, STEP_PTX=STEP_PTX[key.step_op],
                         WG_OFFSET=" + (tid >= 128u ? p.wg_a : 0ull)" if key.warpgroups == 2 else "",
                         STEP_DESCS="\n".join(descs), ACC_TYPE="float" if is_f32 else "unsigned int",

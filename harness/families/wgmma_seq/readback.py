@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from harness.families.base import ranges
+from harness.contract import ranges
 from harness.families.wgmma import readback as wgmma_readback
 from harness.families.wgmma_seq.forms import SeqKey
 from harness.families.wgmma_seq.reference import POISON, SeqPrepared

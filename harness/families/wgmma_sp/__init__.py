@@ -4,8 +4,8 @@ kernel template, launch and diff, with the sparsity model of harness.spec.sparsi
 dense one's, reading this subpackage's modules."""
 from __future__ import annotations
 
+from harness.contract import Device, Kernel
 from harness.enums import FamilyName
-from harness.families.base import Kernel
 from harness.families.wgmma import WgmmaFamily
 
 
@@ -18,11 +18,12 @@ class WgmmaSparseFamily(WgmmaFamily):
         reason = case.unsettled
         return {"unsettled": reason} if reason else {}
 
-    def diagnose(self, kernel: Kernel, cases: list, cubin_path, worker, timeout: float, png_dir) -> list[dict]:
+    def diagnose(self, kernel: Kernel, cases: list, cubin_path, device: Device, timeout: float,
+                 png_dir) -> list[dict]:
         """Its own probe: which thread's metadata nibble each chunk of A took its indices from (the dense family's
         address and fragment probes cover the operand layouts and fragments this family shares with it)."""
-        from harness.diagnosis import metadata_probe
-        return metadata_probe.diagnose([c for c in cases if not c.control], cubin_path, worker, timeout)
+        from harness.families.wgmma_sp import metadata_probe
+        return metadata_probe.diagnose([c for c in cases if not c.control], cubin_path, device, timeout)
 
 
 FAMILY = WgmmaSparseFamily()

@@ -1,4 +1,4 @@
-"""The wgmma.mma_async.sp kernel: kernels/wgmma.cu (the dense family's template) with one more per-thread input,
+"""The wgmma.mma_async.sp kernel: families/wgmma/wgmma.cu (the dense family's template) with one more per-thread input,
 the metadata register, and the asm statement of the sparse variants; and a launch of prepared cases (the dense
 launch plus the metadata registers)."""
 from __future__ import annotations
@@ -7,11 +7,10 @@ import re
 
 import numpy as np
 
+from harness.contract import LaunchInput, SassCheck, SassRule
 from harness.families.wgmma import kernel as dense
 from harness.families.wgmma_sp import forms
 from harness.families.wgmma_sp.reference import Prepared
-from harness.run.launch import LaunchInput
-from harness.run.sass import SassCheck, SassRule
 
 META_PARAM = "\n                const unsigned int* __restrict__ e_regs,"  # after c_regs: LaunchInput input order
 META_LOAD = "\n    const unsigned int meta = e_regs[slot];"

@@ -1,9 +1,9 @@
-"""harness/run/files.py: a cache file is written whole or not at all."""
+"""harness/cache.py: a cache file is written whole or not at all."""
 import threading
 
 import pytest
 
-from harness.run.files import write_atomically
+from harness.cache import write_atomically
 
 
 def test_bytes_and_text_are_written_and_no_temporary_file_stays(tmp_path):

@@ -31,19 +31,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
+from harness.contract import ranges
 from harness.diagnosis import bitmaps
-from harness.families.base import ranges
+from harness.diagnosis.digits import DIGIT_BASE, code_digits
 from harness.families.wgmma import forms as wgmma
 from harness.families.wgmma.cases import Case, operand_scenarios, plain_operand
 from harness.families.wgmma.reference import POISON, Prepared, acc_bits, place
 from harness.spec import dtypes, fragments, layouts
 
 WARPGROUP = 128
-DIGIT_BASE = {"f16": 2048, "bf16": 256, "tf32": 2048, "e4m3": 16, "e5m2": 8, "s8": 256, "u8": 256, "b1": 2}
 
 
 # ------------------------------------------------------------------------------------------------ slots
@@ -217,54 +216,6 @@ class Job:
     a_mat: np.ndarray | None  # SS: A as the tensor core reads it (the address probe vouches for the layout)
     a_slot_vals: np.ndarray | None  # RS: values of every A slot [128, elements]
     b_mat: np.ndarray  # N x K
-
-
-def exact_power_cap(t: str) -> int:
-    """The largest power of two, at most 128, that type `t` holds exactly: the largest weight a digit may carry
-    (128 for the 16/32-bit and 8-bit float types and u8, 64 for s8, 16 for e3m2, 4 for e2m1 and e2m3)."""
-    et, cap = dtypes.get(t), 1
-    for j in range(1, 8):
-        try:
-            exact = et.from_bits(et.to_bits(np.array([2.0 ** j])))[0] == 2.0 ** j
-        except ValueError:  # out of the type's range
-            exact = False
-        if not exact:
-            break
-        cap = 1 << j
-    return cap
-
-
-def code_digits(t: str, nvalues: int, K: int, base: int = 2, cap: int | None = None) -> tuple[np.ndarray, Callable]:
-    """(weights [K], digits(values) -> [len, K]) with sum_k digits[v, k] * weights[k] == v for v < nvalues: the
-    digits of v in `base` (a power of two; every digit 0 .. base-1 must be exact in the digits' type), digit j
-    weighing base**j, split over several k where base**j exceeds `cap` (default: exact_power_cap(t))."""
-    if t == "b1":
-        if nvalues > K:
-            raise ValueError(f"b1 unary digits: {nvalues} values need more than K = {K}")
-        w = np.ones(K)
-        return w, lambda v: (np.arange(K)[None, :] < np.asarray(v)[:, None]).astype(np.float64)
-    if base < 2 or base & (base - 1):
-        raise ValueError(f"digit base {base} is not a power of two")
-    ndigits = 1
-    while base ** ndigits < nvalues:
-        ndigits += 1
-    cap = exact_power_cap(t) if cap is None else cap
-    ws, which = [], []
-    for j in range(ndigits):
-        pieces = max(1, base ** j // cap)
-        ws += [min(base ** j, cap)] * pieces
-        which += [j] * pieces
-    if len(ws) > K:
-        raise ValueError(f"{t}: {nvalues} values need {len(ws)} k > K = {K}")
-    w = np.zeros(K)
-    w[:len(ws)] = ws
-    place = base ** np.array(which)
-
-    def digits(v):
-        out = np.zeros((len(v), K))
-        out[:, :len(ws)] = (np.asarray(v)[:, None] // place[None, :]) % base
-        return out
-    return w, digits
 
 
 def _plain_case(key: wgmma.KernelKey) -> Case:
@@ -632,7 +583,7 @@ def diagnose(cases, cubin_of, worker, timeout: float = 30.0, png_dir: Path | Non
              max_png: int = 16, found: dict | None = None) -> list[dict]:
     """Fragment records of type 'diagnosis' for failing wgmma cases: the probes run once per kernel key, and
     every case of that key gets the records. `found`, when given, receives each key's Finding."""
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     by_key: dict = {}
     for c in cases:
         by_key.setdefault(c.key, []).append(c)
@@ -663,7 +614,7 @@ def diagnose(cases, cubin_of, worker, timeout: float = 30.0, png_dir: Path | Non
 
 
 def _png(key, rec: dict, f: Finding, png_dir: Path) -> str:
-    from harness.diagnosis.diagnose import safe_name, wrap_text
+    from harness.diagnosis.pictures import safe_name, wrap_text
     png_dir = Path(png_dir)
     png_dir.mkdir(parents=True, exist_ok=True)
     path = png_dir / f"{safe_name(key.name)}-{rec['probe']}.png"

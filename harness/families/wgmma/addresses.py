@@ -17,14 +17,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from harness.spec import dtypes, fragments, layouts
+from harness.diagnosis.digits import DIGIT_BASE
 from harness.families.wgmma import kernel as launch, forms as wgmma
 from harness.families.wgmma.cases import Case
 from harness.families.wgmma.reference import Prepared, acc_bits, place
+from harness.spec import dtypes, fragments, layouts
+from harness.spec.descriptors import START_FIELD
 
-# Largest digit base whose values 0..base-1 the operand type holds exactly (and every accumulator, f16's
-# 2048 included); s8 stores digit - 128.
-DIGIT_BASE = {"f16": 2048, "bf16": 256, "tf32": 2048, "e4m3": 16, "e5m2": 8, "s8": 256, "u8": 256, "b1": 2}
 SLACK_BYTES = 2048  # numbered bytes past the image, so modest over-reads are still identified
 
 
@@ -79,7 +78,6 @@ def registers_form(st: Setup) -> Setup:
     return Setup(key, wgmma.variant_index(key, replace(st.variant, trans_a=0)), None, st.b, st.size)
 
 
-START_FIELD = (1 << 14) - 1  # the descriptor's start field: bits 0-13, the byte address >> 4
 
 
 def b_moved_on(st: Setup) -> tuple[Setup, int]:
@@ -169,7 +167,7 @@ def probe_jobs(st: Setup, which: str, a_table=None) -> list[Prepared]:
                 layouts.write_bits(img, other.read_addr.ravel(), dtypes.get(other.dtype).to_bits(hot).ravel(),
                             dtypes.get(other.dtype).bits)
             elif a_table is not None:  # A from registers, where the hardware takes each element from
-                from harness.diagnosis.fragments_probe import gather_a
+                from harness.families.wgmma.fragments_probe import gather_a
                 a_regs = gather_a(v.atype, a_table, dtypes.get(v.atype).to_bits(hot))
             else:  # A from registers, through the model's fragment
                 a_regs = fragments.gather_registers(fragments.wgmma_a_fragment(v.atype),

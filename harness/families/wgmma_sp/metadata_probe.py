@@ -144,7 +144,7 @@ def record(cid: str, key, observed: np.ndarray) -> dict:
         rec.update(status="pass", summary=f"metadata: every chunk of A took its indices from the thread and nibble "
                                           f"the model's metadata map gives ({v.atype}, selector {v.selector})")
         return rec
-    from harness.families.base import ranges
+    from harness.contract import ranges
     rows, chunks = np.nonzero(wrong)
     rec.update(rows=ranges(np.unique(rows)), cols=ranges(np.unique(chunks)))
     hw = _map(cd, observed)
@@ -167,7 +167,7 @@ def diagnose(cases, cubin_path, worker, timeout: float = 30.0) -> list[dict]:
     """'sparse-metadata' records for the (not control) cases of one wgmma_sp kernel: one probe launch per key."""
     from harness.families.wgmma.readback import decode_launch
     from harness.families.wgmma_sp import kernel as SK
-    from harness.run.worker import LaunchFailed
+    from harness.contract import LaunchFailed
     out, by_key = [], {}
     for c in cases:
         by_key.setdefault(c.key, []).append(c)

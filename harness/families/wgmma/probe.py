@@ -1,4 +1,4 @@
-"""Diagnosis: run the address probe (addresses.py) for cases and explain what the tensor core read.
+"""wgmma's address probe: run it (addresses.py) for cases and explain what the tensor core read.
 
 For each case and each shared-memory operand: the recovered address map is compared with the intended
 layout's (what the engineer meant) and with the descriptor's (what the model says the hardware reads; the
@@ -19,10 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.diagnosis import address_fit, addresses, explain
-from harness.families.wgmma import readback as diff, kernel as launch
+from harness.contract import LaunchFailed
+from harness.diagnosis import address_fit, explain
+from harness.diagnosis.pictures import safe_name, wrap_text
+from harness.families.wgmma import addresses, readback as diff, kernel as launch
 from harness.spec import dtypes, layouts
-from harness.run.worker import LaunchFailed
 
 
 def diagnose(cases, cubin_of, worker, timeout: float = 30.0, png_dir: Path | None = None,
@@ -111,7 +112,7 @@ def _observe(key, todo, cubin_of, worker, timeout, tables):
         return {}, errors + [{"type": "diagnosis", "id": c, "operand": which, "status": e.status, "error": str(e)}
                              for c, _, which, _, _ in plan]
     if tables.get(key) is not None:  # through the fragment the hardware was seen to use
-        from harness.diagnosis.fragments_probe import decode_d
+        from harness.families.wgmma.fragments_probe import decode_d
         values = decode_d(key, regs, tables[key][0])
     else:
         values = diff.decode_launch(key, regs)[0]
@@ -188,7 +189,7 @@ def _apart(key, cs, seen, cubin_of, worker, timeout, tables) -> tuple[dict, dict
         todo.append((("at", c), addresses.registers_form(st), "B"))
         if c in moved:
             todo.append((("moved", c), addresses.registers_form(moved[c][0]), "B"))
-    from harness.run.compile import CompileError
+    from harness.contract import CompileError
     try:
         got, errors = _observe(rs, todo, cubin_of, worker, timeout, rs_tables)
     except CompileError as e:
@@ -223,12 +224,3 @@ def _apart(key, cs, seen, cubin_of, worker, timeout, tables) -> tuple[dict, dict
                                            f"to read B in the {rs.name} form, B's start moved {shift} bytes on "
                                            "(past A's numbers)")
     return out, unsure
-
-
-def safe_name(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:150]
-
-
-def wrap_text(text: str, width: int = 150) -> str:
-    import textwrap
-    return "\n".join(textwrap.wrap(text, width))
