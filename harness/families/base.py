@@ -28,15 +28,19 @@ from harness.enums import Arch, FamilyName, Status
 class Kernel:
     """One compiled unit: a family's form (what is compiled in) for one arch."""
     family: FamilyName
-    arch: Arch
+    arch: Arch  # or the name of an arch its family declares (harness.enums.declare_arch)
     name: str
     form: Any  # the family's own kernel key (frozen, picklable)
 
 
 class Family(Protocol):
     name: FamilyName
-    archs: tuple[Arch, ...]
+    archs: tuple[Arch, ...]  # which GPUs run each is harness.enums.runs_on's answer, from the GPU's compute capability
     facets: frozenset[str]  # the selection filters that apply to this family's cases
+
+    # optional: arch_compute_capabilities = {arch: ("major.minor", ...)}, for an arch of `archs` whose name is not
+    # NVIDIA's spelling (sm_XY, sm_XYa, sm_XYf): the compute capabilities that run it (harness.enums.declare_arch,
+    # which the registry calls as it loads the family); such an arch is a plain string, not an Arch
 
     def kernels(self, arch: Arch) -> list[tuple[Kernel, list]]: ...
 

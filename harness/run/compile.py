@@ -23,13 +23,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.enums import Arch
 from harness.run import cores, processes, toolchain as toolchains
 from harness.run.toolchain import Toolchain
 
 if TYPE_CHECKING:  # sass.py imports this module
     from harness.run.sass import SassCheck, Verdict
 
-ARCHS = ("sm_90a", "sm_100a", "sm_103a")
+ARCHS = Arch.values()  # the vocabulary's archs (harness.enums), not a list of its own
 # a kernel's options at full optimization; a CompileJob adds its toolchain's fast-compile level unless it asks not to
 DEFAULT_OPTIONS = ("-std=c++17", "--device-as-default-execution-space", "-lineinfo")
 

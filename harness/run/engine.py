@@ -345,8 +345,9 @@ def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: 
 class Engine:
     """Started before the sweep plans and compiles, so that the pool's processes and the GPU workers'
     contexts come up meanwhile; `begin` hands it the jobs to prepare, `run` drives them. `devices` pairs
-    each GPU index with its arch: a job goes only to a worker of a GPU of its kernel's arch, the one holding fewest
-    launches."""
+    each GPU index with an arch it runs (a GPU that runs several archs is listed with each: the sweep's `devices`
+    asks harness.enums.runs_on): a job goes only to a worker of a GPU that runs its kernel's arch, the one holding
+    fewest launches."""
 
     def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND,
                  isolation: IsolationBudget | None = None, keep_launches: Path | None = None,
@@ -364,15 +365,18 @@ class Engine:
         self.kept = self._kept_folder.launches if self._kept_folder else None
         self.isolation = isolation or IsolationBudget()
         self.nworkers = helpers.workers if helpers is not None else max(1, workers or cores.default_workers())
-        slots = [(d, a) for d, a in devices for _ in range(max(1, workers_on_one_gpu) if len(devices) == 1 else 1)]
+        runs: dict[int, set[str]] = {}  # GPU index -> the archs it runs
+        for d, a in devices:
+            runs.setdefault(d, set()).add(str(a))
+        slots = [d for d in runs for _ in range(max(1, workers_on_one_gpu) if len(runs) == 1 else 1)]
         self.gpu_workers = []
         untaken = started  # the worker handed in goes to the first slot of its GPU, and to no other
-        for d, _ in slots:
+        for d in slots:
             take = untaken is not None and (untaken.device, untaken.backend) == (d, backend)
             self.gpu_workers.append(untaken if take else GpuWorker(d, backend))
             self.gpu_workers[-1].spares = True  # after a fault, a spare started ahead takes its place
             untaken = None if take else untaken
-        self.arch_of = {w: str(a) for w, (_, a) in zip(self.gpu_workers, slots)}
+        self.archs_of = {w: frozenset(runs[d]) for w, d in zip(self.gpu_workers, slots)}
         try:
             for w in self.gpu_workers:
                 w.start()
@@ -607,9 +611,9 @@ class Engine:
                 not_launched(job, spooled)
                 drain()
                 continue
-            mine = [w for w in self.gpu_workers if self.arch_of[w] == str(job.kernel.arch)]
+            mine = [w for w in self.gpu_workers if str(job.kernel.arch) in self.archs_of[w]]
             if not mine:
-                raise ValueError(f"{job.kernel.name}: no GPU of {job.kernel.arch} in this engine")
+                raise ValueError(f"{job.kernel.name}: no GPU that runs {job.kernel.arch} in this engine")
             free = [w for w in mine if not w.full]
             answered = None
             if not free:  # take the first answer, give that GPU its next launch, then hand off the read-back
