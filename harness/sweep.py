@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness import families, plan as planning
 from harness.enums import ExitCode, Status
-from harness.families.base import Kernel, case_record
+from harness.families.base import Kernel, case_record, record_facets
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
 from harness.enums import ToolchainKind
@@ -703,15 +703,16 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
     for k, cs in work:
         fam = families.get(k.family)
         if problem:
-            emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}", **fam.case_fields(c))
-                  for c in cs])
+            emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}", **fam.case_fields(c),
+                              **record_facets(fam, c)) for c in cs])
         elif compiled[k].error is not None:
-            emit([case_record(c.id, k, Status.COMPILE_ERROR, error=str(compiled[k].error), **fam.case_fields(c))
-                  for c in cs])
+            emit([case_record(c.id, k, Status.COMPILE_ERROR, error=str(compiled[k].error), **fam.case_fields(c),
+                              **record_facets(fam, c)) for c in cs])
         elif k not in run_set:
             reason = gpu.skip_reason(*map(str, fam.archs), ptx=ptx_modules(cfg))
             not_run[str(k.family)] = not_run.get(str(k.family), 0) + len(cs)
-            emit([case_record(c.id, k, Status.NOT_RUN, reason=reason, **fam.case_fields(c)) for c in cs])
+            emit([case_record(c.id, k, Status.NOT_RUN, reason=reason, **fam.case_fields(c), **record_facets(fam, c))
+                  for c in cs])
     for fam, n in not_run.items():
         log(f"{fam}: {n} cases recorded as not run "
             f"({gpu.skip_reason(*map(str, families.get(fam).archs), ptx=ptx_modules(cfg))})")

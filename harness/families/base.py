@@ -4,7 +4,8 @@ A family answers:
   * `kernels(arch)`: every kernel that exists for an arch, each with its cases (planned from the spec);
   * `source(kernel)`: the kernel's CUDA source;
   * `prepare(kernel, cases)`: a `LaunchInput` for those cases and one expectation per case (expected values,
-    tolerance, a negative control's predicted misread: whatever its `readback` needs, picklable);
+    tolerance, a negative control's predicted misread: whatever its `readback` needs, picklable; its case as
+    `.case`, which the engine reads for a failed launch's records and for every record's facets);
   * `readback(kernel, expectations, outputs)`: the device's output buffers -> one case record per case;
   * `diagnose(kernel, cases, cubin_path, worker, timeout, png_dir)`: probe records that explain a failure;
   * `sass_check(kernel)`: what the kernel's SASS must show (harness/run/sass.py), checked after every compile;
@@ -75,9 +76,21 @@ class Family(Protocol):
 
 
 def case_record(case_id: str, kernel: Kernel, status: Status | str, **fields) -> dict:
-    """Every case record, of every family, starts with these keys (records/results.py documents them all)."""
+    """Every case record, of every family, starts with these keys (records/results.py documents them all); the
+    engine and the sweep add its `facets` (record_facets)."""
     return {"id": case_id, "family": str(kernel.family), "kernel": kernel.name, "arch": str(kernel.arch),
             "status": str(Status(status)), **fields}
+
+
+def record_facets(fam, case) -> dict:
+    """The `facets` field of a case's record: the facets its family declares (`fam.facets`) and whether the case is a
+    negative control (`control`, which every family's facets_of gives), with the values `fam.facets_of(case)` gives
+    them, so that the readers (report, compare, junit) read them off the record and parse no kernel name or case id;
+    {} for a family without facets_of."""
+    if not hasattr(fam, "facets_of"):
+        return {}
+    values = fam.facets_of(case)
+    return {"facets": {k: values[k] for k in sorted({*getattr(fam, "facets", ()), "control"}) if k in values}}
 
 
 def ranges(values) -> str:

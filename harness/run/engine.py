@@ -53,7 +53,7 @@ from pathlib import Path
 
 from harness import families
 from harness.enums import Status
-from harness.families.base import Kernel, case_record
+from harness.families.base import Kernel, case_record, record_facets
 from harness.records.results import CaseLines
 from harness.run import cores, processes
 from harness.run.launch import LaunchInput, load_outputs
@@ -185,11 +185,26 @@ def load_expectations(spooled: Spooled) -> list:
         return pickle.load(fh)
 
 
+def with_facets(kernel: Kernel, expectations: list, recs: list[dict]) -> list[dict]:
+    """`recs` (of the cases of `expectations`), each given its case's facets (families.base.record_facets). An
+    expectation names its case as `.case` (what the engine reads of a failed launch's cases too); one that does not
+    leaves its record without facets."""
+    fam = families.get(kernel.family)
+    cases = {e.case.id: e.case for e in expectations if hasattr(e, "case")}
+    for r in recs:
+        case = cases.get(r["id"])
+        if case is not None:
+            r.update(record_facets(fam, case))
+    return recs
+
+
 def readback_job(kernel: Kernel, spooled: Spooled, device: int) -> tuple[CaseLines, float]:
     """(the launch's case records, encoded here for the results file, the seconds the read-back took in this pool
     process)."""
     t = time.perf_counter()
-    recs = families.get(kernel.family).readback(kernel, load_expectations(spooled), load_outputs(spooled.outputs))
+    expectations = load_expectations(spooled)
+    recs = with_facets(kernel, expectations, families.get(kernel.family).readback(kernel, expectations,
+                                                                                   load_outputs(spooled.outputs)))
     for r in recs:
         r["gpu"] = device
     remove(spooled)
@@ -563,8 +578,8 @@ class Engine:
         def isolate(entry, device: int, error) -> None:
             job, spooled, tk = entry
             ti = time.time()
+            expectations = load_expectations(spooled)
             if self.storm.raging(job.kernel):
-                expectations = load_expectations(spooled)
                 remove(spooled)
                 why = f"not bisected: {self.storm.describe(job.kernel)}"
                 recs = [case_record(e.case.id, job.kernel, error.status, isolated=False,
@@ -575,12 +590,13 @@ class Engine:
                 iso_timeout = isolation_timeout(timeout, self.slowest_launch_s)
                 timing["isolation_timeout_s"] = iso_timeout
                 try:
-                    recs = run_isolated(isolator, job.kernel, load_expectations(spooled),
+                    recs = run_isolated(isolator, job.kernel, expectations,
                                         LaunchInput.load(spooled.launch), cubins[job.kernel.name], iso_timeout, log,
                                         first_error=error, budget=self.isolation)
                 finally:
                     isolator.close()
                     remove(spooled)
+            with_facets(job.kernel, expectations, recs)
             for r in recs:
                 r["gpu"] = device
             timing["isolate_s"] += time.time() - ti
@@ -593,8 +609,9 @@ class Engine:
             status = self.storm.status(job.kernel)
             why = (f"not launched: {self.storm.describe(job.kernel)}, so the rest of its launches were recorded "
                    f"{status} without launching (harness/run/engine.py, FaultStorm)")
-            recs = [case_record(e.case.id, job.kernel, status, isolated=False, error=why)
-                    for e in load_expectations(spooled)]
+            expectations = load_expectations(spooled)
+            recs = with_facets(job.kernel, expectations, [case_record(e.case.id, job.kernel, status, isolated=False,
+                                                                      error=why) for e in expectations])
             remove(spooled)
             finished(CaseLines(recs), job, None, time.time())
 
