@@ -21,7 +21,8 @@ from tests.simulated import fake_gpus
     ("sm_89", "12.0", True, True), ("sm_89", "8.0", True, False),
     ("sm_777x", "77.7", False, False),  # neither NVIDIA's spelling nor declared: nothing runs it
 ])
-def test_which_compute_capabilities_run_an_arch(arch, cc, ptx, runs):
+def test_which_compute_capabilities_run_an_arch(arch, cc, ptx, runs, monkeypatch):
+    monkeypatch.setattr(enums, "_DECLARED", {})  # none declared (a family loaded in this process may have)
     assert runs_on(arch, cc, ptx) is runs
     assert runs_on(arch, enums.compute_capability(cc), ptx) is runs
 
