@@ -119,7 +119,7 @@ def _info(rt, index: int) -> dict:
     # "arch" names the GPU in words (doctor, bench): the first of the vocabulary's archs that runs on it, or None;
     # which kernels it runs is asked of its compute capability (runs)
     return {"index": index, "name": name, "compute_capability": f"{cc[0]}.{cc[1]}",
-            "arch": next((str(a) for a in Arch if a.runs_on(cc)), None),
+            "arch": next((str(a) for a in Arch if a.runs_on(f"{cc[0]}.{cc[1]}")), None),
             "uuid": uuid, "multiprocessors": props["multiProcessorCount"],
             "driver": rt.driverGetVersion(), "runtime": rt.runtimeGetVersion()}
 
