@@ -46,15 +46,19 @@ from harness.enums import Arch, FamilyName, Status
 class Kernel:
     """One compiled unit: a family's form (what is compiled in) for one arch."""
     family: FamilyName
-    arch: Arch
+    arch: Arch  # or the name of an arch its family declares (harness.enums.declare_arch)
     name: str
     form: Any  # the family's own kernel key (frozen, picklable)
 
 
 class Family(Protocol):
     name: FamilyName
-    archs: tuple[Arch, ...]
+    archs: tuple[Arch, ...]  # which GPUs run each is harness.enums.runs_on's answer, from the GPU's compute capability
     facets: frozenset[str]  # the selection filters that apply to this family's cases
+
+    # optional: arch_compute_capabilities = {arch: ("major.minor", ...)}, for an arch of `archs` whose name is not
+    # NVIDIA's spelling (sm_XY, sm_XYa, sm_XYf): the compute capabilities that run it (harness.enums.declare_arch,
+    # which the registry calls as it loads the family); such an arch is a plain string, not an Arch
 
     def kernels(self, arch: Arch) -> list[tuple[Kernel, list]]: ...
 
@@ -302,6 +306,17 @@ def case_record(case_id: str, kernel: Kernel, status: Status | str, **fields) ->
     """Every case record, of every family, starts with these keys (records/results.py documents them all)."""
     return {"id": case_id, "family": str(kernel.family), "kernel": kernel.name, "arch": str(kernel.arch),
             "status": str(Status(status)), **fields}
+
+
+def record_facets(fam, case) -> dict:
+    """The `facets` field of a case's record: the facets its family declares (`fam.facets`) and whether the case is a
+    negative control (`control`, which every family's facets_of gives), with the values `fam.facets_of(case)` gives
+    them, so that the readers (report, compare, junit) read them off the record and parse no kernel name or case id;
+    {} for a family without facets_of."""
+    if not hasattr(fam, "facets_of"):
+        return {}
+    values = fam.facets_of(case)
+    return {"facets": {k: values[k] for k in sorted({*getattr(fam, "facets", ()), "control"}) if k in values}}
 
 
 class CaseFacts(NamedTuple):

@@ -5,6 +5,7 @@ as it in JSON records.
 """
 from __future__ import annotations
 
+import re
 from enum import Enum, IntEnum
 
 
@@ -18,9 +19,81 @@ class _Str(str, Enum):
 
 
 class Arch(_Str):
+    """A compile target (NVRTC's --gpu-architecture, sm_XY[a|f]). Which GPUs run a kernel built for it is a relation
+    between the arch and the GPU's compute capability (`runs_on`), not equality: the arch's name says it, by NVIDIA's
+    rules (below). A family on an arch whose name does not (a simulated device's) declares it (`declare_arch`), and
+    its arch is then a plain string wherever an Arch goes."""
     SM_90A = "sm_90a"
     SM_100A = "sm_100a"
     SM_103A = "sm_103a"
+
+    def runs_on(self, compute_capability, ptx: bool = False) -> bool:
+        """Whether a GPU of this compute capability runs a kernel built for this arch (`runs_on`)."""
+        return runs_on(self, compute_capability, ptx)
+
+
+# Which compute capabilities run a kernel built for an arch (CUDA Programming Guide, "Compute Capability and
+# Streaming Multiprocessor Versions" and "Binary Compatibility"; NVIDIA's blog on CUDA 12.9's family-specific
+# targets): sm_XY is compute capability X.Y, and
+#   sm_XYa (arch-specific: wgmma, tcgen05)  only X.Y itself: sm_90a 9.0, sm_100a 10.0, sm_103a 10.3;
+#   sm_XYf (family-specific, CUDA 12.9 on)  X.Z for Z >= Y: sm_100f 10.0 and 10.3;
+#   sm_XY  (neither)                       a cubin X.Z for Z >= Y (sm_80: 8.0, 8.6, 8.9), its PTX every
+#                                          compute capability from X.Y on (sm_80: 9.0 too, through the driver's JIT).
+_TARGET = re.compile(r"sm_(\d+)(\d)([af]?)")
+# archs whose name is not NVIDIA's spelling, as their families declare them: arch -> the compute capabilities
+# that run it (declare_arch)
+_DECLARED: dict[str, frozenset[tuple[int, int]]] = {}
+
+
+def compute_capability(cc) -> tuple[int, int]:
+    """A compute capability as (major, minor), from "9.0", (9, 0) or a device record's field; ValueError else."""
+    if isinstance(cc, str):
+        major, dot, minor = cc.strip().partition(".")
+        if dot and major.isdigit() and minor.isdigit():
+            return int(major), int(minor)
+    elif isinstance(cc, (tuple, list)) and len(cc) == 2 and all(isinstance(x, int) for x in cc):
+        return int(cc[0]), int(cc[1])
+    raise ValueError(f"a compute capability is major.minor, such as 9.0, not {cc!r}")
+
+
+def declare_arch(arch: str, compute_capabilities) -> None:
+    """Make an arch whose name is not NVIDIA's spelling (sm_XY, sm_XYa, sm_XYf: those follow from the name) known,
+    with the compute capabilities that run it: a family on such an arch declares it (its `arch_compute_capabilities`,
+    read as harness.families loads it). ValueError for an NVIDIA spelling, no compute capability, or an arch declared
+    before with others."""
+    arch = str(arch)
+    if _TARGET.fullmatch(arch):
+        raise ValueError(f"{arch}: the compute capabilities that run it follow from its name (harness.enums)")
+    ccs = frozenset(map(compute_capability, compute_capabilities))
+    if not ccs:
+        raise ValueError(f"{arch}: declared with no compute capability")
+    if _DECLARED.get(arch, ccs) != ccs:
+        raise ValueError(f"{arch}: declared twice, with different compute capabilities")
+    _DECLARED[arch] = ccs
+
+
+def is_known_arch(arch) -> bool:
+    """An arch `runs_on` can answer for: NVIDIA's spelling, or one a family declared."""
+    return str(arch) in _DECLARED or _TARGET.fullmatch(str(arch)) is not None
+
+
+def runs_on(arch, cc, ptx: bool = False) -> bool:
+    """Whether a GPU of this compute capability runs a kernel built for `arch` (the table above): as a cubin, or
+    with `ptx` as PTX the driver's JIT compiles (the driver-jit toolchain). False for an arch neither spelled as
+    NVIDIA does nor declared."""
+    cc = compute_capability(cc)
+    arch = str(arch)
+    if arch in _DECLARED:
+        return cc in _DECLARED[arch]
+    m = _TARGET.fullmatch(arch)
+    if m is None:
+        return False
+    major, minor, suffix = int(m[1]), int(m[2]), m[3]
+    if suffix == "a":
+        return cc == (major, minor)
+    if suffix == "f" or not ptx:
+        return cc[0] == major and cc[1] >= minor
+    return cc >= (major, minor)
 
 
 class Swizzle(_Str):

@@ -77,36 +77,44 @@ class Selection:
         for f in self.families or ():
             if f not in known:
                 raise SweepError(f"unknown family {f!r}; one of {', '.join(known)}")
-        for s in self.a_srcs or ():
-            if s not in OperandSource.values():
-                raise SweepError(f"A source must be one of {', '.join(OperandSource.values())}, not {s!r}")
-        for m in self.data_modes or ():
-            if m not in ("exact", "normal"):
-                raise SweepError(f"data mode must be exact or normal, not {m!r}")
-        for g in self.cta_groups or ():
-            if g not in (1, 2):
-                raise SweepError(f"CTA group must be 1 or 2, not {g!r}")
+        given = self.filters()
+        for facet, what in (("a_src", "A source"), ("data", "data mode"), ("cta_group", "CTA group")):
+            choices = facet_choices(facet) if facet in given else None
+            bad = [v for v in given.get(facet, ()) if choices is not None and v not in choices]
+            if bad:
+                raise SweepError(f"{what} must be one of {', '.join(map(str, choices))}, not {bad[0]!r}")
         return self
 
 
-def _kinds() -> list[str]:
-    from harness.families.wgmma import forms
-    from harness.spec import idesc
-    return list(dict.fromkeys(forms.KINDS + idesc.KINDS))
+def facet_choices(facet: str, names=None) -> list | None:
+    """The values of a facet that the families (of `names`, the registry's by default) that have it declare (their
+    optional `facet_values()`), in their order: the selection flags' choices, and what Selection.validate takes.
+    None where no family has the facet or one that has it declares no values for it (N, or a family from outside
+    that declares none): then any value is taken, and one that no case has is refused as the plan is made."""
+    out: dict = {}
+    for fam in map(families.get, families.registry() if names is None else names):
+        if facet not in fam.facets:
+            continue
+        declared = fam.facet_values().get(facet) if hasattr(fam, "facet_values") else None
+        if declared is None:
+            return None
+        out.update(dict.fromkeys(declared))
+    return list(out) or None
 
 
 def add_flags(p, family_names: tuple[str, ...]) -> None:
     """The flags that name a Selection, added to an argparse parser (Selection.from_flags reads them back). Here, with
     Selection, rather than in the command line: `sweep` and `compile` take them, and so does the pytest plugin's
     --tc-sweep (harness/pytest_plugin.py), which sits beside the command line and may not import it."""
+    choices = lambda facet: facet_choices(facet, family_names)  # noqa: E731  (what the families declare)
     p.add_argument("--family", action="append", choices=list(family_names),
                    help="instruction family (repeatable)")
-    p.add_argument("--kind", action="append", choices=_kinds(), help="wgmma or tcgen05 kind (repeatable)")
+    p.add_argument("--kind", action="append", choices=choices("kind"), help="wgmma or tcgen05 kind (repeatable)")
     p.add_argument("--n", action="append", type=int, help="only these N (repeatable)")
-    p.add_argument("--a-src", action="append", choices=OperandSource.values(), help="A operand source (repeatable)")
-    p.add_argument("--cta-group", action="append", type=int, choices=[1, 2], help="tcgen05 CTA group")
-    p.add_argument("--dtype", action="append", choices=["f16", "f32", "s32"], help="accumulator type")
-    p.add_argument("--data", action="append", choices=["exact", "normal"])
+    p.add_argument("--a-src", action="append", choices=choices("a_src"), help="A operand source (repeatable)")
+    p.add_argument("--cta-group", action="append", type=int, choices=choices("cta_group"), help="tcgen05 CTA group")
+    p.add_argument("--dtype", action="append", choices=choices("dtype"), help="accumulator type")
+    p.add_argument("--data", action="append", choices=choices("data"))
     p.add_argument("--match", action="append", help="only cases whose id contains this text (repeatable: any of "
                                                     "them; other filters narrow it further)")
     p.add_argument("--no-controls", action="store_true", help="skip the negative controls")

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
 
-from harness.enums import FamilyName
+from harness.enums import FamilyName, declare_arch
 
 # name -> module holding its FAMILY object; a fifth family in the tree (mma.sync, sm_120 ...) is one more line here
 REGISTRY = {str(FamilyName.WGMMA): "harness.families.wgmma", str(FamilyName.WGMMA_SP): "harness.families.wgmma_sp",
@@ -53,13 +53,28 @@ def registry_of(extra: str) -> Mapping[str, str]:
     return MappingProxyType(out)
 
 
+_DECLARED: set[str] = set()  # the family modules whose archs are declared (declare_archs)
+
+
 def get(name):
     reg = registry_of(os.environ.get(EXTRA, ""))
     try:
         module = reg[str(name)]
     except KeyError:
         raise ValueError(f"unknown instruction family {name!r}; one of {', '.join(reg)}") from None
-    return importlib.import_module(module).FAMILY
+    fam = importlib.import_module(module).FAMILY
+    if module not in _DECLARED:
+        declare_archs(fam)
+        _DECLARED.add(module)
+    return fam
+
+
+def declare_archs(fam) -> None:
+    """The archs a family declares (its optional `arch_compute_capabilities`: arch -> the compute capabilities that
+    run it, for an arch whose name is not NVIDIA's spelling) made known to harness.enums.runs_on; a family on
+    NVIDIA's archs declares none."""
+    for arch, ccs in getattr(fam, "arch_compute_capabilities", {}).items():
+        declare_arch(arch, ccs)
 
 
 def check_extra() -> None:

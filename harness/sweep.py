@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import cache, plan as planning, registry as families  # the families by name
-from harness.contract import Kernel, case_record
+from harness.contract import Kernel, case_record, record_facets
 from harness.enums import ExitCode, Status
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
@@ -67,16 +67,29 @@ class SweepConfig:
     level: int | None = None  # sweep --level (harness/levels.py): 1 the fleet sample, 3 the full sweep; recorded
 
 
+def ptx_modules(cfg: SweepConfig) -> bool:
+    """Whether the sweep's modules are PTX the driver's JIT compiles (which GPUs run an arch's kernels depends on it:
+    harness.enums.runs_on)."""
+    tc = cfg.kernels.toolchain if cfg.kernels is not None else cfg.toolchain
+    return tc is not None and tc.kind is ToolchainKind.DRIVER_JIT
+
+
 def devices(cfg: SweepConfig, archs) -> list[tuple[int, str]]:
-    """(GPU index, arch) of every selected GPU whose arch some family runs."""
+    """(GPU index, arch) for every selected GPU and every one of `archs` it runs (gpu.runs): a GPU that runs several
+    is listed with each."""
     out = []
     for arch in dict.fromkeys(map(str, archs)):
-        out += [(i, arch) for i in gpu.select(cfg.gpus, arch)]
+        out += [(i, arch) for i in gpu.select(cfg.gpus, arch, ptx_modules(cfg))]
     return sorted(out)
 
 
+def device_indices(devs) -> list[int]:
+    """The GPU indices of `devices`' answer, each once."""
+    return list(dict.fromkeys(d for d, _ in devs))
+
+
 def run_archs(devs) -> dict[str, str]:
-    """family -> the arch its cases are planned for: the first of its archs with a GPU here."""
+    """family -> the arch its cases are planned for: the first of its archs a GPU here runs."""
     here = {a for _, a in devs}
     out = {}
     for fam in families.all_families():
@@ -419,7 +432,7 @@ def check_kernels_toolchain(kernels: list[Kernel], cfg: SweepConfig, devs) -> To
                 sass.nvdisasm_path()
             except sass.NvdisasmMissing as e:  # before any compile: every cubin would go unchecked
                 raise SweepError(str(e)) from None
-    for d, _ in devs:
+    for d in device_indices(devs):
         try:
             toolchains.check_driver(tc, (gpu.device_info(d) or {}).get("driver") or 0)
         except toolchains.ToolchainError as e:
@@ -429,7 +442,7 @@ def check_kernels_toolchain(kernels: list[Kernel], cfg: SweepConfig, devs) -> To
 
 def _environment(cfg: SweepConfig, devs, problem, selection: str | None, run_kind: str) -> dict:
     """The environment record of this run's results file."""
-    env = results.environment([d for d, _ in devs], toolchain=cfg.toolchain, kernels=cfg.kernels, run=run_kind)
+    env = results.environment(device_indices(devs), toolchain=cfg.toolchain, kernels=cfg.kernels, run=run_kind)
     env["gpu_state"] = "unusable" if problem else ("usable" if devs else gpu.state().kind)
     env["gpus_requested"] = cfg.gpus
     if cfg.level is not None:
@@ -690,22 +703,25 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
     for k, cs in work:
         fam = families.get(k.family)
         if problem:
-            emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}", **fam.case_fields(c))
-                  for c in cs])
+            emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}", **fam.case_fields(c),
+                              **record_facets(fam, c)) for c in cs])
         elif compiled[k].error is not None:
-            emit([case_record(c.id, k, Status.COMPILE_ERROR, error=str(compiled[k].error), **fam.case_fields(c))
-                  for c in cs])
+            emit([case_record(c.id, k, Status.COMPILE_ERROR, error=str(compiled[k].error), **fam.case_fields(c),
+                              **record_facets(fam, c)) for c in cs])
         elif k not in run_set:
-            reason = gpu.skip_reason(*map(str, fam.archs))
+            reason = gpu.skip_reason(*map(str, fam.archs), ptx=ptx_modules(cfg))
             not_run[str(k.family)] = not_run.get(str(k.family), 0) + len(cs)
-            emit([case_record(c.id, k, Status.NOT_RUN, reason=reason, **fam.case_fields(c)) for c in cs])
+            emit([case_record(c.id, k, Status.NOT_RUN, reason=reason, **fam.case_fields(c), **record_facets(fam, c))
+                  for c in cs])
     for fam, n in not_run.items():
-        log(f"{fam}: {n} cases recorded as not run ({gpu.skip_reason(*map(str, families.get(fam).archs))})")
+        log(f"{fam}: {n} cases recorded as not run "
+            f"({gpu.skip_reason(*map(str, families.get(fam).archs), ptx=ptx_modules(cfg))})")
     timing = {"plan_s": round(plan_s, 2)}
     interrupted: KeyboardInterrupt | None = None
     try:
         if jobs:
-            log("GPUs: " + ", ".join(f"{d} ({gpu.device_info(d)['name']}, {a})" for d, a in devs))
+            log("GPUs: " + ", ".join(f"{d} ({gpu.device_info(d)['name']}, "
+                                     f"{', '.join(a for i, a in devs if i == d)})" for d in device_indices(devs)))
             timing.update(engine.run(cubins, cfg.timeout, emit, log))
         if suspects and cfg.diagnose > 0:
             summary["diagnosed"] = _diagnose(p, compiled, suspects[:cfg.diagnose], devs, cfg, writer, log,
@@ -732,8 +748,9 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
         if interrupted is not None:
             summary["interrupted"] = True
             summary["signal"] = str(interrupted) or "SIGINT"
-        summary["not_run_reasons"] = {fam: gpu.skip_reason(*map(str, families.get(fam).archs)) for fam in not_run}
-        summary["gpus"] = [d for d, _ in devs]
+        summary["not_run_reasons"] = {fam: gpu.skip_reason(*map(str, families.get(fam).archs), ptx=ptx_modules(cfg))
+                                      for fam in not_run}
+        summary["gpus"] = device_indices(devs)
         summary["timing"] = timing
         summary["wall_s"] = round(time.time() - t0, 2)
         try:

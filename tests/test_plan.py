@@ -450,3 +450,37 @@ def test_forms_only_another_arch_has_are_compiled_where_that_arch_is_not_run(fla
     assert all(str(k.arch) == "sm_100a" for k, _ in p.work)
     p = plan.make(plan.Selection(families=("tcgen05",), kinds=("f16",)), {"tcgen05": "sm_100a"})
     assert not {k.name for k in p.compile_only} & only_103  # a selection none of whose cases they have: left out
+
+
+DECLARING = [f for f in registry.all_families() if hasattr(f, "facet_values")]
+
+
+@pytest.mark.parametrize("fam", DECLARING, ids=lambda f: str(f.name))
+def test_the_facet_values_a_family_declares_are_those_its_cases_have(fam):
+    """The selection flags' choices are what the families declare (plan.facet_choices): a value declared and no case's
+    would be offered for nothing, a case's value not declared could not be selected."""
+    assert {str(f.name) for f in DECLARING} == {"wgmma", "wgmma_sp", "wgmma_seq", "tcgen05"}
+    seen: dict = {}
+    for arch in fam.archs:
+        for _, cases in plan.family_kernels(fam, arch, cache=True):
+            for c in cases:
+                for facet, v in fam.facets_of(c).items():
+                    seen.setdefault(facet, set()).add(v)
+    declared = fam.facet_values()
+    assert set(declared) <= set(fam.facets) and "n" not in declared
+    assert {facet: set(vs) for facet, vs in declared.items()} == {facet: seen[facet] for facet in declared}
+
+
+def test_the_selection_flags_offer_what_the_families_declare(monkeypatch):
+    assert plan.facet_choices("kind")[:5] == ["f16", "tf32", "f8", "s8", "b1"] and "mxf4nvf4" in plan.facet_choices(
+        "kind")
+    assert plan.facet_choices("a_src") == ["SS", "RS", "TS"] and plan.facet_choices("cta_group") == [1, 2]
+    assert plan.facet_choices("n") is None  # declared by none: any N, refused at the plan where no case has it
+    assert plan.facet_choices("kind", ("wgmma_seq",)) == ["f16", "tf32", "f8", "s8"]
+    # a family that has a facet and declares no values for it leaves that flag open
+    monkeypatch.setenv(registry.EXTRA, "toy=tests.simulated.toy_family")
+    toy = registry.get("toy")
+    monkeypatch.setattr(type(toy), "facets", frozenset({"n", "kind"}), raising=False)
+    assert plan.facet_choices("kind") is None and plan.facet_choices("a_src") == ["SS", "RS", "TS"]
+    with pytest.raises(plan.SweepError, match="A source must be one of SS, RS, TS, not 'XS'"):
+        plan.Selection(a_srcs=("XS",)).validate()

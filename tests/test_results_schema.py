@@ -38,6 +38,8 @@ def fields(rec: dict, kind: str) -> set[str]:
             names |= {f"{k}.{sub}" for item in rec[k] if isinstance(item, dict) for sub in item}
     if kind == "summary" and isinstance(rec.get("timing"), dict):
         names |= {f"timing.{sub}" for sub in rec["timing"]}
+    if kind == "case" and isinstance(rec.get("facets"), dict):
+        names |= {f"facets.{sub}" for sub in rec["facets"]}
     return names
 
 
@@ -90,6 +92,7 @@ def test_a_simulated_sweep_writes_only_documented_fields(monkeypatch, tmp_path):
     assert {"environment", "case", "summary"} <= kinds and {"pass", "fault", "not-run"} <= statuses
     assert raw[0]["schema"] == results.SCHEMA and "cuda_visible_devices" in raw[0] and "gpus_requested" in raw[0]
     assert any("kernel_s" in r for r in recs.values())
+    assert all(r["facets"]["kind"] in ("s8", "f16") for r in recs.values())  # passed, faulted and not run alike
     assert undocumented(field_names(raw)) == set()
 
 

@@ -14,7 +14,7 @@ def test_wgmma_cases_are_recorded_not_run_beside_tcgen05_results(tmp_path, monke
     monkeypatch.setattr(gpu, "device_count", lambda: 1)
     monkeypatch.setattr(gpu, "device_info", lambda index=0: b200 if index == 0 else None)
     monkeypatch.setattr(gpu, "skip_reason",
-                        lambda *archs: None if "sm_100a" in archs else f"needs a {' or '.join(archs)} GPU; "
+                        lambda *archs, ptx=False: None if "sm_100a" in archs else f"needs a {' or '.join(archs)} GPU; "
                                                                        f"this is {b200['name']}")
     out = tmp_path / "r.jsonl"
     sel = sweep.Selection(families=("wgmma", "tcgen05"), kinds=("b1", "f16"), a_srcs=("RS", "TS"), n_values=(8, 64))

@@ -11,7 +11,7 @@ from pathlib import Path
 from harness import plan
 from harness.cli import results as results_commands
 from harness.cli.common import DEFAULT_OUT, DEFAULT_RESULTS_DIR, PROG, UsageError, count, out_file, results_out, seconds
-from harness.enums import ExitCode
+from harness.enums import ExitCode, ToolchainKind
 
 
 def _toolchain(cmd: str, a):
@@ -128,7 +128,7 @@ def _sweep_command(a, ahead, helpers) -> int:
     if junit is not None and junit.resolve() == out.resolve():
         raise UsageError(f"sweep: --junit {a.junit} is the --out file; give the XML its own name")
     shard = _shard(a.shard)
-    _check_gpus(a.gpus)
+    _check_gpus(a.gpus, ptx=a.toolchain == ToolchainKind.DRIVER_JIT)
     if a.bundle is not None and (not a.bundle.strip() or (Path(a.bundle).exists() and not Path(a.bundle).is_dir())):
         raise UsageError(f"sweep: --bundle {a.bundle!r}: give a folder (created if absent)")
     try:
@@ -188,26 +188,28 @@ def _shard(text: str | None):
     return i, n
 
 
-def _check_gpus(spec: str) -> None:
+def _check_gpus(spec: str, ptx: bool = False) -> None:
     """Refuse a bad --gpus before compiling: its spelling always, and where GPUs are visible, a GPU that is not
-    there or (named by index) one of an arch the harness does not run on; nothing named is dropped silently.
-    `all` is never refused: on a node whose GPUs the harness cannot use, every case is recorded not run (exit 3)."""
-    from harness.enums import Arch
+    there or (named by index) one that runs no family's arch (harness.enums.runs_on; `ptx`: the driver's JIT compiles
+    the modules); nothing named is dropped silently. `all` is never refused: on a node whose GPUs the harness cannot
+    use, every case is recorded not run (exit 3)."""
+    from harness import registry as families
     from harness.run import gpu
     try:
         how, _ = gpu.parse_gpus(spec)
         if gpu.device_count():
+            archs = list(dict.fromkeys(str(a) for fam in families.all_families() for a in fam.archs))
             picked = gpu.chosen(spec)
             if how == "indices":
-                other = [i for i in picked if (gpu.device_info(i) or {}).get("arch") not in Arch.values()]
+                other = [i for i in picked if not any(gpu.runs(i, arch, ptx) for arch in archs)]
                 if other:
                     info = gpu.device_info(other[0]) or {}
                     raise UsageError(f"sweep: --gpus {spec}: GPU {other[0]} is {info.get('name')} (compute "
                                      f"capability {info.get('compute_capability')}), not one the harness runs on "
-                                     f"({', '.join(Arch.values())})")
-            if how != "all" and not any(gpu.select(spec, arch) for arch in Arch.values()):
+                                     f"({', '.join(archs)})")
+            if how != "all" and not any(gpu.select(spec, arch, ptx) for arch in archs):
                 raise UsageError(f"sweep: --gpus {spec}: none of those GPUs is one the harness runs on "
-                                 f"({', '.join(Arch.values())})")
+                                 f"({', '.join(archs)})")
     except gpu.GpuSelectionError as e:
         raise UsageError(f"sweep: {e}") from None
 

@@ -8,10 +8,20 @@ from harness.records import merge
 _VOLATILE = {"type", "date", "seed", "merged_from", "toolchains"}
 
 
+# the fields of a first_mismatches entry that say what the element is; every other field says where it sits
+VALUES = ("row", "col", "expected", "got", "expected_bits", "got_bits")
+
+
+def coordinates(m: dict) -> list[str]:
+    """Where a mismatch sits, in its family's terms, as its record names it: every field of the entry but the element
+    and its values (VALUES), in the record's order: thread / register / half (wgmma), CTA / lane / column
+    (tcgen05), or a family's own."""
+    return [k for k in m if k not in VALUES]
+
+
 def where(m: dict) -> str:
-    """Where a mismatch sits, in its family's terms: thread / register (wgmma), CTA / lane / column (tcgen05)."""
-    keys = [k for k in ("thread", "register", "half", "cta", "lane", "tmem_column") if k in m]
-    return " ".join(f"{k} {m[k]}" for k in keys)
+    """Where a mismatch sits (coordinates), in words."""
+    return " ".join(f"{k} {m[k]}" for k in coordinates(m))
 
 
 def _pattern(rec: dict):

@@ -15,14 +15,14 @@ from pathlib import Path
 
 from harness.enums import Status
 from harness.records import results
+from harness.records.compare import coordinates
 
 ERRORS = (Status.FAULT, Status.TIMEOUT, Status.COMPILE_ERROR, Status.ERROR)
-WHERE = ("thread", "register", "half", "cta", "lane", "tmem_column")
 IN_MESSAGE = 3  # mismatches spelled out in a failure's message (all of first_mismatches go in its text)
 
 
 def _mismatch(m: dict) -> str:
-    at = ", ".join(f"{k} {m[k]}" for k in WHERE if k in m)
+    at = ", ".join(f"{k} {m[k]}" for k in coordinates(m))  # where it sits, in the family's terms
     return (f"row {m.get('row')} col {m.get('col')}: expected {m.get('expected')} got {m.get('got')}"
             + (f" ({at})" if at else ""))
 
@@ -48,6 +48,12 @@ def _details(rec: dict) -> str:
     return "\n".join(lines)
 
 
+def _is_control(rec: dict) -> bool:
+    """A negative control: its `control`, or its facets' (a control recorded without running has no `control`)."""
+    facets = rec.get("facets")
+    return bool(rec.get("control") or (isinstance(facets, dict) and facets.get("control")))
+
+
 def _case_times(cases: dict) -> dict[str, float]:
     """A case's share of its kernel's launch-to-records time (0 where the file has none: not run, schema 1)."""
     per_kernel: dict[str, int] = {}
@@ -66,7 +72,7 @@ def build(env: dict, cases: dict, summary: dict | None = None, incomplete=()) ->
     suites: dict[str, list[dict]] = {}
     for r in cases.values():
         fam = r.get("family") or "unknown"  # null in a record of another tool's: no suite named None
-        suites.setdefault(f"{fam}.controls" if r.get("control") else fam, []).append(r)
+        suites.setdefault(f"{fam}.controls" if _is_control(r) else fam, []).append(r)
     root = ET.Element("testsuites", name="tensor-core-harness")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
     for sid, (name, recs) in enumerate(sorted(suites.items())):

@@ -47,10 +47,16 @@ def base_of(root) -> Path:
     return root.parent if any(p.parent == root for p in sweep_files(root)) else root
 
 
+# The table's columns after the family: the facets a record carries (its `facets`: the family's, as the sweep wrote
+# them) that name them. A facet a family does not have is "?" in its rows.
+COLUMNS = (("kind", "kind"), ("accumulator", "dtype"), ("A source", "a_src"))
+
+
 @lru_cache(maxsize=4096)
 def _kernel_key(family: str | None, kernel: str) -> tuple:
-    """(family, kind, accumulator or None, A source) of a kernel name: a sweep's cases share a few hundred kernels,
-    so a table of 27,554 cases splits each name once. tcgen05's accumulator is in the case id (None here)."""
+    """(family, kind, accumulator or None, A source) of a kernel name, for the committed results files written before
+    case records carried their facets (row_key): a sweep's cases share a few hundred kernels, so a table of 27,554
+    cases splits each name once. tcgen05's accumulator is in the case id (None here)."""
     family = family or kernel.split("_")[0]
     parts = kernel.split("_")
     if parts[:2] == ["wgmma", "sp"]:  # wgmma_sp_<kind>_<shape>_<acc>_<src>
@@ -60,7 +66,12 @@ def _kernel_key(family: str | None, kernel: str) -> tuple:
 
 
 def row_key(rec: dict) -> tuple:
-    """(family, kind, accumulator, A source) from the kernel name and the case id, for either family."""
+    """(family, kind, accumulator, A source): the record's facets (COLUMNS). A record without them, of a committed
+    results file written before records carried their facets, has them read off its kernel name and case id as
+    those files' families named them (_kernel_key); no record the harness writes now needs that."""
+    facets = rec.get("facets")
+    if isinstance(facets, dict):
+        return (rec.get("family") or "?", *(str(facets.get(k, "?")) for _, k in COLUMNS))
     family, kind, acc, src = _kernel_key(rec.get("family"), rec.get("kernel") or "?")  # no kernel: another tool's
     if acc is None:
         try:
@@ -74,7 +85,13 @@ _NEGATIVE_CONTROL_ID = re.compile(r"-neg[-_:]")
 
 
 def is_control(rec: dict) -> bool:
-    return bool(rec.get("control")) or _NEGATIVE_CONTROL_ID.search(rec["id"]) is not None
+    """A negative control: its record's `control`, or its facets' (a control recorded without running has no
+    `control` field). The id pattern is read only in records without facets: committed files of runs before
+    records carried them."""
+    facets = rec.get("facets")
+    if rec.get("control") or (isinstance(facets, dict) and facets.get("control")):
+        return True
+    return not isinstance(facets, dict) and _NEGATIVE_CONTROL_ID.search(rec["id"]) is not None
 
 
 def _n(x: int) -> str:
@@ -119,7 +136,7 @@ def computed_table(path: Path, name: Path) -> list[str]:
     lines += [f"**{NOT_WHOLE}{p}**" for p in problems] + ([""] if problems else [])
     cols = ["cases", *STATUSES, "controls", "controls caught"]
     shown = [c for c in cols if c in ("cases", "pass") or total[c]]
-    lines.append("| family | kind | accumulator | A source | " + " | ".join(shown) + " |")
+    lines.append("| family | " + " | ".join(c for c, _ in COLUMNS) + " | " + " | ".join(shown) + " |")
     lines.append("| --- " * (4 + len(shown)) + "|")
     for key in sorted(rows):
         lines.append("| " + " | ".join(key) + " | " + " | ".join(_n(rows[key][c]) or "0" if c in ("cases", "pass")

@@ -421,7 +421,7 @@ _COUNT = (int,)
 _CASE_FIELDS = {"kernel": str, "family": str, "arch": str, "mismatches": int, "first_mismatches": list, "error": str,
                 "reason": str, "seed": int, "kernel_s": (int, float), "control": str, "why": str, "diagnosis": list,
                 "bad_rows": str, "bad_cols": str, "gpu": int, "isolated": bool, "caught": bool,
-                "matches_model_prediction": bool}
+                "matches_model_prediction": bool, "facets": dict}
 _ENV_FIELDS = {"host": str, "date": str, "toolchain": str, "nvrtc": str, "nvrtc_build": str, "harness": str,
                "run": str, "selection": str, "merged_from": list, "gpu": str, "gpu_uuid": str, "planned": dict}
 _SUMMARY_FIELDS = {"cases": int, "tcgen05_cases": int, "unaccounted": int, "interrupted": bool,

@@ -21,11 +21,12 @@ from pathlib import Path
 from harness import registry
 from harness.cache import cache_dir, content_digest
 from harness.contract import CompileError, IfAccepted, Kernel, SassCheck
+from harness.enums import Arch
 from harness.run import cores, processes, sass, toolchain as toolchains
 from harness.run.sass import Verdict
 from harness.run.toolchain import Toolchain
 
-ARCHS = ("sm_90a", "sm_100a", "sm_103a")
+ARCHS = Arch.values()  # the vocabulary's archs (harness.enums), not a list of its own
 # a kernel's options at full optimization; a CompileJob adds its toolchain's fast-compile level unless it asks not to
 DEFAULT_OPTIONS = ("-std=c++17", "--device-as-default-execution-space", "-lineinfo")
 

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import registry as families  # the families by name (harness/registry.py)
-from harness.contract import CaseLines, Kernel, LaunchFailed, LaunchInput, case_record
+from harness.contract import CaseLines, Kernel, LaunchFailed, LaunchInput, case_record, record_facets
 from harness.enums import Status
 from harness.run import cores, processes
 from harness.run.launch import load_outputs
@@ -185,11 +185,26 @@ def load_expectations(spooled: Spooled) -> list:
         return pickle.load(fh)
 
 
+def with_facets(kernel: Kernel, expectations: list, recs: list[dict]) -> list[dict]:
+    """`recs` (of the cases of `expectations`), each given its case's facets (contract.record_facets). An
+    expectation names its case as `.case` (what the engine reads of a failed launch's cases too); one that does not
+    leaves its record without facets."""
+    fam = families.get(kernel.family)
+    cases = {e.case.id: e.case for e in expectations if hasattr(e, "case")}
+    for r in recs:
+        case = cases.get(r["id"])
+        if case is not None:
+            r.update(record_facets(fam, case))
+    return recs
+
+
 def readback_job(kernel: Kernel, spooled: Spooled, device: int) -> tuple[CaseLines, float]:
     """(the launch's case records, encoded here for the results file, the seconds the read-back took in this pool
     process)."""
     t = time.perf_counter()
-    recs = families.get(kernel.family).readback(kernel, load_expectations(spooled), load_outputs(spooled.outputs))
+    expectations = load_expectations(spooled)
+    recs = with_facets(kernel, expectations, families.get(kernel.family).readback(kernel, expectations,
+                                                                                   load_outputs(spooled.outputs)))
     for r in recs:
         r["gpu"] = device
     remove(spooled)
@@ -345,8 +360,9 @@ def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: 
 class Engine:
     """Started before the sweep plans and compiles, so that the pool's processes and the GPU workers'
     contexts come up meanwhile; `begin` hands it the jobs to prepare, `run` drives them. `devices` pairs
-    each GPU index with its arch: a job goes only to a worker of a GPU of its kernel's arch, the one holding fewest
-    launches."""
+    each GPU index with an arch it runs (a GPU that runs several archs is listed with each: the sweep's `devices`
+    asks harness.enums.runs_on): a job goes only to a worker of a GPU that runs its kernel's arch, the one holding
+    fewest launches."""
 
     def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND,
                  isolation: IsolationBudget | None = None, keep_launches: Path | None = None,
@@ -364,15 +380,18 @@ class Engine:
         self.kept = self._kept_folder.launches if self._kept_folder else None
         self.isolation = isolation or IsolationBudget()
         self.nworkers = helpers.workers if helpers is not None else max(1, workers or cores.default_workers())
-        slots = [(d, a) for d, a in devices for _ in range(max(1, workers_on_one_gpu) if len(devices) == 1 else 1)]
+        runs: dict[int, set[str]] = {}  # GPU index -> the archs it runs
+        for d, a in devices:
+            runs.setdefault(d, set()).add(str(a))
+        slots = [d for d in runs for _ in range(max(1, workers_on_one_gpu) if len(runs) == 1 else 1)]
         self.gpu_workers = []
         untaken = started  # the worker handed in goes to the first slot of its GPU, and to no other
-        for d, _ in slots:
+        for d in slots:
             take = untaken is not None and (untaken.device, untaken.backend) == (d, backend)
             self.gpu_workers.append(untaken if take else GpuWorker(d, backend))
             self.gpu_workers[-1].spares = True  # after a fault, a spare started ahead takes its place
             untaken = None if take else untaken
-        self.arch_of = {w: str(a) for w, (_, a) in zip(self.gpu_workers, slots)}
+        self.archs_of = {w: frozenset(runs[d]) for w, d in zip(self.gpu_workers, slots)}
         try:
             for w in self.gpu_workers:
                 w.start()
@@ -559,8 +578,8 @@ class Engine:
         def isolate(entry, device: int, error) -> None:
             job, spooled, tk = entry
             ti = time.time()
+            expectations = load_expectations(spooled)
             if self.storm.raging(job.kernel):
-                expectations = load_expectations(spooled)
                 remove(spooled)
                 why = f"not bisected: {self.storm.describe(job.kernel)}"
                 recs = [case_record(e.case.id, job.kernel, error.status, isolated=False,
@@ -571,12 +590,13 @@ class Engine:
                 iso_timeout = isolation_timeout(timeout, self.slowest_launch_s)
                 timing["isolation_timeout_s"] = iso_timeout
                 try:
-                    recs = run_isolated(isolator, job.kernel, load_expectations(spooled),
+                    recs = run_isolated(isolator, job.kernel, expectations,
                                         LaunchInput.load(spooled.launch), cubins[job.kernel.name], iso_timeout, log,
                                         first_error=error, budget=self.isolation)
                 finally:
                     isolator.close()
                     remove(spooled)
+            with_facets(job.kernel, expectations, recs)
             for r in recs:
                 r["gpu"] = device
             timing["isolate_s"] += time.time() - ti
@@ -589,8 +609,9 @@ class Engine:
             status = self.storm.status(job.kernel)
             why = (f"not launched: {self.storm.describe(job.kernel)}, so the rest of its launches were recorded "
                    f"{status} without launching (harness/run/engine.py, FaultStorm)")
-            recs = [case_record(e.case.id, job.kernel, status, isolated=False, error=why)
-                    for e in load_expectations(spooled)]
+            expectations = load_expectations(spooled)
+            recs = with_facets(job.kernel, expectations, [case_record(e.case.id, job.kernel, status, isolated=False,
+                                                                      error=why) for e in expectations])
             remove(spooled)
             finished(CaseLines(recs), job, None, time.time())
 
@@ -607,9 +628,9 @@ class Engine:
                 not_launched(job, spooled)
                 drain()
                 continue
-            mine = [w for w in self.gpu_workers if self.arch_of[w] == str(job.kernel.arch)]
+            mine = [w for w in self.gpu_workers if str(job.kernel.arch) in self.archs_of[w]]
             if not mine:
-                raise ValueError(f"{job.kernel.name}: no GPU of {job.kernel.arch} in this engine")
+                raise ValueError(f"{job.kernel.name}: no GPU that runs {job.kernel.arch} in this engine")
             free = [w for w in mine if not w.full]
             answered = None
             if not free:  # take the first answer, give that GPU its next launch, then hand off the read-back

@@ -3,7 +3,8 @@
 Start-up tells three states apart (`state()`):
   * no GPU: CUDA says there is no device or no driver, and nvidia-smi lists none (a CPU machine, CI):
     every case is recorded not-run with the reason;
-  * a usable GPU (of some arch: a case needs a GPU of its kernel's arch, else it is not-run with the reason);
+  * a usable GPU (of some compute capability: a case needs a GPU that runs its kernel's arch, harness.enums.runs_on,
+    else it is not-run with the reason);
   * a GPU present but unusable: CUDA fails with anything but "no device / no driver" (getDeviceCount or
     getDeviceProperties raise), or nvidia-smi lists GPUs while CUDA finds none. The sweep then records every
     case as `error` with the message and exits 4: an unusable GPU must not look like "nothing to run here".
@@ -16,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
-ARCH_OF_CC = {(9, 0): "sm_90a", (10, 0): "sm_100a", (10, 3): "sm_103a"}
+from harness.enums import Arch, runs_on
 
 # CUDA runtime errors that mean "no GPU here" rather than "a GPU that does not work"
 NO_DEVICE_ERRORS = {100: "cudaErrorNoDevice", 35: "cudaErrorInsufficientDriver"}
@@ -115,7 +116,10 @@ def _info(rt, index: int) -> dict:
     cc = (props["major"], props["minor"])
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     uuid = uuid_of(index, props)
-    return {"index": index, "name": name, "compute_capability": f"{cc[0]}.{cc[1]}", "arch": ARCH_OF_CC.get(cc),
+    # "arch" names the GPU in words (doctor, bench): the first of the vocabulary's archs that runs on it, or None;
+    # which kernels it runs is asked of its compute capability (runs)
+    return {"index": index, "name": name, "compute_capability": f"{cc[0]}.{cc[1]}",
+            "arch": next((str(a) for a in Arch if a.runs_on(f"{cc[0]}.{cc[1]}")), None),
             "uuid": uuid, "multiprocessors": props["multiProcessorCount"],
             "driver": rt.driverGetVersion(), "runtime": rt.runtimeGetVersion()}
 
@@ -182,12 +186,18 @@ def device_info(index: int = 0) -> dict | None:
     return dict(st.infos[index]) if 0 <= index < st.count else None
 
 
-def skip_reason(*archs: str) -> str | None:
-    """None when a GPU of one of `archs` is here, else why their cases cannot run."""
-    infos = [device_info(i) for i in range(device_count())]
-    if any(i and i["arch"] in archs for i in infos):
+def runs(index: int, arch, ptx: bool = False) -> bool:
+    """Whether GPU `index` (is here and) runs a kernel built for `arch`: as a cubin, or with `ptx` as PTX the
+    driver's JIT compiles (harness.enums.runs_on, of its compute capability)."""
+    info = device_info(index)
+    return info is not None and runs_on(arch, info["compute_capability"], ptx)
+
+
+def skip_reason(*archs: str, ptx: bool = False) -> str | None:
+    """None when a GPU that runs one of `archs` is here, else why their cases cannot run."""
+    if any(runs(i, a, ptx) for i in range(device_count()) for a in archs):
         return None
-    info = infos[0] if infos else None
+    info = device_info(0) if device_count() else None
     want = " or ".join(map(str, archs))
     if info is None:
         return f"needs a {want} GPU; none is visible (no CUDA device or driver)"
@@ -247,8 +257,8 @@ def chosen(spec: str) -> list[int]:
     return val
 
 
-def select(spec: str, arch: str) -> list[int]:
-    """Device indices for `--gpus` of one arch: 'all' (every visible GPU of the arch), indices '2' or '0,2',
-    or 'count:N' (the first N visible). Indices are CUDA's, after CUDA_VISIBLE_DEVICES (under Slurm, the job's
-    GPUs)."""
-    return [i for i in chosen(spec) if (device_info(i) or {}).get("arch") == arch]
+def select(spec: str, arch: str, ptx: bool = False) -> list[int]:
+    """Device indices for `--gpus` that run one arch (`runs`): 'all' (every visible GPU that runs it), indices '2'
+    or '0,2', or 'count:N' (the first N visible). Indices are CUDA's, after CUDA_VISIBLE_DEVICES (under Slurm, the
+    job's GPUs)."""
+    return [i for i in chosen(spec) if runs(i, arch, ptx)]

@@ -149,7 +149,7 @@ def run(forms_, out_path: Path, device: int = 0, timeout: float = 120.0, jobs: i
     from harness.run.worker import GpuWorker
     t_start = time.perf_counter()
     info = gpu.device_info(device)
-    arch = info["arch"] if info else None
+    arch = info["arch"] if info else None  # the GPU in words; which forms it times is gpu.runs's answer
     env = results.environment([device], seed_note="bench: fixed image seed 12345", run="bench")
     env["bench"] = {"device": device, "multiprocessors": info["multiprocessors"] if info else None,
                     "rated_sm_clock_mhz": device_clock_mhz(device) if info else None,
@@ -167,7 +167,8 @@ def run(forms_, out_path: Path, device: int = 0, timeout: float = 120.0, jobs: i
     out_path.parent.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     records = []
-    worker = GpuWorker(device, backend=backend) if arch else None
+    worker = GpuWorker(device, backend=backend) if any(gpu.runs(device, a) for f in forms_ for a in f.archs) \
+        else None
     if worker:
         worker.start()
     try:
@@ -177,26 +178,27 @@ def run(forms_, out_path: Path, device: int = 0, timeout: float = 120.0, jobs: i
                 fh.flush()
             write(env)
             for f in forms_:
-                farch = f.archs[0] if arch not in f.archs else arch
+                farch = next((a for a in f.archs if gpu.runs(device, a)), None)
+                here, farch = farch is not None, farch or f.archs[0]
                 comp = compiled[(f.module_name, farch)]
                 problems = sass_problems(f, comp) if comp.error is None else []
                 if comp.error is not None:
                     rec = stats.timing_record(f, farch, "compile-error", reason=str(comp.error))
                 elif problems:  # a number from this module would not be the form's: say why, time nothing
                     rec = stats.timing_record(f, farch, "compile-error", reason="SASS: " + "; ".join(problems))
-                elif arch not in f.archs:
+                elif not here:
                     why = ("no GPU visible" if info is None else
                            f"needs {' or '.join(f.archs)}; GPU {device} is {info['name']} ({arch or info['compute_capability']})")
                     rec = stats.timing_record(f, farch, "not-run", reason=why)
                 else:
                     try:
-                        rec = stats.timing_record(f, arch, STATUS_OK,
+                        rec = stats.timing_record(f, farch, STATUS_OK,
                                                   **_time_form(f, worker, str(comp.cubin_path),
                                                                info["multiprocessors"], timeout))
                     except LaunchFailed as e:
-                        rec = stats.timing_record(f, arch, e.status, reason=str(e))
+                        rec = stats.timing_record(f, farch, e.status, reason=str(e))
                     except ValueError as e:  # a kernel that ran but wrote no clocks
-                        rec = stats.timing_record(f, arch, "fail", reason=str(e))
+                        rec = stats.timing_record(f, farch, "fail", reason=str(e))
                 counts[rec["status"]] = counts.get(rec["status"], 0) + 1
                 records.append(rec)
                 write(rec)

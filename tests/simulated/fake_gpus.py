@@ -21,13 +21,21 @@ def hide_real_gpus(monkeypatch) -> None:
     monkeypatch.setattr(gpu, "unusable", lambda: None)
 
 
-def install(monkeypatch, archs) -> None:
-    """archs: the arch of each simulated GPU, by index."""
+def install(monkeypatch, archs, ccs=None) -> None:
+    """archs: the arch of each simulated GPU, by index; ccs: the compute capability of each arch CC does not have (an
+    arch the harness has never heard of, which its family declares). NVRTC is not asked whether it builds those
+    archs: nothing is compiled for a simulated GPU."""
     from harness import sweep
     from harness.run import gpu
-    infos = {i: {"index": i, "name": f"Simulated {a}", "compute_capability": CC[a], "arch": a,
+    cc = {**CC, **(ccs or {})}
+    infos = {i: {"index": i, "name": f"Simulated {a}", "compute_capability": cc[a], "arch": a,
                  "uuid": f"GPU-sim-{i}", "multiprocessors": 1, "driver": 0, "runtime": 0}
              for i, a in enumerate(archs)}
+    if ccs:
+        from harness.run import toolchain
+        cannot = toolchain.Toolchain.cannot_build
+        monkeypatch.setattr(toolchain.Toolchain, "cannot_build",
+                            lambda self, archs_: cannot(self, [a for a in archs_ if str(a) not in ccs]))
     monkeypatch.setattr(gpu, "device_count", lambda: len(infos))
     monkeypatch.setattr(gpu, "device_info", lambda index=0: infos.get(index))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.contract import Device, Kernel, case_record
-from harness.enums import Arch, FamilyName
+from harness.enums import Arch, FamilyName, OperandSource
 
 
 class Tcgen05Family:
@@ -24,6 +24,15 @@ class Tcgen05Family:
         # the forms with cases (the compile-only ones, .ws.sp, have none: tests compile them);
         # a few hundred cases, built in milliseconds
         return [k for k, cs in self.kernels(arch) if cs]
+
+    @staticmethod
+    def facet_values() -> dict:
+        """The values its cases' facets take (harness.plan.facet_choices): the instruction descriptor's kinds, both
+        CTA groups; N is any number."""
+        from harness.spec import idesc
+        return {"kind": idesc.KINDS, "dtype": ("f32", "f16", "s32"), "a_src": (str(OperandSource.SS),
+                                                                           str(OperandSource.TS)),
+                "cta_group": (1, 2), "data": ("exact",)}
 
     @staticmethod
     def facets_of(case) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 
 from harness.contract import Device, Kernel, LaunchInput, case_record
-from harness.enums import Arch, FamilyName, Status
+from harness.enums import Arch, FamilyName, OperandSource, Status
 
 
 class WgmmaFamily:
@@ -40,6 +40,14 @@ class WgmmaFamily:
     def key_facets(key) -> dict:
         """The facets a kernel key fixes (a dense or sparse one: they have the same fields)."""
         return {"kind": key.kind, "n": key.n, "dtype": key.dtype, "a_src": key.a_src}
+
+    def facet_values(self) -> dict:
+        """The values its cases' facets take, offered as the selection flags' choices (harness.plan.facet_choices);
+        N is any number. tests/test_plan.py holds every family to its cases' values."""
+        forms = self.module("forms")
+        return {"kind": forms.KINDS,
+                "dtype": tuple(dict.fromkeys(d for k in forms.KINDS for d in forms.KIND_DTYPES[k])),
+                "a_src": (str(OperandSource.SS), str(OperandSource.RS)), "data": ("exact", "normal")}
 
     def kernel_facets_of(self, kernel: Kernel) -> dict:
         """The facets every case of the kernel has: its key's (a case's key is its kernel's form)."""

@@ -34,6 +34,16 @@ class WgmmaSeqFamily:
             return []
         return [Kernel(self.name, Arch.SM_90A, key.name, key) for key in forms.all_keys()]
 
+    def facet_values(self) -> dict:
+        """The values its cases' facets take (harness.plan.facet_choices): its kernels' instructions', read off the
+        kernel list (no case is built); every case's data is exact; N is any number."""
+        values: dict = {}
+        for k in self.kernel_list(Arch.SM_90A):
+            for facet, v in self.kernel_facets_of(k).items():
+                if facet != "n":
+                    values.setdefault(facet, {})[v] = None
+        return {**{facet: tuple(vs) for facet, vs in values.items()}, "data": ("exact",)}
+
     @staticmethod
     def kernel_facets_of(kernel: Kernel) -> dict:
         """The facets every case of the kernel has: its steps' instruction's (a case's key is its kernel's form)."""
