@@ -10,9 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.enums import Arch
-from harness.contract import Kernel, case_record
-from harness.contract import LaunchInput, OutputSpec
-from harness.contract import SassCheck, SassRule
+from harness.contract import Kernel, LaunchInput, OutputSpec, case_record
+from tests.simulated.toy_family import PlainFamily
 
 ENV = "rf=tests.results_family"
 BACKEND = "tests.results_family"  # this module is the simulated GPU too (use_device, run)
@@ -41,7 +40,7 @@ def ids() -> list[str]:
     return [RfCase(k, n).id for k in range(KERNELS) for n in range(CASES)]
 
 
-class RfFamily:
+class RfFamily(PlainFamily):
     name = "rf"
     archs = (Arch.SM_90A,)
     facets = frozenset({"n"})
@@ -79,20 +78,6 @@ class RfFamily:
             bad = int((got != expected).sum())
             out.append(case_record(case.id, kernel, "pass" if bad == 0 else "fail", mismatches=bad))
         return out
-
-    def diagnose(self, kernel, cases, cubin_path, worker, timeout, png_dir):
-        return []
-
-    def sass_check(self, kernel):
-        return SassCheck(str(kernel.arch), (SassRule(r"EXIT", "the kernel returns"),))
-
-    @staticmethod
-    def case_fields(case):
-        return {}
-
-    @staticmethod
-    def settle_control(case, record):
-        return record
 
 
 FAMILY = RfFamily()

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.contract import Kernel, LaunchInput, OutputSpec, SassCheck, SassRule, case_record
+from harness.contract import Kernel, LaunchInput, OutputSpec, case_record
+from tests.simulated.toy_family import PlainFamily
 
 ENV = "fifth=tests.simulated.fifth_family"
 ARCH = "sm_777x"
@@ -42,7 +43,7 @@ class FifthExpectation:
     expected: np.ndarray
 
 
-class FifthFamily:
+class FifthFamily(PlainFamily):
     name = "fifth"
     archs = (ARCH,)
     arch_compute_capabilities = {ARCH: ("77.7",)}
@@ -93,20 +94,6 @@ class FifthFamily:
                                             "expected": int(e.expected[x]), "got": int(got[x])} for x in lanes[:3]]
             out.append(rec)
         return out
-
-    def diagnose(self, kernel, cases, cubin_path, worker, timeout, png_dir):
-        return []
-
-    def sass_check(self, kernel):
-        return SassCheck(str(kernel.arch), (SassRule(r"EXIT", "the kernel returns"),))
-
-    @staticmethod
-    def case_fields(case):
-        return {}
-
-    @staticmethod
-    def settle_control(case, record):
-        return record
 
 
 FAMILY = FifthFamily()

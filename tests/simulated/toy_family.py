@@ -10,9 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.enums import Arch
-from harness.contract import Kernel, case_record
-from harness.contract import SassCheck, SassRule
-from harness.contract import LaunchInput, OutputSpec
+from harness.contract import Kernel, LaunchInput, OutputSpec, SassCheck, SassRule, case_record
 
 PARAMS = np.dtype([("image_offset", "<u8"), ("image_bytes", "<u4"), ("bias", "<i4")])
 
@@ -37,7 +35,25 @@ class ToyExpectation:
     expected: np.ndarray
 
 
-class ToyFamily:
+class PlainFamily:
+    """What a test family without probes, case fields or controls answers (shared by the test families)."""
+
+    def diagnose(self, kernel, cases, cubin_path, worker, timeout, png_dir):
+        return []
+
+    def sass_check(self, kernel):
+        return SassCheck(str(kernel.arch), (SassRule(r"EXIT", "the kernel returns"),))
+
+    @staticmethod
+    def case_fields(case):
+        return {}
+
+    @staticmethod
+    def settle_control(case, record):
+        return record
+
+
+class ToyFamily(PlainFamily):
     name = "toy"
     archs = (Arch.SM_90A,)
     facets = frozenset({"n"})
@@ -74,19 +90,6 @@ class ToyFamily:
             out.append(case_record(e.case.id, kernel, "pass" if bad == 0 else "fail", mismatches=bad))
         return out
 
-    def diagnose(self, kernel, cases, cubin_path, worker, timeout, png_dir):
-        return []
-
-    def sass_check(self, kernel):
-        return SassCheck(str(kernel.arch), (SassRule(r"EXIT", "the kernel returns"),))
-
-    @staticmethod
-    def case_fields(case):
-        return {}
-
-    @staticmethod
-    def settle_control(case, record):
-        return record
 
 
 FAMILY = ToyFamily()
