@@ -7,13 +7,12 @@ off, so a test plants failures without a device of its own. Registered with
 TC_HARNESS_FAMILIES="fifth=tests.simulated.fifth_family"; tests/test_fifth_family.py runs it through the command
 line, and nothing in harness/ names it or its arch."""
 import os
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
 from harness.contract import Kernel, LaunchInput, OutputSpec, case_record
-from tests.simulated.toy_family import PlainFamily
+from tests.simulated.toy_family import PlainFamily, SeededCase, ToyExpectation
 
 ENV = "fifth=tests.simulated.fifth_family"
 ARCH = "sm_777x"
@@ -23,7 +22,7 @@ PARAMS = np.dtype([("image_offset", "<u8"), ("image_bytes", "<u4"), ("bias", "<i
 
 
 @dataclass(frozen=True)
-class FifthCase:
+class FifthCase(SeededCase):
     kind: str
     n: int
     control: str = ""  # "wrong-bias": launched with the bias one off, caught when the result is not the intended one
@@ -32,15 +31,6 @@ class FifthCase:
     def id(self) -> str:
         return f"fifth-{self.kind}-n{self.n}" + (f"-neg-{self.control}" if self.control else "")
 
-    @property
-    def seed(self) -> int:
-        return zlib.crc32(self.id.encode())
-
-
-@dataclass
-class FifthExpectation:
-    case: FifthCase
-    expected: np.ndarray
 
 
 class FifthFamily(PlainFamily):
@@ -77,7 +67,7 @@ class FifthFamily(PlainFamily):
             images.append(img)
             params[i] = (off, img.size, BIAS[c.kind] + bool(c.control))
             off += img.size
-            exps.append(FifthExpectation(c, a + b + BIAS[c.kind] + (c.id in wrong)))
+            exps.append(ToyExpectation(c, a + b + BIAS[c.kind] + (c.id in wrong)))
         return LaunchInput(np.concatenate(images), params, {}, {"out": OutputSpec((128,), "int32", -1)}), exps
 
     def readback(self, kernel, expectations, outputs):

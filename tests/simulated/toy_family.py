@@ -15,8 +15,16 @@ from harness.contract import Kernel, LaunchInput, OutputSpec, SassCheck, SassRul
 PARAMS = np.dtype([("image_offset", "<u8"), ("image_bytes", "<u4"), ("bias", "<i4")])
 
 
+class SeededCase:
+    """A test family's case whose draws come from its id (shared by the test families)."""
+
+    @property
+    def seed(self) -> int:
+        return zlib.crc32(self.id.encode())
+
+
 @dataclass(frozen=True)
-class ToyCase:
+class ToyCase(SeededCase):
     n: int
     bias: int
 
@@ -24,14 +32,11 @@ class ToyCase:
     def id(self) -> str:
         return f"toy-add-n{self.n}-bias{self.bias}"
 
-    @property
-    def seed(self) -> int:
-        return zlib.crc32(self.id.encode())
-
 
 @dataclass
 class ToyExpectation:
-    case: ToyCase
+    """A case and the values its launch must give (shared by the test families)."""
+    case: SeededCase
     expected: np.ndarray
 
 
