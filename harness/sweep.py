@@ -18,7 +18,7 @@ from harness.enums import ExitCode, Status
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
 from harness.enums import ToolchainKind
-from harness.run import (checked_set, compile as nvrtc, cores, gpu, kernel_folder, processes, sass,
+from harness.run import (build, compile as nvrtc, cores, gpu, kernel_folder, processes, sass,
                          toolchain as toolchains)
 from harness.run.kernel_folder import KernelFolder
 from harness.run.toolchain import Toolchain
@@ -514,68 +514,23 @@ def check_resume_toolchain(prev_env: dict, cfg: SweepConfig) -> None:
                          f"by {now[0]} (NVRTC {now[1]}); give a new --out")
 
 
+def build_options(cfg: SweepConfig) -> build.BuildOptions:
+    """How the sweep's kernels are made (harness/run/build.py): a compile that fails leaves its source and log
+    beside the results file."""
+    failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
+    return build.BuildOptions(cfg.toolchain, cfg.kernels, cfg.workers, failed_dir)
+
+
 def sass_checked(cfg: SweepConfig) -> bool:
     """Whether the run's modules are cubins whose SASS the sweep checks (not PTX for the driver's JIT)."""
-    tc = cfg.kernels.toolchain if cfg.kernels is not None else (cfg.toolchain or toolchains.default())
-    return tc.kind is not ToolchainKind.DRIVER_JIT
+    return build_options(cfg).checks_sass
 
 
 def compile_kernels(kernels: list[Kernel], cfg: SweepConfig, log, helpers: processes.Helpers | None = None,
                     submitted=None) -> dict[Kernel, nvrtc.Compiled]:
-    """Compile every kernel (cached, in parallel: on `helpers` where given) or take it from the
-    --kernels folder, then check each cubin's SASS against its family's `sass_check` (cached beside the cubin): a
-    kernel whose SASS lacks what it tests gets a SassMismatch as its error, so its cases are recorded `compile-error`
-    with the missing instruction named. `submitted()`: called once the modules to compile have gone to `helpers`
-    (compile.compile_many), if they do."""
-    t = time.time()
-    archs = ", ".join(sorted({str(k.arch) for k in kernels}))
-    tc = cfg.kernels.toolchain if cfg.kernels is not None else (cfg.toolchain or toolchains.default())
-    checked = sass_checked(cfg)
-    list_key = (checked_set.key(kernels, tc.cache_key(), sass.disassembler_id())
-                if checked and cfg.kernels is None and kernels else None)
-    made = "compiled and SASS-checked" if checked else "compiled"
-
-    def say_compiled(fresh: int, cached: int) -> None:
-        log(f"compile: {len(kernels)} kernels for {archs} with {tc.describe()} ({fresh} {made}, {cached} cached) in "
-            f"{time.time() - t:.1f}s; cache {cache.cache_dir()}")
-    cubins = checked_set.recorded(cache.cache_dir(), list_key, len(kernels)) if list_key else None
-    if cubins is not None:
-        say_compiled(0, len(kernels))
-        log(f"SASS: {len(kernels)} kernels checked, 0 lack what they test: the cubins checked by an earlier sweep of "
-            f"this source and toolchain, unchanged since (harness/run/checked_set.py)")
-        return {k: nvrtc.Compiled(k.name, str(k.arch), path, True) for k, path in zip(kernels, cubins)}
-    # each kernel's check made once (its rules compile their regexes), for the compile and the check after it
-    checks = {k: families.get(k.family).sass_check(k) for k in kernels} if checked else {}
-    if cfg.kernels is not None:
-        compiled = cfg.kernels.compiled(kernels)
-        log(f"kernels: {len(kernels)} for {archs} from {cfg.kernels.path} ({tc.describe()}, compiled on "
-            f"{cfg.kernels.host} at {cfg.kernels.date})")
-    else:
-        failed_dir = (Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-compile-errors") if cfg.out_path else None
-        jobs = [nvrtc.compile_job(k, checks.get(k)) for k in kernels]
-        compiled = dict(zip(kernels, nvrtc.compile_many(
-            jobs, helpers.workers if helpers is not None else cfg.workers, failed_dir, raise_on_error=False,
-            toolchain=tc, helpers=helpers.executor if helpers is not None else None, submitted=submitted)))
-        say_compiled(sum(not c.cached and c.error is None for c in compiled.values()),
-                     sum(c.cached for c in compiled.values()))
-    if not checked:  # PTX: the driver's JIT makes the SASS when the module loads
-        log("SASS: not checked (driver-jit: the driver compiles each module's PTX when it loads it)")
-        return compiled
-    t = time.time()
-    built = [k for k, c in compiled.items() if c.error is None]
-    # a cubin compiled now was judged by the process that built it; one from the cache or a folder is judged here
-    unjudged = [k for k in built if compiled[k].verdict is None]
-    judged = dict(zip(unjudged, sass.verify_many([(compiled[k].cubin_path, checks[k]) for k in unjudged],
-                                                 cfg.workers)))
-    verdicts = [judged[k] if k in judged else compiled[k].verdict for k in built]
-    for k, v in zip(built, verdicts):
-        if not v.ok:
-            compiled[k].error = sass.SassMismatch(k.name, str(k.arch), v, compiled[k].cubin_path)
-    log(f"SASS: {len(built)} kernels checked, {sum(not v.ok for v in verdicts)} lack what they test, "
-        f"in {time.time() - t:.1f}s")
-    if list_key and all(c.error is None for c in compiled.values()):
-        checked_set.record(cache.cache_dir(), list_key, [compiled[k].cubin_path for k in kernels])
-    return compiled
+    """The sweep's kernels built and SASS-checked (build.build, with the sweep's options); `helpers`, `submitted`:
+    as build.build's."""
+    return build.build(kernels, build_options(cfg), log, helpers, submitted)
 
 
 def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int | None = None) -> dict:
@@ -602,6 +557,126 @@ def compile_to_folder(sel: Selection, tc: Toolchain, out_dir: Path, workers: int
             "selection": sel.flags(), "wall_s": round(time.time() - t, 2)}
 
 
+class _Ledger:
+    """What a sweep has recorded, kept as it is written: counts by status, and by kind of case (ordinary, negative
+    controls, observations: a control caught as predicted is no ordinary pass), the case ids written, and the
+    suspects for the diagnosis pass. `emit` is the one door a batch of records goes through to the results file."""
+
+    def __init__(self, work, run_set, writer, progress, held=()):
+        self._kernel_cases = {k.name: (families.get(k.family), cs) for k, cs in work}
+        self._kernel_of = {k.name: k for k in run_set}
+        self._controls_of: dict[str | None, dict] = {}
+        self._writer, self._progress = writer, progress
+        self.counts = {str(s): 0 for s in Status}
+        self.by_kind = {k: {str(s): 0 for s in Status} for k in ("ordinary", "controls", "observations")}
+        self.recorded: set[str] = set()  # the case ids this run wrote: a planned case none of them is, is unaccounted
+        self.suspects: list[tuple[Kernel, str]] = []
+        self.not_run_reasons: dict[str, str] = {}  # family -> why no GPU here runs it (record_unrun)
+        for r in held:  # the resumed file's: the summary is the whole file's
+            self._count(r["status"], bool(r.get("control")))
+
+    def _count(self, status: str, control: bool) -> None:
+        self.counts[status] = self.counts.get(status, 0) + 1
+        group = self.by_kind["observations" if status == Status.OBSERVED else
+                             "controls" if control else "ordinary"]
+        group[status] = group.get(status, 0) + 1
+
+    def _controls_in(self, kernel_name: str | None) -> dict:
+        """The kernel's negative controls (case id -> (family, case)), found when its first records come: found for
+        every case before the first launch, they held it up 0.1 s."""
+        if kernel_name not in self._controls_of:
+            fam, cs = self._kernel_cases.get(kernel_name, (None, ()))
+            self._controls_of[kernel_name] = {c.id: (fam, c) for c in cs if fam.facets_of(c).get("control")}
+        return self._controls_of[kernel_name]
+
+    def emit(self, recs) -> None:
+        """Count and write a batch of case records: the engine's (results.CaseLines, encoded where they were read
+        back) or a list of records made here."""
+        batch = recs if isinstance(recs, results.CaseLines) else results.CaseLines(recs)
+        controls = {}
+        for name in {f.kernel for f in batch.facts}:
+            controls.update(self._controls_in(name))
+        # a control's fault or hang may be how it is caught: its family says (the engine knows no control); only a
+        # fault or hang of the control's own launch counts (one that was not isolated may be another case's)
+        for i, f in enumerate(batch.facts):
+            if f.id in controls and f.status in (Status.FAULT, Status.TIMEOUT) and f.isolated is not False:
+                batch.replace(i, controls[f.id][0].settle_control(controls[f.id][1], batch.record(i)))
+        for f in batch.facts:
+            self.recorded.add(f.id)
+            self._count(f.status, f.id in controls)
+            if f.status == Status.FAIL or f.matches_model_prediction is False:
+                self.suspects.append((self._kernel_of[f.kernel], f.id))
+        if self._writer:
+            with processes.whole():  # an interrupt meanwhile is raised once the batch is written whole
+                self._writer.write_lines(batch)
+        if self._progress is not None:
+            self._progress.update(f.status for f in batch.facts)
+
+    def record_unrun(self, work, compiled, run_set, problem, cfg: SweepConfig, log) -> None:
+        """One record for each case that is not launched: the GPU here is unusable (error), its kernel did not
+        compile (compile-error), or no GPU here runs its arch (not-run, with the reason)."""
+        not_run: dict[str, int] = {}
+        for k, cs in work:
+            fam = families.get(k.family)
+            if problem:
+                self.emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}", **fam.case_fields(c),
+                                       **record_facets(fam, c)) for c in cs])
+            elif compiled[k].error is not None:
+                self.emit([case_record(c.id, k, Status.COMPILE_ERROR, error=str(compiled[k].error),
+                                       **fam.case_fields(c), **record_facets(fam, c)) for c in cs])
+            elif k not in run_set:
+                reason = gpu.skip_reason(*map(str, fam.archs), ptx=ptx_modules(cfg))
+                not_run[str(k.family)] = not_run.get(str(k.family), 0) + len(cs)
+                self.emit([case_record(c.id, k, Status.NOT_RUN, reason=reason, **fam.case_fields(c),
+                                       **record_facets(fam, c)) for c in cs])
+        self.not_run_reasons = {fam: gpu.skip_reason(*map(str, families.get(fam).archs), ptx=ptx_modules(cfg))
+                                for fam in not_run}
+        for fam, n in not_run.items():
+            log(f"{fam}: {n} cases recorded as not run ({self.not_run_reasons[fam]})")
+
+    def fill(self, summary: dict, planned: int, work, interrupted: KeyboardInterrupt | None, log) -> None:
+        """The summary's counts: every status, what ran, the kinds apart, and the planned cases with no record."""
+        summary.update(self.counts)
+        summary["ran"] = sum(n for s, n in self.counts.items() if Status(s).ran)
+        # a negative control passes when the wrong descriptor was caught as predicted: counted apart, so that
+        # "N pass" of the ordinary cases is not padded by controls (and a control failure is not lost in them)
+        summary["ordinary"] = {k: v for k, v in self.by_kind["ordinary"].items() if v}
+        summary["controls"] = {k: v for k, v in self.by_kind["controls"].items() if v}
+        summary["observations"] = self.by_kind["observations"][Status.OBSERVED]  # neither pass nor fail
+        # every planned case: those this run recorded, and (--resume) those the file already held (counted in
+        # `counts`, so that the summary is the whole file's); a case with neither is no pass (exit_code)
+        summary["unaccounted"] = planned - sum(self.counts.values())
+        missing = [c.id for _, cs in work for c in cs if c.id not in self.recorded]
+        if missing:  # named, so that nothing is lost silently (an interrupt leaves the rest of the plan here)
+            summary["unaccounted_ids"] = missing[:UNACCOUNTED_NAMED]
+            if interrupted is None:
+                log(f"{len(missing)} planned cases have no record (the first: {missing[0]}): not a pass")
+        summary["not_run_reasons"] = self.not_run_reasons
+
+
+def _compile_plan(p: Plan, cfg: SweepConfig, log, problem, early: EarlyCompile | None, engine: Engine | None,
+                  preparing: bool) -> tuple[dict, float]:
+    """Every kernel of the plan compiled (kernel -> nvrtc.Compiled, in plan_kernels' order) and the compile's
+    seconds: nothing where the GPU here is unusable; else what the early compile (begun while the cases were
+    planned) made, and anything the plan has that it had not; else all of them now. `preparing`: the engine
+    prepares launches meanwhile (as far ahead as it allows)."""
+    if problem:
+        log(f"GPU unusable: {problem}; every case is recorded as error, nothing is compiled or launched")
+        return {}, 0.0
+    helpers = engine.helpers if engine is not None else None
+    t = time.time()
+    if early is None:
+        compiled = compile_kernels(plan_kernels(p), cfg, log, helpers)
+        return compiled, round(time.time() - t, 2)
+    kernels = plan_kernels(p)
+    compiled = early.result(log, engine.top_up if engine is not None and preparing else None)
+    early_s, t = early.seconds, time.time()  # the early compile's own time (most of it while the plan was built)
+    missing = [k for k in kernels if k not in compiled]
+    if missing:
+        compiled.update(compile_kernels(missing, cfg, log, helpers))
+    return {k: compiled[k] for k in kernels}, round(early_s + time.time() - t, 2)
+
+
 def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, devs, t0, problem=None,
              progress=None, early: EarlyCompile | None = None, opened: list | None = None, env=None,
              held=()) -> dict:
@@ -614,23 +689,7 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
     jobs = [Job(k, tuple(cs)) for k, cs in runnable]
     if engine is not None and jobs:
         engine.begin(jobs)  # preparation runs while the kernels compile
-    tc = time.time()
-    early_s = 0.0  # the compile begun before the plan: its own time (most of it while the plan was built)
-    if problem:
-        log(f"GPU unusable: {problem}; every case is recorded as error, nothing is compiled or launched")
-        compiled = {}
-    elif early is not None:  # begun while the cases were planned; anything the plan has that it had not, now
-        kernels = plan_kernels(p)
-        # preparation goes on while the kernels compile (as far ahead as the engine allows)
-        compiled = early.result(log, engine.top_up if engine is not None and jobs else None)
-        early_s, tc = early.seconds, time.time()
-        missing = [k for k in kernels if k not in compiled]
-        if missing:
-            compiled.update(compile_kernels(missing, cfg, log, engine.helpers if engine is not None else None))
-        compiled = {k: compiled[k] for k in kernels}
-    else:
-        compiled = compile_kernels(plan_kernels(p), cfg, log, engine.helpers if engine is not None else None)
-    compile_s = round(early_s + time.time() - tc, 2)
+    compiled, compile_s = _compile_plan(p, cfg, log, problem, early, engine, bool(jobs))
     cubins = {k.name: (str(c.cubin_path) if c.error is None else None) for k, c in compiled.items()
               if k in run_set}
     summary = {"kernels": len(p.work), "cases": p.cases, "compiled": sum(not c.cached and c.error is None
@@ -653,103 +712,26 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
             writer = results.ResultsWriter(cfg.out_path, made, resume=cfg.resume)
             if opened is not None:
                 opened.append(writer)
-    counts = {str(s): 0 for s in Status}
-    kernel_cases = {k.name: (families.get(k.family), cs) for k, cs in work}
-    controls_of: dict[str | None, dict] = {}
-
-    def controls_in(kernel_name: str | None) -> dict:
-        """The kernel's negative controls (case id -> (family, case)), found when its first records come: found for
-        every case before the first launch, they held it up 0.1 s."""
-        if kernel_name not in controls_of:
-            fam, cs = kernel_cases.get(kernel_name, (None, ()))
-            controls_of[kernel_name] = {c.id: (fam, c) for c in cs if fam.facets_of(c).get("control")}
-        return controls_of[kernel_name]
-
-    by_kind = {k: {str(s): 0 for s in Status} for k in ("ordinary", "controls", "observations")}
-    for r in held:  # the resumed file's: the summary is the whole file's
-        counts[r["status"]] += 1
-        by_kind["observations" if r["status"] == Status.OBSERVED else
-                "controls" if r.get("control") else "ordinary"][r["status"]] += 1
-    suspects: list[tuple[Kernel, str]] = []
-    recorded: set[str] = set()  # the case ids this run wrote: a planned case none of them is, is unaccounted
-
-    def emit(recs):
-        """Count and write a batch of case records: the engine's (results.CaseLines, encoded where they were read
-        back) or a list of records made here."""
-        batch = recs if isinstance(recs, results.CaseLines) else results.CaseLines(recs)
-        controls = {}
-        for name in {f.kernel for f in batch.facts}:
-            controls.update(controls_in(name))
-        # a control's fault or hang may be how it is caught: its family says (the engine knows no control); only a
-        # fault or hang of the control's own launch counts (one that was not isolated may be another case's)
-        for i, f in enumerate(batch.facts):
-            if f.id in controls and f.status in (Status.FAULT, Status.TIMEOUT) and f.isolated is not False:
-                batch.replace(i, controls[f.id][0].settle_control(controls[f.id][1], batch.record(i)))
-        for f in batch.facts:
-            recorded.add(f.id)
-            counts[f.status] = counts.get(f.status, 0) + 1
-            group = by_kind["observations" if f.status == Status.OBSERVED else
-                            "controls" if f.id in controls else "ordinary"]
-            group[f.status] = group.get(f.status, 0) + 1
-            if f.status == Status.FAIL or f.matches_model_prediction is False:
-                suspects.append((next(k for k in run_set if k.name == f.kernel), f.id))
-        if writer:
-            with processes.whole():  # an interrupt meanwhile is raised once the batch is written whole
-                writer.write_lines(batch)
-        if progress is not None:
-            progress.update(f.status for f in batch.facts)
-
-    not_run: dict[str, int] = {}
-    for k, cs in work:
-        fam = families.get(k.family)
-        if problem:
-            emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}", **fam.case_fields(c),
-                              **record_facets(fam, c)) for c in cs])
-        elif compiled[k].error is not None:
-            emit([case_record(c.id, k, Status.COMPILE_ERROR, error=str(compiled[k].error), **fam.case_fields(c),
-                              **record_facets(fam, c)) for c in cs])
-        elif k not in run_set:
-            reason = gpu.skip_reason(*map(str, fam.archs), ptx=ptx_modules(cfg))
-            not_run[str(k.family)] = not_run.get(str(k.family), 0) + len(cs)
-            emit([case_record(c.id, k, Status.NOT_RUN, reason=reason, **fam.case_fields(c), **record_facets(fam, c))
-                  for c in cs])
-    for fam, n in not_run.items():
-        log(f"{fam}: {n} cases recorded as not run "
-            f"({gpu.skip_reason(*map(str, families.get(fam).archs), ptx=ptx_modules(cfg))})")
+    ledger = _Ledger(work, run_set, writer, progress, held)
+    ledger.record_unrun(work, compiled, run_set, problem, cfg, log)
     timing = {"plan_s": round(plan_s, 2)}
     interrupted: KeyboardInterrupt | None = None
     try:
         if jobs:
             log("GPUs: " + ", ".join(f"{d} ({gpu.device_info(d)['name']}, "
                                      f"{', '.join(a for i, a in devs if i == d)})" for d in device_indices(devs)))
-            timing.update(engine.run(cubins, cfg.timeout, emit, log))
-        if suspects and cfg.diagnose > 0:
-            summary["diagnosed"] = _diagnose(p, compiled, suspects[:cfg.diagnose], devs, cfg, writer, log,
+            timing.update(engine.run(cubins, cfg.timeout, ledger.emit, log))
+        if ledger.suspects and cfg.diagnose > 0:
+            summary["diagnosed"] = _diagnose(p, compiled, ledger.suspects[:cfg.diagnose], devs, cfg, writer, log,
                                              storm=engine.storm if engine is not None else None, engine=engine)
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (processes.Interrupted): the file says so, then out
         interrupted = e
         raise
     finally:
-        summary.update(counts)
-        summary["ran"] = sum(n for s, n in counts.items() if Status(s).ran)
-        # a negative control passes when the wrong descriptor was caught as predicted: counted apart, so that
-        # "N pass" of the ordinary cases is not padded by controls (and a control failure is not lost in them)
-        summary["ordinary"] = {k: v for k, v in by_kind["ordinary"].items() if v}
-        summary["controls"] = {k: v for k, v in by_kind["controls"].items() if v}
-        summary["observations"] = by_kind["observations"][Status.OBSERVED]  # neither pass nor fail
-        # every planned case: those this run recorded, and (--resume) those the file already held (counted in
-        # `counts`, so that the summary is the whole file's); a case with neither is no pass (exit_code)
-        summary["unaccounted"] = p.cases - sum(counts.values())
-        missing = [c.id for _, cs in work for c in cs if c.id not in recorded]
-        if missing:  # named, so that nothing is lost silently (an interrupt leaves the rest of the plan here)
-            summary["unaccounted_ids"] = missing[:UNACCOUNTED_NAMED]
-            if interrupted is None:
-                log(f"{len(missing)} planned cases have no record (the first: {missing[0]}): not a pass")
+        ledger.fill(summary, p.cases, work, interrupted, log)
         if interrupted is not None:
             summary["interrupted"] = True
             summary["signal"] = str(interrupted) or "SIGINT"
-        summary["not_run_reasons"] = {fam: gpu.skip_reason(*map(str, families.get(fam).archs), ptx=ptx_modules(cfg))
-                                      for fam in not_run}
         summary["gpus"] = device_indices(devs)
         summary["timing"] = timing
         summary["wall_s"] = round(time.time() - t0, 2)

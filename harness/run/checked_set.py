@@ -4,7 +4,7 @@ bookkeeping for every kernel.
 A warm sweep found every cubin in the compile cache and every SASS verdict beside it, but to find them it generated
 each kernel's source and hashed it (the cache key), built each kernel's SASS rules, and read and hashed every cubin
 again (the verdict's key): 0.8 s of an H100 node's warm sweep, ahead of the first launch (bench12 in
-docs/performance.md: compile_kernels 0.72-1.56 s).
+docs/performance.md: the sweep's compile step 0.72-1.56 s).
 
 When every kernel of a list compiled and its SASS had what its check wants, the list is recorded under
 

@@ -122,7 +122,7 @@ MUTATIONS = [
      'emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}"',
      'emit([case_record(c.id, k, Status.NOT_RUN, reason=f"GPU unusable: {problem}"'),
     ("controls_counted_as_ordinary", "sweep summary: negative controls counted with the ordinary cases",
-     '"controls" if f.id in controls else "ordinary"]', '"ordinary"]'),
+     "self._count(f.status, f.id in controls)", "self._count(f.status, False)"),
     ("compare_ignores_unchecked_failures", "compare: a failure of a case never checked before is no regression",
      '                               or report["failing_unchecked_before"] or (lost',
      '                               or (lost'),
