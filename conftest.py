@@ -81,8 +81,21 @@ def _collect_garbage_less_often() -> None:
 
 def pytest_collection_finish(session):
     warn_if_xdist_groups_were_lost(session)
+    tell_the_gpu_sweep_its_families(session)
     gc.collect()
     gc.freeze()
+
+
+def tell_the_gpu_sweep_its_families(session) -> None:
+    """The GPU kernel tests' sweep (tests/gpu_sweep.py) launches the kernels of the families whose kernel tests are
+    selected, after -k and -m have deselected (`pytest -k wgmma_sp tests/test_families_gpu.py` launches the sparse
+    kernels alone), in each xdist worker as in a plain run."""
+    module = sys.modules.get("tests.gpu_sweep")
+    if module is None:  # no GPU kernel test collected
+        return
+    module.session_sweep().families_selected = {
+        str(k.family) for it in session.items
+        for k in [getattr(getattr(it, "callspec", None), "params", {}).get("kernel")] if hasattr(k, "family")}
 
 
 # pytest-xdist (3.8.0 and before) tells the controller an item's group by appending "@<group>" to the item's node id

@@ -9,9 +9,9 @@ docs/performance.md); a per-case record of every run is what `python -m harness 
 dashboards.
 
 The plan is split into shards of whole kernels, as many as pytest-xdist workers (one shard without xdist), balanced
-by case count. Each shard is an xdist group shared by the modules (tests/test_wgmma_gpu.py, ..._sp_gpu.py,
-..._seq_gpu.py, tests/test_tcgen05_gpu.py), so under `pytest -n N` a worker compiles and launches the kernels of
-about one shard, of every family at once, the first time one of its kernels' tests runs.
+by case count. Each shard is an xdist group of the kernel tests (tests/test_families_gpu.py), so under `pytest -n N`
+a worker compiles and launches the kernels of about one shard, of every family at once, the first time one of its
+kernels' tests runs.
 """
 import dataclasses
 import json
@@ -74,14 +74,14 @@ class ShardedSweep:
             self.shard_of_kernel[kernel.name] = s
             load[s] += len(cases)
         self.cases_of = {k.name: cs for k, cs in work}
-        self.families_asked: set[str] = set()  # the families whose tests were collected (params was asked)
+        # the families whose kernel tests this session selected (conftest.py, after -k and -m): None, every family
+        self.families_selected: set[str] | None = None
         self.records: dict[int, dict] = {}
         self.failures: dict[int, BaseException] = {}  # a shard whose run raised: its kernels re-raise, not re-run
 
     def params(self, family: str) -> list:
         """One pytest.param per kernel of `family`, id = kernel name, grouped by shard; a single placeholder where
         the plan has none (the tests then skip with the GPU marker's reason)."""
-        self.families_asked.add(family)
         kernels = [k for k, _ in self.plan.work if str(k.family) == family] if self.plan else []
         if not kernels:
             return [pytest.param(None, id=f"{family}-kernels")]
@@ -118,9 +118,10 @@ class ShardedSweep:
         return len(cases)
 
     def _run_shard(self, s: int, tmp_path_factory) -> dict:
-        # the shard's kernels of the families whose tests this session collected (`pytest tests/test_wgmma_sp_gpu.py`
-        # launches the sparse kernels alone)
-        asked = self.families_asked or {str(k.family) for k, _ in self.plan.work}
+        # the shard's kernels of the families whose tests this session selected (`pytest -k wgmma_sp
+        # tests/test_families_gpu.py` launches the sparse kernels alone)
+        asked = self.families_selected if self.families_selected is not None else {str(k.family) for k, _ in
+                                                                                   self.plan.work}
         sub = dataclasses.replace(
             self.plan, work=[(k, cs) for k, cs in self.plan.work
                              if self.shard_of_kernel[k.name] == s and str(k.family) in asked],

@@ -137,12 +137,21 @@ def test_a_record_under_another_kernel_fails(tmp_path_factory, monkeypatch):
         ShardedSweep(PLAN, shards=1).check_kernel(k, tmp_path_factory)
 
 
-def test_only_the_families_whose_tests_were_collected_are_launched(tmp_path_factory, monkeypatch):
+def test_only_the_selected_families_kernels_are_launched(tmp_path_factory, monkeypatch):
+    """`pytest -k rspipe tests/test_families_gpu.py`: conftest.py hands the sweep the families of the kernel tests
+    left after -k (items without a kernel parameter count for none), and a shard launches their kernels alone."""
+    import types
+
+    import conftest
+    import tests.gpu_sweep as gpu_sweep
     seq = plan.make(plan.Selection(families=("wgmma_seq",), match="rspipe"), cache=True)
     both = dataclasses.replace(PLAN, work=PLAN.work + seq.work)
     calls = []
     monkeypatch.setattr(sweep, "execute", _fake_execute(calls=calls))
     s = ShardedSweep(both, shards=1)
-    s.params("wgmma")  # the wgmma module was collected, the sequence module was not
-    s.check_kernel(PLAN.work[0][0], tmp_path_factory)
-    assert calls == [PLAN.cases]
+    monkeypatch.setattr(gpu_sweep, "session_sweep", lambda: s)
+    selected = [types.SimpleNamespace(callspec=types.SimpleNamespace(params={"kernel": k})) for k, _ in seq.work]
+    conftest.tell_the_gpu_sweep_its_families(types.SimpleNamespace(items=[*selected, types.SimpleNamespace()]))
+    assert s.families_selected == {"wgmma_seq"}
+    s.check_kernel(seq.work[0][0], tmp_path_factory)
+    assert calls == [seq.cases]

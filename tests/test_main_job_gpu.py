@@ -1,6 +1,6 @@
 """The main job as users run it, on a GPU node: `python -m harness sweep` in a fresh process, beside the kernel tests.
 
-The kernel tests (tests/test_*_gpu.py) run the families' cases through the engine inside the test process. A
+The kernel tests (tests/test_families_gpu.py) run the families' cases through the engine inside the test process. A
 defect on the command's own path (its process's imports, its interpreter state, its arguments) once let pytest stay
 green while the command compiled nothing: NVRTC had overwritten the interpreter's shared `b" "`, so the command's
 process compiled its f-strings without their spaces. So the suite runs the README's command itself, in a process of
