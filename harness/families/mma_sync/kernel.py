@@ -251,6 +251,6 @@ def pack(preps: list[Prepared]) -> LaunchInput:
               "c_in": np.stack([p.c_words for p in preps]).reshape(n, THREADS, cw),
               "e_in": np.stack([p.e_words for p in preps]).reshape(n, THREADS),
               "ld_rows": np.stack([p.ld_rows for p in preps]).reshape(n, THREADS, 2)}
-    outputs = {"d_out": OutputSpec((THREADS, dw), "uint32", POISON), "a_out": OutputSpec((THREADS, aw), "uint32", POISON),
-               "b_out": OutputSpec((THREADS, bw), "uint32", POISON)}
+    outputs = {name: OutputSpec((THREADS, w), "uint32", POISON) for name, w in (("d_out", dw), ("a_out", aw),
+                                                                                ("b_out", bw))}
     return LaunchInput(np.concatenate([p.image for p in preps]), params, inputs, outputs, 1, THREADS)
