@@ -278,3 +278,61 @@ def all_forms(sm: int = 90, ptx: tuple[int, int] = (8, 7)) -> tuple[MmaForm, ...
                         if form.min_ptx <= ptx:
                             out.append(form)
     return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------------ kernel keys
+# One kernel per group of forms that share every register count and register type (the shape, the input types'
+# class, D's and C's types, dense or sparse): its variants are the group's forms (signedness, .satfinite, the bit
+# operation, m8n8k4's layouts, the metadata kind, the selector), each an immediate combination compiled in, and a
+# case picks one at run time: the 246 forms of sm_90a are 37 kernels, not 246 NVRTC entries and SASS checks.
+
+KIND_OF = {"f16": "f16", "bf16": "f16", "tf32": "tf32", "f64": "f64", "e4m3": "f8", "e5m2": "f8", "s8": "i8",
+           "u8": "i8", "s4": "i4", "u4": "i4", "b1": "b1"}
+KINDS = ("f16", "tf32", "f64", "f8", "i8", "i4", "b1")
+
+
+@dataclass(frozen=True)
+class KernelKey:
+    """The forms one kernel issues: those of `shape` whose A/B types are of class `kind` (KINDS), with D of type
+    `dtype` and C of `ctype`, dense or sparse."""
+    shape: Shape
+    kind: str
+    dtype: str
+    ctype: str
+    sparse: bool
+
+    def __post_init__(self):
+        try:
+            object.__setattr__(self, "shape", Shape(self.shape))
+        except ValueError:
+            raise ValueError(f"shape {self.shape!r} is not an mma shape") from None
+        if self.kind not in KINDS:
+            raise ValueError(f"kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if not variants(self):
+            raise ValueError(f"{self.name}: no mma form of sm_90a has this shape, kind, D/C types and sparsity")
+
+    @property
+    def name(self) -> str:
+        acc = self.dtype if self.dtype == self.ctype else f"{self.dtype}{self.ctype}"
+        return f"mmasync_{self.shape.value}_{self.kind}_{acc}_{'sp' if self.sparse else 'dense'}"
+
+    @property
+    def mnk(self) -> tuple[int, int, int]:
+        return self.shape.mnk
+
+
+def key_of(form: MmaForm) -> KernelKey:
+    return KernelKey(form.shape, KIND_OF[form.atype], form.dtype, form.ctype, form.sparse)
+
+
+@lru_cache(maxsize=None)
+def variants(key: KernelKey) -> tuple[MmaForm, ...]:
+    """The forms of a kernel key, in all_forms' order (the variant index a case launches is a position here)."""
+    return tuple(f for f in all_forms() if (f.shape, KIND_OF[f.atype], f.dtype, f.ctype, f.sparse)
+                 == (key.shape, key.kind, key.dtype, key.ctype, key.sparse))
+
+
+@lru_cache(maxsize=None)
+def all_kernel_keys() -> tuple[KernelKey, ...]:
+    """Every kernel key of the sm_90a forms, in all_forms' order of first appearance."""
+    return tuple(dict.fromkeys(key_of(f) for f in all_forms()))

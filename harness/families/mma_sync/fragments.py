@@ -225,8 +225,17 @@ def b_map(form: MmaForm) -> FragmentMap:
 
 
 def c_map(form: MmaForm) -> FragmentMap:
-    """C's map, which is D's too (the ISA gives one for both)."""
+    """C's map, which is D's too (the ISA gives one for both) where C and D are of one type: see `acc_map`."""
     return _maps(*_key(form))[2]
+
+
+def acc_map(form: MmaForm, operand: str) -> FragmentMap:
+    """C's ('C') or D's ('D') map in its own type: they differ only where the types do (m8n8k4 .f32.f16.f16.f16,
+    an .f32 D of 8 registers from an .f16 C of 4, the ISA's f16 and f32 accumulator fragments)."""
+    if operand not in ("C", "D"):
+        raise ValueError(f"an accumulator operand is 'C' or 'D', not {operand!r}")
+    shape, abits, bbits, _, sparse, alayout, blayout = _key(form)
+    return _maps(shape, abits, bbits, form.ctype if operand == "C" else form.dtype, sparse, alayout, blayout)[2]
 
 
 # ------------------------------------------------------------------------------------------------ sparse A
