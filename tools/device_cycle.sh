@@ -8,11 +8,13 @@
 #   diagnosis  benchmarks/diagnosis_proof.py: planted model bugs named by their recovered maps (issue 56)
 #   fleet      benchmarks/issue57_device.sh: level 1 cold and warm, the verdict, the textfile, the tap (issue 57)
 #   tcgen05    benchmarks/tcgen05_forms_toolchain.py: every tcgen05 form built by this node's NVRTC (issue 54)
+#   mma_sync   the mma_sync family's whole sweep, through TC_HARNESS_FAMILIES (issue 58; outside the registry until
+#              this passes)
 set -u
 : "${OUT:?set OUT to the folder the results go to}"
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(stock faults diagnosis fleet tcgen05)
 for s in "${steps[@]}"; do
-  case $s in stock|faults|diagnosis|fleet|tcgen05) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
+  case $s in stock|faults|diagnosis|fleet|tcgen05|mma_sync) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
 done
 export PYTHONUNBUFFERED=1
 for s in "${steps[@]}"; do
@@ -24,6 +26,8 @@ for s in "${steps[@]}"; do
                  > "$d/diagnosis-proof.log" 2>&1;;
     fleet) OUT=$d timeout 200 bash benchmarks/issue57_device.sh;;
     tcgen05) OUT=$d timeout 120 python3 benchmarks/tcgen05_forms_toolchain.py > "$d/run.txt" 2>&1;;
+    mma_sync) TC_HARNESS_FAMILIES=mma_sync=harness.families.mma_sync timeout 300 python3 -m harness sweep \
+                --family mma_sync --out "$d/mma_sync.jsonl" > "$d/run.txt" 2>&1;;
   esac
   echo "$s exit $? in $(( $(date +%s) - t0 )) s" >> "$OUT/steps.txt"
   (cd "$OUT" && tar czf "$s.tgz" "$s" && rm -rf "$s")
