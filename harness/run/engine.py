@@ -68,7 +68,7 @@ MAX_ISOLATION_FAILURES_TOTAL = 96  # per sweep: failed isolation launches in all
 STORM_MIN_FAILED = 4
 # ... and those failed are at least this share of its launches answered so far
 STORM_RATE = 0.5
-# After a launch fails, spare GPU workers kept started (worker.prestart): enough for the failures that make a storm,
+# After a launch fails, spare GPU workers kept started (worker.SparePool): enough for the failures that make a storm,
 # each otherwise a worker's start (about a second) after the one before. A start is a second of a core's time: only
 # where cores are to spare (a GPU node's 16; none on a 2-core machine, where they would slow what runs)
 SPARES_AFTER_A_FAILURE = min(STORM_MIN_FAILED - 1, max(0, len(os.sched_getaffinity(0)) // 4 - 1))
@@ -385,11 +385,12 @@ class Engine:
             runs.setdefault(d, set()).add(str(a))
         slots = [d for d in runs for _ in range(max(1, workers_on_one_gpu) if len(runs) == 1 else 1)]
         self.gpu_workers = []
+        self.spare_pool = worker_module.SparePool()  # after a fault, a spare started ahead takes the worker's place
         untaken = started  # the worker handed in goes to the first slot of its GPU, and to no other
         for d in slots:
             take = untaken is not None and (untaken.device, untaken.backend) == (d, backend)
             self.gpu_workers.append(untaken if take else GpuWorker(d, backend))
-            self.gpu_workers[-1].spares = True  # after a fault, a spare started ahead takes its place
+            self.gpu_workers[-1].spares = self.spare_pool
             untaken = None if take else untaken
         self.archs_of = {w: frozenset(runs[d]) for w, d in zip(self.gpu_workers, slots)}
         try:
@@ -498,7 +499,7 @@ class Engine:
         self.pool.shutdown(cancel_futures=True)
         for w in self.gpu_workers:
             w.close()
-        worker_module.close_spares()
+        self.spare_pool.close()
         self._spool.cleanup()
         if self._kept_folder is not None:
             self._kept_folder.close()
@@ -573,7 +574,7 @@ class Engine:
                 not_launched(held[i][0], held[i][1])
             w.resume()
             if not self.storm.raging(job.kernel):  # faults may come in a run: fresh workers started side by side
-                worker_module.prestart(w.device, self.backend, SPARES_AFTER_A_FAILURE)
+                self.spare_pool.prestart(w.device, self.backend, SPARES_AFTER_A_FAILURE)
 
         def isolate(entry, device: int, error) -> None:
             job, spooled, tk = entry

@@ -224,12 +224,12 @@ class GpuWorker:
     in a launch while the oldest's outputs are still being written is no fault of the oldest: it runs again, alone, on
     a fresh worker."""
 
-    def __init__(self, device: int = 0, backend: str = "harness.run.launch", spares: bool = False):
+    def __init__(self, device: int = 0, backend: str = "harness.run.launch", spares: SparePool | None = None):
         import importlib
         check_backend(importlib.import_module(backend))  # here, where a wrong one is one clear error, not a dead worker
         self.device = device
         self.backend = backend
-        self.spares = spares  # a restart takes a spare started ahead (prestart): the engine's own workers only
+        self.spares = spares  # a restart takes a spare its engine started ahead (SparePool): the engine's workers only
         self._proc = None
         self._conn = None
         self._pending: deque[Pending] = deque()
@@ -247,8 +247,8 @@ class GpuWorker:
             self._start(fork)
 
     def _start(self, fork: bool = False):
-        spare = _take_spare(self.device, self.backend) if self.spares else None
-        if spare is not None:  # started ahead (prestart): its CUDA context is made, or on the way
+        spare = self.spares.take(self.device, self.backend) if self.spares is not None else None
+        if spare is not None:  # started ahead (SparePool.prestart): its CUDA context is made, or on the way
             self._proc, self._conn = spare
             return
         self._proc, self._conn = _spawn(self.device, self.backend, fork)
@@ -462,40 +462,46 @@ def _spawn(device: int, backend: str, fork: bool = False):
     return proc, parent
 
 
-# Spare worker processes, started ahead where launches have begun to fault (prestart): each fault costs its worker
-# the process and CUDA context, and a fresh one takes about a second to start (a process, CuPy, a context); spares
-# started side by side are ready when the next faults come, so a run of faults (a fault storm's first launches)
-# costs those seconds side by side, not one after another.
-_spares: dict[tuple[int, str], list] = {}
+class SparePool:
+    """Spare worker processes, started ahead where launches have begun to fault (`prestart`): each fault costs its
+    worker the process and CUDA context, and a fresh one takes about a second to start (a process, CuPy, a context);
+    spares started side by side are ready when the next faults come, so a run of faults (a fault storm's first
+    launches) costs those seconds side by side, not one after another. One engine owns one pool: the workers it hands
+    the pool to take its spares, and no one else's (a bisection's workers start their own)."""
 
+    def __init__(self):
+        self._ready: dict[tuple[int, str], list] = {}  # (device, backend) -> [(process, connection)], oldest first
 
-def prestart(device: int, backend: str, count: int) -> None:
-    """Have `count` spare workers of `device` started (beside those started already)."""
-    have = _spares.setdefault((device, backend), [])
-    while len(have) < count:
-        have.append(_spawn(device, backend))
+    def prestart(self, device: int, backend: str, count: int) -> None:
+        """Have `count` spare workers of `device` started (beside those started already)."""
+        have = self._ready.setdefault((device, backend), [])
+        while len(have) < count:
+            have.append(_spawn(device, backend))
 
-
-def _take_spare(device: int, backend: str):
-    have = _spares.get((device, backend))
-    while have:
-        proc, conn = have.pop(0)
-        if proc.is_alive():
-            return proc, conn
-        conn.close()
-    return None
-
-
-def close_spares() -> None:
-    """Stop every spare worker not taken (the engine's end)."""
-    for have in _spares.values():
+    def take(self, device: int, backend: str):
+        """A started spare of `device` that is still alive, or None."""
+        have = self._ready.get((device, backend))
         while have:
-            proc, conn = have.pop()
+            proc, conn = have.pop(0)
             if proc.is_alive():
-                proc.kill()
-            proc.join(timeout=30)
+                return proc, conn
             conn.close()
-    _spares.clear()
+        return None
+
+    def ready(self, device: int, backend: str) -> list:
+        """The processes of the spares of `device` that wait (alive or not), oldest first."""
+        return [proc for proc, _ in self._ready.get((device, backend), ())]
+
+    def close(self) -> None:
+        """Stop every spare not taken (the engine's end)."""
+        for have in self._ready.values():
+            while have:
+                proc, conn = have.pop()
+                if proc.is_alive():
+                    proc.kill()
+                proc.join(timeout=30)
+                conn.close()
+        self._ready.clear()
 
 
 def wait_any(workers: list[GpuWorker]) -> GpuWorker:

@@ -213,26 +213,27 @@ def test_a_launch_file_that_cannot_be_read_is_its_own_launchs_error(launches, tm
     assert w.collect() is None and (load_outputs(str(tmp_path / "b.out.pkl"))["d_out"] == c_regs(good)).all()
 
 
-@pytest.mark.parametrize("spares", [True, False], ids=["engine-worker", "other-worker"])
-def test_a_fault_restart_takes_a_spare_started_ahead_only_where_asked(launches, spares):
-    """After a fault the launches behind it go to a spare started ahead (worker.prestart), whose start is then no
-    longer waited for; a worker that was not asked to take spares (a bisection's) starts its own, and the spare
-    waits for the engine's."""
-    from harness.run import worker as worker_module
+@pytest.mark.parametrize("handed_the_pool", [True, False], ids=["engine-worker", "other-worker"])
+def test_a_fault_restart_takes_a_spare_started_ahead_only_where_asked(launches, handed_the_pool):
+    """After a fault the launches behind it go to a spare started ahead (worker.SparePool), whose start is then no
+    longer waited for; a worker not handed the pool (a bisection's) starts its own, and the spare waits for the
+    engine's."""
+    from harness.run.worker import SparePool
     name, good, good_path, bad_path = launches
-    w = GpuWorker(0, BACKEND, spares=spares)
+    pool = SparePool()
+    w = GpuWorker(0, BACKEND, spares=pool if handed_the_pool else None)
     try:
         w.start()  # as the engine's are, before any fault
-        worker_module.prestart(0, BACKEND, 1)
-        (spare, _), = worker_module._spares[(0, BACKEND)]
+        pool.prestart(0, BACKEND, 1)
+        (spare,) = pool.ready(0, BACKEND)
         w.submit("unused.cubin", name, bad_path, 20.0)
         w.submit("unused.cubin", name, good_path, 20.0)
         with pytest.raises(LaunchFailed):
             w.collect()
         assert (w.collect()["d_out"] == c_regs(good)).all()
-        assert (w._proc is spare) == spares
-        assert len(worker_module._spares[(0, BACKEND)]) == (0 if spares else 1)
+        assert (w._proc is spare) == handed_the_pool
+        assert pool.ready(0, BACKEND) == ([] if handed_the_pool else [spare])
     finally:
         w.close()
-        worker_module.close_spares()
-    assert not spare.is_alive() and worker_module._spares == {}
+        pool.close()
+    assert not spare.is_alive() and pool.ready(0, BACKEND) == []
