@@ -266,3 +266,71 @@ def test_group_seconds_sums_each_groups_tests_in_their_worker_and_leaves_the_gpu
     assert group_seconds.mean_seconds(runs, group_seconds.spread_test) == {"test_s::x": 6.0, "test_s::y": 2.0}
     group_seconds.main([str(r) for r in runs] + ["--min", "5"])
     assert capsys.readouterr().out.splitlines() == ['    "test_s": 8,', '    "test_a": 6,']
+
+
+def _speed_audit():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import speed_audit
+    return speed_audit
+
+
+@pytest.mark.parametrize("name", sorted(_speed_audit().MECHANISMS))
+def test_each_audited_mechanism_is_switched_off_by_a_patch_of_names_the_package_has(name, monkeypatch):
+    """benchmarks/speed_audit.py: each mechanism's patch replaces what it names (monkeypatch.setattr fails on a name
+    the package no longer has: a renamed function would otherwise leave the mechanism on, and the audit measure
+    nothing); the launch cache is off by the sweep's own switch, BLAS control by the environment."""
+    m = _speed_audit().MECHANISMS[name]
+    replaced = []
+    m.patch(lambda obj, attr, value: (monkeypatch.setattr(obj, attr, value), replaced.append(attr)))
+    if name == "launch-cache":
+        assert m.sweep_args == ("--no-keep-launches",) and not replaced
+    elif name == "one-blas-thread":
+        assert not replaced and set(m.environment().values()) == {str(os.cpu_count() or 1)}
+    else:
+        assert replaced, f"{name}'s patch replaced nothing"
+
+
+def test_modules_in_plan_order_hold_every_kernel_once():
+    """The module-balancing audit's stand-in groups every kernel, in plan order, in modules of the cap."""
+    from harness import plan
+    from harness.run import compile as nvrtc, toolchain
+    audit = _speed_audit()
+    put = {}
+    audit.MECHANISMS["module-balancing"].patch(lambda obj, attr, value: put.__setitem__(attr, value))
+    made = plan.make(plan.Selection(families=("wgmma",), kinds=("f16",), a_srcs=("SS",)), cache=True)
+    todo = [(i, nvrtc.compile_job(k)) for i, (k, _) in enumerate(made.work)]
+    modules = put["modules_to_compile"](todo, toolchain.default(), 4)
+    assert [t for m in modules for t in m] == todo and max(map(len, modules)) <= nvrtc.KERNELS_PER_MODULE
+    assert len(todo) > nvrtc.KERNELS_PER_MODULE
+
+
+def test_the_speed_audit_runs_each_variant_and_tables_the_shares(tmp_path):
+    """A mechanism off, one round, a tiny selection on this machine (nothing launched: exit 3): every run is
+    recorded and the table has a line for each mechanism's cold and warm sweep."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "speed_audit.py"), "--out-dir", str(tmp_path),
+                          "--rounds", "1", "--only", "checked-set", "--", "--family", "wgmma",
+                          "--kind", "tf32", "--n", "8"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    runs = json.loads((tmp_path / "audit.json").read_text())
+    assert [(r["variant"], r["temperature"]) for r in runs] == [
+        (v, t) for v in ("as-is", "without-checked-set") for t in ("cold", "warm")]
+    assert all(r["exit"] == 3 for r in runs), runs
+    lines = (tmp_path / "audit.txt").read_text().splitlines()
+    assert [ln.split()[:3] for ln in lines[1:]] == [["checked-set", "sweep", t] for t in ("cold", "warm")]
+    bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "speed_audit.py"), "--out-dir", str(tmp_path),
+                          "--only", "fork-servr"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert bad.returncode == 2 and "unknown mechanism fork-servr" in bad.stderr
+
+
+def test_the_speed_audit_as_a_plugin_switches_its_mechanism_off_in_a_test_session(tmp_path):
+    """`-p speed_audit` with TC_SPEED_AUDIT_WITHOUT=fork-server: the session's helpers are spawned (the audit's pytest
+    workload); without the variable the plugin changes nothing."""
+    (tmp_path / "test_probe.py").write_text("from harness.run import processes\n\n"
+                                            "def test_start_method():\n    print('METHOD', processes.start_method)\n")
+    for without, expected in (("fork-server", "spawn"), ("", "forkserver")):
+        env = dict(os.environ, TC_SPEED_AUDIT_WITHOUT=without,
+                   PYTHONPATH=os.pathsep.join([str(ROOT / "benchmarks"), str(ROOT)]))
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "speed_audit", "-p", "no:cacheprovider",
+                              "--rootdir", str(tmp_path), str(tmp_path / "test_probe.py")], capture_output=True,
+                             text=True, timeout=120, cwd=tmp_path, env=env)
+        assert run.returncode == 0 and f"METHOD {expected}" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
