@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -37,14 +38,32 @@ STEP_TIMEOUT_S = {"warm": 150, "stock": 60, "clean": 60, "planted": 120, "clean2
 
 
 def step(name: str, args: list[str], env: dict, log) -> dict:
+    """Run one step; its stderr goes to the log with each line's seconds since the step began (where a storm's
+    seconds go: each faulting launch's line, the storm's, the diagnosis's), read as the lines come."""
     t = time.monotonic()
+    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    timed: list[str] = []
+    stdout: list[str] = []
+
+    def read_stderr():
+        for line in proc.stderr:
+            timed.append(f"{time.monotonic() - t:7.3f} {line}")
+    readers = [threading.Thread(target=read_stderr, daemon=True),
+               threading.Thread(target=lambda: stdout.append(proc.stdout.read()), daemon=True)]
+    for r in readers:
+        r.start()
     try:
-        r = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT_S[name])
-        code, out, err = r.returncode, r.stdout, r.stderr
-    except subprocess.TimeoutExpired as e:
-        code, out = None, e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        err = (e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")) + \
-            f"\n(killed after {STEP_TIMEOUT_S[name]} s)"
+        code = proc.wait(timeout=STEP_TIMEOUT_S[name])
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        code = None
+    for r in readers:
+        r.join(timeout=10)
+    if code is None:
+        timed.append(f"(killed after {STEP_TIMEOUT_S[name]} s)\n")
+    out = "".join(stdout)
+    err = "".join(timed)
     wall = time.monotonic() - t
     log.write(f"===== {name}: exit {code} in {wall:.2f} s: {' '.join(args)}\n{err}\n")
     log.flush()
