@@ -19,7 +19,13 @@ exits 3), and on the H100 `TC_HARNESS_FAMILIES=mma_sync=harness.families.mma_syn
 tests/test_mma_sync_gpu.py`.
 
 Not covered yet: stmatrix (its model is in `ldmatrix`, no kernel stores through it), and the compile-only archs
-(sm_80, sm_89, sm_120a): `archs` is sm_90a alone.
+(sm_80, sm_89): `archs` is sm_90a alone.
+
+sm_120a / sm_121a (`block_scaled`, `kernel_sm120` + `mma_sync_sm120.cu`): the `.kind::f8f6f4 / mxf8f6f4 / mxf4 /
+mxf4nvf4` forms, dense and sparse, their containers and scale-factor registers, and the sub-byte ldmatrix, modelled
+and compiled and SASS-checked (`kernel_sm120.arch_kernels(arch)`, 9 kernels an arch, through `source` / `sass_check`
+here). They are not in `archs` and have no cases: no sm_120 GPU exists to run them, and the plan would put their
+cases in a sweep only as the run arch's (tests/test_mma_sync_sm120.py says why).
 """
 from __future__ import annotations
 
@@ -68,11 +74,15 @@ class MmaSyncFamily:
         return {**self.kernel_facets_of(self.kernel_of(case.key)), "data": case.data, "control": bool(case.control)}
 
     def source(self, kernel: Kernel) -> str:
-        from harness.families.mma_sync import kernel as k
+        from harness.families.mma_sync import kernel as k, kernel_sm120
+        if isinstance(kernel.form, kernel_sm120.Sm120Key):  # compile-only: kernel_sm120.arch_kernels
+            return kernel_sm120.source(kernel.form)
         return k.source(kernel.form)
 
     def sass_check(self, kernel: Kernel):
-        from harness.families.mma_sync import kernel as k
+        from harness.families.mma_sync import kernel as k, kernel_sm120
+        if isinstance(kernel.form, kernel_sm120.Sm120Key):
+            return kernel_sm120.sass_check(kernel.form, str(kernel.arch))
         return k.sass_check(kernel.form)
 
     def prepare(self, kernel: Kernel, cases: list):
