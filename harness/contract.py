@@ -73,6 +73,11 @@ class Family(Protocol):
     # of facets_of's): a selection filtering on them plans the cases of the kernels it keeps only (harness/plan.py
     # narrowed_kernels); tests/test_plan.py holds every family that has it to each case agreeing
     # optional: facets_of(case) -> dict, the case's facets (kind, n, dtype, ...) and whether it is a control
+    # optional, with kernel_list: plans_every_arch = True, where each arch has forms of its own (mma_sync's sm_120a
+    # block-scaled forms are no sm_90a form's siblings): a plan holds every arch's kernels with their cases, those no
+    # GPU here runs recorded not run with the reason (harness/plan.py); without it a plan has the run arch's cases
+    # and the other archs' kernels are compiled only. A kernel of another arch named as one planned already is
+    # compiled only (the same form built for the other arch)
 
     # optional: fast_compile = True, where no schedule ptxas makes is under test (a pipeline's waits are one): the
     # family's kernels compile at the toolchain's fast-compile level (harness/run/compile.py compile_job); without

@@ -438,32 +438,55 @@ def selected(sel: Selection, run_archs: dict[str, Arch] | None, shard: tuple[int
         arch = run_arch(fam, run_archs)
         first = len(plan.work)
         everything = not filters and sel.controls and not sel.match  # every case kept: none need be asked
-        pairs = (narrowed_kernels(fam, arch, filters, narrowing[str(fam.name)], seen_values)
-                 if str(fam.name) in narrowing else None)
-        narrowed_any |= pairs is not None
-        for kernel, cases in pairs if pairs is not None else family_kernels(fam, arch, cache):
-            if everything:
-                if cases:
-                    plan.work.append((kernel, cases))
-                continue
-            keep = []
-            for c in cases:
-                facets = fam.facets_of(c)
-                for k, allowed in filters.items():
-                    seen_values[k].add(facets[k])
-                if all(facets[k] in allowed for k, allowed in filters.items()) \
-                        and (sel.controls or not facets["control"]):
-                    hits = [m for m in sel.match if m in c.id] if sel.match else True
-                    if hits:
-                        keep.append(c)
-                        if sel.match:
-                            matched.update(hits)
-            if keep:
-                plan.work.append((kernel, keep))
+        narrowed = str(fam.name) in narrowing
+
+        def kernels_of(a):
+            return (narrowed_kernels(fam, a, filters, narrowing[str(fam.name)], seen_values) if narrowed
+                    else family_kernels(fam, a, cache))
+
+        def take(pairs, seen=frozenset()) -> None:
+            """The kernels of `pairs` into the plan, each with the cases the selection keeps; a kernel of a name in
+            `seen` (the same form for an arch planned already) compiled only, where that arch's is planned."""
+            planned_names = {k.name for k, _ in plan.work[first:]}
+            for kernel, cases in pairs:
+                if kernel.name in seen:
+                    if kernel.name in planned_names:
+                        plan.compile_only.append(kernel)
+                    continue
+                if everything:
+                    if cases:
+                        plan.work.append((kernel, cases))
+                    continue
+                keep = []
+                for c in cases:
+                    facets = fam.facets_of(c)
+                    for k, allowed in filters.items():
+                        seen_values[k].add(facets[k])
+                    if all(facets[k] in allowed for k, allowed in filters.items()) \
+                            and (sel.controls or not facets["control"]):
+                        hits = [m for m in sel.match if m in c.id] if sel.match else True
+                        if hits:
+                            keep.append(c)
+                            if sel.match:
+                                matched.update(hits)
+                if keep:
+                    plan.work.append((kernel, keep))
+
+        narrowed_any |= narrowed
+        take(kernels_of(arch))
+        if getattr(fam, "plans_every_arch", False):
+            # each arch's own forms planned with their cases (recorded not run where no GPU of it is), not only
+            # compiled: no case of the run arch stands for them
+            seen = {k.name for k in fam.kernel_list(arch)}
+            for other in fam.archs:
+                if other != arch:
+                    take(kernels_of(other), seen)
+                    seen |= {k.name for k in fam.kernel_list(other)}
+            continue
         planned = {k.name for k, _ in plan.work[first:]}
         for other in fam.archs:  # the same forms for the family's other archs: NVRTC must take them too
             if other != arch:
-                if pairs is not None:
+                if narrowed:
                     plan.compile_only += [k for k in fam.kernel_list(other) if k.name in planned]
                     continue
                 # and the forms only the other arch has (sm_103a's K = 96), where the selection takes any of

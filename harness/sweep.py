@@ -625,12 +625,13 @@ class _Ledger:
                 self.emit([case_record(c.id, k, Status.COMPILE_ERROR, error=str(compiled[k].error),
                                        **fam.case_fields(c), **record_facets(fam, c)) for c in cs])
             elif k not in run_set:
-                reason = gpu.skip_reason(*map(str, fam.archs), ptx=ptx_modules(cfg))
+                # no GPU here runs the family, or (a family of several archs' own forms) none runs this kernel's arch
+                reason = (gpu.skip_reason(*map(str, fam.archs), ptx=ptx_modules(cfg))
+                          or gpu.skip_reason(str(k.arch), ptx=ptx_modules(cfg)))
                 not_run[str(k.family)] = not_run.get(str(k.family), 0) + len(cs)
+                self.not_run_reasons.setdefault(str(k.family), reason)
                 self.emit([case_record(c.id, k, Status.NOT_RUN, reason=reason, **fam.case_fields(c),
                                        **record_facets(fam, c)) for c in cs])
-        self.not_run_reasons = {fam: gpu.skip_reason(*map(str, families.get(fam).archs), ptx=ptx_modules(cfg))
-                                for fam in not_run}
         for fam, n in not_run.items():
             log(f"{fam}: {n} cases recorded as not run ({self.not_run_reasons[fam]})")
 

@@ -38,7 +38,7 @@ def run_on_sim(kernel, cases):
 
 def test_the_family_is_outside_the_default_registry_and_joins_through_the_variable():
     assert "mma_sync" not in registry.REGISTRY
-    assert registry.get("mma_sync") is FAMILY and FAMILY.archs == ("sm_90a",)
+    assert registry.get("mma_sync") is FAMILY and FAMILY.archs == ("sm_90a", "sm_120a", "sm_121a")
     assert FAMILY.kernels("sm_100a") == [] and len(KERNELS) == len(F.all_kernel_keys()) == 37
 
 
@@ -58,7 +58,8 @@ def test_every_form_has_cases_and_every_id_is_readable_and_unique():
 
 
 def test_facets_are_the_kernels_and_say_which_cases_are_controls():
-    assert set(FAMILY.facet_values()["kind"]) == {k.form.kind for k, _ in KERNELS}
+    every_arch = [kc for arch in FAMILY.archs for kc in FAMILY.kernels(arch)]
+    assert set(FAMILY.facet_values()["kind"]) == {k.form.kind for k, _ in every_arch}
     for k, cs in KERNELS:
         for c in cs:
             f = FAMILY.facets_of(c)
@@ -253,9 +254,9 @@ def test_the_sweep_compiles_and_sass_checks_every_kernel_and_runs_nothing_withou
     out = tmp_path / "r.jsonl"
     r = cli_in_process.run("sweep", "--family", "mma_sync", "--jobs", "2", "--out", out)
     assert r.returncode == ExitCode.NOTHING_RAN, r.stderr
-    assert "37 kernels checked, 0 lack what they test" in r.stderr
+    assert "55 kernels checked, 0 lack what they test" in r.stderr  # sm_90a's 37, sm_120a's and sm_121a's 9 each
     _, recs, summary = results.load(out)
-    assert len(recs) == 600 and {x["status"] for x in recs.values()} == {"not-run"}
+    assert len(recs) == 600 + 182 and {x["status"] for x in recs.values()} == {"not-run"}
     assert {x["family"] for x in recs.values()} == {"mma_sync"}
 
 

@@ -20,8 +20,10 @@ def test_the_whole_family_sweep_passes(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "harness", "sweep", "--family", "mma_sync", "--out", str(out)],
                           capture_output=True, text=True, timeout=900, env=env)
     env_rec, recs, summary = results.load(out)
+    sm120 = {i for i, r in recs.items() if r["arch"] == "sm_120a"}  # no sm_120 GPU here: recorded not run
     failing = [(i, r["status"], r.get("why"), r.get("first_mismatches", [])[:2]) for i, r in recs.items()
-               if r["status"] != "pass"]
+               if r["status"] != "pass" and i not in sm120]
     assert proc.returncode == 0 and not failing, (proc.stderr[-2000:], failing[:10])
-    assert env_rec["compute_capability"] == "9.0" and len(recs) == 600
+    assert {recs[i]["status"] for i in sm120} == {"not-run"} and len(sm120) == 182
+    assert env_rec["compute_capability"] == "9.0" and len(recs) - len(sm120) == 600
     assert summary["controls"] == {"pass": 68}

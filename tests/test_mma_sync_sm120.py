@@ -3,11 +3,9 @@ by hand, against CUTLASS's SM120 atoms (tests/oracles/cutlass_mma_sm120.cpp, mar
 compiled by NVRTC through the harness's compile path and SASS-checked. Nothing here runs on a GPU: no sm_120 GPU
 exists in this project.
 
-Why the forms have no cases in a sweep yet: the plan (harness/plan.py) plans a family's cases for one run arch (the
-first of its `archs` a GPU here runs, else the first) and only compiles the kernels of its other archs; with sm_120a
-among mma_sync's archs after sm_90a, an H100 or a CPU sweep would compile the sm_120a kernels and record none of
-their cases, and a kernel of sm_120a returned among sm_90a's would be compiled twice (once more as the other arch's)
-and recorded not-run with the reason `skip_reason(*family.archs)` gives, None on an H100 (sweep.record_unrun).
+In a sweep (the family's `plans_every_arch`: harness/plan.py plans each arch's own kernels with their cases) the
+sm_120a kernels' 182 cases are recorded not run, with the reason naming sm_120a wherever no sm_120 GPU is, an H100
+included; sm_121a's kernels (sm_120a's names and sources) are compiled and SASS-checked only.
 """
 from __future__ import annotations
 
@@ -373,3 +371,27 @@ def test_a_wrong_sass_rule_is_a_broken_kernel(compiled):
     f16 = KS.Sm120Key("f8f6f4", False, "f16")
     broken = [b for b in (r.broken(listing) for r in KS.sass_check(f16, "sm_120a").rules) if b]
     assert any("QMMA.16832.F16.E4M3.E4M3" in b for b in broken)
+
+
+def test_a_sweep_plans_sm120a_cases_and_records_them_not_run_naming_the_arch_on_an_h100(monkeypatch, tmp_path):
+    """On a (simulated) H100 the family's sm_90a kernels are the ones that run; its sm_120a kernels' cases are each
+    recorded not run with a reason that names sm_120a (not None, though a GPU of another of the family's archs is
+    here), and sm_121a's kernels are compiled only."""
+    from harness import plan as planning, registry, sweep
+    from harness.records import results
+    from tests.simulated import fake_gpus
+    monkeypatch.setenv(registry.EXTRA, "mma_sync=harness.families.mma_sync")
+    fake_gpus.install(monkeypatch, ["sm_90a"])
+    p = planning.make(planning.Selection(families=("mma_sync",)), {"mma_sync": "sm_90a"}, cache=True)
+    arch_of = {k.name: str(k.arch) for k, _ in p.work}
+    assert sorted(set(arch_of.values())) == ["sm_120a", "sm_90a"]
+    assert {str(k.arch) for k in p.compile_only} == {"sm_121a"} and len(p.compile_only) == 9
+    sm120 = [(k, cs) for k, cs in p.work if str(k.arch) == "sm_120a"]
+    assert sum(len(cs) for _, cs in sm120) == 182
+    out = tmp_path / "r.jsonl"
+    only_sm120 = planning.Plan(sm120, compile_only=p.compile_only)
+    summary = sweep.execute(only_sm120, sweep.SweepConfig(out_path=out, workers=1), log=lambda m: None)
+    _, recs, _ = results.load(out)
+    assert len(recs) == 182 and {r["status"] for r in recs.values()} == {"not-run"}
+    assert {r["reason"] for r in recs.values()} == {summary["not_run_reasons"]["mma_sync"]}
+    assert summary["not_run_reasons"]["mma_sync"].startswith("needs a sm_120a GPU; this is ")

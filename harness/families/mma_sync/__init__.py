@@ -19,13 +19,14 @@ exits 3), and on the H100 `TC_HARNESS_FAMILIES=mma_sync=harness.families.mma_syn
 tests/test_mma_sync_gpu.py`.
 
 Not covered yet: stmatrix (its model is in `ldmatrix`, no kernel stores through it), and the compile-only archs
-(sm_80, sm_89): `archs` is sm_90a alone.
+sm_80 and sm_89 (their forms are sm_90a's, which the H100 runs).
 
 sm_120a / sm_121a (`block_scaled`, `kernel_sm120` + `mma_sync_sm120.cu`): the `.kind::f8f6f4 / mxf8f6f4 / mxf4 /
-mxf4nvf4` forms, dense and sparse, their containers and scale-factor registers, and the sub-byte ldmatrix, modelled
-and compiled and SASS-checked (`kernel_sm120.arch_kernels(arch)`, 9 kernels an arch, through `source` / `sass_check`
-here). They are not in `archs` and have no cases: no sm_120 GPU exists to run them, and the plan would put their
-cases in a sweep only as the run arch's (tests/test_mma_sync_sm120.py says why).
+mxf4nvf4` forms, dense and sparse, their containers and scale-factor registers, and the sub-byte ldmatrix, modelled,
+compiled and SASS-checked (9 kernels an arch). The family plans every arch's kernels with their cases
+(`plans_every_arch`): sm_120a's 182 cases are in every sweep of the family and recorded not run, with the reason,
+wherever no sm_120 GPU is (their launch packing and readback are not written: no sm_120 GPU exists to run them);
+sm_121a's kernels have sm_120a's names and sources, so they are compiled and SASS-checked only.
 """
 from __future__ import annotations
 
@@ -38,7 +39,12 @@ NAME = "mma_sync"
 class MmaSyncFamily:
     """mma.sync / mma.sp, one CTA of one warp a case; the kernel of a kernel key issues any of its forms."""
     name = NAME
-    archs = (Arch.SM_90A,)
+    # sm_90a runs (an H100 executes every sm_80 / sm_89 form); sm_120a and sm_121a have forms of their own (the
+    # block-scaled kind:: forms, kernel_sm120), compiled, SASS-checked and recorded not run where no sm_120 GPU is
+    archs = (Arch.SM_90A, "sm_120a", "sm_121a")
+    # each arch's kernels are planned with their cases (harness/plan.py), not the first arch's alone: the sm_120
+    # forms are no sm_90a form's siblings
+    plans_every_arch = True
     facets = frozenset({"kind", "n", "dtype", "data"})
     fast_compile = True  # one mma a variant behind a uniform branch: no schedule is under test
 
@@ -47,23 +53,28 @@ class MmaSyncFamily:
 
     @staticmethod
     def kernel_cases(kernel: Kernel) -> list:
-        from harness.families.mma_sync import cases
+        from harness.families.mma_sync import cases, kernel_sm120
+        if isinstance(kernel.form, kernel_sm120.Sm120Key):
+            return kernel_sm120.cases_for_key(kernel.form)
         return cases.cases_for_key(kernel.form)
 
     def kernel_list(self, arch) -> list[Kernel]:
-        from harness.families.mma_sync import forms
-        if arch not in self.archs:
-            return []
-        return [self.kernel_of(key) for key in forms.all_kernel_keys()]
+        from harness.families.mma_sync import forms, kernel_sm120
+        if str(arch) == Arch.SM_90A:
+            return [self.kernel_of(key) for key in forms.all_kernel_keys()]
+        if str(arch) in self.archs:
+            return kernel_sm120.arch_kernels(str(arch))
+        return []
 
     def kernel_of(self, key) -> Kernel:
         return Kernel(self.name, Arch.SM_90A, key.name, key)
 
     @staticmethod
     def facet_values() -> dict:
-        from harness.families.mma_sync import forms
-        keys = forms.all_kernel_keys()
-        return {"kind": forms.KINDS, "dtype": tuple(dict.fromkeys(k.dtype for k in keys)), "data": ("exact",)}
+        from harness.families.mma_sync import forms, kernel_sm120
+        keys = (*forms.all_kernel_keys(), *kernel_sm120.all_keys())
+        return {"kind": (*forms.KINDS, *kernel_sm120.GROUPS), "dtype": tuple(dict.fromkeys(k.dtype for k in keys)),
+                "data": ("exact",)}
 
     @staticmethod
     def kernel_facets_of(kernel: Kernel) -> dict:
@@ -71,7 +82,8 @@ class MmaSyncFamily:
         return {"kind": key.kind, "n": key.mnk[1], "dtype": key.dtype}
 
     def facets_of(self, case) -> dict:
-        return {**self.kernel_facets_of(self.kernel_of(case.key)), "data": case.data, "control": bool(case.control)}
+        return {"kind": case.key.kind, "n": case.key.mnk[1], "dtype": case.key.dtype, "data": case.data,
+                "control": bool(case.control)}
 
     def source(self, kernel: Kernel) -> str:
         from harness.families.mma_sync import kernel as k, kernel_sm120

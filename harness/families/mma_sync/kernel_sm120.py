@@ -232,3 +232,52 @@ def arch_kernels(arch: str) -> list:
     if arch not in BS.ARCHS:
         raise ValueError(f"the .kind:: mma forms are sm_120a / sm_121a code, not {arch}")
     return [Kernel("mma_sync", arch, k.name, k) for k in all_keys()]
+
+
+# ------------------------------------------------------------------------------------------------- the cases
+
+@dataclass(frozen=True)
+class Sm120Case:
+    """One variant of an sm_120a kernel: planned, compiled and SASS-checked, and recorded `not-run` with the reason
+    wherever no sm_120 GPU is (every machine this harness has met). Its inputs, launch packing and readback are not
+    written: a case that ran would need them, and none can run here."""
+    key: Sm120Key
+    variant_index: int
+
+    def __post_init__(self):
+        if not isinstance(self.key, Sm120Key):
+            raise ValueError(f"an sm_120 case's key is an Sm120Key, not {type(self.key).__name__}")
+        if not 0 <= self.variant_index < len(variants(self.key)):
+            raise ValueError(f"{self.key.name} has {len(variants(self.key))} variants, not index {self.variant_index}")
+
+    @property
+    def variant(self):
+        return variants(self.key)[self.variant_index]
+
+    @property
+    def id(self) -> str:
+        v = self.variant
+        if self.key.group == "ldmatrix":
+            return f"sm120-ldmatrix-m8n16-x{v.num}-{v.src}"
+        sel = "" if v.selectors == (0, 0, 0, 0) else "-sel" + "".join(map(str, v.selectors))
+        scale = f"-{v.stype}-{v.scale_vec}" if v.block_scaled else ""
+        return (f"sm120-{v.shape.value}-{v.kind}{'-sp' if v.sparse else ''}-{v.dtype}.{v.atype}.{v.btype}.{v.ctype}"
+                f"{scale}{sel}")
+
+    @property
+    def seed(self) -> int:
+        import zlib
+        return zlib.crc32(self.id.encode())
+
+    @property
+    def data(self) -> str:
+        return "exact"
+
+    @property
+    def control(self) -> str:
+        return ""
+
+
+def cases_for_key(key: Sm120Key) -> list[Sm120Case]:
+    """Every variant of the kernel, one case each."""
+    return [Sm120Case(key, i) for i in range(len(variants(key)))]
