@@ -95,11 +95,11 @@ class MmaSyncFamily:
 
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, device: Device, timeout: float,
                  png_dir) -> list[dict]:
-        """No probe of its own yet: a failing record already names the operand, lane, register, sub-element and
-        matrix element of each mismatch, and D, A and B are diffed separately, so a wrong ldmatrix (A or B as loaded
-        differ) is told apart from a wrong fragment map or product (only D differs). Recovering a whole map from
-        one-hot probes, as wgmma's fragments_probe does, is not written for this family."""
-        return []
+        """The probe records of the failing cases (probe.py): the maps the hardware used for D, and for A and B as
+        loaded (from global memory, or by ldmatrix: its addresses and the tile's swizzle too), recovered from coded
+        launches of this kernel and compared with the model's bit by bit."""
+        from harness.families.mma_sync import probe
+        return probe.diagnose(kernel.form, list(cases), str(cubin_path), device, timeout, png_dir)
 
 
 FAMILY = MmaSyncFamily()

@@ -206,6 +206,17 @@ def tile_of(case: Case, operand: str, load: Load, base: int) -> Tile:
     return Tile(SmemTile(rows, pitch // 2, swizzle, base, pitch), ROW0, col0)
 
 
+def tiles_of(case: Case) -> dict[str, Tile]:
+    """The tile of each operand the case loads by ldmatrix, each in its own REGION-aligned part of the window (A's
+    first): where prepare writes them, and where the probes (probe.py) code every byte by its address."""
+    tiles, end = {}, 0
+    for op, load in (("A", case.a), ("B", case.b)):
+        if load.via == "ldmatrix":
+            tiles[op] = tile_of(case, op, load, -(-end // REGION) * REGION)
+            end = tiles[op].end
+    return tiles
+
+
 def write_tile(t: Tile, fm: fragments.FragmentMap, contiguous: str, bits: np.ndarray, image: np.ndarray) -> None:
     """The operand's element bits [rows, cols] into the image where the tile puts them, per_unit elements of a .b16
     unit low first."""
@@ -288,12 +299,8 @@ def prepare(case: Case) -> Prepared:
         a_logical = a_vals
 
     # the shared-memory image: each ldmatrix operand's tile in its own region, junk around the blocks
-    tiles, end = {}, 0
-    for op, load in (("A", case.a), ("B", case.b)):
-        if load.via == "ldmatrix":
-            base = -(-end // REGION) * REGION
-            tiles[op] = tile_of(case, op, load, base)
-            end = tiles[op].end
+    tiles = tiles_of(case)
+    end = max((t.end for t in tiles.values()), default=0)
     size = -(-(end + 32) // 16) * 16 if tiles else 16  # slack: rows+16 reads a chunk past the last row
     image = np.concatenate([junk(rng, form.atype, size // 2), junk(rng, form.btype, size - size // 2)])
     ld_rows = np.zeros((32, 2), np.uint32)
