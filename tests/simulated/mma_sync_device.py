@@ -21,10 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from harness.contract import LaunchInput
-from harness.families.mma_sync import forms, fragments
+from harness.families.mma_sync import forms, fragments, store
 from harness.families.mma_sync.cases import LD_PATH, operand_maps, words
-from harness.families.mma_sync.ldmatrix import MatrixMoveForm, ldmatrix
-from harness.families.mma_sync.reference import POISON, d_bits, expand, from_bits, pack, product, to_bits, unpack
+from harness.families.mma_sync.ldmatrix import MatrixMoveForm, ldmatrix, stmatrix
+from harness.families.mma_sync.reference import POISON, ST_BYTES, d_bits, expand, from_bits, pack, product, to_bits, unpack
 
 KEYS = {k.name: k for k in forms.all_kernel_keys()}
 misread = None  # set by a test: (kernel name, outputs) -> outputs
@@ -64,6 +64,7 @@ def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
     maps = operand_maps(key)
     n = inp.ctas
     out = {"d_out": np.full((n, 32, words(key, "D")), POISON, np.uint32),
+           **({"st_out": np.full((n, ST_BYTES // 4), POISON, np.uint32)} if "st_in" in inp.inputs else {}),
            "a_out": np.full((n, 32, words(key, "A")), POISON, np.uint32),
            "b_out": np.full((n, 32, words(key, "B")), POISON, np.uint32)}
     for i in range(n):
@@ -84,8 +85,10 @@ def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
                 regs[op] = pack(maps[op], _permuted(maps[op], unpack(maps[op], regs[op]), element_misread[op]))
         variant = int(p["variant"])
         vs = forms.variants(key)
-        if variant >= len(vs):  # the kernel issues nothing: D stays poisoned
+        if variant >= len(vs):  # the kernel issues nothing: D stays poisoned (and is stored so)
             out["a_out"][i], out["b_out"][i] = regs["A"], regs["B"]
+            if "st_in" in inp.inputs:
+                _store(inp.inputs["st_in"][i], out["d_out"][i], inp.inputs["c_in"][i], image, out["st_out"][i])
             continue
         form = vs[variant]
         a = from_bits(form.atype, unpack(maps["A"], regs["A"]))
@@ -106,4 +109,18 @@ def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
         bits = _d_bits(form, d, kernel_name)
         out["d_out"][i] = pack(maps["D"], bits if f is None else _permuted(maps["D"], bits, f))
         out["a_out"][i], out["b_out"][i] = regs["A"], regs["B"]
+        if "st_in" in inp.inputs:
+            _store(inp.inputs["st_in"][i], out["d_out"][i], inp.inputs["c_in"][i], image, out["st_out"][i])
     return misread(kernel_name, out) if misread else out
+
+
+def _store(st_in, d_words, c_words, image, st_out) -> None:
+    """The kernel's stmatrix store of D (.x4: D and C) into its window, the tile copied out (store.py)."""
+    which = int(st_in[32])
+    if not which:
+        return
+    move = store.STORE_MOVES[which - 1]
+    window = np.array(image, np.uint8)
+    stmatrix(move, st_in[:32].astype(np.int64), store.registers(move.num, d_words, c_words), window)
+    base, size = int(st_in[33]), int(st_in[34])
+    st_out[:size // 4] = window[base:base + size].view(np.uint32)

@@ -7,7 +7,11 @@ cases, reference, kernel, readback; `FAMILY` is what the engine runs.
   sparse A operand's compressed storage and its metadata's thread and bit assignment;
 - `ldmatrix`: ldmatrix / stmatrix .m8n8 .x1/.x2/.x4 [.trans] .b16, CuTe's Swizzle<B,M,S>, and the per-lane row
   addresses that make ldmatrix load an mma operand fragment straight out of a (swizzled) shared-memory tile;
-- `cases`, `reference`, `kernel` (+ `mma_sync.cu`), `readback`: as the other families.
+- `cases`, `reference`, `kernel` (+ `mma_sync.cu`), `readback`: as the other families;
+- `store`: D stored by stmatrix .x1/.x2/.x4 [.trans] (sm_90) into a (swizzled) tile, copied out and compared byte by
+  byte, in the six kernels whose D is 16-bit (their sources alone gain the store; the other 31 are unchanged);
+- `probe`: the diagnosis: the maps the hardware used for D and for A and B as loaded (and ldmatrix's addresses and
+  the tile's swizzle), recovered from coded launches of the family's own kernel and compared with the models.
 
 Not in the default registry yet: the family joins `harness/registry.py`'s REGISTRY (and a FamilyName member) once
 it has passed on an H100. Until then it runs through TC_HARNESS_FAMILIES:
@@ -18,8 +22,9 @@ it has passed on an H100. Until then it runs through TC_HARNESS_FAMILIES:
 exits 3), and on the H100 `TC_HARNESS_FAMILIES=mma_sync=harness.families.mma_sync python -m pytest -m gpu
 tests/test_mma_sync_gpu.py`.
 
-Not covered yet: stmatrix (its model is in `ldmatrix`, no kernel stores through it), and the compile-only archs
-(sm_80, sm_89, sm_120a): `archs` is sm_90a alone.
+Not covered yet: the compile-only archs (sm_80, sm_89, sm_120a): `archs` is sm_90a alone; a failing stmatrix store
+is named byte by byte by its record (tile row, byte), and the probe's D record says whether D itself is right, but no
+probe recovers the store's address map.
 """
 from __future__ import annotations
 
