@@ -7,7 +7,11 @@ cases, reference, kernel, readback; `FAMILY` is what the engine runs.
   sparse A operand's compressed storage and its metadata's thread and bit assignment;
 - `ldmatrix`: ldmatrix / stmatrix .m8n8 .x1/.x2/.x4 [.trans] .b16, CuTe's Swizzle<B,M,S>, and the per-lane row
   addresses that make ldmatrix load an mma operand fragment straight out of a (swizzled) shared-memory tile;
-- `cases`, `reference`, `kernel` (+ `mma_sync.cu`), `readback`: as the other families.
+- `cases`, `reference`, `kernel` (+ `mma_sync.cu`), `readback`: as the other families;
+- `store`: D stored by stmatrix .x1/.x2/.x4 [.trans] (sm_90) into a (swizzled) tile, copied out and compared byte by
+  byte, in the six kernels whose D is 16-bit (their sources alone gain the store; the other 31 are unchanged);
+- `probe`: the diagnosis: the maps the hardware used for D and for A and B as loaded (and ldmatrix's addresses and
+  the tile's swizzle), recovered from coded launches of the family's own kernel and compared with the models.
 
 Not in the default registry yet: the family joins `harness/registry.py`'s REGISTRY (and a FamilyName member) once
 it has passed on an H100. Until then it runs through TC_HARNESS_FAMILIES:
@@ -18,8 +22,9 @@ it has passed on an H100. Until then it runs through TC_HARNESS_FAMILIES:
 exits 3), and on the H100 `TC_HARNESS_FAMILIES=mma_sync=harness.families.mma_sync python -m pytest -m gpu
 tests/test_mma_sync_gpu.py`.
 
-Not covered yet: stmatrix (its model is in `ldmatrix`, no kernel stores through it), and the compile-only archs
-sm_80 and sm_89 (their forms are sm_90a's, which the H100 runs).
+Not covered yet: the compile-only archs sm_80 and sm_89 (their forms are sm_90a's, which the H100 runs); a failing
+stmatrix store is named byte by byte by its record (tile row, byte), and the probe's D record says whether D itself
+is right, but no probe recovers the store's address map.
 
 sm_120a / sm_121a (`block_scaled`, `kernel_sm120` + `mma_sync_sm120.cu`): the `.kind::f8f6f4 / mxf8f6f4 / mxf4 /
 mxf4nvf4` forms, dense and sparse, their containers and scale-factor registers, and the sub-byte ldmatrix, modelled,
@@ -117,11 +122,11 @@ class MmaSyncFamily:
 
     def diagnose(self, kernel: Kernel, cases: list, cubin_path, device: Device, timeout: float,
                  png_dir) -> list[dict]:
-        """No probe of its own yet: a failing record already names the operand, lane, register, sub-element and
-        matrix element of each mismatch, and D, A and B are diffed separately, so a wrong ldmatrix (A or B as loaded
-        differ) is told apart from a wrong fragment map or product (only D differs). Recovering a whole map from
-        one-hot probes, as wgmma's fragments_probe does, is not written for this family."""
-        return []
+        """The probe records of the failing cases (probe.py): the maps the hardware used for D, and for A and B as
+        loaded (from global memory, or by ldmatrix: its addresses and the tile's swizzle too), recovered from coded
+        launches of this kernel and compared with the model's bit by bit."""
+        from harness.families.mma_sync import probe
+        return probe.diagnose(kernel.form, list(cases), str(cubin_path), device, timeout, png_dir)
 
 
 FAMILY = MmaSyncFamily()

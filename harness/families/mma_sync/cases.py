@@ -14,8 +14,8 @@ import zlib
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from harness.families.mma_sync import forms, fragments
-from harness.families.mma_sync.ldmatrix import ldmatrix_plan
+from harness.families.mma_sync import forms, fragments, store
+from harness.families.mma_sync.ldmatrix import MatrixMoveForm, ldmatrix_plan
 
 VIAS = ("regs", "ldmatrix")
 ROW_BYTES = (16, 32, 64, 128)
@@ -48,6 +48,37 @@ class Load:
 
 
 @dataclass(frozen=True)
+class Store:
+    """Whether D also leaves through stmatrix (`num` 0: it does not): .x{num} [.trans] .b16 into a tile of
+    `row_bytes` rows (store.py), the tile then copied out whole and compared byte by byte."""
+    num: int = 0
+    trans: bool = False
+    row_bytes: int = 0
+
+    def __post_init__(self):
+        if self.num == 0 and (self.trans or self.row_bytes):
+            raise ValueError("no stmatrix store has no tile and no .trans")
+        if self.num and (self.num not in (1, 2, 4) or self.row_bytes not in ROW_BYTES):
+            raise ValueError(f"a stmatrix store is .x1, .x2 or .x4 into rows of {', '.join(map(str, ROW_BYTES))} "
+                             f"bytes, not .x{self.num} / {self.row_bytes}")
+
+    @property
+    def move(self) -> MatrixMoveForm:
+        return MatrixMoveForm(self.num, self.trans, store=True)
+
+    @property
+    def contiguous(self) -> str:
+        """The storage stmatrix writes: D's rows as the tile's rows, or (.trans) D's columns."""
+        return "cols" if self.trans else "rows"
+
+    @property
+    def tag(self) -> str:
+        if not self.num:
+            return ""
+        return f"st-x{self.num}{'-trans' if self.trans else ''}-{'pad16' if self.row_bytes == 16 else f'sw{self.row_bytes}'}"
+
+
+@dataclass(frozen=True)
 class Case:
     key: forms.KernelKey
     variant_index: int
@@ -57,6 +88,7 @@ class Case:
     control: str = ""  # '' or one of CONTROLS: what the launch gets deliberately wrong
     operand: str = ""  # the operand a control's wrong load is on ('A' or 'B'; '' for the selector)
     repeat: int = 0  # another draw of the same setup
+    st: Store = Store()  # D stored by stmatrix too (kernels of store.stores_d keys)
 
     def __post_init__(self):
         if not isinstance(self.key, forms.KernelKey):
@@ -71,6 +103,13 @@ class Case:
         for op, load in (("A", self.a), ("B", self.b)):
             if load.via == "ldmatrix" and load.contiguous not in ldmatrix_paths(self.key)[op].values():
                 raise ValueError(f"{self.key.name}: no ldmatrix loads {op} from {load.contiguous}-contiguous storage")
+        if self.st.num and not store.stores_d(self.key):
+            raise ValueError(f"{self.key.name}: its D is no stmatrix fragment (a 16-bit D of two registers)")
+        if self.st.num and self.st.row_bytes != 16 and store_bytes(self.key, self.st) > self.st.row_bytes:
+            raise ValueError(f"{self.key.name}: a {store_bytes(self.key, self.st)}-byte stored row does not fit "
+                             f"{self.st.row_bytes}-byte rows")
+        if self.operand == "D" and not (self.control == "wrong-swizzle" and self.st.num):
+            raise ValueError("a control on D is a wrong swizzle of its stmatrix store")
 
     @property
     def form(self) -> forms.MmaForm:
@@ -83,7 +122,7 @@ class Case:
                  f"{f.dtype}.{f.atype}.{f.btype}.{f.ctype}", "satfinite" if f.satfinite else "",
                  f.bitop.value if f.bitop else "",
                  (f"{f.sparsity.value.replace('::', '-')}{f.selector}" if f.sparse else ""),
-                 f"A:{self.a.tag}", f"B:{self.b.tag}", self.extra, f"r{self.repeat}" if self.repeat else "",
+                 f"A:{self.a.tag}", f"B:{self.b.tag}", f"D:{self.st.tag}" if self.st.num else "", self.extra, f"r{self.repeat}" if self.repeat else "",
                  f"neg:{self.control}{'@' + self.operand if self.operand else ''}" if self.control else ""]
         return "-".join(p for p in parts if p)
 
@@ -151,6 +190,30 @@ def block_bytes(key: forms.KernelKey, operand: str, contiguous: str) -> int:
     return (m.cols if contiguous == "rows" else m.rows) * m.bits // 8
 
 
+def store_bytes(key: forms.KernelKey, st: Store) -> int:
+    """Bytes of one stored row of the tile stmatrix writes (its contiguous dimension)."""
+    m = store.store_map(key, st.num)
+    return (m.cols if st.contiguous == "rows" else m.rows) * 2
+
+
+def stores(key: forms.KernelKey) -> list[Store]:
+    """The stmatrix stores of a key's cases: every .x1/.x2/.x4 [.trans] once, the row widths turned by the key's
+    place among the storing keys, so that the storing kernels together store every form into every width that holds
+    its rows."""
+    if not store.stores_d(key):
+        return []
+    turn = [k for k in forms.all_kernel_keys() if store.stores_d(k)].index(key)
+    out = []
+    for j, move in enumerate(store.STORE_MOVES):
+        for step in range(len(ROW_BYTES)):
+            rb = ROW_BYTES[(j + turn + step) % len(ROW_BYTES)]
+            st = Store(move.num, move.trans, rb)
+            if rb == 16 or store_bytes(key, st) <= rb:
+                out.append(st)
+                break
+    return out
+
+
 def tiles(key: forms.KernelKey, operand: str) -> list[Load]:
     """Every ldmatrix tile the operand can be loaded from: each storage its paths allow, in rows of each width that
     holds a block row (16 bytes: padded, no swizzle)."""
@@ -186,6 +249,7 @@ def cases_for_key(key: forms.KernelKey, controls: bool = True) -> list[Case]:
         out.append(Case(key, j % len(vs), a, b))
     if key.dtype == "s32":
         out += [Case(key, i, extra="sat") for i in range(len(vs))]
+    out += [Case(key, j % len(vs), st=st) for j, st in enumerate(stores(key))]
     if controls:
         out += negative_controls(key)
     unique = {c.id: c for c in out}
@@ -220,4 +284,6 @@ def negative_controls(key: forms.KernelKey) -> list[Case]:
         break
     if key.sparse and len(forms.selectors(vs[0].shape, vs[0].atype)) > 1:
         out.append(Case(key, 0, control="wrong-selector"))
+    if store.stores_d(key):  # stmatrix's lane addresses solved for the 64-byte swizzle, the tile's is 128-byte
+        out.append(Case(key, 0, st=Store(4, False, 128), control="wrong-swizzle", operand="D"))
     return out

@@ -10,10 +10,10 @@ import numpy as np
 
 from harness import kernels
 from harness.contract import LaunchInput, OutputSpec, SassCheck, SassRule
-from harness.families.mma_sync import forms
+from harness.families.mma_sync import forms, store
 from harness.families.mma_sync.cases import LD_PATH, ldmatrix_paths, operand_maps, words
 from harness.families.mma_sync.ldmatrix import MatrixMoveForm
-from harness.families.mma_sync.reference import POISON, Prepared
+from harness.families.mma_sync.reference import POISON, ST_ARGS, ST_BYTES, Prepared
 
 HERE = Path(__file__).resolve().parent  # the kernel's template sits beside this module
 
@@ -148,14 +148,44 @@ def dispatch(key: forms.KernelKey, outputs: str, inputs: str, texts: list[str], 
             f'        : {inputs}, "r"(p.variant) : "memory");')
 
 
+def store_code(key: forms.KernelKey) -> str:
+    """The stmatrix store of D (kernels of store.stores_d keys; nothing for the others, whose source stays as it
+    was): st_in's store index picks one of store.STORE_MOVES (0: none), each lane hands its row address, the store
+    writes D's registers (.x4: then C's) into the case's tile in the window, and the warp copies the whole tile out
+    to st_out, the bytes the store should not touch included."""
+    if not store.stores_d(key):
+        return ""
+    regs = ["d0", "d1", "c_w[0]", "c_w[1]"]
+    lines = ["", "    // stmatrix: D (.x4: D and C) into the case's tile, the tile then copied out whole",
+             f"    const unsigned int* st = st_in + (unsigned long long)blockIdx.x * {ST_ARGS}ull;",
+             "    const unsigned int st_row = window + st[lane];", "    (void)st_row;"]
+    for i, move in enumerate(store.STORE_MOVES):
+        ops = "{" + ", ".join(f"%{j + 1}" for j in range(move.num)) + "}"
+        ins = ", ".join(f'"r"({r})' for r in regs[:move.num])
+        lines.append(f"    {'if' if i == 0 else 'else if'} (st[32] == {i + 1}u) "
+                     f'{{ asm volatile("{move.instruction()} [%0], {ops};" :: "r"(st_row), {ins} : "memory"); }}')
+    lines += ["    __syncwarp();",
+              "    if (st[32] != 0u) {",
+              "        const uint4* st_src = reinterpret_cast<const uint4*>(smem_raw + (window - raw) + st[33]);",
+              f"        uint4* st_dst = reinterpret_cast<uint4*>(st_out + (unsigned long long)blockIdx.x * "
+              f"{ST_BYTES // 4}ull);",
+              "#pragma unroll 1",
+              "        for (unsigned int i = lane; i < st[34] / 16u; i += 32u) st_dst[i] = st_src[i];",
+              "    }"]
+    return "\n".join(lines)
+
+
 def source(key: forms.KernelKey, only_variant: int | None = None, name: str | None = None) -> str:
     """The kernel of one key, with every variant (or one: the SASS of each form apart, read by
     tests/test_mma_sync_family.py), named `name` (the key's by default)."""
     code, outputs, inputs, texts, stores, n_ops = asm_parts(key)
+    st = store.stores_d(key)
     return kernels.fill(kernels.template("mma_sync.cu", HERE), KERNEL_NAME=name or key.name, A_WORDS=words(key, "A"),
                         B_WORDS=words(key, "B"), A_LOAD=load_code(key, "A"), B_LOAD=load_code(key, "B"),
                         OPERANDS=code, MMA_DISPATCH=dispatch(key, outputs, inputs, texts, n_ops, only_variant),
-                        STORES=stores)
+                        STORES=stores, ST_STORE=store_code(key),
+                        ST_IN_PARAM="\n                const unsigned int* __restrict__ st_in," if st else "",
+                        ST_OUT_PARAM=", unsigned int* __restrict__ st_out" if st else "")
 
 
 # ------------------------------------------------------------------------------------------------ the SASS
@@ -196,9 +226,10 @@ TENSOR_OPCODE = r"[HIDB]MMA(\..*)?"
 EMULATION_CALL = r"CALL(\..*)?"
 
 
-def ldsm_opcode(num: int, trans: bool) -> str:
-    """ldmatrix's SASS: LDSM.16.M88 (.x1), LDSM.16.M88.2, LDSM.16.M88.4; MT88 with .trans."""
-    return f"LDSM.16.{'MT88' if trans else 'M88'}" + (f".{num}" if num > 1 else "")
+def ldsm_opcode(num: int, trans: bool, store_: bool = False) -> str:
+    """ldmatrix's SASS: LDSM.16.M88 (.x1), LDSM.16.M88.2, LDSM.16.M88.4; MT88 with .trans; stmatrix's the same
+    with STSM."""
+    return f"{'STSM' if store_ else 'LDSM'}.16.{'MT88' if trans else 'M88'}" + (f".{num}" if num > 1 else "")
 
 
 def sass_check(key: forms.KernelKey) -> SassCheck:
@@ -226,6 +257,12 @@ def sass_check(key: forms.KernelKey) -> SassCheck:
     rules += [SassRule(re.escape(ldsm_opcode(num, trans)), f"{ldsm_opcode(num, trans)}: the kernel's ldmatrix .x{num}"
                        + (" .trans" if trans else ""), count=n) for (num, trans), n in sorted(ldsm.items())]
     rules.append(SassRule(r"LDSM(\..*)?", "no ldmatrix beyond the kernel's own", count=sum(ldsm.values())))
+    if store.stores_d(key):  # one STSM per stmatrix form the kernel stores D with
+        rules += [SassRule(re.escape(ldsm_opcode(m.num, m.trans, True)), f"{ldsm_opcode(m.num, m.trans, True)}: the "
+                           f"kernel's stmatrix .x{m.num}" + (" .trans" if m.trans else ""), count=1)
+                  for m in store.STORE_MOVES]
+    rules.append(SassRule(r"STSM(\..*)?", "no stmatrix beyond the kernel's own",
+                          count=len(store.STORE_MOVES) if store.stores_d(key) else 0))
     return SassCheck("sm_90a", tuple(rules), function=key.name)
 
 
@@ -253,4 +290,8 @@ def pack(preps: list[Prepared]) -> LaunchInput:
               "ld_rows": np.stack([p.ld_rows for p in preps]).reshape(n, THREADS, 2)}
     outputs = {name: OutputSpec((THREADS, w), "uint32", POISON) for name, w in (("d_out", dw), ("a_out", aw),
                                                                                 ("b_out", bw))}
+    if store.stores_d(key):  # the stmatrix kernels' st_in (after ld_rows) and st_out (last), as their source has
+        inputs["st_in"] = np.stack([p.st_in if p.st_in is not None else np.zeros(ST_ARGS, np.uint32)
+                                    for p in preps]).astype(np.uint32)
+        outputs["st_out"] = OutputSpec((ST_BYTES // 4,), "uint32", POISON)
     return LaunchInput(np.concatenate([p.image for p in preps]), params, inputs, outputs, 1, THREADS)

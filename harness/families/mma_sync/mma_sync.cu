@@ -19,8 +19,8 @@ extern "C" __global__ void __launch_bounds__(32, 1)
 {{KERNEL_NAME}}(const unsigned char* __restrict__ images, const CaseParams* __restrict__ params,
                 const unsigned int* __restrict__ a_in, const unsigned int* __restrict__ b_in,
                 const unsigned int* __restrict__ c_in, const unsigned int* __restrict__ e_in,
-                const unsigned int* __restrict__ ld_rows,
-                unsigned int* __restrict__ d_out, unsigned int* __restrict__ a_out, unsigned int* __restrict__ b_out)
+                const unsigned int* __restrict__ ld_rows,{{ST_IN_PARAM}}
+                unsigned int* __restrict__ d_out, unsigned int* __restrict__ a_out, unsigned int* __restrict__ b_out{{ST_OUT_PARAM}})
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const unsigned int lane = threadIdx.x;
@@ -50,5 +50,5 @@ extern "C" __global__ void __launch_bounds__(32, 1)
     // which leaves D poisoned), each block one mma.
 {{MMA_DISPATCH}}
 
-{{STORES}}
+{{STORES}}{{ST_STORE}}
 }

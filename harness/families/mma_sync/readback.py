@@ -81,20 +81,46 @@ def _where(prep: Prepared, outs: dict) -> dict:
             "bad_registers": ranges(sorted(regs))}
 
 
+def _tile_bad(prep: Prepared, want: np.ndarray | None, got: np.ndarray | None) -> int:
+    """Bytes of the stmatrix tile copy-out (poison after the tile included) that differ from `want`; 0 for a case
+    that stores nothing."""
+    if want is None or got is None:
+        return 0
+    return int((np.asarray(want, np.uint32).view(np.uint8) != np.asarray(got, np.uint32).view(np.uint8)).sum())
+
+
+def _tile_where(prep: Prepared, got: np.ndarray) -> dict:
+    """The first differing bytes of the tile: (tile row, byte in the row, expected, got)."""
+    pitch = int(prep.st_pitch) if prep.st_pitch else 16
+    want, have = np.asarray(prep.st_expected, np.uint32).view(np.uint8), np.asarray(got, np.uint32).view(np.uint8)
+    bad = np.nonzero(want != have)[0]
+    return {"st_first_mismatches": [{"operand": "D-tile", "row": int(b // pitch), "col": int(b % pitch),
+                                     "expected": int(want[b]), "got": int(have[b])} for b in bad[:MAX_REPORTED]],
+            "st_bad_rows": ranges(sorted({int(b // pitch) for b in bad}))}
+
+
 def diff_launch(preps: list[Prepared], outputs: dict) -> list[dict]:
     """One record per case of a launch: outputs['d_out'|'a_out'|'b_out'] are uint32 [cases, 32, words]."""
     out = []
     for i, prep in enumerate(preps):
         case = prep.case
         outs = {op: np.asarray(outputs[name][i], np.uint32) for op, name in OUTPUTS.items()}
+        tile = np.asarray(outputs["st_out"][i], np.uint32) if "st_out" in outputs else None
         rec = {"id": case.id, "variant": case.form.describe(), "a_load": case.a.tag, "b_load": case.b.tag}
+        if case.st.num:
+            rec["d_store"] = case.st.tag
         same = all(np.array_equal(prep.expected[op], outs[op]) for op in OUTPUTS)
         nbad = 0 if same else _differs(prep, prep.expected, outs)
+        tile_bad = _tile_bad(prep, prep.st_expected, tile)
+        if prep.st_expected is not None:
+            rec["st_mismatched_bytes"] = tile_bad
+        nbad += tile_bad
         rec["mismatches"] = nbad
         rec["unwritten_registers"] = int(sum(((outs[op] == POISON) & (prep.expected[op] != POISON)).sum()
                                              for op in OUTPUTS))
         if case.control:
-            caught = _differs(prep, prep.intended, outs) > 0
+            caught = _differs(prep, prep.intended, outs) > 0 or _tile_bad(
+                prep, prep.st_intended if prep.st_intended is not None else prep.st_expected, tile) > 0
             rec.update(control=case.control, caught=caught, matches_model_prediction=nbad == 0)
             rec["status"] = "pass" if caught and nbad == 0 else "fail"
             if not caught:
@@ -106,5 +132,8 @@ def diff_launch(preps: list[Prepared], outputs: dict) -> list[dict]:
             rec["status"] = "pass" if nbad == 0 else "fail"
         if nbad:
             rec.update(_where(prep, outs))
+        if tile_bad:
+            rec.update(_tile_where(prep, tile))
+            rec["bad_operands"] = ",".join(x for x in (rec.get("bad_operands"), "D-tile") if x)
         out.append(rec)
     return out

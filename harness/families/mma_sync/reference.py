@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.families.mma_sync import forms, fragments
-from harness.families.mma_sync.cases import LD_PATH, Case, Load, block_bytes, operand_maps, path_of
+from harness.families.mma_sync import forms, fragments, store
+from harness.families.mma_sync.cases import LD_PATH, Case, Load, block_bytes, operand_maps, path_of, store_bytes
 from harness.families.mma_sync.ldmatrix import (ROW_SWIZZLES, MatrixMoveForm, SmemTile, Swizzle, lane_addresses,
-                                                ldmatrix)
+                                                ldmatrix, stmatrix)
 from harness.families.wgmma.reference import EXACT_POOL
 from harness.spec import dtypes
 
@@ -30,6 +30,9 @@ REGION = 1024  # A's tile at 0 of the window, B's at the next multiple of this a
 ROW0 = 3  # the operand block starts 3 storage rows into its tile: the swizzle sees rows off its pattern's start
 SMALL_INTS = {"f16": 4, "bf16": 4, "tf32": 8, "f64": 8}  # |value| bounds that keep every product and sum exact
 INT_RANGE = {"s8": (-128, 127), "u8": (0, 255), "s4": (-8, 7), "u4": (0, 15), "b1": (0, 1)}
+ST_BYTES = 2560  # the largest stmatrix tile: 3 + 16 + 1 rows of 128 bytes; st_out is this many bytes a case
+ST_ARGS = 36  # st_in per case: 32 lanes' row addresses, the store (1 + index in store.STORE_MOVES; 0: none), the
+#               tile's offset in the window, its bytes, 0
 
 
 # ------------------------------------------------------------------------------------------------ element types
@@ -206,6 +209,17 @@ def tile_of(case: Case, operand: str, load: Load, base: int) -> Tile:
     return Tile(SmemTile(rows, pitch // 2, swizzle, base, pitch), ROW0, col0)
 
 
+def tiles_of(case: Case) -> dict[str, Tile]:
+    """The tile of each operand the case loads by ldmatrix, each in its own REGION-aligned part of the window (A's
+    first): where prepare writes them, and where the probes (probe.py) code every byte by its address."""
+    tiles, end = {}, 0
+    for op, load in (("A", case.a), ("B", case.b)):
+        if load.via == "ldmatrix":
+            tiles[op] = tile_of(case, op, load, -(-end // REGION) * REGION)
+            end = tiles[op].end
+    return tiles
+
+
 def write_tile(t: Tile, fm: fragments.FragmentMap, contiguous: str, bits: np.ndarray, image: np.ndarray) -> None:
     """The operand's element bits [rows, cols] into the image where the tile puts them, per_unit elements of a .b16
     unit low first."""
@@ -248,10 +262,14 @@ class Prepared:
     launch_variant: int
     expected: dict  # 'D', 'A', 'B' -> uint32 [32, words]: what the kernel must write (a control's predicted misread)
     intended: dict | None  # a control's: what the right setup writes (None for other cases)
+    st_in: np.ndarray | None = None  # uint32 [ST_ARGS]: the stmatrix store's lane addresses and tile (None: none)
+    st_expected: np.ndarray | None = None  # uint32 [ST_BYTES / 4]: the tile after the store, poison beyond it
+    st_intended: np.ndarray | None = None  # a store control's: the tile the right addresses give
+    st_pitch: int = 0  # bytes a row of the stmatrix tile (where a differing byte is named)
 
     def slim(self) -> "Prepared":
-        """Only what the diff needs (the registers to expect), for shipping between processes."""
-        self.image = self.a_words = self.b_words = self.c_words = self.e_words = self.ld_rows = None
+        """Only what the diff needs (the registers and tile to expect), for shipping between processes."""
+        self.image = self.a_words = self.b_words = self.c_words = self.e_words = self.ld_rows = self.st_in = None
         return self
 
 
@@ -288,12 +306,8 @@ def prepare(case: Case) -> Prepared:
         a_logical = a_vals
 
     # the shared-memory image: each ldmatrix operand's tile in its own region, junk around the blocks
-    tiles, end = {}, 0
-    for op, load in (("A", case.a), ("B", case.b)):
-        if load.via == "ldmatrix":
-            base = -(-end // REGION) * REGION
-            tiles[op] = tile_of(case, op, load, base)
-            end = tiles[op].end
+    tiles = tiles_of(case)
+    end = max((t.end for t in tiles.values()), default=0)
     size = -(-(end + 32) // 16) * 16 if tiles else 16  # slack: rows+16 reads a chunk past the last row
     image = np.concatenate([junk(rng, form.atype, size // 2), junk(rng, form.btype, size - size // 2)])
     ld_rows = np.zeros((32, 2), np.uint32)
@@ -332,8 +346,69 @@ def prepare(case: Case) -> Prepared:
         expected = {"D": result(loaded["A"], loaded["B"], meta), "A": loaded["A"], "B": loaded["B"]}
     else:
         expected, intended = intended, None
-    return Prepared(case, image, words["A"], words["B"], pack(maps["C"], c_bits), e_words, ld_rows, paths[0],
-                    paths[1], case.launch_variant, expected, intended)
+    c_words = pack(maps["C"], c_bits)
+    prep = Prepared(case, image, words["A"], words["B"], c_words, e_words, ld_rows, paths[0], paths[1],
+                    case.launch_variant, expected, intended)
+    if case.st.num:
+        add_store(prep, rng, form.dtype)
+    return prep
+
+
+def store_tile(case: Case, base: int) -> Tile:
+    """Where stmatrix stores: a tile of the store's row width (16: unswizzled, padded by a chunk), the stored block
+    at the end of each row (tile_of's arrangement), ROW0 rows in, a row of slack after it."""
+    st = case.st
+    fm = store.store_map(case.key, st.num)
+    srows = fm.rows if st.contiguous == "rows" else fm.cols
+    block = store_bytes(case.key, st)
+    if st.row_bytes == 16:
+        pitch, swizzle, col0 = -(-block // 16) * 16 + 16, Swizzle(0, 4, 3), 8
+    else:
+        pitch, swizzle, col0 = st.row_bytes, ROW_SWIZZLES[st.row_bytes], ((st.row_bytes - block) // 16) * 8
+    return Tile(SmemTile(ROW0 + srows + 1, pitch // 2, swizzle, base, pitch), ROW0, col0)
+
+
+def add_store(prep: Prepared, rng, dtype: str) -> None:
+    """The case's stmatrix store: its tile after the image's tiles (junk around the block, so that a byte the store
+    should leave alone is checked too), each lane's row address, and the tile the store leaves (a wrong-swizzle
+    control's: the model's prediction of its store through the addresses solved for half-width rows)."""
+    case = prep.case
+    st = case.st
+    fm = store.store_map(case.key, st.num)
+    base = -(-prep.image.size // REGION) * REGION
+    t = store_tile(case, base)
+    size = t.tile.rows * t.tile.pitch
+    if size > ST_BYTES:
+        raise AssertionError(f"{case.id}: a {size}-byte stmatrix tile exceeds ST_BYTES {ST_BYTES}")
+    image = np.concatenate([prep.image, junk(rng, dtype, base - prep.image.size), junk(rng, dtype, size)])
+    regs = store.registers(st.num, prep.expected["D"], prep.c_words)
+    _, addr = lane_addresses(fm, st.contiguous, t.tile, t.row0, t.col0)
+    if not np.array_equal(ldmatrix(MatrixMoveForm(st.num, st.trans), addr, _stored(st.move, addr, regs, image)),
+                          regs):  # the store's addresses and the load model agree before any GPU is asked
+        raise AssertionError(f"{case.id}: the stmatrix addresses do not give back the stored fragment")
+    handed = addr
+    if case.control == "wrong-swizzle" and case.operand == "D":
+        wrong = SmemTile(t.tile.rows, t.tile.cols, ROW_SWIZZLES[st.row_bytes // 2], t.tile.base, t.tile.pitch)
+        _, handed = lane_addresses(fm, st.contiguous, wrong, t.row0, t.col0)
+        prep.st_intended = _tile_words(_stored(st.move, addr, regs, image), base, size)
+    prep.st_expected = _tile_words(_stored(st.move, handed, regs, image), base, size)
+    prep.st_in = np.concatenate([handed.astype(np.uint32), np.array(
+        [1 + store.STORE_MOVES.index(st.move), base, size, 0], np.uint32)])
+    prep.image = image
+    prep.st_pitch = t.tile.pitch
+
+
+def _stored(move: MatrixMoveForm, addresses, regs, image: np.ndarray) -> np.ndarray:
+    out = image.copy()
+    stmatrix(move, addresses, regs, out)
+    return out
+
+
+def _tile_words(image: np.ndarray, base: int, size: int) -> np.ndarray:
+    """The tile's bytes as the kernel copies them out (uint32 words), poison after them."""
+    out = np.full(ST_BYTES // 4, POISON, np.uint32)
+    out[:size // 4] = image[base:base + size].view(np.uint32)
+    return out
 
 
 def misread(case: Case, fm, load: Load, t: Tile, move: MatrixMoveForm, addr: np.ndarray, image: np.ndarray):
