@@ -78,8 +78,21 @@ class Store:
         return f"st-x{self.num}{'-trans' if self.trans else ''}-{'pad16' if self.row_bytes == 16 else f'sw{self.row_bytes}'}"
 
 
+class ExactCase:
+    """What every case of the family has from its id: a seed drawn from it, and exact data (integer-valued
+    inputs, a result equal to the reference bit for bit or wrong)."""
+
+    @property
+    def seed(self) -> int:
+        return zlib.crc32(self.id.encode())
+
+    @property
+    def data(self) -> str:
+        return "exact"
+
+
 @dataclass(frozen=True)
-class Case:
+class Case(ExactCase):
     key: forms.KernelKey
     variant_index: int
     a: Load = Load()
@@ -125,14 +138,6 @@ class Case:
                  f"A:{self.a.tag}", f"B:{self.b.tag}", f"D:{self.st.tag}" if self.st.num else "", self.extra, f"r{self.repeat}" if self.repeat else "",
                  f"neg:{self.control}{'@' + self.operand if self.operand else ''}" if self.control else ""]
         return "-".join(p for p in parts if p)
-
-    @property
-    def seed(self) -> int:
-        return zlib.crc32(self.id.encode())
-
-    @property
-    def data(self) -> str:
-        return "exact"
 
     @property
     def launch_variant(self) -> int:

@@ -28,6 +28,7 @@ from pathlib import Path
 from harness import kernels
 from harness.contract import SassCheck, SassRule
 from harness.families.mma_sync import block_scaled as BS
+from harness.families.mma_sync.cases import ExactCase
 from harness.families.mma_sync.reference import POISON
 
 HERE = Path(__file__).resolve().parent
@@ -237,7 +238,7 @@ def arch_kernels(arch: str) -> list:
 # ------------------------------------------------------------------------------------------------- the cases
 
 @dataclass(frozen=True)
-class Sm120Case:
+class Sm120Case(ExactCase):
     """One variant of an sm_120a kernel: planned, compiled and SASS-checked, and recorded `not-run` with the reason
     wherever no sm_120 GPU is (every machine this harness has met). Its inputs, launch packing and readback are not
     written: a case that ran would need them, and none can run here."""
@@ -263,15 +264,6 @@ class Sm120Case:
         scale = f"-{v.stype}-{v.scale_vec}" if v.block_scaled else ""
         return (f"sm120-{v.shape.value}-{v.kind}{'-sp' if v.sparse else ''}-{v.dtype}.{v.atype}.{v.btype}.{v.ctype}"
                 f"{scale}{sel}")
-
-    @property
-    def seed(self) -> int:
-        import zlib
-        return zlib.crc32(self.id.encode())
-
-    @property
-    def data(self) -> str:
-        return "exact"
 
     @property
     def control(self) -> str:
