@@ -1,7 +1,9 @@
 """sm_120a / sm_121a mma.sync `.kind::` forms (harness/families/mma_sync/block_scaled.py, kernel_sm120.py): the models
 by hand, against CUTLASS's SM120 atoms (tests/oracles/cutlass_mma_sm120.cpp, marker `cutlass`), and the kernels
-compiled by NVRTC through the harness's compile path and SASS-checked. Nothing here runs on a GPU: no sm_120 GPU
-exists in this project.
+compiled by NVRTC through the harness's compile path and SASS-checked; the launch path (reference_sm120's inputs and
+expectations, kernel_sm120.pack, readback_sm120's diff) on a simulated sm_120a device that computes from the models
+(tests/simulated/mma_sync_sm120_device.py), with misreading devices and planted packing bugs that must fail. Nothing
+here runs on a GPU: no sm_120 GPU exists in this project.
 
 In a sweep (the family's `plans_every_arch`: harness/plan.py plans each arch's own kernels with their cases) the
 sm_120a kernels' 182 cases are recorded not run, with the reason naming sm_120a wherever no sm_120 GPU is, an H100
@@ -395,3 +397,239 @@ def test_a_sweep_plans_sm120a_cases_and_records_them_not_run_naming_the_arch_on_
     assert len(recs) == 182 and {r["status"] for r in recs.values()} == {"not-run"}
     assert {r["reason"] for r in recs.values()} == {summary["not_run_reasons"]["mma_sync"]}
     assert summary["not_run_reasons"]["mma_sync"].startswith("needs a sm_120a GPU; this is ")
+
+
+# ---------------------------------------------------------------------------------------------------- the launch
+# prepare -> pack -> a simulated sm_120a GPU (tests/simulated/mma_sync_sm120_device.py, which runs each launch from
+# the launch alone through the models) -> readback. The models are the device's too, so these check the packing,
+# the variants and the diff, not the hardware: no sm_120 GPU has run any of it.
+
+from harness.families.mma_sync import FAMILY, readback_sm120 as RB120, reference_sm120 as R120  # noqa: E402
+from tests.run import simsweep  # noqa: E402
+from tests.simulated import mma_sync_sm120_device  # noqa: E402
+
+SM120_KERNELS = FAMILY.kernels("sm_120a")
+
+
+@pytest.fixture
+def joined(monkeypatch):
+    from harness import registry
+    monkeypatch.setenv(registry.EXTRA, "mma_sync=harness.families.mma_sync")
+
+
+def run_on_sim(kernel, cases):
+    return {r["id"]: r for r in simsweep.in_process(kernel, cases, mma_sync_sm120_device.run)}
+
+
+@pytest.fixture
+def faulty_device(monkeypatch):
+    def use(misread=None, scale_misread=None):
+        monkeypatch.setattr(mma_sync_sm120_device, "misread", misread)
+        monkeypatch.setattr(mma_sync_sm120_device, "scale_misread", scale_misread)
+    return use
+
+
+def test_the_launch_is_the_kernels_parameter_list():
+    """pack's parameter record is the .cu's CaseParams field for field, and its inputs and outputs are the kernel's
+    pointer parameters after `images, params`, in order (launch.device_buffers passes them so)."""
+    cu = (Path(KS.__file__).parent / "mma_sync_sm120.cu").read_text()
+    struct = cu[cu.index("struct CaseParams {"):cu.index("};")]
+    assert re.findall(r"\b(\w+);", struct) == list(KS.PARAMS_DTYPE.names)
+    widths = [8 if t == "long long" else 4 for t in re.findall(r"unsigned (long long|int) \w+;", struct)]
+    assert widths == [KS.PARAMS_DTYPE[n].itemsize for n in KS.PARAMS_DTYPE.names]
+    head = cu[cu.index("{{KERNEL_NAME}}("):]
+    params = re.findall(r"\*\s*__restrict__\s+(\w+)", head[:head.index(")\n{")])
+    for kernel, cases in SM120_KERNELS:
+        launch = KS.pack([R120.prepare(cases[0])])
+        assert params == ["images", "params", *launch.inputs, *launch.outputs], kernel.name
+        w = KS.words(kernel.form)
+        assert [launch.inputs[x].shape[1:] for x in ("a_in", "b_in", "c_in", "sf_in")] == [
+            (32, w["A"]), (32, w["B"]), (32, w["C"]), (32, 2)]
+        assert launch.outputs["d_out"].shape == (32, w["D"]) and launch.threads == 32
+
+
+def test_every_sm120a_case_passes_on_the_simulated_device(joined):
+    seen = 0
+    for kernel, cases in SM120_KERNELS:
+        recs = run_on_sim(kernel, cases)
+        assert set(recs) == {c.id for c in cases}
+        for r in recs.values():
+            assert r["status"] == "pass" and r["mismatches"] == 0 and r["unwritten_registers"] == 0, r
+            assert r["arch"] == "sm_120a" and r["kernel"] == kernel.name
+        seen += len(cases)
+    assert seen == 182
+
+
+def test_the_inputs_are_the_models_and_every_byte_nobody_reads_is_a_decoy():
+    """Per case: A, B, C and D's registers unpack to values of the type's pool; every scale byte the selectors pick
+    holds a pool factor, each row's chunks different ones, and every other byte the decoy; a sparse form's metadata
+    is legal ordered metadata; the preparation keeps only the expectation once slimmed."""
+    for _, cases in SM120_KERNELS:
+        for c in cases:
+            p = R120.prepare(c)
+            if c.key.group == "ldmatrix":
+                assert (p.expected[:, c.variant.num:] == R120.POISON).all()
+                assert (p.ld_rows % 16 == 0).all() and len(set(p.ld_rows.tolist())) == 32
+                continue
+            f = c.variant
+            for op, fm, regs in (("A", BS.a_map(f), p.a_words), ("B", BS.b_map(f), p.b_words)):
+                slots = BS.unpack_registers(fm, regs)
+                t = f.atype if op == "A" else f.btype
+                assert np.isin(BS.decode_containers(f, op, slots), R120.element_pool(f, t)[0]).all()
+                assert np.array_equal(BS.encode_containers(f, op, BS.decode_containers(f, op, slots)), slots)
+            if f.sparse:
+                from harness.families.mma_sync import fragments as FR
+                fields = FR.decode_metadata(BS.metadata_form(f), p.e_words)
+                assert ((fields & 3) < (fields >> 2)).all()
+            if f.block_scaled:
+                decoy = int(R120.pool_codes(f.stype, (R120.SCALE_DECOY[f.stype],))[0][0])
+                for j, op in enumerate("AB"):
+                    sm = BS.scale_map(f, op)
+                    b = (p.sf_words[:, j, None] >> (8 * np.arange(4, dtype=np.uint32))) & 0xFF
+                    assert (b[~sm.held] == decoy).all() and np.isin(b[sm.held], R120.pool_codes(
+                        f.stype, R120.SCALE_POOL[f.stype])[0]).all()
+                    factors = BS.decode_scales(f, op, p.sf_words[:, j])
+                    assert all(len(set(row)) == f.scale_count for row in factors.tolist())
+            else:
+                assert not p.sf_words.any()
+            slim = p.slim()
+            assert slim.image is None and slim.a_words is None and slim.expected is p.expected
+
+
+def test_the_exactness_check_refuses_a_pool_that_could_round(monkeypatch):
+    """The check can fail: e4m3 values from 2^-9 to 448 in one f32 sum cannot be exact in every order."""
+    key = KS.Sm120Key("f8f6f4")
+    case = next(c for c in KS.cases_for_key(key) if (c.variant.atype, c.variant.btype) == ("e4m3", "e4m3"))
+    monkeypatch.setitem(R120.WIDE_POOL, "e4m3", (2.0 ** -9, 448.0))
+    R120.pool_codes.cache_clear()
+    try:
+        with pytest.raises(AssertionError, match="the value pools are wrong"):
+            R120.prepare(case)
+    finally:
+        R120.pool_codes.cache_clear()
+    with pytest.raises(ValueError, match="not exactly one of its codes"):
+        R120.pool_codes("e2m1", (0.25,))
+
+
+def _swap_lanes(lane_a, lane_b):
+    def fn(name, out):
+        o = out["d_out"]
+        o[:, [lane_a, lane_b]] = o[:, [lane_b, lane_a]]
+        return out
+    return fn
+
+
+def test_a_device_that_swaps_two_lanes_d_registers_is_caught_and_named(joined, faulty_device):
+    """Lanes 5 and 6 swapped: every case fails, named on lanes 5-6; an mma's first element is one lane 5 or 6 holds
+    in D's map (rows 1, 9; columns 2-5), a sub-byte load's one of row 1's elements 4-11 of a matrix."""
+    faulty_device(misread=_swap_lanes(5, 6))
+    for kernel, cases in SM120_KERNELS:
+        recs = run_on_sim(kernel, cases)
+        for c in cases:
+            r = recs[c.id]
+            assert r["status"] == "fail" and r["bad_lanes"] == "5-6" and r["unwritten_registers"] == 0, r
+            first = r["first_mismatches"][0]
+            assert first["lane"] in (5, 6) and first["expected"] != first["got"]
+            if c.key.group == "ldmatrix":
+                assert first["operand"] == "ldmatrix" and first["row"] == 1 and 4 <= first["element"] < 12
+                assert first["matrix"] == first["register"] < c.variant.num
+            else:
+                assert first["operand"] == "D" and first["row"] in (1, 9) and first["col"] in (2, 3, 4, 5)
+                lane, reg, sub = BS.acc_map(c.variant).locate(first["row"], first["col"])
+                assert (int(lane), int(reg), int(sub)) == (first["lane"], first["register"], first["sub"])
+
+
+def test_a_device_that_swaps_the_scale_bytes_a_selector_picks_is_caught(joined, faulty_device):
+    """The bytes byte-id and byte-id + 1 of every lane's scale-a-data (1X: the picked byte and its neighbour, a
+    decoy) exchanged before the MMA reads them: every block-scaled case fails, on D alone; the same on scale-b-data.
+    The f8f6f4 cases, which read no scale register, pass."""
+    for target in "AB":
+        def swap(form, op, regs, target=target):
+            if op != target:
+                return regs
+            lo = form.byte_id_a if op == "A" else form.byte_id_b
+            hi = lo + 1 if form.scale_count > 1 else lo ^ 1
+            b = [(regs >> (8 * i)) & 0xFF for i in range(4)]
+            b[lo], b[hi] = b[hi], b[lo]
+            return sum(x << (8 * i) for i, x in enumerate(b)).astype(np.uint32)
+        faulty_device(scale_misread=swap)
+        failed = 0
+        for kernel, cases in SM120_KERNELS:
+            if kernel.form.group == "ldmatrix":
+                continue
+            recs = run_on_sim(kernel, cases)
+            for c in cases:
+                r = recs[c.id]
+                if not c.variant.block_scaled:
+                    assert r["status"] == "pass", r
+                    continue
+                assert r["status"] == "fail" and r["bad_operands"] == "D" and r["unwritten_registers"] == 0, r
+                failed += 1
+        assert failed == 76  # mxf8f6f4 28 + mxf4 / mxf4nvf4 10, dense and sparse
+
+
+def test_a_device_that_writes_past_an_x1_load_or_leaves_d_unwritten_is_caught(joined, faulty_device):
+    """The last output word of every lane zeroed by the sub-byte load (past .x1 / .x2: a register no load writes),
+    left poisoned by an mma: every case fails on that register."""
+    def fn(name, out):
+        out["d_out"][:, :, -1] = 0 if name.endswith("ldmatrix_m8n16_b8x16") else R120.POISON
+        return out
+    faulty_device(misread=fn)
+    for kernel, cases in SM120_KERNELS:
+        recs = run_on_sim(kernel, cases)
+        last = KS.words(kernel.form)["D"] - 1
+        for c in cases:
+            r = recs[c.id]
+            assert r["status"] == "fail" and r["bad_registers"] == str(last), r
+            if c.key.group == "ldmatrix" and c.variant.num < 4:
+                assert r["mismatches"] == 32 and "no register .x" in r["first_mismatches"][0]["expected"]
+            elif c.key.group != "ldmatrix":
+                assert r["unwritten_registers"] == 32
+
+
+def test_a_launch_that_swaps_the_scale_registers_or_issues_variant_0_fails(joined, monkeypatch):
+    """Planted bugs in the launch packing: scale-a-data and scale-b-data handed in each other's place fails every
+    block-scaled case; every case issued as variant 0 fails every case of another form."""
+    real = KS.pack
+
+    def swapped_scales(preps):
+        inp = real(preps)
+        inp.inputs["sf_in"] = inp.inputs["sf_in"][:, :, ::-1].copy()
+        return inp
+
+    def variant_0(preps):
+        inp = real(preps)
+        inp.params["variant"] = 0
+        return inp
+    def semantics(f):  # mxf4 and mxf4nvf4 of one scale type and size compute the same D
+        return (f.atype, f.btype, f.stype, f.scale_vec, f.selectors) if f.block_scaled else (f.atype, f.btype)
+
+    def not_variant_0(c):
+        return c.key.group == "ldmatrix" and c.variant.num > 1 or c.key.group != "ldmatrix" and semantics(
+            c.variant) != semantics(KS.variants(c.key)[0])
+    for bug, failing in ((swapped_scales, lambda c: c.variant.block_scaled), (variant_0, not_variant_0)):
+        monkeypatch.setattr(KS, "pack", bug)
+        n = 0
+        for kernel, cases in SM120_KERNELS:
+            if kernel.form.group in ("f8f6f4", "ldmatrix") and bug is swapped_scales:
+                continue
+            recs = run_on_sim(kernel, cases)
+            for c in cases:
+                if failing(c):
+                    assert recs[c.id]["status"] == "fail", (bug.__name__, c.id)
+                    n += 1
+        assert n > 70, bug.__name__
+
+
+def test_a_sweep_on_a_simulated_sm120_gpu_runs_and_passes_the_sm120a_cases(monkeypatch, tmp_path):
+    """On a (simulated) sm_120 GPU the sweep launches the sm_120a kernels instead of recording them not run: all
+    182 cases pass through the real engine and workers (the simulated device runs each launch)."""
+    from harness import plan as planning, registry
+    from tests.simulated import fake_gpus
+    monkeypatch.setenv(registry.EXTRA, "mma_sync=harness.families.mma_sync")
+    fake_gpus.install(monkeypatch, ["sm_120a"], ccs={"sm_120a": "12.0"})
+    p = planning.make(planning.Selection(families=("mma_sync",)), {"mma_sync": "sm_120a"}, cache=True)
+    work = [(k, cs) for k, cs in p.work if str(k.arch) == "sm_120a"]
+    assert sum(len(cs) for _, cs in work) == 182
+    summary, recs, _, _ = simsweep.sweep(planning.Plan(work), tmp_path / "r.jsonl", workers=1)
+    assert len(recs) == 182 and {r["status"] for r in recs.values()} == {"pass"}, summary

@@ -26,12 +26,16 @@ Not covered yet: the compile-only archs sm_80 and sm_89 (their forms are sm_90a'
 stmatrix store is named byte by byte by its record (tile row, byte), and the probe's D record says whether D itself
 is right, but no probe recovers the store's address map.
 
-sm_120a / sm_121a (`block_scaled`, `kernel_sm120` + `mma_sync_sm120.cu`): the `.kind::f8f6f4 / mxf8f6f4 / mxf4 /
-mxf4nvf4` forms, dense and sparse, their containers and scale-factor registers, and the sub-byte ldmatrix, modelled,
-compiled and SASS-checked (9 kernels an arch). The family plans every arch's kernels with their cases
-(`plans_every_arch`): sm_120a's 182 cases are in every sweep of the family and recorded not run, with the reason,
-wherever no sm_120 GPU is (their launch packing and readback are not written: no sm_120 GPU exists to run them);
-sm_121a's kernels have sm_120a's names and sources, so they are compiled and SASS-checked only.
+sm_120a / sm_121a (`block_scaled`, `kernel_sm120` + `mma_sync_sm120.cu`, `reference_sm120`, `readback_sm120`): the
+`.kind::f8f6f4 / mxf8f6f4 / mxf4 / mxf4nvf4` forms, dense and sparse, their containers and scale-factor registers,
+and the sub-byte ldmatrix, modelled, compiled and SASS-checked (9 kernels an arch). The family plans every arch's
+kernels with their cases (`plans_every_arch`): sm_120a's 182 cases are in every sweep of the family and recorded not
+run, with the reason, wherever no sm_120 GPU is. Where one is, `prepare` / `readback` take them to the sm_120 path:
+exact inputs packed from the models (containers, scale bytes by the selectors, sparse metadata; the sub-byte
+ldmatrix's rows in a shared-memory image), every register of every lane of D diffed. That path has run on a
+simulated device only (tests/test_mma_sync_sm120.py), never on an sm_120 GPU (none exists in this project), and a
+failing sm_120a case is named by its record but not probed (`diagnose`). sm_121a's kernels have sm_120a's names and
+sources, so they are compiled and SASS-checked only.
 """
 from __future__ import annotations
 
@@ -92,7 +96,7 @@ class MmaSyncFamily:
 
     def source(self, kernel: Kernel) -> str:
         from harness.families.mma_sync import kernel as k, kernel_sm120
-        if isinstance(kernel.form, kernel_sm120.Sm120Key):  # compile-only: kernel_sm120.arch_kernels
+        if isinstance(kernel.form, kernel_sm120.Sm120Key):  # kernel_sm120.arch_kernels
             return kernel_sm120.source(kernel.form)
         return k.source(kernel.form)
 
@@ -103,14 +107,18 @@ class MmaSyncFamily:
         return k.sass_check(kernel.form)
 
     def prepare(self, kernel: Kernel, cases: list):
-        from harness.families.mma_sync import kernel as k, reference
+        from harness.families.mma_sync import kernel as k, kernel_sm120, reference, reference_sm120
+        if isinstance(kernel.form, kernel_sm120.Sm120Key):
+            preps = [reference_sm120.prepare(c) for c in cases]
+            return kernel_sm120.pack(preps), [p.slim() for p in preps]
         preps = [reference.prepare(c) for c in cases]
         return k.pack(preps), [p.slim() for p in preps]
 
     def readback(self, kernel: Kernel, expectations: list, outputs: dict) -> list[dict]:
-        from harness.families.mma_sync import readback
+        from harness.families.mma_sync import kernel_sm120, readback, readback_sm120
+        diff = readback_sm120 if isinstance(kernel.form, kernel_sm120.Sm120Key) else readback
         return [case_record(r["id"], kernel, r["status"], **{k: v for k, v in r.items() if k not in ("id", "status")})
-                for r in readback.diff_launch(expectations, outputs)]
+                for r in diff.diff_launch(expectations, outputs)]
 
     @staticmethod
     def case_fields(case) -> dict:
@@ -125,7 +133,11 @@ class MmaSyncFamily:
         """The probe records of the failing cases (probe.py): the maps the hardware used for D, and for A and B as
         loaded (from global memory, or by ldmatrix: its addresses and the tile's swizzle too), recovered from coded
         launches of this kernel and compared with the model's bit by bit."""
-        from harness.families.mma_sync import probe
+        from harness.families.mma_sync import kernel_sm120, probe
+        if isinstance(kernel.form, kernel_sm120.Sm120Key):  # the probes code sm_90a's kernels' launches only
+            return [{"type": "diagnosis", "id": c.id, "operand": "D", "probe": "accumulator", "kernel": kernel.name,
+                     "status": "not-probed", "summary": "no probe of the sm_120a kernels is written: the case's "
+                     "record names the lanes, registers, rows and columns that differ"} for c in cases]
         return probe.diagnose(kernel.form, list(cases), str(cubin_path), device, timeout, png_dir)
 
 

@@ -1,8 +1,9 @@
 """sm_120a / sm_121a warp-level `mma.sync` of the `.kind::f8f6f4 / ::mxf8f6f4 / ::mxf4 / ::mxf4nvf4` qualifiers (PTX ISA
 9.7.14.3 "Block Scaling for mma.sync", 9.7.14.5.14 mma, 9.7.14.6 mma.sp), dense and sparse, their 4/6/8-bit
 containers and scale-factor registers, and the sub-byte ldmatrix `.m8n16 .b8x16.b4x16_p64 / .b6x16_p32` that feeds
-them: as data, evaluated on numpy arrays. Compiled and SASS-checked only: no sm_120 GPU exists to run them
-(`kernel_sm120.py`).
+them: as data, evaluated on numpy arrays. Their kernels (`kernel_sm120.py`) are compiled and SASS-checked, and
+their cases' inputs, expected registers and readback written from these models (`reference_sm120.py`,
+`readback_sm120.py`), but no sm_120 GPU exists to run them: nothing here has met the hardware.
 
 The forms (`BlockScaledForm`). `kind` fixes the shape (dense / sparse): f8f6f4 and mxf8f6f4 m16n8k32 / m16n8k64, mxf4
 and mxf4nvf4 m16n8k64 / m16n8k128; the sparse forms are `mma.sp::ordered_metadata` alone with sparsity selector 0
@@ -330,7 +331,7 @@ def decode_values(type_name: str, codes) -> np.ndarray:
 def reference_d(form: BlockScaledForm, a_codes, b_codes, c, sfa_codes=None, sfb_codes=None) -> np.ndarray:
     """D = (A * scale_A) (B * scale_B) + C in float64 from the logical matrices' codes: A [M, K] (a sparse form's
     logical A, zeros where the metadata drops), B [K, N], C [M, N] values, scale codes [M, SFA_N] / [SFB_M... as
-    [N, SFB_M]]. Exact for the values the cases draw (small integers times powers of two); never compared with a
+    [N, SFB_M]]. Exact for the values the cases draw (reference_sm120.check_exact); never compared with a
     GPU: no sm_120 GPU has run these forms."""
     m, n, k = form.mnk
     a = decode_values(form.atype, a_codes)

@@ -1,6 +1,8 @@
 """The sm_120a / sm_121a kernels of the `.kind::` mma forms and the sub-byte ldmatrix (block_scaled.py): kernel keys,
-CUDA source (mma_sync_sm120.cu, beside it) and SASS rules. Compile-only: no sm_120 GPU exists here or anywhere in
-the project, so no launch of them is packed, prepared or read back; their cases are recorded not-run.
+CUDA source (mma_sync_sm120.cu, beside it), SASS rules and the launch of prepared cases (`pack`; the inputs and
+expected registers are reference_sm120.py's, the diff readback_sm120.py's). No sm_120 GPU exists here or anywhere in
+the project: on every machine so far their cases are recorded not-run, and the launch path has run on the simulated
+device of tests/simulated/mma_sync_sm120_device.py only.
 
 Nine kernels an arch: one per group of forms that share every register count and type (the kind's class, dense or
 sparse, the accumulator), each form a variant behind a uniform branch (as kernel.py's), and one kernel of the six
@@ -25,8 +27,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from harness import kernels
-from harness.contract import SassCheck, SassRule
+from harness.contract import LaunchInput, OutputSpec, SassCheck, SassRule
 from harness.families.mma_sync import block_scaled as BS
 from harness.families.mma_sync.cases import ExactCase
 from harness.families.mma_sync.reference import POISON
@@ -226,9 +230,9 @@ def sass_check(key: Sm120Key, arch: str) -> SassCheck:
 
 
 def arch_kernels(arch: str) -> list:
-    """The compile-only kernels of an arch (sm_120a or sm_121a: the same sources, the same names), as the family's
-    Kernel objects: `FAMILY.source` / `FAMILY.sass_check` take them, so the harness's compile path
-    (run/compile.compile_job) builds and checks them."""
+    """The kernels of an arch (sm_120a or sm_121a: the same sources, the same names), as the family's Kernel
+    objects: `FAMILY.source` / `FAMILY.sass_check` take them, so the harness's compile path (run/compile.compile_job)
+    builds and checks them; `FAMILY.prepare` / `FAMILY.readback` launch and diff sm_120a's."""
     from harness.contract import Kernel
     if arch not in BS.ARCHS:
         raise ValueError(f"the .kind:: mma forms are sm_120a / sm_121a code, not {arch}")
@@ -240,8 +244,8 @@ def arch_kernels(arch: str) -> list:
 @dataclass(frozen=True)
 class Sm120Case(ExactCase):
     """One variant of an sm_120a kernel: planned, compiled and SASS-checked, and recorded `not-run` with the reason
-    wherever no sm_120 GPU is (every machine this harness has met). Its inputs, launch packing and readback are not
-    written: a case that ran would need them, and none can run here."""
+    wherever no sm_120 GPU is (every machine this harness has met). Its inputs and expected registers come from its
+    seed (reference_sm120.prepare), its launch from `pack`, its record from readback_sm120.diff_launch."""
     key: Sm120Key
     variant_index: int
 
@@ -273,3 +277,38 @@ class Sm120Case(ExactCase):
 def cases_for_key(key: Sm120Key) -> list[Sm120Case]:
     """Every variant of the kernel, one case each."""
     return [Sm120Case(key, i) for i in range(len(variants(key)))]
+
+
+# ------------------------------------------------------------------------------------------------- the launch
+
+PARAMS_DTYPE = np.dtype([("image_offset", "<u8"), ("image_bytes", "<u4"), ("variant", "<u4")])  # CaseParams
+assert PARAMS_DTYPE.itemsize == 16
+THREADS = 32
+
+
+def pack(preps: list) -> LaunchInput:
+    """One launch of prepared sm_120a cases (reference_sm120.Sm120Prepared, all of one kernel), in the order of the
+    kernel's parameters: images, params, a_in, b_in, c_in, e_in, sf_in, ld_rows, then d_out (poisoned before the
+    launch: a register the kernel never wrote shows)."""
+    if not preps:
+        raise ValueError("a launch packs one prepared case or more")
+    key = preps[0].case.key
+    if any(p.case.key != key for p in preps):
+        raise ValueError(f"a launch is of one kernel: {key.name} and others were packed together")
+    if any(p.image is None for p in preps):
+        raise ValueError("a slimmed preparation has no inputs left to launch")
+    n = len(preps)
+    w = words(key)
+    params = np.zeros(n, PARAMS_DTYPE)
+    sizes = np.array([p.image.size for p in preps], dtype=np.int64)
+    params["image_offset"] = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    params["image_bytes"] = sizes
+    params["variant"] = [p.launch_variant for p in preps]
+    inputs = {"a_in": np.stack([p.a_words for p in preps]).reshape(n, THREADS, w["A"]),
+              "b_in": np.stack([p.b_words for p in preps]).reshape(n, THREADS, w["B"]),
+              "c_in": np.stack([p.c_words for p in preps]).reshape(n, THREADS, w["C"]),
+              "e_in": np.stack([p.e_words for p in preps]).reshape(n, THREADS),
+              "sf_in": np.stack([p.sf_words for p in preps]).reshape(n, THREADS, 2),
+              "ld_rows": np.stack([p.ld_rows for p in preps]).reshape(n, THREADS)}
+    outputs = {"d_out": OutputSpec((THREADS, w["D"]), "uint32", POISON)}
+    return LaunchInput(np.concatenate([p.image for p in preps]), params, inputs, outputs, 1, THREADS)

@@ -1,10 +1,10 @@
 // sm_120a / sm_121a mma.sync kernels of the .kind:: forms and the sub-byte ldmatrix (harness/families/mma_sync/
-// kernel_sm120.py fills in the parts). Compiled and SASS-checked only: no sm_120 GPU has run them.
+// kernel_sm120.py fills in the parts and packs the launch). Compiled and SASS-checked; no sm_120 GPU has run them.
 //
 // One CTA = one warp = one case. The warp copies its case's shared-memory image (the sub-byte ldmatrix rows) into a
 // 1024-byte-aligned window, loads A, B, C, the sparse metadata and the two scale registers from global memory (packed
-// on the host by harness/families/mma_sync/block_scaled.py), sets every output register to the poison, issues its
-// variant (one mma, or one ldmatrix) and writes out every output register, raw.
+// on the host by harness/families/mma_sync/reference_sm120.py from block_scaled.py's models), sets every output
+// register to the poison, issues its variant (one mma, or one ldmatrix) and writes out every output register, raw.
 
 struct CaseParams {
     unsigned long long image_offset;  // byte offset of this case's image in `images` (16-byte aligned)
