@@ -1,7 +1,7 @@
 """bench: instruction latency and throughput per form, as a regression baseline (harness/timing/ does the work).
 
   python -m harness bench [--out FILE] [--match TEXT] [--kind K] [--n N] [--a-src SS|RS|TS] [--swizzle S]
-                          [--family wgmma|tcgen05] [--gpu I] [--timeout S] [--list]
+                          [--family wgmma|mma_sync|tcgen05] [--gpu I] [--timeout S] [--list]
   python -m harness bench compare OLD NEW [--k 3] [--json]
 
 bench exits 0 when every selected form of this GPU's arch was timed (others are recorded not-run), 1 if one
@@ -60,11 +60,11 @@ def _bench_parser(sub, family_names) -> None:
     b = sub.add_parser("bench", help="instruction latency and throughput per form, as a regression baseline")
     b.add_argument("--out", help="JSON Lines file; default results/scratch/bench-<time>.jsonl")
     b.add_argument("--match", help="only forms whose id contains this text")
-    b.add_argument("--kind", action="append", help="wgmma kind (f16, tf32, f8, s8, b1) or input type (bf16, e4m3, ...)")
+    b.add_argument("--kind", action="append", help="kind (wgmma: f16, tf32, f8, s8, b1; mma_sync also i8, i4, f64) or input type (bf16, e4m3, ...)")
     b.add_argument("--n", action="append", type=int, help="only these N (repeatable)")
     b.add_argument("--a-src", action="append", choices=["SS", "RS", "TS"])
     b.add_argument("--swizzle", action="append", choices=["128B", "64B", "32B", "none"])
-    b.add_argument("--family", action="append", choices=["wgmma", "tcgen05"])
+    b.add_argument("--family", action="append", choices=["wgmma", "mma_sync", "tcgen05"])
     b.add_argument("--cta-group", action="append", type=int, choices=[1, 2])
     b.add_argument("--gpu", type=int, default=0, help="CUDA device index (default 0)")
     b.add_argument("--timeout", type=float, default=120.0, help="seconds before a timing launch counts as hung")

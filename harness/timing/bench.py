@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import re
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 from harness.records import results
+from harness.families.mma_sync import kernel as mma_sync_kernel
 from harness.families.wgmma import kernel as wgmma_kernel
 from harness.run import compile as C, gpu, sass
 from harness.timing import forms as F, source as S, stats
@@ -68,6 +71,8 @@ def _time_form(f, worker, cubin: str, sms: int, timeout: float) -> dict:
     lat_job, tput_job = S.jobs(f, sms)
     out = worker.run(cubin, lat_job.entry, lat_job, timeout)
     lat, overhead = stats.latency_samples(out["words"], int(lat_job.params["reps"][0]))
+    chain = lat_job.meta.get("latency_chain", 1)  # mma.sync: a sample is a chain of this many dependent mma
+    lat = lat / chain
     t0 = time.perf_counter()
     out = worker.run(cubin, tput_job.entry, tput_job, timeout)
     per_launch = [stats.throughput_launch(w, tput_job.meta["flop_per_cta"]) for w in out["words"]]
@@ -77,10 +82,11 @@ def _time_form(f, worker, cubin: str, sms: int, timeout: float) -> dict:
     rec = {
         "latency": {"unit": "clk", **stats.summary(lat), "clock64_overhead_min": int(overhead.min()),
                     "reps_per_launch": int(lat_job.params["reps"][0]), "warmup_reps": int(lat_job.params["warmup"][0]),
-                    "launches": lat_job.launches},
+                    "launches": lat_job.launches, "chain": chain},
         "throughput": {"unit": "FLOP/clk/SM", **tput, "sm_min_worst": min(p["sm_min"] for p in per_launch),
                        "sms": per_launch[0]["sms"], "ctas": tput_job.grid, "threads_per_cta": tput_job.block,
-                       "iters": int(tput_job.params["iters"][0]), "mma_per_iter": S.KSTEPS,
+                       "iters": int(tput_job.params["iters"][0]),
+                       "mma_per_iter": tput_job.meta.get("mma_per_iter", S.KSTEPS),
                        "warmup_launches": tput_job.warmup, "launches": tput_job.launches,
                        "cycles_median": per_launch[len(per_launch) // 2]["cycles_median"],
                        "launch_ms": [round(float(x), 4) for x in out["ms"]]},
@@ -102,6 +108,9 @@ def sass_opcode(f) -> str:
     """The tensor-core SASS opcode (prefix) a timed form must issue: the sweep kernels' opcode for wgmma."""
     if f.family == "tcgen05":
         return "UTCHMMA.2CTA" if f.cta_group == 2 else "UTCHMMA"
+    if f.family == "mma_sync":  # an emulated form issues a CALL of ptxas's routine instead
+        kind, what = mma_sync_kernel.sass_expected(f.form)[0]
+        return what if kind == "op" else "CALL"
     return wgmma_kernel.sass_opcode(f.key, f.variant)
 
 
@@ -119,6 +128,91 @@ def longest_mma_run(instructions) -> int:
     return best
 
 
+INSTRUCTION_BYTES = 16  # every sm_90 instruction: the i-th of a function sits at offset 16 * i
+MMA_SYNC_TENSOR = re.compile(mma_sync_kernel.TENSOR_OPCODE)
+
+
+def backward_branches(instructions) -> list[tuple[int, int]]:
+    """(index of the loop's first instruction, index of its backward branch) of each loop of a function's listing
+    (sass.instructions gives a branch's target as its offset)."""
+    out = []
+    for j, ins in enumerate(instructions):
+        m = re.fullmatch(r"0x([0-9a-f]+)", ins.operands) if ins.opcode.startswith("BRA") else None
+        if m and int(m.group(1), 16) // INSTRUCTION_BYTES <= j:
+            out.append((int(m.group(1), 16) // INSTRUCTION_BYTES, j))
+    return out
+
+
+def _registers(ins) -> list[str]:
+    return [x.strip().removesuffix(".reuse") for x in ins.operands.split(",")]
+
+
+def _mma_sync_loop(instructions, what: str) -> tuple[list, list[str]]:
+    """The instructions of the one loop that issues mma (tensor-core instructions or calls), or the problem."""
+    issuing = [(a, b) for a, b in backward_branches(instructions)
+               if any(MMA_SYNC_TENSOR.fullmatch(i.opcode) or i.opcode.startswith("CALL") for i in instructions[a:b])]
+    if len(issuing) != 1:
+        return [], [f"{what}: {len(issuing)} loops issue mma, not 1"]
+    a, b = issuing[0]
+    return list(instructions[a:b + 1]), []
+
+
+def mma_sync_sass_problems(f, fns: dict) -> list[str]:
+    """Why an mma.sync timing module's SASS cannot give the form's numbers ([] when it can). Per mma the form's
+    instructions (harness.families.mma_sync.kernel.sass_expected: one HMMA/IMMA/DMMA/BMMA, two HMMA for e4m3, a
+    CALL of ptxas's routine for a form sm_90a emulates); then
+      _tput: one loop, holding CHAINS mma per iteration and no other tensor-core instruction, in CHAINS distinct
+             accumulators, each instruction's D its own C (independent chains, nothing serialised by a copy);
+      _lat:  one loop, whose LAT_CHAIN mma all sit between its first two clock reads, every one on the same single
+             accumulator, D = C (a dependent chain: each waits for the one before).
+    An emulated form's calls are counted (their registers pass through the calling convention, not checked)."""
+    expected = Counter(mma_sync_kernel.sass_expected(f.form))
+    ops = {o: n for (kind, o), n in expected.items() if kind == "op"}
+    calls = sum(n for (kind, _), n in expected.items() if kind == "call")
+    out = []
+    for entry, per_iter in ((f"{f.module_name}_tput", S.MMA_SYNC_CHAINS), (f"{f.module_name}_lat", S.MMA_SYNC_LAT_CHAIN)):
+        body, problems = _mma_sync_loop(fns[entry], entry)
+        out += problems
+        if problems:
+            continue
+        if entry.endswith("_lat"):
+            clocks = [i for i, ins in enumerate(body) if ins.opcode == "CS2R" and "SR_CLOCKLO" in ins.operands]
+            if len(clocks) < 2:
+                out.append(f"{entry}: the loop reads the clock {len(clocks)} times, not around the chain")
+                continue
+            inside, outside = body[clocks[0]:clocks[1]], body[:clocks[0]] + body[clocks[1]:]
+            stray = [i.opcode for i in outside if MMA_SYNC_TENSOR.fullmatch(i.opcode) or i.opcode.startswith("CALL")]
+            if stray:
+                out.append(f"{entry}: {len(stray)} mma instructions outside the timed chain ({stray[0]})")
+            body = inside
+        tensor = [i for i in body if MMA_SYNC_TENSOR.fullmatch(i.opcode)]
+        have = Counter(i.opcode for i in tensor)
+        want = {o: n * per_iter for o, n in ops.items()}
+        if dict(have) != want:
+            out.append(f"{entry}: {dict(have) or 'no tensor-core instructions'} per iteration, not {want}")
+        n_calls = sum(i.opcode.startswith("CALL") for i in body)
+        if n_calls != calls * per_iter:
+            out.append(f"{entry}: {n_calls} calls per iteration, not {calls * per_iter}")
+        if calls and not any(MMA_SYNC_TENSOR.fullmatch(i.opcode) for i in fns[entry]):
+            out.append(f"{entry}: the emulation routine it calls issues no tensor-core instruction")
+        if calls or sum(ops.values()) != 1:  # a call, or ptxas's expansion (e4m3): no one instruction's registers
+            continue
+        regs = [_registers(i) for i in tensor]  # D, A, B, C[, metadata, selector]
+        if entry.endswith("_lat"):
+            broken = [k for k in range(1, len(regs)) if regs[k][3] != regs[k - 1][0]]
+            if broken:
+                out.append(f"{entry}: mma {broken[0]} of the chain does not take the one before's D as its C "
+                           f"({tensor[broken[0] - 1].operands} -> {tensor[broken[0]].operands})")
+        else:
+            written: set[str] = set()
+            for ins, r in zip(tensor, regs):
+                if r[3] in written:
+                    out.append(f"{entry}: an mma of the iteration waits for another's D ({ins.operands})")
+                    break
+                written.add(r[0])
+    return out
+
+
 def sass_problems(f, compiled: C.Compiled) -> list[str]:
     """Why a timing module's SASS cannot give the form's numbers ([] when it can): both kernels issue the form's
     instruction; a wgmma throughput loop issues its KSTEPS MMAs back to back (not serialized by ptxas), and the
@@ -130,7 +224,11 @@ def sass_problems(f, compiled: C.Compiled) -> list[str]:
             out.append(f"{entry} is not in the module (it has {', '.join(sorted(fns))})")
         elif not any(i.opcode.startswith(op) for i in fns[entry]):
             out.append(f"{entry} issues no {op} (tensor-core: {', '.join(sass.tensor_core_opcodes(fns[entry]))})")
-    if out or f.family != "wgmma":
+    if out:
+        return out
+    if f.family == "mma_sync":
+        return mma_sync_sass_problems(f, fns)
+    if f.family != "wgmma":
         return out
     best = longest_mma_run(fns[f"{f.module_name}_tput"])
     if best < S.KSTEPS:
@@ -236,10 +334,18 @@ def row(r: dict) -> str:
     return s
 
 
+# mma.sync rows: latency per mma of a dependent chain; "% wgmma" against wgmma's datasheet peak of the kind, as no
+# mma.sync rate is cited (forms.MMA_SYNC_PEAK_BASIS); no % for s4, b1 and f64, which have no such peak
+MMA_SYNC_HEADER = HEADER.replace("form" + " " * 4, "mma.sync" + " " * 0, 1).replace("% kind", "%wgmma")
+
+
 def table(records: list[dict]) -> str:
     ran = [r for r in records if r["status"] != "not-run"]
     skipped = [r for r in records if r["status"] == "not-run"]
-    lines = [HEADER] + [row(r) for r in ran]
+    warp_level = [r for r in ran if r["family"] == "mma_sync"]
+    lines = [HEADER] + [row(r) for r in ran if r["family"] != "mma_sync"]
+    if warp_level:
+        lines += [MMA_SYNC_HEADER] + [row(r) for r in warp_level]
     if skipped:
         reasons = sorted({r.get("reason", "") for r in skipped})
         lines.append(f"{len(skipped)} forms not run: " + "; ".join(reasons))

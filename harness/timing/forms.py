@@ -5,11 +5,15 @@ RS) and the swizzle of the shared-memory operands (K-major). Only dense wgmma ex
 wgmma (wgmma.mma_async.sp) is not modelled, so it is not timed.
 tcgen05 (sm_100a, sm_103a): .kind::f16 with bf16 inputs and f32 accumulator, M = 128 per CTA, N, CTA group,
 A from shared memory (SS) or Tensor Memory (TS), K-major 128B swizzle.
+mma.sync / mma.sp (sm_90a): one warp-level form of harness.families.mma_sync per type kind (MMA_SYNC_TIMED), A and
+B in registers (no shared memory, no swizzle). The family is outside the default registry; the bench times it
+directly (harness.timing sits above the families).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.families.mma_sync import forms as MS
 from harness.families.wgmma import forms as W
 from harness.spec.fragments import WGMMA_K
 
@@ -181,8 +185,127 @@ def tcgen05_default(archs=("sm_100a", "sm_103a"), n_values=(64, 128, 256)) -> li
             for n in n_values]
 
 
+# ---------------------------------------------------------------------------------------------------- mma.sync
+
+# What mma.sync reaches on the H100 relative to wgmma: no figure is cited here. Luo et al., "Benchmarking and
+# Dissecting the Nvidia Hopper GPU Architecture" (arXiv:2402.13499) and "Dissecting the NVIDIA Hopper Architecture
+# through Microbenchmarking and Multiple Level Analysis" (arXiv:2501.12084) measured mma against wgmma on an H800
+# and say that only wgmma reaches the tensor cores' full rate, but the text available to this change (their
+# abstracts and summaries) holds no number to put here. So an mma.sync row's peak is wgmma's datasheet peak of
+# the same kind (H100_PEAK_PER_CLK_SM), as the table's "% wgmma" column header says; the bench measures the
+# rest. Sparse (mma.sp) forms count the logical K (2*M*N*K) against twice the dense peak, as the datasheet's
+# sparse figures do (1979 against 989.4 dense bf16 TFLOPS).
+MMA_SYNC_PEAK_BASIS = "wgmma's datasheet peak of the kind (no cited mma.sync rate)"
+# the family's kind -> the kind of H100_PEAK_PER_CLK_SM that mma.sync is read against (None: no wgmma kind, no
+# datasheet figure per clock: s4/u4 have none on Hopper; f64 runs on DMMA, which wgmma lacks)
+MMA_SYNC_PEAK_KIND = {"f16": "f16", "tf32": "tf32", "f8": "f8", "i8": "s8", "b1": "b1", "i4": None, "f64": None}
+# Sizes the throughput loop only (a launch of about TARGET_CYCLES at this rate; slower is longer, never wrong):
+# where the kind has no peak. f64: NVIDIA's Hopper in-depth blog (Table 3) gives 60 FP64 Tensor TFLOPS against
+# 1000 FP16 for the H100 SXM5, about 1/16 of 4096; s4 (emulated on sm_90a) as s8.
+MMA_SYNC_SIZING_PEAK = {"f64": 256, "i4": 8192}
+
+# one form per type kind the brief of issue 58 names; every form's A and B layouts are .row.col
+MMA_SYNC_TIMED = (
+    MS.MmaForm("m16n8k16", "f16", "f16", "f16", "f16"),
+    MS.MmaForm("m16n8k16", "f32", "f16", "f16", "f32"),
+    MS.MmaForm("m16n8k16", "f32", "bf16", "bf16", "f32"),
+    MS.MmaForm("m16n8k8", "f32", "tf32", "tf32", "f32"),
+    MS.MmaForm("m16n8k32", "s32", "s8", "s8", "s32"),
+    MS.MmaForm("m16n8k32", "f32", "e4m3", "e4m3", "f32"),  # ptxas: conversions and two f16 HMMAs of K 16
+    MS.MmaForm("m16n8k64", "s32", "s4", "s4", "s32"),  # emulated on sm_90a: a call of ptxas's routine per mma
+    MS.MmaForm("m16n8k256", "s32", "b1", "b1", "s32", bitop="and.popc"),
+    MS.MmaForm("m16n8k16", "f64", "f64", "f64", "f64"),
+    MS.MmaForm("m8n8k4", "f64", "f64", "f64", "f64"),
+    MS.MmaForm("m16n8k32", "f32", "f16", "f16", "f32", MS.Sparsity.SP_ORDERED, selector=0),
+)
+
+
+@dataclass(frozen=True)
+class MmaSyncTiming:
+    form: MS.MmaForm
+    family = "mma_sync"
+    archs = ("sm_90a",)
+    a_src = "regs"  # A and B in registers: no SS/RS/TS, no swizzle, no CTA group
+    swizzle = None
+    cta_group = None
+
+    @property
+    def atype(self) -> str:
+        return self.form.atype
+
+    @property
+    def btype(self) -> str:
+        return self.form.btype
+
+    @property
+    def dtype(self) -> str:
+        return self.form.dtype
+
+    @property
+    def kind(self) -> str:
+        return MS.KIND_OF[self.form.atype]
+
+    @property
+    def m(self) -> int:
+        return self.form.mnk[0]
+
+    @property
+    def n(self) -> int:
+        return self.form.mnk[1]
+
+    @property
+    def k(self) -> int:
+        """The ISA's K (for mma.sp the logical, uncompressed K)."""
+        return self.form.mnk[2]
+
+    @property
+    def sparse(self) -> bool:
+        return self.form.sparse
+
+    @property
+    def key(self) -> MS.KernelKey:
+        return MS.key_of(self.form)
+
+    @property
+    def module_name(self) -> str:
+        f = self.form
+        return (f"time_mmasync_{f.shape.value}_{f.dtype}_{f.atype}" + ("_sp" if f.sparse else "")
+                + (f"_{f.bitop.value.replace('.', '')}" if f.bitop else ""))
+
+    @property
+    def id(self) -> str:
+        """The instruction without `.aligned` and `.row.col` (every timed form has both)."""
+        return self.form.instruction().replace(".aligned", "").replace(".row.col", "")
+
+    @property
+    def flop(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    def facets(self) -> dict:
+        f = self.form
+        return {"family": self.family, "kind": self.kind, "atype": self.atype, "btype": self.btype,
+                "dtype": self.dtype, "m": self.m, "n": self.n, "k": self.k, "a_src": self.a_src,
+                "swizzle": None, "cta_group": None, "sparsity": f.sparsity.value, "selector": f.selector,
+                "bitop": f.bitop.value if f.bitop else None, "peak_basis": MMA_SYNC_PEAK_BASIS}
+
+    def peak(self) -> int | None:
+        kind = MMA_SYNC_PEAK_KIND[self.kind]
+        dense = H100_PEAK_PER_CLK_SM[kind] if kind else None
+        return dense * 2 if dense and self.sparse else dense
+
+    def sizing_peak(self) -> int | None:
+        return self.peak() or MMA_SYNC_SIZING_PEAK.get(self.kind)
+
+    def reference(self) -> dict | None:
+        return None
+
+
+def mma_sync_default() -> list[MmaSyncTiming]:
+    return [MmaSyncTiming(f) for f in MMA_SYNC_TIMED]
+
+
 def all_default() -> list:
-    return wgmma_default() + tcgen05_default()
+    return wgmma_default() + mma_sync_default() + tcgen05_default()
 
 
 def select(forms_, match=None, kinds=None, n_values=None, a_srcs=None, swizzles=None, families=None,

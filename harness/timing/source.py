@@ -1,8 +1,10 @@
 """The CUDA source of a timing module and the launch jobs that time it.
 
 A timing module holds two kernels, `<module>_lat` and `<module>_tput` (wgmma_timing.cu,
-tcgen05_timing.cu, in this folder). The instruction text is the validation harness's own: wgmma from
-harness.families.wgmma.forms.instruction, tcgen05 from harness.families.tcgen05.forms.mma_statement/commit.
+tcgen05_timing.cu, mma_sync_timing.cu, in this folder). The instruction text is the validation harness's own:
+wgmma from harness.families.wgmma.forms.instruction, tcgen05 from harness.families.tcgen05.forms.mma_statement/
+commit, mma.sync from harness.families.mma_sync.forms.MmaForm.instruction (its register counts from the family's
+fragment maps).
 The shared-memory image (A then B, K-major, the form's swizzle, random finite values) and the descriptors are
 built on the host from the spec models (harness.spec.layouts, harness.spec.descriptors).
 """
@@ -14,11 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from harness import kernels
+from harness.families.mma_sync import cases as mma_sync_cases, kernel as mma_sync_kernel
 from harness.families.tcgen05 import forms as T
 from harness.families.wgmma import forms as W, kernel as wgmma_kernel
 from harness.spec import desc_tcgen05, desc_wgmma, dtypes, idesc, layouts
 from harness.spec.layouts import SmemLayout
-from harness.timing.forms import Tcgen05Timing, WgmmaTiming
+from harness.timing.forms import MmaSyncTiming, Tcgen05Timing, WgmmaTiming
 
 HERE = Path(__file__).resolve().parent  # the kernel's template sits beside this module
 
@@ -30,6 +33,9 @@ TARGET_CYCLES = 1 << 21  # throughput: cycles of one launch at the datasheet rat
 LAT_WARMUP, LAT_REPS, LAT_LAUNCHES = 64, 512, 3
 TPUT_WARMUP_LAUNCHES, TPUT_LAUNCHES = 3, 20
 ASSUMED_B1_PEAK = 32768  # sizes the b1 loop only (no published figure)
+# mma.sync: warps per throughput CTA (4 per SM sub-partition) and independent accumulators per warp, 32 mma in
+# flight per sub-partition, several times an mma's latency over its issue interval; the latency chain's length
+MMA_SYNC_WARPS, MMA_SYNC_CHAINS, MMA_SYNC_LAT_CHAIN = 16, 8, 64
 
 PARAMS_WGMMA = np.dtype([("desc_a", "<u8"), ("desc_b", "<u8"), ("image_bytes", "<u4"), ("iters", "<u4"),
                          ("warmup", "<u4"), ("reps", "<u4"), ("kstep", "<u4", (KSTEPS,)),
@@ -40,6 +46,9 @@ PARAMS_TCGEN05 = np.dtype([("desc_a", "<u8"), ("desc_b", "<u8"), ("image_bytes",
                            ("idesc", "<u4"), ("enable_input_d", "<u4"), ("alloc_cols", "<u4"),
                            ("a_tmem_col", "<u4"), ("a_tmem_cols", "<u4"), ("sink", "<u4")])
 assert PARAMS_TCGEN05.itemsize == 72
+PARAMS_MMA_SYNC = np.dtype([("image_bytes", "<u4"), ("iters", "<u4"), ("warmup", "<u4"), ("reps", "<u4"),
+                            ("sink", "<u4"), ("pad", "<u4", (3,))])
+assert PARAMS_MMA_SYNC.itemsize == 32
 
 
 # ---------------------------------------------------------------------------------------------------- source
@@ -78,7 +87,65 @@ def tcgen05_source(f: Tcgen05Timing) -> str:
                         MMA=_one_line(T.mma_statement(form)), COMMIT=_one_line(T.commit(form)))
 
 
+# a register of elements of this type: its C++ type and inline-asm constraint (f64 operands are .f64 registers)
+_REG = {"f32": ("float", "f"), "f64": ("double", "d")}
+_U32 = ("unsigned int", "r")
+
+
+def mma_sync_operands(f: MmaSyncTiming) -> dict[str, tuple[int, int]]:
+    """Per operand A, B, D: (registers, 32-bit words) of one lane, from the family's fragment maps."""
+    maps = mma_sync_cases.operand_maps(f.key)
+    return {x: (maps[x].registers, mma_sync_cases.words(f.key, x)) for x in "ABD"}
+
+
+def mma_sync_statement(f: MmaSyncTiming) -> str:
+    """One asm statement: the form's mma on accumulator array D in place (C is D), A and B from a[] and b[], the
+    metadata from e with selector immediate (mma.sp)."""
+    ops = mma_sync_operands(f)
+    (na, _), (nb, _), (nd, _) = ops["A"], ops["B"], ops["D"]
+    ab_con = _REG.get(f.atype, _U32)[1]
+    acc_con = _REG.get(f.dtype, _U32)[1]
+    regs = lambda start, n: "{" + ", ".join(f"%{start + i}" for i in range(n)) + "}"
+    text = f"{f.form.instruction()} {regs(0, nd)}, {regs(nd, na)}, {regs(nd + na, nb)}, {regs(0, nd)}"
+    if f.sparse:
+        text += f", %{nd + na + nb}, {f.form.selector:#x}"
+    outputs = ", ".join(f'"+{acc_con}"((D)[{i}])' for i in range(nd))
+    salted = len(mma_sync_kernel.sass_expected(f.form)) > 1  # the template's SALT: where ptxas expands the mma
+    salt = lambda x: f"({x} ^ (SALT))" if salted else x  # every register: each mma converts all of A and B
+    inputs = [f'"{ab_con}"({salt(f"a[{i}]")})' for i in range(na)] + [f'"{ab_con}"({salt(f"b[{i}]")})' for i in range(nb)]
+    inputs += ['"r"(e)'] if f.sparse else []
+    return f'asm volatile("{text};\\n" : {outputs} : {", ".join(inputs)})'
+
+
+def _load(var: str, n: int, words_per: int, base: str, reg_type: str) -> str:
+    if reg_type == "double":
+        get = (f"__hiloint2double((int)words[{base} + lane * {n * 2}u + 2u * i + 1u], "
+               f"(int)words[{base} + lane * {n * 2}u + 2u * i])")
+    else:
+        get = f"words[{base} + lane * {n * words_per}u + i]"
+    return f"#pragma unroll\n    for (unsigned int i = 0; i < {n}u; ++i) {var}[i] = {get};"
+
+
+def mma_sync_source(f: MmaSyncTiming) -> str:
+    ops = mma_sync_operands(f)
+    (na, wa), (nb, wb), (nd, _) = ops["A"], ops["B"], ops["D"]
+    ab_t = _REG.get(f.atype, _U32)[0]
+    acc_t = _REG.get(f.dtype, _U32)[0]
+    load = "\n".join("    " + x for x in (
+        _load("a", na, wa // na, "0u", ab_t), _load("b", nb, wb // nb, f"{32 * wa}u", ab_t),
+        f"e = words[{32 * (wa + wb)}u + lane];"))
+    acc_bits = {"float": "__float_as_uint(D[i_])",
+                "double": "(unsigned int)__double2loint(D[i_]) ^ (unsigned int)__double2hiint(D[i_])",
+                "unsigned int": "D[i_]"}[acc_t]
+    return kernels.fill(kernels.template("mma_sync_timing.cu", HERE), KERNEL_NAME=f.module_name,
+                        WARPS=MMA_SYNC_WARPS, CHAINS=MMA_SYNC_CHAINS, LAT_CHAIN=MMA_SYNC_LAT_CHAIN, A_REGS=na,
+                        B_REGS=nb, ACC_REGS=nd, AB_TYPE=ab_t, ACC_TYPE=acc_t, ACC_BITS=acc_bits,
+                        LOAD_OPERANDS=load, MMA_BODY=mma_sync_statement(f))
+
+
 def source(f) -> str:
+    if isinstance(f, MmaSyncTiming):
+        return mma_sync_source(f)
     return wgmma_source(f) if isinstance(f, WgmmaTiming) else tcgen05_source(f)
 
 
@@ -148,7 +215,8 @@ def _image_and_descs(f, rows_a: int, rows_b: int, encode) -> tuple[np.ndarray, i
 
 
 def _peak_for_sizing(f) -> int:
-    return f.peak() or ASSUMED_B1_PEAK
+    sizing = getattr(f, "sizing_peak", f.peak)  # mma.sync: an assumed rate where its kind has no peak
+    return sizing() or ASSUMED_B1_PEAK
 
 
 def wgmma_jobs(f: WgmmaTiming, sms: int) -> tuple[Job, Job]:
@@ -197,5 +265,49 @@ def tcgen05_jobs(f: Tcgen05Timing, sms: int) -> tuple[Job, Job]:
                 {"flop_per_cta": int(tput["iters"][0]) * KSTEPS * f.flop // cg, "ctas_per_group": cg}))
 
 
+def _mma_sync_words(dtype: str, n: int, rng) -> np.ndarray:
+    """n random 32-bit words of elements of `dtype`: finite normal values of a float type, any bits otherwise
+    (integers, s4 pairs, b1)."""
+    if dtype == "f64":
+        return rng.standard_normal(n // 2).view(np.uint32)
+    t = dtypes.get(dtype) if dtype in dtypes.TYPES else None
+    if t is None or t.kind != "float":
+        return rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    width = {8: np.uint8, 16: np.uint16, 32: np.uint32}[t.bits]
+    return t.to_bits(rng.standard_normal(n * 32 // t.bits)).astype(width).view(np.uint32)
+
+
+# sparse metadata: every 4-bit field holds indices 0 and 1 (ascending: legal for .sp and .sp::ordered_metadata)
+MMA_SYNC_METADATA = 0x44444444
+
+
+def mma_sync_image(f: MmaSyncTiming) -> np.ndarray:
+    """A's words of the 32 lanes, B's, then each lane's metadata word, as bytes."""
+    ops = mma_sync_operands(f)
+    rng = np.random.default_rng(12345)
+    parts = [_mma_sync_words(f.atype, 32 * ops["A"][1], rng), _mma_sync_words(f.btype, 32 * ops["B"][1], rng),
+             np.full(32, MMA_SYNC_METADATA if f.sparse else 0, np.uint32)]
+    return np.concatenate(parts).astype("<u4").view(np.uint8)
+
+
+def mma_sync_jobs(f: MmaSyncTiming, sms: int) -> tuple[Job, Job]:
+    img = mma_sync_image(f)
+    base = np.zeros(1, PARAMS_MMA_SYNC)
+    base["image_bytes"] = img.size
+    lat = base.copy()
+    lat["warmup"], lat["reps"] = LAT_WARMUP, LAT_REPS
+    tput = base.copy()
+    per_iter = MMA_SYNC_WARPS * MMA_SYNC_CHAINS * f.flop  # FLOP of one CTA's loop iteration
+    tput["iters"] = max(64, TARGET_CYCLES * _peak_for_sizing(f) // per_iter)
+    return (Job(f"{f.module_name}_lat", 1, 32, 0, lat, img, 2 * LAT_REPS, 1, LAT_LAUNCHES,
+                {"latency_chain": MMA_SYNC_LAT_CHAIN}),
+            Job(f"{f.module_name}_tput", sms, 32 * MMA_SYNC_WARPS, ONE_CTA_PER_SM_SMEM, tput, img, 5 * sms,
+                TPUT_WARMUP_LAUNCHES, TPUT_LAUNCHES,
+                {"flop_per_cta": int(tput["iters"][0]) * per_iter, "ctas_per_group": 1,
+                 "mma_per_iter": MMA_SYNC_WARPS * MMA_SYNC_CHAINS}))
+
+
 def jobs(f, sms: int) -> tuple[Job, Job]:
+    if isinstance(f, MmaSyncTiming):
+        return mma_sync_jobs(f, sms)
     return wgmma_jobs(f, sms) if isinstance(f, WgmmaTiming) else tcgen05_jobs(f, sms)
