@@ -11,7 +11,7 @@
 #   audit      benchmarks/speed_audit.py: the sweep cold and warm with each speed mechanism off in turn (issue 55)
 #   audit-pytest  the same for the README test command, with the mechanisms that act in a test session
 #   mma_sync   the mma_sync family's whole sweep, through TC_HARNESS_FAMILIES (issue 58; outside the registry until
-#              this passes)
+#              this passes), and its timing forms beside wgmma's in `harness bench`
 set -u
 : "${OUT:?set OUT to the folder the results go to}"
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(stock faults diagnosis fleet tcgen05)
@@ -32,7 +32,9 @@ for s in "${steps[@]}"; do
     audit-pytest) timeout 540 python3 benchmarks/speed_audit.py --out-dir "$d" --rounds 1 --workloads pytest \
                     --only fork-server,one-blas-thread,plan-cache > "$d/run.txt" 2>&1;;
     mma_sync) TC_HARNESS_FAMILIES=mma_sync=harness.families.mma_sync timeout 300 python3 -m harness sweep \
-                --family mma_sync --out "$d/mma_sync.jsonl" > "$d/run.txt" 2>&1;;
+                --family mma_sync --out "$d/mma_sync.jsonl" > "$d/run.txt" 2>&1
+              timeout 200 python3 -m harness bench --family wgmma --family mma_sync --out "$d/bench-h100.jsonl" \
+                > "$d/bench.txt" 2>&1;;
   esac
   echo "$s exit $? in $(( $(date +%s) - t0 )) s" >> "$OUT/steps.txt"
   (cd "$OUT" && tar czf "$s.tgz" "$s" && rm -rf "$s")
