@@ -126,7 +126,34 @@ ROOT = Path(__file__).resolve().parent
 from harness.run import gpu  # noqa: E402  (after the pin)
 
 
+# what the models and the compile path import (module, its distribution): a Python without them is not a harness's.
+# Not every distribution of pyproject.toml: a GPU node's image may bring nvdisasm outside pip (harness/run/sass.py
+# finds it), and CuPy is imported by the GPU's processes alone
+REQUIRED_MODULES = (("numpy", "numpy"), ("ml_dtypes", "ml_dtypes"), ("cuda.bindings", "cuda-bindings"),
+                    ("matplotlib", "matplotlib"))
+
+
+def missing_dependencies(required=REQUIRED_MODULES) -> list[str]:
+    """The distributions of `required` whose module this Python cannot import."""
+    import importlib.util
+    missing = []
+    for module, distribution in required:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # a parent package (cuda) missing
+            found = False
+        if not found:
+            missing.append(distribution)
+    return missing
+
+
 def pytest_configure(config):
+    # a Python without the harness installed (the system one, beside the venv the README makes) fails every test
+    # that imports a model: one line that says so, not a collection traceback
+    missing = missing_dependencies()
+    if missing:
+        pytest.exit(f"this Python ({sys.executable}) lacks the harness's dependencies {', '.join(missing)}: install "
+                    f"it as the README says, in a venv: pip install -e '.[test]'", returncode=4)
     _collect_garbage_less_often()
     # Under pytest -n, tests of one group run on one worker: a module's tests unless it is marked `spread` (its
     # module-scoped fixtures, kernels compiled, CuTe DSL evaluated, CUTLASS oracles run, are built once, not once

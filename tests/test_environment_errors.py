@@ -250,3 +250,13 @@ def test_the_gpu_libraries_caches_stay_off_an_unusable_home(home, tmp_path, monk
         cache._writable_folder.cache_clear()
     assert os.environ.get("CUDA_CACHE_PATH") == (str(tmp_path / "mine") if home == "preset" else None)
     assert "CUPY_CACHE_DIR" not in os.environ
+
+
+def test_a_python_without_the_harnesss_dependencies_is_one_line_not_a_traceback(tmp_path):
+    """The test command in a Python that lacks the dependencies (the system one, beside the README's venv) names
+    them and the install (conftest.py), where each model test would otherwise stop on an ImportError."""
+    import conftest
+    assert conftest.missing_dependencies() == []
+    assert conftest.missing_dependencies((("numpy", "numpy"), ("no_such_module_xyz", "no-such-dist"),
+                                          ("no_such_parent.child", "no-such-parent"))) == ["no-such-dist",
+                                                                                           "no-such-parent"]
