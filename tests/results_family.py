@@ -7,18 +7,15 @@ import os
 import zlib
 from dataclasses import dataclass
 
-import numpy as np
-
 from harness.enums import Arch
-from harness.contract import Kernel, LaunchInput, OutputSpec, case_record
-from tests.simulated.toy_family import PlainFamily
+from harness.contract import Kernel, case_record
+from tests.simulated.toy_family import PlainFamily, toy_launch
 
 ENV = "rf=tests.results_family"
 BACKEND = "tests.results_family"  # this module is the simulated GPU too (use_device, run)
 FAIL = "TC_RF_FAIL"
 DELAY = "TC_RF_DELAY"  # seconds each launch takes: a sweep that lasts (two writers started together overlap)
 KERNELS, CASES = 4, 3
-PARAMS = np.dtype([("image_offset", "<u8"), ("image_bytes", "<u4"), ("bias", "<i4")])
 
 
 @dataclass(frozen=True)
@@ -60,17 +57,8 @@ class RfFamily(PlainFamily):
         return f'extern "C" __global__ void {kernel.name}() {{}}'
 
     def prepare(self, kernel, cases):
-        images, params, exps = [], np.zeros(len(cases), PARAMS), []
-        off = 0
-        for i, c in enumerate(cases):
-            rng = np.random.default_rng(c.seed)
-            a, b = rng.integers(-100, 100, 128, dtype=np.int32), rng.integers(-100, 100, 128, dtype=np.int32)
-            img = np.concatenate([a, b]).view(np.uint8)
-            images.append(img)
-            params[i] = (off, img.size, 0)
-            off += img.size
-            exps.append((c, a + b + int(c.wrong)))
-        return LaunchInput(np.concatenate(images), params, {}, {"out": OutputSpec((128,), "int32", -1)}), exps
+        launch, sums = toy_launch(cases, lambda c: 0)
+        return launch, [(c, s + int(c.wrong)) for c, s in zip(cases, sums)]
 
     def readback(self, kernel, expectations, outputs):
         out = []

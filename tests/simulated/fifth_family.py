@@ -11,14 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.contract import Kernel, LaunchInput, OutputSpec, case_record
-from tests.simulated.toy_family import PlainFamily, SeededCase, ToyExpectation
+from harness.contract import Kernel, case_record
+from tests.simulated.toy_family import PlainFamily, SeededCase, ToyExpectation, toy_launch
 
 ENV = "fifth=tests.simulated.fifth_family"
 ARCH = "sm_777x"
 WRONG = "TC_FIFTH_WRONG"
 BIAS = {"add": 0, "add3": 3}
-PARAMS = np.dtype([("image_offset", "<u8"), ("image_bytes", "<u4"), ("bias", "<i4")])
 
 
 @dataclass(frozen=True)
@@ -58,17 +57,8 @@ class FifthFamily(PlainFamily):
 
     def prepare(self, kernel, cases):
         wrong = set(filter(None, os.environ.get(WRONG, "").split(",")))
-        images, params, exps = [], np.zeros(len(cases), PARAMS), []
-        off = 0
-        for i, c in enumerate(cases):
-            rng = np.random.default_rng(c.seed)
-            a, b = rng.integers(-100, 100, 128, dtype=np.int32), rng.integers(-100, 100, 128, dtype=np.int32)
-            img = np.concatenate([a, b]).view(np.uint8)
-            images.append(img)
-            params[i] = (off, img.size, BIAS[c.kind] + bool(c.control))
-            off += img.size
-            exps.append(ToyExpectation(c, a + b + BIAS[c.kind] + (c.id in wrong)))
-        return LaunchInput(np.concatenate(images), params, {}, {"out": OutputSpec((128,), "int32", -1)}), exps
+        launch, sums = toy_launch(cases, lambda c: BIAS[c.kind] + bool(c.control))
+        return launch, [ToyExpectation(c, s + BIAS[c.kind] + (c.id in wrong)) for c, s in zip(cases, sums)]
 
     def readback(self, kernel, expectations, outputs):
         out = []

@@ -76,17 +76,8 @@ class ToyFamily(PlainFamily):
         return 'extern "C" __global__ void toy_add() {}'
 
     def prepare(self, kernel, cases):
-        images, params, exps = [], np.zeros(len(cases), PARAMS), []
-        off = 0
-        for i, c in enumerate(cases):
-            rng = np.random.default_rng(c.seed)
-            a, b = rng.integers(-100, 100, 128, dtype=np.int32), rng.integers(-100, 100, 128, dtype=np.int32)
-            img = np.concatenate([a, b]).view(np.uint8)
-            images.append(img)
-            params[i] = (off, img.size, c.bias)
-            off += img.size
-            exps.append(ToyExpectation(c, a + b + c.bias))
-        return LaunchInput(np.concatenate(images), params, {}, {"out": OutputSpec((128,), "int32", -1)}), exps
+        launch, sums = toy_launch(cases, lambda c: c.bias)
+        return launch, [ToyExpectation(c, s + c.bias) for c, s in zip(cases, sums)]
 
     def readback(self, kernel, expectations, outputs):
         out = []
@@ -95,6 +86,23 @@ class ToyFamily(PlainFamily):
             out.append(case_record(e.case.id, kernel, "pass" if bad == 0 else "fail", mismatches=bad))
         return out
 
+
+
+def toy_launch(cases, bias_of) -> tuple[LaunchInput, list]:
+    """The test families' launch: each case's A and B (128 int32 each, drawn from its seed) in one image, the bias
+    the kernel adds (`bias_of(case)`) in its parameters, one 128-lane output poisoned with -1; and each case's A + B,
+    the sum before the bias."""
+    images, params, sums = [], np.zeros(len(cases), PARAMS), []
+    off = 0
+    for i, c in enumerate(cases):
+        rng = np.random.default_rng(c.seed)
+        a, b = rng.integers(-100, 100, 128, dtype=np.int32), rng.integers(-100, 100, 128, dtype=np.int32)
+        img = np.concatenate([a, b]).view(np.uint8)
+        images.append(img)
+        params[i] = (off, img.size, bias_of(c))
+        off += img.size
+        sums.append(a + b)
+    return LaunchInput(np.concatenate(images), params, {}, {"out": OutputSpec((128,), "int32", -1)}), sums
 
 
 FAMILY = ToyFamily()
