@@ -196,6 +196,15 @@ def test_the_engine_and_the_families_meet_only_in_the_contract():
     assert {"harness.contract", "harness.registry"} <= {d for deps in g.values() for d in deps}
 
 
+def planted_tree(tmp_path, files: dict[str, str]):
+    """A package `harness` of the given files (path -> text) under tmp_path, for the checks to run on."""
+    root = tmp_path / "harness"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
 def test_the_layer_checks_catch_a_planted_import(tmp_path):
     """A tree of four units on three layers: a family importing the engine inside a function (as the families once
     compiled their probes' kernels), two modules of the engine importing each other (as compile.py and sass.py did),
@@ -214,10 +223,7 @@ def test_the_layer_checks_catch_a_planted_import(tmp_path):
         "run/sass.py": "from .compile import cache_dir\n",
         "run/engine.py": "from harness.families import wgmma\n",
     }
-    root = tmp_path / "harness"
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
+    root = planted_tree(tmp_path, files)
     g = graph(root)
     assert unplaced(g, layers) == []
     assert upward(g, layers) == ["harness.families.wgmma -> harness.run.compile"]
@@ -272,10 +278,7 @@ def test_the_checks_catch_a_planted_import(tmp_path):
         "timing/bench.py": "def main():\n    from harness.cli import main as harness_main\n    return harness_main()\n",
         "records/report.py": "from ..cli import common\n",
     }
-    root = tmp_path / "harness"
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
+    root = planted_tree(tmp_path, files)
     g = graph(root)
     assert importers_of_the_cli(g) == {"harness.timing.bench": ["harness.cli"],
                                        "harness.records.report": ["harness.cli.common"]}
