@@ -210,7 +210,6 @@ def cmd_bundle(a) -> int:
     return write_bundle("bundle", Path(a.results), out)
 
 
-
 def _merge_parser(sub, family_names) -> None:
     m = sub.add_parser("merge", help="several results files (GPUs, nodes) as one; exit 1 on any disagreement")
     m.add_argument("inputs", nargs="+", help="results files, comma lists of them, or run folders (a folder: its "
@@ -248,6 +247,7 @@ def _report_parser(sub, family_names) -> None:
     rp.add_argument("--update", metavar="README", help="rewrite the generated block of this file")
     rp.add_argument("--check", metavar="README", help="exit 1 if this file's generated block has drifted")
     rp.set_defaults(fn=cmd_report)
+
 
 def _bundle_parser(sub, family_names) -> None:
     b = sub.add_parser("bundle", help="repro bundles of a results file's failing cases (as sweep --bundle)")
