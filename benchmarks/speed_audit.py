@@ -82,8 +82,15 @@ def _no_worker_ahead(put) -> None:
     put(sweep, "worker_ahead", lambda cfg, fork=False: None)
 
 
-def _blas_on_every_core(put) -> None:  # noqa: ARG001
-    pass  # by the environment (`environment`): a patch would come after numpy read its thread count
+def _nothing(put) -> None:  # noqa: ARG001  (off by the sweep's own switch, or by the environment)
+    pass
+
+
+def _blas_threads_on_every_core() -> dict:
+    """BLAS's thread counts set to every core: set by the user, they stand (harness/run/cores.py); a patch would
+    come after numpy read its count."""
+    from harness.run.cores import BLAS_THREADS
+    return {v: str(os.cpu_count() or 1) for v in BLAS_THREADS}
 
 
 @dataclass(frozen=True)
@@ -95,19 +102,17 @@ class Mechanism:
     sweep: bool = True  # acts in the sweep command
     pytest: bool = True  # acts in a test session
     sweep_args: tuple[str, ...] = ()  # the sweep command's own switch for it, where it has one
+    environment_off: object = None  # () -> the environment that switches it off, where that is how
 
     def environment(self) -> dict:
-        if self.name != "one-blas-thread":
-            return {}
-        from harness.run.cores import BLAS_THREADS
-        return {v: str(os.cpu_count() or 1) for v in BLAS_THREADS}
+        return self.environment_off() if self.environment_off else {}
 
 
 MECHANISMS = {m.name: m for m in (
     Mechanism("fork-server", "helpers started by a fork server with the engine preloaded (harness/run/processes.py; "
               "the command line spawns its own already)", "every helper spawned", _spawned_helpers, sweep=False),
     Mechanism("one-blas-thread", "numpy's BLAS on one thread in every helper (harness/run/cores.py)",
-              "BLAS on every core in every process", _blas_on_every_core),
+              "BLAS on every core in every process", _nothing, environment_off=_blas_threads_on_every_core),
     Mechanism("module-balancing", "compile modules balanced by cost, two a worker (harness/run/compile.py "
               "modules_to_compile)", "modules of 32 kernels in plan order", _modules_in_plan_order, pytest=False),
     Mechanism("plan-cache", "the plan kept in files under the harness's source digest (harness/plan.py plan_files)",
@@ -115,7 +120,7 @@ MECHANISMS = {m.name: m for m in (
     Mechanism("checked-set", "a list of kernels compiled and SASS-checked, remembered (harness/run/checked_set.py)",
               "every cubin's key and verdict looked up", _no_checked_set, pytest=False),
     Mechanism("launch-cache", "prepared launches kept in the cache (harness/run/launch_cache.py)",
-              "every launch prepared again (--no-keep-launches)", lambda put: None, pytest=False,
+              "every launch prepared again (--no-keep-launches)", _nothing, pytest=False,
               sweep_args=("--no-keep-launches",)),
     Mechanism("early-compile", "kernels compiled while the cases are planned (harness/sweep.py compile_first)",
               "the compile after the plan", _no_early_compile, pytest=False),
