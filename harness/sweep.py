@@ -723,8 +723,10 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
                                      f"{', '.join(a for i, a in devs if i == d)})" for d in device_indices(devs)))
             timing.update(engine.run(cubins, cfg.timeout, ledger.emit, log))
         if ledger.suspects and cfg.diagnose > 0:
+            td = time.time()
             summary["diagnosed"] = _diagnose(p, compiled, ledger.suspects[:cfg.diagnose], devs, cfg, writer, log,
                                              storm=engine.storm if engine is not None else None, engine=engine)
+            timing["diagnose_s"] = round(time.time() - td, 2)
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (processes.Interrupted): the file says so, then out
         interrupted = e
         raise

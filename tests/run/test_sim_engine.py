@@ -153,6 +153,7 @@ def test_a_swizzle_disagreement_is_diagnosed_as_a_swizzle(monkeypatch, tmp_path)
     assert summary["fail"] == len(recs) > 0
     every = [r for r in raw if r.get("type") == "diagnosis"]
     assert every and summary["diagnosed"] == len(every)
+    assert summary["timing"]["diagnose_s"] > 0  # the diagnosis's own wall time, apart from the engine's
     diags = [r for r in every if not r.get("probe")]  # the address probe's
     frags = [r for r in every if r.get("probe")]  # the fragment probes': a swizzle bug is no fragment's
     assert diags and {r["probe"] for r in frags} == {"accumulator", "a-registers"}
