@@ -305,8 +305,8 @@ def test_modules_in_plan_order_hold_every_kernel_once():
 
 
 def test_the_speed_audit_runs_each_variant_and_tables_the_shares(tmp_path):
-    """A mechanism off, one round, a tiny selection on this machine (nothing launched: exit 3): every run is
-    recorded and the table has a line for each mechanism's cold and warm sweep."""
+    """A mechanism off, one round, a tiny selection on this machine (exit 3 where no GPU runs it, 0 on an H100):
+    every run is recorded and the table has a line for each mechanism's cold and warm sweep."""
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "speed_audit.py"), "--out-dir", str(tmp_path),
                           "--rounds", "1", "--only", "checked-set", "--", "--family", "wgmma",
                           "--kind", "tf32", "--n", "8"], capture_output=True, text=True, timeout=300, cwd=ROOT)
@@ -314,7 +314,7 @@ def test_the_speed_audit_runs_each_variant_and_tables_the_shares(tmp_path):
     runs = json.loads((tmp_path / "audit.json").read_text())
     assert [(r["variant"], r["temperature"]) for r in runs] == [
         (v, t) for v in ("as-is", "without-checked-set") for t in ("cold", "warm")]
-    assert all(r["exit"] == 3 for r in runs), runs
+    assert {r["exit"] for r in runs} in ({3}, {0}), runs  # every run alike: nothing ran, or every case passed
     lines = (tmp_path / "audit.txt").read_text().splitlines()
     assert [ln.split()[:3] for ln in lines[1:]] == [["checked-set", "sweep", t] for t in ("cold", "warm")]
     bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "speed_audit.py"), "--out-dir", str(tmp_path),

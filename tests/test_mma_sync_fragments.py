@@ -197,10 +197,18 @@ def test_metadata_holders_by_hand():
     f16 = F("m16n8k16", "f32", "f16", "f16", "f32", "sp", selector=2)
     assert R.metadata_holders(f16, 3, 1) == (14, 4)
     assert R.metadata_holders(f16, 11, 3) == (14, 28)
-    # a thread pair (selector 1: threads 2, 3): row g in the first, g + 8 in the second, 8 chunks each
+    # a thread pair of a 16-bit type (selector 1: threads 2, 3): K split between them, each holding rows g (bits
+    # 0..15) and g + 8 (16..31) of its half, chunks 0..3 in the first, 4..7 in the second (as an H100 runs it)
     k32 = F("m16n8k32", "f32", "bf16", "bf16", "f32", "sp::ordered_metadata", selector=1)
-    assert R.metadata_holders(k32, 3, 7) == (14, 28)
-    assert R.metadata_holders(k32, 11, 0) == (15, 0)
+    assert R.metadata_holders(k32, 3, 7) == (15, 12)
+    assert R.metadata_holders(k32, 11, 0) == (14, 16)
+    tf32 = F("m16n8k16", "f32", "tf32", "tf32", "f32", "sp", selector=0)  # chunks of 2: 8 a row, likewise
+    assert [R.metadata_holders(tf32, r, c) for r, c in ((0, 0), (8, 3), (0, 4), (8, 7))] == [
+        (0, 0), (0, 28), (1, 0), (1, 28)]
+    # a thread pair of an 8-bit type (m16n8k32 .s8, selector 1): row g whole in the first, g + 8 in the second
+    s8 = F("m16n8k32", "s32", "s8", "s8", "s32", "sp", selector=1)
+    assert R.metadata_holders(s8, 3, 7) == (14, 28)
+    assert R.metadata_holders(s8, 11, 0) == (15, 0)
     # all four (m16n8k64 8-bit): 4g row g chunks 0..7, 4g+1 row g+8, 4g+2 row g chunks 8..15, 4g+3 row g+8
     k64 = F("m16n8k64", "s32", "s8", "s8", "s32", "sp", selector=0)
     assert [R.metadata_holders(k64, r, c) for r, c in ((3, 0), (11, 0), (3, 8), (11, 15))] == [

@@ -22,7 +22,7 @@ import numpy as np
 
 from harness.contract import LaunchInput
 from harness.families.mma_sync import forms, fragments, store
-from harness.families.mma_sync.cases import LD_PATH, operand_maps, words
+from harness.families.mma_sync.cases import LD_PATH, form_maps, operand_maps, words
 from harness.families.mma_sync.ldmatrix import MatrixMoveForm, ldmatrix, stmatrix
 from harness.families.mma_sync.reference import POISON, ST_BYTES, d_bits, expand, from_bits, pack, product, to_bits, unpack
 
@@ -61,7 +61,6 @@ def _d_bits(form, d, what) -> np.ndarray:
 def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
     inp = LaunchInput.load(launch)
     key = KEYS[kernel_name]
-    maps = operand_maps(key)
     n = inp.ctas
     out = {"d_out": np.full((n, 32, words(key, "D")), POISON, np.uint32),
            **({"st_out": np.full((n, ST_BYTES // 4), POISON, np.uint32)} if "st_in" in inp.inputs else {}),
@@ -70,6 +69,10 @@ def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
     for i in range(n):
         p = inp.params[i]
         image = inp.images[int(p["image_offset"]):int(p["image_offset"]) + int(p["image_bytes"])]
+        variant = int(p["variant"])
+        vs = forms.variants(key)
+        # the elements are those of the form the launch names (m8n8k4 .f16's layouts differ), never the key's first
+        maps = form_maps(vs[variant]) if variant < len(vs) else operand_maps(key)
         regs = {}
         for j, op in enumerate(("A", "B")):
             path = int(p[f"{op.lower()}_path"])
@@ -83,8 +86,6 @@ def run(cubin_path, kernel_name, launch) -> dict[str, np.ndarray]:
                 regs[op] = inp.inputs[f"{op.lower()}_in"][i]
             if op in element_misread:
                 regs[op] = pack(maps[op], _permuted(maps[op], unpack(maps[op], regs[op]), element_misread[op]))
-        variant = int(p["variant"])
-        vs = forms.variants(key)
         if variant >= len(vs):  # the kernel issues nothing: D stays poisoned (and is stored so)
             out["a_out"][i], out["b_out"][i] = regs["A"], regs["B"]
             if "st_in" in inp.inputs:

@@ -151,12 +151,17 @@ class Case(ExactCase):
 # ------------------------------------------------------------------------------------------------ operands
 
 @lru_cache(maxsize=None)
+def form_maps(form: forms.MmaForm) -> dict[str, fragments.FragmentMap]:
+    """A, B, C and D's fragment maps of one form: what places, reads and names the elements of a case."""
+    return {"A": fragments.a_map(form), "B": fragments.b_map(form), "C": fragments.acc_map(form, "C"),
+            "D": fragments.acc_map(form, "D")}
+
+
 def operand_maps(key: forms.KernelKey) -> dict[str, fragments.FragmentMap]:
-    """A, B, C and D's fragment maps of the key (the same for every variant but m8n8k4's layouts, whose register
-    counts agree: the kernel's registers are these)."""
-    f = forms.variants(key)[0]
-    return {"A": fragments.a_map(f), "B": fragments.b_map(f), "C": fragments.acc_map(f, "C"),
-            "D": fragments.acc_map(f, "D")}
+    """The maps of the key's first variant, for what every variant shares: register counts, storage sizes, the
+    ldmatrix paths. The element maps of m8n8k4 .f16 differ between its .row / .col layouts (one kernel issues all
+    four): a case's elements are placed and named by `form_maps(case.form)`."""
+    return form_maps(forms.variants(key)[0])
 
 
 def words(key: forms.KernelKey, operand: str) -> int:

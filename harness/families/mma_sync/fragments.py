@@ -18,8 +18,10 @@ The sparse A operand's metadata (ISA 9.7.14.6.1): each chunk of a row (4 element
 .tf32, 8 of a 4-bit type taken as 4 pairs) has a 4-bit field, bits [1:0] the index of the first kept element
 (pair, for 4-bit; 16-bit half, for .tf32), bits [3:2] the second. A row's fields follow one another from bit 0.
 In each group of four threads, `metadata_threads` of them (selected by the sparsity selector) hold the fields of
-rows g and g + 8; the group's bits are cut in units of min(32, bits per row): unit u holds row g + 8 * (u % 2),
-chunks from (u // 2) * unit / 4 on (`metadata_map`).
+rows g and g + 8; the group's bits are cut in units (16 bits for 16- and 32-bit types, else min(32, bits per row)):
+unit u holds row g + 8 * (u % 2), chunks from (u // 2) * unit / 4 on (`metadata_map`). So a thread of m16n8k32
+.f16 or m16n8k16 .tf32 holds half of row g's K in bits [15:0] and the same half of row g + 8's in [31:16], its
+pair partner the other half; a thread of m16n8k32 .s8 holds the whole of one row.
 """
 from __future__ import annotations
 
@@ -258,7 +260,10 @@ def metadata_map(form: MmaForm) -> MetadataMap:
     m, _, k = form.mnk
     per_group = metadata_threads(form.shape, form.atype)
     bits_per_row = (k // chunk_elements(form.atype)) * 4
-    unit = min(32, bits_per_row)
+    # a register holds rows g and g + 8 in 16-bit halves for 16- and 32-bit types, the thread pair of m16n8k32 .f16
+    # and m16n8k16 .tf32 splitting K between them; 8- and 4-bit types give a row 32 bits of a register (an H100
+    # showed the 16-bit halves where a first reading had whole rows: FINDINGS section 9)
+    unit = 16 if BITS[form.atype] >= 16 else min(32, bits_per_row)
     lane = np.arange(WARP)[:, None]
     b = np.arange(32)[None, :]
     g, t = group_id(lane), thread_in_group(lane)

@@ -43,7 +43,7 @@ import numpy as np
 from harness.contract import LaunchFailed, ranges
 from harness.diagnosis import affine, bitmaps
 from harness.families.mma_sync import forms, fragments
-from harness.families.mma_sync.cases import LD_PATH, Case, operand_maps
+from harness.families.mma_sync.cases import LD_PATH, Case, form_maps, operand_maps
 from harness.families.mma_sync.fragments import WARP, FragmentMap
 from harness.families.mma_sync.ldmatrix import MatrixMoveForm, SmemTile, Swizzle
 from harness.families.mma_sync.reference import (POISON, REGION, Prepared, expand, from_bits, pack, prepare, product,
@@ -129,10 +129,13 @@ def _bijective(fm: FragmentMap, table) -> bool:
 
 # ------------------------------------------------------------------------------------------------ probe CTAs
 
-def probe_form(key: forms.KernelKey) -> tuple[int, forms.MmaForm]:
-    """(variant index, form) the D and load probes launch: the first variant, but .and.popc for .b1 (a popcount of
-    and is the sum of products; .xor.popc's is not)."""
+def probe_form(key: forms.KernelKey, case: Case | None = None) -> tuple[int, forms.MmaForm]:
+    """(variant index, form) the D and load probes launch: the case's own (m8n8k4 .f16's layouts have maps of their
+    own), else the first variant, but .and.popc for .b1 (a popcount of and is the sum of products; .xor.popc's is
+    not)."""
     vs = forms.variants(key)
+    if case is not None and case.form.bitop is not forms.BitOp.XOR_POPC:
+        return case.variant_index, case.form
     i = next((i for i, f in enumerate(vs) if f.bitop is not forms.BitOp.XOR_POPC), 0)
     return i, vs[i]
 
@@ -160,8 +163,8 @@ def load_passes(fm: FragmentMap, operand: str) -> int:
 
 def load_probe(key: forms.KernelKey, case: Case) -> list[Prepared]:
     """CTAs whose A and B elements hold the digits (pass p: bits p * width ..) of their own element code."""
-    maps = operand_maps(key)
-    variant, form = probe_form(key)
+    variant, form = probe_form(key, case)
+    maps = form_maps(form)
     _, e_words = _metadata(form)
     zero_c = np.zeros((WARP, maps["C"].registers * maps["C"].register_bits // 32), np.uint32)
     out = []
@@ -177,9 +180,9 @@ def load_probe(key: forms.KernelKey, case: Case) -> list[Prepared]:
     return out
 
 
-def read_load(key: forms.KernelKey, operand: str, words_per_pass: list) -> tuple:
-    """(row, col, instance) [32, values] each slot held after the load probe's passes."""
-    fm = operand_maps(key)[operand]
+def read_load(form: forms.MmaForm, operand: str, words_per_pass: list) -> tuple:
+    """(row, col, instance) [32, values] each slot held after the load probe's passes (of `form`)."""
+    fm = form_maps(form)[operand]
     width = min(fm.bits, 62)
     code = np.zeros((WARP, fm.values), np.int64)
     for p in range(load_passes(fm, operand)):
@@ -203,8 +206,8 @@ def _digit_plan(count: int, cap: int) -> list[tuple[int, int]]:
 def accumulator_probe(key: forms.KernelKey, case: Case, loaded: dict) -> tuple[list[str], list[Prepared]]:
     """(what each CTA codes, the CTAs) of the D probe: 'row', 'col' and, for several MMAs a warp, 'instance'.
     `loaded`: operand -> the observed load table, or None (pack by the model)."""
-    maps = operand_maps(key)
-    variant, form = probe_form(key)
+    variant, form = probe_form(key, case)
+    maps = form_maps(form)
     fields, e_words = _metadata(form)
     m, n, k = form.mnk
     inst = maps["A"].instances
@@ -305,7 +308,7 @@ def ldmatrix_setups(case: Case, prep: Prepared) -> list[LdmatrixSetup]:
     for j, (op, load) in enumerate((("A", case.a), ("B", case.b))):
         if load.via == "ldmatrix":
             path = (prep.a_path, prep.b_path)[j]
-            out.append(LdmatrixSetup(op, operand_maps(case.key)[op], load.contiguous, tiles[op],
+            out.append(LdmatrixSetup(op, form_maps(case.form)[op], load.contiguous, tiles[op],
                                      path == LD_PATH["ldmatrix.trans"], np.asarray(prep.ld_rows[:, j], np.int64)))
     return out
 
@@ -503,11 +506,11 @@ def accumulator_record(cid: str, key: forms.KernelKey, table, replays) -> dict:
 def replay(key: forms.KernelKey, prep: Prepared, outs: dict, d_table) -> bool | None:
     """Whether the case's own D registers are those of its A and B as loaded (taken by the model's A and B maps)
     times each other plus C, C and D placed by the recovered D table; None where the table is incomplete."""
-    maps = operand_maps(key)
+    form = forms.variants(key)[prep.launch_variant]
+    maps = form_maps(form)
     fm = maps["D"]
     if not _bijective(fm, d_table):
         return None
-    form = forms.variants(key)[prep.launch_variant]
     a = from_bits(form.atype, unpack(maps["A"], outs["A"]))
     if form.sparse:
         a = expand(form, a[0], fragments.decode_metadata(form, prep.e_words))[None]
@@ -543,8 +546,13 @@ def diagnose(key: forms.KernelKey, cases: list, cubin_path: str, device, timeout
     from harness.families.mma_sync import kernel as launch
     if not cases:
         return []
-    maps = operand_maps(key)
+    groups: dict[tuple, list] = {}  # cases whose forms share their element maps probe together
+    for c in cases:
+        groups.setdefault(tuple(map(id, form_maps(c.form).values())), []).append(c)
+    if len(groups) > 1:
+        return [r for g in groups.values() for r in diagnose(key, g, cubin_path, device, timeout, png_dir, max_png)]
     base = cases[0]
+    maps = form_maps(probe_form(key, base)[1])
     preps = [prepare(c) for c in cases]
     loads = load_probe(key, base)
     ctas = list(loads)
@@ -560,7 +568,8 @@ def diagnose(key: forms.KernelKey, cases: list, cubin_path: str, device, timeout
         plan.append((own, sts))
     try:
         first = device.run(cubin_path, key.name, launch.pack(ctas), timeout)
-        loaded = {op: read_load(key, op, [first[f"{op.lower()}_out"][i] for i in range(len(loads))]) for op in "AB"}
+        loaded = {op: read_load(probe_form(key, base)[1], op, [first[f"{op.lower()}_out"][i]
+                                                               for i in range(len(loads))]) for op in "AB"}
         compensate = {op: (t if _bijective(maps[op], t) and not _same(t, maps[op].table) else None)
                       for op, t in loaded.items()}
         what, acc = accumulator_probe(key, base, compensate)

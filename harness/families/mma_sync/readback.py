@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.contract import ranges
-from harness.families.mma_sync.cases import operand_maps
+from harness.families.mma_sync.cases import form_maps
 from harness.families.mma_sync.reference import POISON, Prepared, from_bits, unpack
 
 MAX_REPORTED = 8
@@ -20,7 +20,7 @@ def _type(prep: Prepared, operand: str) -> str:
 def _bad_elements(prep: Prepared, operand: str, expected: np.ndarray, got: np.ndarray) -> np.ndarray:
     """[instances, rows, cols] True where the element differs: D by value (a -0 where the model has +0 passes, a NaN
     never does), A and B to the bit (they are moved, not computed)."""
-    fm = operand_maps(prep.case.key)[operand]
+    fm = form_maps(prep.case.form)[operand]
     eb, gb = unpack(fm, expected), unpack(fm, got)
     if operand != "D" or _type(prep, operand) == "s32":
         return eb != gb
@@ -55,7 +55,7 @@ def _where(prep: Prepared, outs: dict) -> dict:
         want, got = prep.expected[op], outs[op]
         if np.array_equal(want, got):
             continue
-        fm = operand_maps(prep.case.key)[op]
+        fm = form_maps(prep.case.form)[op]
         bad = _bad_elements(prep, op, want, got)
         if not bad.any():
             continue

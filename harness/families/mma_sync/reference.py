@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.families.mma_sync import forms, fragments, store
-from harness.families.mma_sync.cases import LD_PATH, Case, Load, block_bytes, operand_maps, path_of, store_bytes
+from harness.families.mma_sync.cases import LD_PATH, Case, Load, block_bytes, form_maps, path_of, store_bytes
 from harness.families.mma_sync.ldmatrix import (ROW_SWIZZLES, MatrixMoveForm, SmemTile, Swizzle, lane_addresses,
                                                 ldmatrix, stmatrix)
 from harness.families.wgmma.reference import EXACT_POOL
@@ -198,7 +198,7 @@ class Tile:
 
 
 def tile_of(case: Case, operand: str, load: Load, base: int) -> Tile:
-    fm = operand_maps(case.key)[operand]
+    fm = form_maps(case.form)[operand]
     srows = fm.rows if load.contiguous == "rows" else fm.cols
     block = block_bytes(case.key, operand, load.contiguous)
     if load.row_bytes == 16:  # no swizzle: rows padded by one 16-byte chunk, the block in the second chunk
@@ -275,7 +275,7 @@ class Prepared:
 
 def prepare(case: Case) -> Prepared:
     key, form = case.key, case.form
-    maps = operand_maps(key)
+    maps = form_maps(form)
     rng = np.random.default_rng(case.seed)
     inst = maps["A"].instances
     m, n, k = form.mnk
