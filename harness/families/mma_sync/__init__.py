@@ -29,7 +29,7 @@ is right, but no probe recovers the store's address map.
 sm_120a / sm_121a (`block_scaled`, `kernel_sm120` + `mma_sync_sm120.cu`, `reference_sm120`, `readback_sm120`): the
 `.kind::f8f6f4 / mxf8f6f4 / mxf4 / mxf4nvf4` forms, dense and sparse, their containers and scale-factor registers,
 and the sub-byte ldmatrix, modelled, compiled and SASS-checked (9 kernels an arch). The family plans every arch's
-kernels with their cases (`plans_every_arch`): sm_120a's 182 cases are in every sweep of the family and recorded not
+kernels with their cases (`plans_every_arch`): sm_120a's 180 cases are in every sweep of the family and recorded not
 run, with the reason, wherever no sm_120 GPU is. Where one is, `prepare` / `readback` take them to the sm_120 path:
 exact inputs packed from the models (containers, scale bytes by the selectors, sparse metadata; the sub-byte
 ldmatrix's rows in a shared-memory image), every register of every lane of D diffed. That path has run on a

@@ -49,6 +49,10 @@ SCALE_VECS = {"1X": 1, "2X": 2, "4X": 4}
 # Table 36: kind -> the (.stype, .scale_vec_size) pairs it takes
 SCALE_RULES = {"mxf8f6f4": (("ue8m0", "1X"),), "mxf4": (("ue8m0", "2X"),),
                "mxf4nvf4": (("ue8m0", "2X"), ("ue8m0", "4X"), ("ue4m3", "4X"))}
+# legal by the ISA, yet not planned: NVRTC 13.0 (PTX ISA 9.0), a toolchain the harness supports and the H100 image
+# ships, rejects .kind::mxf4nvf4 .scale_vec::4X with .ue8m0 ("Illegal modifier"); NVRTC 13.1 (PTX ISA 9.1) takes it.
+# Planned, it would make the family's every sweep there a compile error (tests/test_mma_sync_sm120.py shows both)
+NEWER_THAN_PTX_9_0 = (("mxf4nvf4", "ue8m0", "4X"),)
 # Table 37: .scale_vec_size -> legal byte-id (A and B alike); thread-id-a is 0 or 1, thread-id-b 0-3 for every size
 BYTE_IDS = {"1X": (0, 1, 2, 3), "2X": (0, 2), "4X": (0,)}
 THREAD_IDS_A = (0, 1)
@@ -173,6 +177,7 @@ def all_forms(selectors: bool = False) -> tuple[BlockScaledForm, ...]:
         types = F8F6F4_TYPES if kind in ("f8f6f4", "mxf8f6f4") else ("e2m1",)
         accs = (("f32", "f32"), ("f16", "f16")) if kind == "f8f6f4" else (("f32", "f32"),)
         scales = SCALE_RULES.get(kind, ((None, None),))
+        scales = tuple(x for x in scales if (kind, *x) not in NEWER_THAN_PTX_9_0)
         for sparse, a, b, (d, c), (st, sv) in itertools.product((False, True), types, types, accs, scales):
             if not selectors or st is None:
                 out.append(BlockScaledForm(kind, a, b, d, c, sparse, st, sv))
