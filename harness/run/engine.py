@@ -33,8 +33,9 @@ took ~10 s clean had recorded 2,024 of its 27,554 cases after 75 s. So a launch 
 only after the last launch has gone (its files wait in the spool), and only where its family's faults on that arch
 are not a storm: once STORM_MIN_FAILED of its launches have failed and they are at least STORM_RATE of its launches
 answered, the group is in a storm. Its failed launches are then recorded as a whole, not bisected, and its launches
-still to go are not launched: every case of them is recorded with the storm's status (fault, or timeout), with
-`isolated: false` and an `error` that says so and why. Nothing is falsely green (each is a fault, and the run exits
+still to go are not launched, and a worker holding its launches alone is stopped rather than waited for (each of
+them would most likely fault in turn): every case of them is recorded with the storm's status (fault, or timeout),
+with `isolated: false` and an `error` that says so and why. Nothing is falsely green (each is a fault, and the run exits
 1) and nothing is lost (every case has its record); what is given up is knowing which of those cases would have
 passed, which a sweep after the fix tells.
 """
@@ -253,6 +254,7 @@ class FaultStorm:
         self.answered: dict[tuple[str, str], int] = {}
         self.failed: dict[tuple[str, str], dict[str, int]] = {}  # group -> status -> launches
         self.skipped: dict[tuple[str, str], int] = {}  # group -> launches not launched in its storm
+        self.abandoned: dict[tuple[str, str], int] = {}  # group -> launches in flight when its storm began, not awaited
 
     @staticmethod
     def group(kernel: Kernel) -> tuple[str, str]:
@@ -293,7 +295,8 @@ class FaultStorm:
             k = Kernel(family, arch, "", None)
             if self.raging(k):
                 out.append({"family": family, "arch": arch, "answered": self.answered.get((family, arch), 0),
-                            "failed": dict(by), "not_launched": self.skipped.get((family, arch), 0)})
+                            "failed": dict(by), "not_launched": self.skipped.get((family, arch), 0),
+                            "not_awaited": self.abandoned.get((family, arch), 0)})
         return out
 
 
@@ -603,18 +606,34 @@ class Engine:
             timing["isolate_s"] += time.time() - ti
             finished(CaseLines(recs), job, device, tk)
 
-        def not_launched(job, spooled) -> None:
-            """A launch of a group in a storm: its cases recorded with the storm's status, none launched."""
+        def not_launched(job, spooled, sent: bool = False) -> None:
+            """A launch of a group in a storm: its cases recorded with the storm's status, none launched (`sent`:
+            launched, but its worker was stopped before it answered)."""
             g = FaultStorm.group(job.kernel)
-            self.storm.skipped[g] = self.storm.skipped.get(g, 0) + 1
+            count = self.storm.abandoned if sent else self.storm.skipped
+            count[g] = count.get(g, 0) + 1
             status = self.storm.status(job.kernel)
-            why = (f"not launched: {self.storm.describe(job.kernel)}, so the rest of its launches were recorded "
+            why = (f"not awaited: {self.storm.describe(job.kernel)}, so the worker running this launch was stopped "
+                   f"before it answered and its cases were recorded {status} (harness/run/engine.py, FaultStorm)"
+                   if sent else
+                   f"not launched: {self.storm.describe(job.kernel)}, so the rest of its launches were recorded "
                    f"{status} without launching (harness/run/engine.py, FaultStorm)")
             expectations = load_expectations(spooled)
             recs = with_facets(job.kernel, expectations, [case_record(e.case.id, job.kernel, status, isolated=False,
                                                                       error=why) for e in expectations])
             remove(spooled)
             finished(CaseLines(recs), job, None, time.time())
+
+        def abandon_stormed() -> None:
+            """A worker whose every launch held is of a group in a storm is stopped rather than waited for: each of
+            them would most likely fault, one after another, each taking a context down (a second or so)."""
+            for w, held in in_flight.items():
+                if held and all(self.storm.raging(e[0].kernel) for e in held):
+                    entries = list(held)
+                    held.clear()
+                    w.kill()
+                    for job, spooled, _ in entries:
+                        not_launched(job, spooled, sent=True)
 
         while self.found or self.preparing:
             tp = time.time()
@@ -642,9 +661,12 @@ class Engine:
             w.submit(cubins[job.kernel.name], job.kernel.name, spooled.launch, timeout, out_path=spooled.outputs)
             if answered:
                 complete(*answered)
+                abandon_stormed()
             drain()
+        abandon_stormed()
         while any(in_flight.values()):
             complete(*harvest(wait_any([w for w, held in in_flight.items() if held])))
+            abandon_stormed()
         for entry, device, error in deferred:  # every launch has gone: bisect what failed, unless in a storm
             isolate(entry, device, error)
         drain(block=True)
