@@ -156,6 +156,7 @@ class FamilyName(_Str):
     WGMMA_SEQ = "wgmma_seq"  # sequences of wgmma in one kernel (harness/families/wgmma_seq)
     WGMMA_SP = "wgmma_sp"
     TCGEN05 = "tcgen05"
+    MMA_SYNC = "mma_sync"  # warp-level mma.sync / mma.sp, ldmatrix, stmatrix (harness/families/mma_sync)
 
 
 class SeqPattern(_Str):

@@ -322,6 +322,15 @@ def kernels_first(sel: Selection, run_archs: dict[str, Arch] | None = None,
             return None
         arch = run_arch(fam, run_archs)
         run += fam.kernel_list(arch)
+        if getattr(fam, "plans_every_arch", False):  # as make's `take`: each arch's own forms planned, a form of
+            seen = {k.name for k in fam.kernel_list(arch)}  # a name planned already compiled only
+            for o in fam.archs:
+                if o != arch:
+                    mine = fam.kernel_list(o)
+                    run += [k for k in mine if k.name not in seen]
+                    other += [k for k in mine if k.name in seen]
+                    seen |= {k.name for k in mine}
+            continue
         for o in fam.archs:  # every form of the other archs: those shared, and those only they have (make)
             if o != arch:
                 other += fam.kernel_list(o)

@@ -15,9 +15,10 @@ from types import MappingProxyType
 
 from harness.enums import FamilyName, declare_arch
 
-# name -> module holding its FAMILY object; a fifth family in the tree (mma.sync, sm_120 ...) is one more line here
+# name -> module holding its FAMILY object; a new family in the tree is one more line here
 REGISTRY = {str(FamilyName.WGMMA): "harness.families.wgmma", str(FamilyName.WGMMA_SP): "harness.families.wgmma_sp",
-            str(FamilyName.WGMMA_SEQ): "harness.families.wgmma_seq", str(FamilyName.TCGEN05): "harness.families.tcgen05"}
+            str(FamilyName.WGMMA_SEQ): "harness.families.wgmma_seq", str(FamilyName.TCGEN05): "harness.families.tcgen05",
+            str(FamilyName.MMA_SYNC): "harness.families.mma_sync"}
 # a family kept outside the tree joins without editing it: TC_HARNESS_FAMILIES="name=package.module,..." (read in
 # every process of a sweep, the preparing and GPU workers too)
 EXTRA = "TC_HARNESS_FAMILIES"

@@ -14,7 +14,7 @@ from tests.simulated import fake_gpus
 
 pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
 
-GPU_ARCHS = {"wgmma": "sm_90a", "wgmma_sp": "sm_90a", "wgmma_seq": "sm_90a", "tcgen05": "sm_100a"}
+GPU_ARCHS = {"wgmma": "sm_90a", "wgmma_sp": "sm_90a", "wgmma_seq": "sm_90a", "tcgen05": "sm_100a", "mma_sync": "sm_90a"}
 
 
 @pytest.mark.parametrize("sel,run_archs,shard", [

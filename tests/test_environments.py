@@ -40,7 +40,8 @@ pytestmark = pytest.mark.spread  # subprocess-bound: each test to whichever xdis
 SAMPLES = (plan.Selection(families=("wgmma",), kinds=("tf32",), n_values=(8,)),
            plan.Selection(families=("wgmma_sp",), kinds=("s8",), n_values=(8,)),
            plan.Selection(families=("wgmma_seq",), kinds=("tf32",)),
-           plan.Selection(families=("tcgen05",), kinds=("f16",), cta_groups=(1,), a_srcs=("SS",), n_values=(64,)))
+           plan.Selection(families=("tcgen05",), kinds=("f16",), cta_groups=(1,), a_srcs=("SS",), n_values=(64,)),
+           plan.Selection(families=("mma_sync",), kinds=("tf32",)))
 INSTALL_TIMEOUT_S = 1800  # a cold venv downloads the dependencies' wheels (~1 GB with the CUDA ones)
 RUN_TIMEOUT_S = 300
 PRIMARY = f"{sys.version_info.major}.{sys.version_info.minor}"

@@ -160,9 +160,7 @@ def test_only_the_selected_families_kernels_are_launched(tmp_path_factory, monke
 def test_a_family_planning_every_arch_has_kernel_tests_only_for_the_archs_a_gpu_here_runs(monkeypatch):
     """mma_sync plans sm_120a's cases beside sm_90a's (plans_every_arch): on an H100 the kernel tests are sm_90a's
     alone; sm_120a's cases are the sweep's to record not run, not tests that would ask them to pass."""
-    from harness import registry
     from tests import gpu_sweep
-    monkeypatch.setenv(registry.EXTRA, "mma_sync=harness.families.mma_sync")
     fake_gpus.install(monkeypatch, ["sm_90a"])
     p = gpu_sweep.gpu_plan()
     archs = {(str(k.family), str(k.arch)) for k, _ in p.work}

@@ -1,8 +1,5 @@
 """mma_sync on a real sm_90a GPU (an H100): the family's whole sweep, every form from registers and through ldmatrix
-tiles, every register of every lane diffed, every negative control caught as the model predicts. The family is
-outside the default registry until this has passed on an H100: it joins through TC_HARNESS_FAMILIES here. Without an
-sm_90a GPU it skips with the reason."""
-import os
+tiles, every register of every lane diffed, every negative control caught as the model predicts. Without an sm_90a GPU it skips with the reason."""
 import subprocess
 import sys
 
@@ -11,14 +8,12 @@ import pytest
 from harness.records import results
 
 pytestmark = pytest.mark.gpu("sm_90a")
-ENV = "mma_sync=harness.families.mma_sync"
 
 
 def test_the_whole_family_sweep_passes(tmp_path):
     out = tmp_path / "mma_sync.jsonl"
-    env = {**os.environ, "TC_HARNESS_FAMILIES": ENV}
     proc = subprocess.run([sys.executable, "-m", "harness", "sweep", "--family", "mma_sync", "--out", str(out)],
-                          capture_output=True, text=True, timeout=900, env=env)
+                          capture_output=True, text=True, timeout=900)
     env_rec, recs, summary = results.load(out)
     sm120 = {i for i, r in recs.items() if r["arch"] == "sm_120a"}  # no sm_120 GPU here: recorded not run
     failing = [(i, r["status"], r.get("why"), r.get("first_mismatches", [])[:2]) for i, r in recs.items()
@@ -48,7 +43,7 @@ def test_the_probes_recover_the_models_maps_on_the_gpu():
     worker = GpuWorker()
     try:
         for k, cs in kernels:
-            sample = ([c for c in cs if not c.control][:2] + [c for c in cs if c.a.via == "ldmatrix"][:2]
+            sample = ([c for c in cs if not c.control][:4] + [c for c in cs if c.a.via == "ldmatrix"][:2]
                       + [c for c in cs if c.st.num][:1] + [c for c in cs if c.control][:2])
             recs = probe.diagnose(k.form, sample, str(cubins[k.name]), worker, 60)
             bad = [(r["id"], r["operand"], r["summary"]) for r in recs if r["status"] != "pass"]

@@ -345,13 +345,10 @@ def test_a_wrong_scale_map_disagrees_with_cutlass(atoms):
 def compiled():
     """Every sm_120a and sm_121a kernel through the harness's compile path (compile_job -> compile_many: NVRTC,
     nvdisasm, the SASS check), cached by the compile cache."""
-    from harness import registry
     from harness.families.mma_sync import FAMILY
     kernels = KS.arch_kernels("sm_120a") + KS.arch_kernels("sm_121a")
-    with pytest.MonkeyPatch.context() as mp:  # the family joins through the variable, as in a sweep
-        mp.setenv(registry.EXTRA, "mma_sync=harness.families.mma_sync")
-        jobs = [nvrtc.compile_job(k, FAMILY.sass_check(k)) for k in kernels]
-        return dict(zip(kernels, nvrtc.compile_many(jobs, workers=2)))
+    jobs = [nvrtc.compile_job(k, FAMILY.sass_check(k)) for k in kernels]
+    return dict(zip(kernels, nvrtc.compile_many(jobs, workers=2)))
 
 
 def test_nine_kernels_an_arch_cover_every_form_and_load():
@@ -405,10 +402,9 @@ def test_a_sweep_plans_sm120a_cases_and_records_them_not_run_naming_the_arch_on_
     """On a (simulated) H100 the family's sm_90a kernels are the ones that run; its sm_120a kernels' cases are each
     recorded not run with a reason that names sm_120a (not None, though a GPU of another of the family's archs is
     here), and sm_121a's kernels are compiled only."""
-    from harness import plan as planning, registry, sweep
+    from harness import plan as planning, sweep
     from harness.records import results
     from tests.simulated import fake_gpus
-    monkeypatch.setenv(registry.EXTRA, "mma_sync=harness.families.mma_sync")
     fake_gpus.install(monkeypatch, ["sm_90a"])
     p = planning.make(planning.Selection(families=("mma_sync",)), {"mma_sync": "sm_90a"}, cache=True)
     arch_of = {k.name: str(k.arch) for k, _ in p.work}
@@ -435,12 +431,6 @@ from tests.run import simsweep  # noqa: E402
 from tests.simulated import mma_sync_sm120_device  # noqa: E402
 
 SM120_KERNELS = FAMILY.kernels("sm_120a")
-
-
-@pytest.fixture
-def joined(monkeypatch):
-    from harness import registry
-    monkeypatch.setenv(registry.EXTRA, "mma_sync=harness.families.mma_sync")
 
 
 def run_on_sim(kernel, cases):
@@ -474,7 +464,7 @@ def test_the_launch_is_the_kernels_parameter_list():
         assert launch.outputs["d_out"].shape == (32, w["D"]) and launch.threads == 32
 
 
-def test_every_sm120a_case_passes_on_the_simulated_device(joined):
+def test_every_sm120a_case_passes_on_the_simulated_device():
     seen = 0
     for kernel, cases in SM120_KERNELS:
         recs = run_on_sim(kernel, cases)
@@ -545,7 +535,7 @@ def _swap_lanes(lane_a, lane_b):
     return fn
 
 
-def test_a_device_that_swaps_two_lanes_d_registers_is_caught_and_named(joined, faulty_device):
+def test_a_device_that_swaps_two_lanes_d_registers_is_caught_and_named(faulty_device):
     """Lanes 5 and 6 swapped: every case fails, named on lanes 5-6; an mma's first element is one lane 5 or 6 holds
     in D's map (rows 1, 9; columns 2-5), a sub-byte load's one of row 1's elements 4-11 of a matrix."""
     faulty_device(misread=_swap_lanes(5, 6))
@@ -565,7 +555,7 @@ def test_a_device_that_swaps_two_lanes_d_registers_is_caught_and_named(joined, f
                 assert (int(lane), int(reg), int(sub)) == (first["lane"], first["register"], first["sub"])
 
 
-def test_a_device_that_swaps_the_scale_bytes_a_selector_picks_is_caught(joined, faulty_device):
+def test_a_device_that_swaps_the_scale_bytes_a_selector_picks_is_caught(faulty_device):
     """The bytes byte-id and byte-id + 1 of every lane's scale-a-data (1X: the picked byte and its neighbour, a
     decoy) exchanged before the MMA reads them: every block-scaled case fails, on D alone; the same on scale-b-data.
     The f8f6f4 cases, which read no scale register, pass."""
@@ -594,7 +584,7 @@ def test_a_device_that_swaps_the_scale_bytes_a_selector_picks_is_caught(joined, 
         assert failed == 74  # mxf8f6f4 28 + mxf4 / mxf4nvf4 9, dense and sparse
 
 
-def test_a_device_that_writes_past_an_x1_load_or_leaves_d_unwritten_is_caught(joined, faulty_device):
+def test_a_device_that_writes_past_an_x1_load_or_leaves_d_unwritten_is_caught(faulty_device):
     """The last output word of every lane zeroed by the sub-byte load (past .x1 / .x2: a register no load writes),
     left poisoned by an mma: every case fails on that register."""
     def fn(name, out):
@@ -613,7 +603,7 @@ def test_a_device_that_writes_past_an_x1_load_or_leaves_d_unwritten_is_caught(jo
                 assert r["unwritten_registers"] == 32
 
 
-def test_a_launch_that_swaps_the_scale_registers_or_issues_variant_0_fails(joined, monkeypatch):
+def test_a_launch_that_swaps_the_scale_registers_or_issues_variant_0_fails(monkeypatch):
     """Planted bugs in the launch packing: scale-a-data and scale-b-data handed in each other's place fails every
     block-scaled case; every case issued as variant 0 fails every case of another form."""
     real = KS.pack
@@ -650,9 +640,8 @@ def test_a_launch_that_swaps_the_scale_registers_or_issues_variant_0_fails(joine
 def test_a_sweep_on_a_simulated_sm120_gpu_runs_and_passes_the_sm120a_cases(monkeypatch, tmp_path):
     """On a (simulated) sm_120 GPU the sweep launches the sm_120a kernels instead of recording them not run: all
     180 cases pass through the real engine and workers (the simulated device runs each launch)."""
-    from harness import plan as planning, registry
+    from harness import plan as planning
     from tests.simulated import fake_gpus
-    monkeypatch.setenv(registry.EXTRA, "mma_sync=harness.families.mma_sync")
     fake_gpus.install(monkeypatch, ["sm_120a"], ccs={"sm_120a": "12.0"})
     p = planning.make(planning.Selection(families=("mma_sync",)), {"mma_sync": "sm_120a"}, cache=True)
     work = [(k, cs) for k, cs in p.work if str(k.arch) == "sm_120a"]

@@ -8,18 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import registry
 from harness.families.mma_sync import FAMILY, cases as C, forms as F, kernel as K, reference as R, store as S
 from harness.families.mma_sync.ldmatrix import ROW_SWIZZLES, SmemTile
 from tests.run import simsweep
 from tests.simulated import mma_sync_device
 
 STORING = [k for k in F.all_kernel_keys() if S.stores_d(k)]
-
-
-@pytest.fixture(autouse=True)
-def joined(monkeypatch):
-    monkeypatch.setenv(registry.EXTRA, "mma_sync=harness.families.mma_sync")
 
 
 def _store_cases(key):

@@ -79,7 +79,7 @@ def test_each_family_compiles_at_the_level_it_declares_and_the_timing_bench_at_f
         kernel = next(iter(registry.get(name).kernel_list(registry.get(name).archs[0])))
         level[name] = C.compile_job(kernel).options_for(tc)[len(C.DEFAULT_OPTIONS):]
     # the sequences' RS pipeline is a schedule ptxas makes: at full optimization
-    assert level == {"wgmma": FAST, "wgmma_sp": FAST, "wgmma_seq": (), "tcgen05": FAST}
+    assert level == {"wgmma": FAST, "wgmma_sp": FAST, "wgmma_seq": (), "tcgen05": FAST, "mma_sync": FAST}
     from harness.timing import bench, forms as timing_forms
     asked = []
     monkeypatch.setattr(C, "compile_many", lambda jobs, **kw: asked.extend(jobs) or [])

@@ -459,7 +459,7 @@ DECLARING = [f for f in registry.all_families() if hasattr(f, "facet_values")]
 def test_the_facet_values_a_family_declares_are_those_its_cases_have(fam):
     """The selection flags' choices are what the families declare (plan.facet_choices): a value declared and no case's
     would be offered for nothing, a case's value not declared could not be selected."""
-    assert {str(f.name) for f in DECLARING} == {"wgmma", "wgmma_sp", "wgmma_seq", "tcgen05"}
+    assert {str(f.name) for f in DECLARING} == {"wgmma", "wgmma_sp", "wgmma_seq", "tcgen05", "mma_sync"}
     seen: dict = {}
     for arch in fam.archs:
         for _, cases in plan.family_kernels(fam, arch, cache=True):

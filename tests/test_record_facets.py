@@ -62,8 +62,10 @@ def test_a_familys_own_mismatch_coordinates_are_named_by_compare_and_junit():
 
 def test_the_facets_of_every_in_tree_case_give_the_rows_its_name_gave():
     """A results file written now tables as one of the same cases written before the records carried facets."""
-    p = plan.make(plan.Selection(), {f: "sm_90a" for f in ("wgmma", "wgmma_sp", "wgmma_seq")} | {"tcgen05": "sm_103a"},
-                  cache=True)
+    # the families whose records were written before they carried facets (mma_sync's carried them from the first)
+    older = ("wgmma", "wgmma_sp", "wgmma_seq", "tcgen05")
+    p = plan.make(plan.Selection(families=older),
+                  {f: "sm_90a" for f in ("wgmma", "wgmma_sp", "wgmma_seq")} | {"tcgen05": "sm_103a"}, cache=True)
     differ = []
     for k, cs in p.work:
         fam = families.get(k.family)

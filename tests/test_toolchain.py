@@ -169,7 +169,7 @@ def test_an_arch_the_nvrtc_cannot_build_is_refused_before_compiling(capsys, monk
     assert rc == 2 and len(err) == 1 and "cannot build sm_103a" in err[0] and "tcgen05" in err[0], err
     assert not (tmp_path / "r.jsonl").exists()
     rc, _, err = run_cli(capsys, "compile", "--kind", "b1", "--kind", "mxf4", "--out", tmp_path / "k")
-    assert rc == 2 and len(err) == 1 and "give --family wgmma or another --nvrtc" in err[0], err
+    assert rc == 2 and len(err) == 1 and "give --family mma_sync --family wgmma or another --nvrtc" in err[0], err
 
 
 def test_a_driver_older_than_the_ptx_is_refused_on_a_gpu_machine(monkeypatch, tmp_path):

@@ -10,13 +10,13 @@
 #   tcgen05    benchmarks/tcgen05_forms_toolchain.py: every tcgen05 form built by this node's NVRTC (issue 54)
 #   audit      benchmarks/speed_audit.py: the sweep cold and warm with each speed mechanism off in turn (issue 55)
 #   audit-pytest  the same for the README test command, with the mechanisms that act in a test session
-#   mma_sync   the mma_sync family's whole sweep, through TC_HARNESS_FAMILIES (issue 58; outside the registry until
-#              this passes), and its timing forms beside wgmma's in `harness bench`
+#   audit-fork the README test command's audit of the fork server alone (the one mechanism only a test session has)
+#   mma_sync   the mma_sync family's whole sweep (issue 58), and its timing forms beside wgmma's in `harness bench`
 set -u
 : "${OUT:?set OUT to the folder the results go to}"
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(stock faults diagnosis fleet tcgen05)
 for s in "${steps[@]}"; do
-  case $s in stock|faults|diagnosis|fleet|tcgen05|mma_sync|audit|audit-pytest) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
+  case $s in stock|faults|diagnosis|fleet|tcgen05|mma_sync|audit|audit-pytest|audit-fork) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
 done
 export PYTHONUNBUFFERED=1
 for s in "${steps[@]}"; do
@@ -31,8 +31,9 @@ for s in "${steps[@]}"; do
     audit) timeout 420 python3 benchmarks/speed_audit.py --out-dir "$d" --rounds 2 > "$d/run.txt" 2>&1;;
     audit-pytest) timeout 540 python3 benchmarks/speed_audit.py --out-dir "$d" --rounds 1 --workloads pytest \
                     --only fork-server,one-blas-thread,plan-cache > "$d/run.txt" 2>&1;;
-    mma_sync) TC_HARNESS_FAMILIES=mma_sync=harness.families.mma_sync timeout 300 python3 -m harness sweep \
-                --family mma_sync --out "$d/mma_sync.jsonl" > "$d/run.txt" 2>&1
+    audit-fork) timeout 420 python3 benchmarks/speed_audit.py --out-dir "$d" --rounds 1 --workloads pytest \
+                  --only fork-server > "$d/run.txt" 2>&1;;
+    mma_sync) timeout 300 python3 -m harness sweep --family mma_sync --out "$d/mma_sync.jsonl" > "$d/run.txt" 2>&1
               timeout 200 python3 -m harness bench --family wgmma --family mma_sync --out "$d/bench-h100.jsonl" \
                 > "$d/bench.txt" 2>&1;;
   esac

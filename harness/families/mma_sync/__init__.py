@@ -13,14 +13,9 @@ cases, reference, kernel, readback; `FAMILY` is what the engine runs.
 - `probe`: the diagnosis: the maps the hardware used for D and for A and B as loaded (and ldmatrix's addresses and
   the tile's swizzle), recovered from coded launches of the family's own kernel and compared with the models.
 
-Not in the default registry yet: the family joins `harness/registry.py`'s REGISTRY (and a FamilyName member) once
-it has passed on an H100. Until then it runs through TC_HARNESS_FAMILIES:
-
-    TC_HARNESS_FAMILIES=mma_sync=harness.families.mma_sync python -m harness sweep --family mma_sync
-
-(on a machine without an sm_90a GPU that compiles and SASS-checks every kernel, records every case as not run and
-exits 3), and on the H100 `TC_HARNESS_FAMILIES=mma_sync=harness.families.mma_sync python -m pytest -m gpu
-tests/test_mma_sync_gpu.py`.
+In the registry since its whole sweep passed on an H100 (FINDINGS section 9): `python -m harness sweep
+--family mma_sync` (on a machine without an sm_90a GPU it compiles and SASS-checks every kernel, records every case
+as not run and exits 3).
 
 Not covered yet: the compile-only archs sm_80 and sm_89 (their forms are sm_90a's, which the H100 runs); a failing
 stmatrix store is named byte by byte by its record (tile row, byte), and the probe's D record says whether D itself
@@ -40,9 +35,9 @@ sources, so they are compiled and SASS-checked only.
 from __future__ import annotations
 
 from harness.contract import Device, Kernel, case_record
-from harness.enums import Arch
+from harness.enums import Arch, FamilyName
 
-NAME = "mma_sync"
+NAME = FamilyName.MMA_SYNC
 
 
 class MmaSyncFamily:

@@ -41,10 +41,18 @@ class Load:
                              f"{', '.join(map(str, ROW_BYTES))} bytes, not {self.contiguous!r} / {self.row_bytes}")
 
     @property
+    def swizzle(self) -> str | None:
+        """The tile's layout, 'pad16' (16-byte rows, unswizzled) or 'sw32' / 'sw64' / 'sw128' (CuTe's Swizzle of
+        those rows); None from registers. With `major`, what fleet level 1 covers once (harness/levels.py)."""
+        return None if self.via == "regs" else ("pad16" if self.row_bytes == 16 else f"sw{self.row_bytes}")
+
+    @property
+    def major(self) -> str | None:
+        return self.contiguous or None
+
+    @property
     def tag(self) -> str:
-        if self.via == "regs":
-            return "regs"
-        return f"ld-{self.contiguous}-{'pad16' if self.row_bytes == 16 else f'sw{self.row_bytes}'}"
+        return "regs" if self.via == "regs" else f"ld-{self.contiguous}-{self.swizzle}"
 
 
 @dataclass(frozen=True)
