@@ -424,7 +424,7 @@ class GpuWorker:
         if self._proc is not None:
             if self._proc.is_alive():
                 self._proc.kill()
-            self._proc.join(timeout=30)
+            _reap(self._proc)
         self._proc = self._conn = None
 
     def kill(self):
@@ -445,6 +445,13 @@ class GpuWorker:
         if self._proc is not None and self._proc.is_alive():
             self._proc.join(timeout=10)
         self.kill()
+
+
+def _reap(proc) -> None:
+    """Join a stopped worker in the background: a process that held a CUDA context, above all one whose launch
+    faulted, ends only once the driver has torn the context down (about a second on an H100 node, which a fault
+    storm paid once for every worker it stopped), and nothing here needs it gone before going on."""
+    threading.Thread(target=proc.join, kwargs={"timeout": 30}, daemon=True, name="tc-harness-reap").start()
 
 
 def _spawn(device: int, backend: str, fork: bool = False):
