@@ -16,9 +16,8 @@ def main() -> None:
         print("usage: sweep_with_backend.py BACKEND sweep ARGS...", file=sys.stderr)
         sys.exit(2)
     backend = sys.argv.pop(1)
-    run, ahead = sweep.run, sweep.worker_ahead
+    run = sweep.run
     sweep.run = lambda sel, cfg, log=sweep._log: run(sel, dataclasses.replace(cfg, backend=backend), log)
-    sweep.worker_ahead = lambda cfg, fork=False: ahead(dataclasses.replace(cfg, backend=backend), fork)
     from harness.cli import entry
     entry()
 
