@@ -136,7 +136,8 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
             write_interrupted(cfg, e, devs, selection_of(sel, cfg.shard))
         raise
     finally:
-        if sys.exc_info()[0] is not None and issubclass(sys.exc_info()[0], KeyboardInterrupt):
+        interrupted = sys.exc_info()[0] is not None and issubclass(sys.exc_info()[0], KeyboardInterrupt)
+        if interrupted:
             # interrupted: what the signal's kill (processes.on_signals) found is dead; what started since dies now,
             # not waited for (a helper still importing would read its stop only once it had)
             if early is not None:
@@ -148,7 +149,9 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
         if early is not None:
             early.wait()  # a plan that failed leaves no compile running behind it
         if engine is not None:
-            engine.close()  # its helpers with it
+            # its helpers with it; interrupted, its GPU workers (killed) are not waited for: a process that held a
+            # CUDA context ends only once the driver has torn it down
+            engine.close(wait=not interrupted)
         elif helpers is not None:
             helpers.shutdown()
         out_lock.close()

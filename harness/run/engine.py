@@ -486,15 +486,20 @@ class Engine:
         """One of the engine's GPU workers of `device` (its launches done: the diagnosis's probes run on it)."""
         return next((w for w in self.gpu_workers if w.device == device), None)
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Stop the GPU workers and the pool. `wait` False (an interrupted sweep's: everything was killed already):
+        the GPU workers and spares are reaped in the background, not waited for."""
         for w in self.gpu_workers:  # their CUDA contexts come down while the pool's processes end
             w.finish()
         if self._pool_ending is not None:
             self._pool_ending.join()
         self.pool.shutdown(cancel_futures=True)
         for w in self.gpu_workers:
-            w.close()
-        self.spare_pool.close()
+            if wait:
+                w.close()
+            else:
+                w.kill()
+        self.spare_pool.close(wait)
         self._spool.cleanup()
         if self._kept_folder is not None:
             self._kept_folder.close()

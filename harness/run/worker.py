@@ -493,14 +493,17 @@ class SparePool:
         """The processes of the spares of `device` that wait (alive or not), oldest first."""
         return [proc for proc, _ in self._ready.get((device, backend), ())]
 
-    def close(self) -> None:
-        """Stop every spare not taken (the engine's end)."""
+    def close(self, wait: bool = True) -> None:
+        """Stop every spare not taken (the engine's end); `wait` False: reaped in the background."""
         for have in self._ready.values():
             while have:
                 proc, conn = have.pop()
                 if proc.is_alive():
                     proc.kill()
-                proc.join(timeout=30)
+                if wait:
+                    proc.join(timeout=30)
+                else:
+                    _reap(proc)
                 conn.close()
         self._ready.clear()
 
