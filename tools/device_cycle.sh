@@ -11,12 +11,16 @@
 #   audit      benchmarks/speed_audit.py: the sweep cold and warm with each speed mechanism off in turn (issue 55)
 #   audit-pytest  the same for the README test command, with the mechanisms that act in a test session
 #   audit-fork the README test command's audit of the fork server alone (the one mechanism only a test session has)
+#   ab         the default sweep cold and warm, the tree before issue 55's restructure (ab-old/, made here first:
+#              mkdir ab-old && git archive 62e79a9 harness benchmarks pyproject.toml | tar -x -C ab-old; git ignores it:
+#              the device call carries it, carry ["ab-old"]) and this
+#              one in turn, two rounds (benchmarks/ab_sweep.sh; the sweeps' own files left out)
 #   mma_sync   the mma_sync family's whole sweep (issue 58), and its timing forms beside wgmma's in `harness bench`
 set -u
 : "${OUT:?set OUT to the folder the results go to}"
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(stock faults diagnosis fleet tcgen05)
 for s in "${steps[@]}"; do
-  case $s in stock|faults|diagnosis|fleet|tcgen05|mma_sync|audit|audit-pytest|audit-fork) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
+  case $s in stock|faults|diagnosis|fleet|tcgen05|mma_sync|audit|audit-pytest|audit-fork|ab) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
 done
 export PYTHONUNBUFFERED=1
 for s in "${steps[@]}"; do
@@ -33,6 +37,8 @@ for s in "${steps[@]}"; do
                     --only fork-server,one-blas-thread,plan-cache > "$d/run.txt" 2>&1;;
     audit-fork) timeout 420 python3 benchmarks/speed_audit.py --out-dir "$d" --rounds 1 --workloads pytest \
                   --only fork-server > "$d/run.txt" 2>&1;;
+    ab) OUT=$d timeout 300 bash benchmarks/ab_sweep.sh ab-old . 2 > "$d/run.txt" 2>&1
+        find "$d" -name '*.jsonl*' -delete;;
     mma_sync) timeout 300 python3 -m harness sweep --family mma_sync --out "$d/mma_sync.jsonl" > "$d/run.txt" 2>&1
               timeout 200 python3 -m harness bench --family wgmma --family mma_sync --out "$d/bench-h100.jsonl" \
                 > "$d/bench.txt" 2>&1;;
