@@ -17,8 +17,8 @@ from harness.enums import FamilyName, declare_arch
 
 # name -> module holding its FAMILY object; a new family in the tree is one more line here
 REGISTRY = {str(FamilyName.WGMMA): "harness.families.wgmma", str(FamilyName.WGMMA_SP): "harness.families.wgmma_sp",
-            str(FamilyName.WGMMA_SEQ): "harness.families.wgmma_seq", str(FamilyName.TCGEN05): "harness.families.tcgen05",
-            str(FamilyName.MMA_SYNC): "harness.families.mma_sync"}
+            str(FamilyName.WGMMA_SEQ): "harness.families.wgmma_seq",
+            str(FamilyName.TCGEN05): "harness.families.tcgen05", str(FamilyName.MMA_SYNC): "harness.families.mma_sync"}
 # a family kept outside the tree joins without editing it: TC_HARNESS_FAMILIES="name=package.module,..." (read in
 # every process of a sweep, the preparing and GPU workers too)
 EXTRA = "TC_HARNESS_FAMILIES"

@@ -1,8 +1,9 @@
-"""The mma_sync family on the CPU: its registration (in the registry, under its FamilyName), the plan (every form has cases, ids readable and unique, facets, every ldmatrix tile and every
-negative control where the form allows it), prepare -> readback on a simulated device that runs each launch from the
-launch alone (tests/simulated/mma_sync_device.py), devices that misread (caught, named by operand, lane and
-register), and NVRTC + SASS of every kernel through the harness's own compile path (a sample of forms alone against
-the per-form SASS table)."""
+"""The mma_sync family on the CPU: its registration (in the registry, under its FamilyName), the plan (every form has
+cases, ids readable and unique, facets, every ldmatrix tile and every negative control where the form allows it),
+prepare -> readback on a simulated device that runs each launch from the launch alone
+(tests/simulated/mma_sync_device.py), devices that misread (caught, named by operand, lane and register), and NVRTC +
+SASS of every kernel through the harness's own compile path (a sample of forms alone against the per-form SASS
+table)."""
 from __future__ import annotations
 
 import re
@@ -31,7 +32,8 @@ def run_on_sim(kernel, cases):
 
 def test_the_family_is_in_the_registry_under_its_name():
     assert registry.REGISTRY[str(FamilyName.MMA_SYNC)] == "harness.families.mma_sync"
-    assert registry.get("mma_sync") is FAMILY and FAMILY.name is FamilyName.MMA_SYNC and FAMILY.archs == ("sm_90a", "sm_120a", "sm_121a")
+    assert registry.get("mma_sync") is FAMILY and FAMILY.name is FamilyName.MMA_SYNC
+    assert FAMILY.archs == ("sm_90a", "sm_120a", "sm_121a")
     assert FAMILY.kernels("sm_100a") == [] and len(KERNELS) == len(F.all_kernel_keys()) == 37
 
 

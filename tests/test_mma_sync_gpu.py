@@ -1,5 +1,6 @@
 """mma_sync on a real sm_90a GPU (an H100): the family's whole sweep, every form from registers and through ldmatrix
-tiles, every register of every lane diffed, every negative control caught as the model predicts. Without an sm_90a GPU it skips with the reason."""
+tiles, every register of every lane diffed, every negative control caught as the model predicts. Without an sm_90a
+GPU it skips with the reason."""
 import subprocess
 import sys
 

@@ -370,11 +370,11 @@ class Engine:
     def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND,
                  isolation: IsolationBudget | None = None, keep_launches: Path | None = None,
                  helpers: processes.Helpers | None = None, workers_on_one_gpu: int = 1):
-        """keep_launches: the cache folder (cache.cache_dir()) whose kept launches this engine reads and adds to;
-        None: every launch is prepared and spooled, and none is kept. workers_on_one_gpu: GPU workers where `devices` is one GPU
-        (WORKERS_ON_ONE_GPU); with several, one each. helpers: the pool's processes, already starting (the sweep's,
-        which compile its kernels first: helpers_for_jobs), taken as the engine's pool and shut down with it;
-        `workers` is then theirs."""
+        """keep_launches: the cache folder (cache.cache_dir()) whose kept launches this engine reads and adds to; None:
+        every launch is prepared and spooled, and none is kept. workers_on_one_gpu: GPU workers where `devices` is one
+        GPU (WORKERS_ON_ONE_GPU); with several, one each. helpers: the pool's processes, already starting (the sweep's,
+        which compile its kernels first: helpers_for_jobs), taken as the engine's pool and shut down with it; `workers`
+        is then theirs."""
         self.devices, self.backend = devices, backend
         self._kept_folder = KeptFolder(keep_launches) if keep_launches is not None else None
         self.kept = self._kept_folder.launches if self._kept_folder else None

@@ -552,7 +552,8 @@ def diagnose(key: forms.KernelKey, cases: list, cubin_path: str, device, timeout
     if len(groups) > 1:
         return [r for g in groups.values() for r in diagnose(key, g, cubin_path, device, timeout, png_dir, max_png)]
     base = cases[0]
-    maps = form_maps(probe_form(key, base)[1])
+    probed = probe_form(key, base)[1]
+    maps = form_maps(probed)
     preps = [prepare(c) for c in cases]
     loads = load_probe(key, base)
     ctas = list(loads)
@@ -568,8 +569,7 @@ def diagnose(key: forms.KernelKey, cases: list, cubin_path: str, device, timeout
         plan.append((own, sts))
     try:
         first = device.run(cubin_path, key.name, launch.pack(ctas), timeout)
-        loaded = {op: read_load(probe_form(key, base)[1], op, [first[f"{op.lower()}_out"][i]
-                                                               for i in range(len(loads))]) for op in "AB"}
+        loaded = {op: read_load(probed, op, [first[f"{op.lower()}_out"][i] for i in range(len(loads))]) for op in "AB"}
         compensate = {op: (t if _bijective(maps[op], t) and not _same(t, maps[op].table) else None)
                       for op, t in loaded.items()}
         what, acc = accumulator_probe(key, base, compensate)
