@@ -741,7 +741,8 @@ def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log, 
     """Probe the suspects, one GPU worker per GPU for all of them: the engine's, its launches done (a fresh one costs
     about a second to start). Of a family and arch in a fault storm (`storm`, the engine's FaultStorm) only the
     first suspect is probed: its launches faulted, so its probes most likely fault too, and each fault costs the
-    worker its CUDA context."""
+    worker its CUDA context; for the same reason its probes launch no kernel whose own launches failed in the storm
+    (FaultStorm.guard)."""
     by_id = {c.id: c for _, cs in p.work for c in cs}
     png_dir = Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-diagnosis" if cfg.out_path else None
     by_kernel: dict[Kernel, list] = {}
@@ -764,6 +765,8 @@ def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log, 
             device = next(d for d, a in devs if a == str(k.arch))
             worker = (engine.worker_of(device) if engine is not None else None) or workers.get(device) \
                 or workers.setdefault(device, GpuWorker(device, cfg.backend))
+            if storm is not None and storm.raging(k):
+                worker = storm.guard(worker, k.arch)
             recs = families.get(k.family).diagnose(k, cases, str(compiled[k].cubin_path), worker, cfg.timeout,
                                                   png_dir)
             for r in recs:

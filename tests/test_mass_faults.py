@@ -277,7 +277,8 @@ def test_the_mass_fault_benchmark_rehearses_on_a_cpu(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     rep = json.loads((tmp_path / "out" / "bench-mass-faults.json").read_text())
     assert rep["every_case_accounted"] and not rep["launched_on_a_gpu"]
-    assert {rep[s]["exit"] for s in ("warm", "stock", "clean", "planted", "clean2")} == {3}  # no GPU: not run
+    assert {rep[s]["exit"] for s in ("warm", "stock", "clean", "planted", "clean2", "planted-no-spares",
+                                     "clean-no-spares")} == {3}  # no GPU: not run
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["bench-mass-faults.json", "bench-mass-faults.log",
                                                                    "clean.jsonl.gz", "planted.jsonl.gz"]
 
@@ -316,7 +317,94 @@ def test_in_a_storm_one_suspect_of_the_group_is_diagnosed_on_one_worker(monkeypa
         return list(probed), list(started)
     calm = SimpleNamespace(raging=lambda k: False)
     assert run(calm) == ([(k.name, [c.id for c in cs[:2]]) for k, cs in work], [0])
-    raging = SimpleNamespace(raging=lambda k: True)
+    raging = SimpleNamespace(raging=lambda k: True, guard=lambda worker, arch: worker)
     assert run(raging) == ([(work[0][0].name, [work[0][1][0].id])], [0])
     assert logs == [f"diagnosis: {len(suspects) - 1} more suspects of wgmma on sm_90a not probed: a fault storm "
                     "(one is)"]
+
+
+def test_in_a_storm_a_probe_launches_no_kernel_whose_own_launches_failed(monkeypatch):
+    """A stormed group's diagnosis probes through FaultStorm.guard: a launch of a kernel whose own sweep launches
+    faulted (an RS suspect's SS sibling, say, which its fragment probe runs) is answered with that failure, not
+    launched, as it would most likely fault again at the cost of the worker's context; every other launch, and every
+    compile, reaches the worker. Outside a storm nothing is withheld."""
+    from types import SimpleNamespace
+
+    from harness import sweep
+    from harness.contract import Kernel, LaunchFailed
+    from harness.run.engine import FaultStorm
+    (k0, cs0), (k1, _), (k2, _) = WORK[:3]
+    reached, answers = [], {}
+
+    class Worker:
+        def __init__(self, device, backend):
+            pass
+
+        def run(self, cubin, name, launch, timeout):
+            reached.append(name)
+            return {}
+
+        def compile(self, kernel):
+            return f"{kernel.name}.cubin"
+
+        def close(self):
+            pass
+
+    class Family:
+        def diagnose(self, k, cases, cubin, worker, timeout, png_dir):
+            for sibling in (k0, k1, k2):
+                try:
+                    answers[sibling.name] = worker.run(worker.compile(sibling), sibling.name, None, timeout)
+                except LaunchFailed as e:
+                    answers[sibling.name] = (e.status, str(e))
+            return []
+    monkeypatch.setattr(sweep, "GpuWorker", Worker)
+    monkeypatch.setattr(sweep.families, "get", lambda name: Family())
+    storm = FaultStorm(min_failed=2, rate=0.5)
+    storm.note(k1, "fault")
+    storm.note(k2, None)
+    p = SimpleNamespace(work=WORK[:1])
+    compiled = {k0: SimpleNamespace(cubin_path="x.cubin")}
+    cfg = SimpleNamespace(out_path=None, backend="unused", timeout=5.0)
+
+    def diagnose():
+        reached.clear(), answers.clear()
+        sweep._diagnose(p, compiled, [(k0, cs0[0].id)], [(0, "sm_90a")], cfg, None, lambda m: None, storm=storm)
+        return list(reached), dict(answers)
+    assert diagnose() == ([k0.name, k1.name, k2.name], {k0.name: {}, k1.name: {}, k2.name: {}})  # no storm yet
+    storm.note(k2, "timeout")
+    assert storm.raging(k0)
+    seen, said = diagnose()
+    assert seen == [k0.name]
+    assert said[k1.name] == ("fault", f"not launched: {k1.name}'s own launches faulted in this sweep's fault storm, "
+                                      "so a probe of it would most likely do the same")
+    assert said[k2.name][0] == "timeout" and said[k0.name] == {}
+    other_arch = Kernel(k1.family, "sm_100a", k1.name, k1.form)  # the same name on another arch launched nothing
+    assert storm.failed_launch(other_arch.arch, k1.name) is None
+
+
+def test_spares_start_with_the_engine_for_a_storms_failures_beyond_its_workers(monkeypatch):
+    """Where cores are to spare (SPARES_AFTER_A_FAILURE), the engine starts with spare GPU workers enough, with its
+    own, for a storm's failed launches: a storm's first launches fault on every worker at once, and the launches behind
+    them then go to spares already started, not to ones started after the first fault. Spread over the GPUs; none
+    where the engine's own workers are enough, or cores are not to spare. They end with the engine."""
+    backend = "tests.simulated.passthrough_device"
+
+    def spares(devices, on_one_gpu, after_a_failure=3):
+        monkeypatch.setattr(engine_module, "SPARES_AFTER_A_FAILURE", after_a_failure)
+        engine = Engine(devices, workers=1, backend=backend, workers_on_one_gpu=on_one_gpu)
+        try:
+            ready = {d: engine.spare_pool.ready(d, backend) for d, _ in devices}
+            assert all(p.is_alive() for ps in ready.values() for p in ps)
+        finally:
+            engine.close()
+        deadline = time.monotonic() + 30
+        while any(p.is_alive() for ps in ready.values() for p in ps) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(p.is_alive() for ps in ready.values() for p in ps)
+        return {d: len(ps) for d, ps in ready.items()}
+    assert engine_module.STORM_MIN_FAILED == 4
+    assert spares([(0, "sm_90a")], 2) == {0: 2}
+    assert spares([(0, "sm_90a"), (1, "sm_90a")], 2) == {0: 1, 1: 1}
+    assert spares([(0, "sm_90a"), (1, "sm_90a"), (2, "sm_90a")], 2) == {0: 1, 1: 0, 2: 0}
+    assert spares([(0, "sm_90a")], 2, after_a_failure=0) == {0: 0}

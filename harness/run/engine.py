@@ -73,6 +73,15 @@ STORM_RATE = 0.5
 # each otherwise a worker's start (about a second) after the one before. A start is a second of a core's time: only
 # where cores are to spare (a GPU node's 16; none on a 2-core machine, where they would slow what runs)
 SPARES_AFTER_A_FAILURE = min(STORM_MIN_FAILED - 1, max(0, len(os.sched_getaffinity(0)) // 4 - 1))
+# Spares started with the engine, where cores are to spare: as many as a storm's failures exceed the engine's own GPU
+# workers (two on one GPU: two spares; none from four workers on). A storm's first launches fault on every worker at
+# once; without them the failures that make the storm waited for the spares started after the first (about a second,
+# the largest share of a mass-fault sweep's time over a clean one's: docs/performance.md, "When most launches fault").
+# Idle, each holds a process and a CUDA context until the engine closes.
+def spares_at_start(workers: int) -> int:
+    return max(0, STORM_MIN_FAILED - workers) if SPARES_AFTER_A_FAILURE else 0
+
+
 DEFAULT_BACKEND = "harness.run.launch"
 # GPU workers of a sweep on one GPU. A worker takes one launch at a time, and most of its time is not the GPU's: it
 # reads the launch's file into page-locked memory and writes the outputs' file (0.7-0.8 s each of the 1.7-2.0 s a
@@ -255,6 +264,7 @@ class FaultStorm:
         self.failed: dict[tuple[str, str], dict[str, int]] = {}  # group -> status -> launches
         self.skipped: dict[tuple[str, str], int] = {}  # group -> launches not launched in its storm
         self.abandoned: dict[tuple[str, str], int] = {}  # group -> launches in flight when its storm began, not awaited
+        self.failed_kernels: dict[tuple[str, str], tuple[str, str]] = {}  # (arch, kernel) -> (status, family) failed
 
     @staticmethod
     def group(kernel: Kernel) -> tuple[str, str]:
@@ -269,7 +279,19 @@ class FaultStorm:
         if failed is not None:
             by = self.failed.setdefault(g, {})
             by[failed] = by.get(failed, 0) + 1
+            self.failed_kernels[(str(kernel.arch), kernel.name)] = (failed, str(kernel.family))
         return not was and self.raging(kernel)
+
+    def failed_launch(self, arch: str, name: str) -> str | None:
+        """The status (fault, timeout) of a launch of kernel `name` on `arch` that failed, where its group is in a
+        storm; else None."""
+        status, family = self.failed_kernels.get((str(arch), name), (None, None))
+        return status if status is not None and self.raging(Kernel(family, arch, "", None)) else None
+
+    def guard(self, device, arch: str) -> "NoRelaunch":
+        """`device` (a probe's, contract.Device) for kernels of `arch`, launching nothing whose own launches failed
+        in a storm (NoRelaunch)."""
+        return NoRelaunch(device, self, str(arch))
 
     def raging(self, kernel: Kernel) -> bool:
         g = self.group(kernel)
@@ -360,6 +382,26 @@ def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: 
     return go(list(range(launch.cases)), first_error, first=True)
 
 
+class NoRelaunch:
+    """A probe's device (contract.Device) that answers a launch of a kernel whose own launches failed in a fault storm
+    with that failure, not launching it: the probe would most likely fail as they did, at the cost of the worker's
+    CUDA context (about half a second to replace, and the largest share of a stormed sweep's diagnosis). Every other
+    launch, and every compile, goes to the device."""
+
+    def __init__(self, device, storm: FaultStorm, arch: str):
+        self.device, self.storm, self.arch = device, storm, arch
+
+    def run(self, cubin_path: str, kernel_name: str, launch, timeout: float):
+        status = self.storm.failed_launch(self.arch, kernel_name)
+        if status is not None:
+            raise LaunchFailed(status, f"not launched: {kernel_name}'s own launches {status}ed in this sweep's fault "
+                                       "storm, so a probe of it would most likely do the same")
+        return self.device.run(cubin_path, kernel_name, launch, timeout)
+
+    def compile(self, kernel: Kernel) -> str:
+        return self.device.compile(kernel)
+
+
 class Engine:
     """Started before the sweep plans and compiles, so that the pool's processes and the GPU workers'
     contexts come up meanwhile; `begin` hands it the jobs to prepare, `run` drives them. `devices` pairs
@@ -393,6 +435,11 @@ class Engine:
         try:
             for w in self.gpu_workers:
                 w.start()
+            spares = spares_at_start(len(slots))
+            for i, d in enumerate(runs):  # spread over the GPUs, the first ones taking what does not divide
+                count = spares // len(runs) + (i < spares % len(runs))
+                if count:
+                    self.spare_pool.prestart(d, backend, count)
             self._spool = tempfile.TemporaryDirectory(prefix="tc-harness-spool-", dir=spool_dir())
             self.spool = self._spool.name
             # started by processes.context() (a fork server, or spawned), not forked from this process: it has (or will
@@ -499,7 +546,7 @@ class Engine:
                 w.close()
             else:
                 w.kill()
-        self.spare_pool.close(wait)
+        self.spare_pool.close(wait=False)  # idle or starting: nothing waits for their contexts to come down
         self._spool.cleanup()
         if self._kept_folder is not None:
             self._kept_folder.close()
@@ -572,7 +619,7 @@ class Engine:
             in_flight[w] = deque(e for i, e in enumerate(held) if i not in gone)
             for i in gone:
                 not_launched(held[i][0], held[i][1])
-            w.resume()
+            w.resume()  # takes a spare where one was started
             if not self.storm.raging(job.kernel):  # faults may come in a run: fresh workers started side by side
                 self.spare_pool.prestart(w.device, self.backend, SPARES_AFTER_A_FAILURE)
 

@@ -15,6 +15,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import queue
+import sys
 import threading
 import time
 import traceback
@@ -38,6 +39,7 @@ def _serve(conn, device: int, backend: str) -> None:
     slots = threading.Semaphore(len(getattr(launch, "STAGINGS", ())))
     answers = Answers(conn, launch)
     threading.Thread(target=_receive, args=(conn, device, launch, jobs, slots), daemon=True).start()
+    failed = False
     try:
         while True:
             item = jobs.get()
@@ -46,12 +48,19 @@ def _serve(conn, device: int, backend: str) -> None:
             job, staged, slot = item
             try:
                 if not _launch(answers, launch, job, staged):
+                    failed = True
                     return
             finally:
                 if slot is not None:
                     slots.release()
     finally:
         answers.close()  # the outputs still being written are written and answered before the worker ends
+        if failed:
+            # out at once: the interpreter's own ending would unload the modules of a context that faulted, each
+            # unload failing with a traceback on the sweep's terminal (CuPy's, the 'exception ignored' kind)
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os._exit(1)
 
 
 def check_backend(launch) -> None:

@@ -94,6 +94,37 @@ def test_a_launch_behind_one_that_faults_runs_on_a_fresh_worker(launches, passth
     assert (w.collect()["d_out"] == c_regs(good)).all()
 
 
+def test_a_worker_whose_launch_failed_ends_without_the_interpreters_ending(launches, tmp_path, monkeypatch):
+    """A worker whose launch faulted leaves at once after answering: the interpreter's own ending (exit handlers,
+    CuPy's module unloads, which in a faulted context print tracebacks on the sweep's terminal) is skipped. One told
+    to finish ends normally, which the same marker shows. Spawned, as the command line's workers are
+    (processes.one_shot_process): a fork server's children never run that ending. Driven through the worker's pipe,
+    so that nothing kills it."""
+    from harness.run import processes
+    name, good, good_path, bad_path = launches
+    marker = tmp_path / "ended"
+    monkeypatch.setenv("TC_SIM_EXIT_MARKER", str(marker))
+    monkeypatch.setattr(processes, "start_method", "spawn")
+    ended = {}
+    for launch, last in ((bad_path, None), (good_path, (None,))):
+        proc, conn = worker._spawn(0, "tests.simulated.exit_marking_device")
+        try:
+            conn.send(("unused.cubin", name, launch, None))
+            assert conn.recv()[0] == "started"
+            ended[launch] = conn.recv()[0]
+            for msg in last or ():
+                conn.send(msg)
+            proc.join(timeout=30)
+            ended[launch] = (ended[launch], proc.exitcode, set(marker.read_text().split()) if marker.exists() else set())
+        finally:
+            proc.kill()
+            proc.join()
+            conn.close()
+        if launch is good_path:
+            assert ended[launch] == ("ok", 0, {str(proc.pid)})
+    assert ended[bad_path] == ("error", 1, set())
+
+
 def test_a_launch_sent_after_its_worker_died_waits_for_the_fault_before_it_then_runs(launches, passthrough_worker):
     name, good, good_path, bad_path = launches
     w = passthrough_worker
