@@ -14,7 +14,8 @@
 #   ab         the default sweep cold and warm, the tree before issue 55's restructure (ab-old/, made here first:
 #              mkdir ab-old && git archive 62e79a9 harness benchmarks pyproject.toml | tar -x -C ab-old; git ignores it:
 #              the device call carries it, carry ["ab-old"]) and this
-#              one in turn, two rounds (benchmarks/ab_sweep.sh; the sweeps' own files left out)
+#              one in turn, two rounds (benchmarks/ab_sweep.sh; the sweeps' own files left out), on the old tree's four
+#              families (this one's default adds mma_sync)
 #   mma_sync   the mma_sync family's whole sweep (issue 58), and its timing forms beside wgmma's in `harness bench`
 set -u
 : "${OUT:?set OUT to the folder the results go to}"
@@ -37,7 +38,8 @@ for s in "${steps[@]}"; do
                     --only fork-server,one-blas-thread,plan-cache > "$d/run.txt" 2>&1;;
     audit-fork) timeout 420 python3 benchmarks/speed_audit.py --out-dir "$d" --rounds 1 --workloads pytest \
                   --only fork-server > "$d/run.txt" 2>&1;;
-    ab) OUT=$d timeout 300 bash benchmarks/ab_sweep.sh ab-old . 2 > "$d/run.txt" 2>&1
+    ab) OUT=$d timeout 300 bash benchmarks/ab_sweep.sh ab-old . 2 --family wgmma --family wgmma_sp --family wgmma_seq \
+          --family tcgen05 > "$d/run.txt" 2>&1
         find "$d" -name '*.jsonl*' -delete;;
     mma_sync) timeout 300 python3 -m harness sweep --family mma_sync --out "$d/mma_sync.jsonl" > "$d/run.txt" 2>&1
               timeout 200 python3 -m harness bench --family wgmma --family mma_sync --out "$d/bench-h100.jsonl" \
