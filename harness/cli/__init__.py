@@ -129,7 +129,6 @@ def entry() -> None:
     imported; freeing them took 0.6-0.7 s after main returned, on the CPU machine
     (the CPU note 2026-11-26 fast-exit.txt in docs/performance.md). Where a child process or another thread that is not
     a daemon is still alive (nothing the commands leave behind), the ordinary exit joins them."""
-    import multiprocessing
     import threading
 
     from harness.run import processes
@@ -139,8 +138,10 @@ def entry() -> None:
     processes.stop_fork_server()
     if code in (128 + 2, 128 + 15):  # interrupted: a helper a thread was starting as it came goes too
         processes.kill_children()
-    if multiprocessing.active_children() or any(not t.daemon and t is not threading.main_thread()
-                                                for t in threading.enumerate()):
+    # children killed (GPU workers stopped, spares, every child of an interrupted run) are not waited for: the ordinary
+    # exit would join each, and one that held a CUDA context ends only after the driver's teardown (about a second)
+    if processes.unfinished_children() or any(not t.daemon and t is not threading.main_thread()
+                                              for t in threading.enumerate()):
         sys.exit(code)
     try:
         sys.stdout.flush()

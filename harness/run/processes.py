@@ -189,6 +189,21 @@ def ignore_interrupts() -> None:
 
 
 _signals = {"count": 0, "deferred": 0, "pending": None}
+_killed: set[int] = set()  # the pids of children this process killed: nothing of theirs is left to finish
+
+
+def killed(proc) -> None:
+    """`proc`, a child, was killed (a GPU worker stopped, a spare no longer wanted): this process's exit need not
+    wait for it to end (unfinished_children). A process that held a CUDA context ends only once the driver has torn it
+    down: about a second on an H100 node for one whose launch faulted."""
+    if proc.pid:
+        _killed.add(proc.pid)
+
+
+def unfinished_children() -> list:
+    """The children still alive that were not killed: what this process's exit must let finish (the command line's
+    `entry` then takes the interpreter's ordinary exit, which joins them)."""
+    return [c for c in multiprocessing.active_children() if c.pid not in _killed]
 
 
 def kill_children() -> None:
@@ -211,6 +226,7 @@ def kill_children() -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    _killed.update(pids)
 
 
 def _on_signal(signum, frame) -> None:

@@ -457,6 +457,7 @@ def _reap(proc) -> None:
     """Join a stopped worker in the background: a process that held a CUDA context, above all one whose launch
     faulted, ends only once the driver has torn the context down (about a second on an H100 node, which a fault
     storm paid once for every worker it stopped), and nothing here needs it gone before going on."""
+    processes.killed(proc)  # nor does the command line's exit (processes.unfinished_children)
     threading.Thread(target=proc.join, kwargs={"timeout": 30}, daemon=True, name="tc-harness-reap").start()
 
 

@@ -170,3 +170,52 @@ def test_the_command_lines_helpers_run_blas_on_one_thread_whenever_a_pool_starts
         counts[how] = [int(x) for x in out.stdout.split()]
     assert counts["control"][1] > counts["control"][0], counts  # the test can see a BLAS thread per core
     assert counts["one-shot"][1] == counts["one-shot"][0] == counts["control"][0], counts
+
+
+_LINGERING_CHILD = r"""
+import multiprocessing, signal, sys, time
+from harness.run import processes
+
+
+def linger():  # a killed GPU worker whose context the driver is still tearing down: it ends, but not yet
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(60)
+
+
+if __name__ == "__main__":
+    child = multiprocessing.get_context("spawn").Process(target=linger)
+    child.start()
+    print(child.pid, flush=True)
+    if sys.argv[1] == "killed":
+        processes.killed(child)
+    sys.argv[1:] = ["desc", "0x1"]
+    from harness.cli import entry
+    entry()
+"""
+
+
+@pytest.mark.parametrize("told", ["killed", "not-killed"])
+def test_the_command_line_does_not_wait_for_a_child_it_killed(tmp_path, told):
+    """The command line's exit waits for no child this process killed (processes.killed: stopped GPU workers, spares,
+    an interrupted run's children), each of which may take a second to end after a context's teardown; a child it did
+    not kill is let finish, as the interpreter's ordinary exit does (the child here ignores SIGTERM: its 60 s)."""
+    import subprocess
+    import sys
+    import time
+    script = tmp_path / "lingering.py"
+    script.write_text(_LINGERING_CHILD)
+    root = Path(__file__).resolve().parents[2]
+    t = time.monotonic()
+    proc = subprocess.Popen([sys.executable, str(script), told], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(root)))
+    pid = int(proc.stdout.readline())
+    try:
+        proc.wait(timeout=8)
+        waited = False
+    except subprocess.TimeoutExpired:
+        waited = True
+    finally:
+        os.kill(pid, 9)
+        proc.kill()
+        proc.communicate()
+    assert waited == (told == "not-killed"), (told, time.monotonic() - t)
