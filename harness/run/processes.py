@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import forkserver
 
@@ -83,8 +84,13 @@ class Helpers:
 
     def _start_all(self, added: list[str]) -> None:
         try:
-            for _ in range(self.workers):  # a pool starts a process a submission while none is idle
-                self._pool.submit(int)
+            # a pool starts a process for a submission only while none is idle: one that has already answered takes
+            # the next (a loaded machine: the pool stayed a process short). Each start-up task keeps its process busy
+            # a moment, and submissions go on until the pool counts them all (bounded: a pool without the count)
+            for _ in range(8 * self.workers):
+                if len(getattr(self._pool, "_processes", None) or ()) >= self.workers:
+                    break
+                self._pool.submit(time.sleep, 0.01)
         except BaseException as e:  # raised where the pool is asked for, not lost in this thread
             self._failed = e
         finally:

@@ -119,6 +119,34 @@ def test_helpers_start_in_a_thread_and_a_start_that_fails_is_raised_where_the_po
     assert all(os.getenv(v) is None for v in cores.BLAS_THREADS)
 
 
+def test_helpers_start_every_process_even_where_one_is_idle_before_the_next_submission(monkeypatch):
+    """A pool starts a process for a submission only while none is idle: where the first helper has answered before
+    the next submission (a loaded machine: CI's two cores), that submission went to it and the pool stayed one short.
+    The first submission answered before the next here, Helpers still starts them all."""
+    import time
+    made = processes.pool
+
+    def first_answered_first(*a, **k):
+        p = made(*a, **k)
+        submit = p.submit
+
+        def submit_and_wait(*sa, **sk):
+            f = submit(*sa, **sk)
+            if len(p._processes) == 1 and not getattr(p, "waited", False):
+                p.waited = True
+                f.result()
+                time.sleep(0.2)  # the pool has counted its helper idle again
+            return f
+        p.submit = submit_and_wait
+        return p
+    monkeypatch.setattr(processes, "pool", first_answered_first)
+    helpers = processes.Helpers(2)
+    try:
+        assert len(helpers.executor._processes) == 2
+    finally:
+        helpers.shutdown()
+
+
 # The installed `tc-harness` script, as pip writes it: the harness (numpy with it) imported at its top, which a spawned
 # helper runs again before its initializer. Each helper reports its threads: OpenBLAS starts one per core as it loads,
 # unless the environment it loaded in said otherwise.
