@@ -2,7 +2,7 @@
 process, as `python -m harness` runs it: its GPU worker forked ahead, its helpers, two GPU workers on one GPU) with
 every launch through the module BACKEND (benchmarks/lbo_unshifted.py) instead of harness.run.launch. For
 benchmarks/bench_mass_faults.py; the package is not edited, and nothing else changes, but with
-TC_BENCH_NO_SPARES_AT_START=1 the engine starts no spare GPU worker before a launch fails (engine.spares_at_start:
+TC_BENCH_NO_SPARES_AT_START=1 the engine starts no spare GPU worker before a launch fails (engine.spare_count_at_start:
 what they buy, measured)."""
 import dataclasses
 import os
@@ -21,7 +21,7 @@ def main() -> None:
     backend = sys.argv.pop(1)
     if os.environ.get("TC_BENCH_NO_SPARES_AT_START") == "1":
         from harness.run import engine
-        engine.spares_at_start = lambda workers: 0
+        engine.spare_count_at_start = lambda workers: 0
     run = sweep.run
     sweep.run = lambda sel, cfg, log=sweep._log: run(sel, dataclasses.replace(cfg, backend=backend), log)
     from harness.cli import entry

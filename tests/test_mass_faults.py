@@ -384,15 +384,16 @@ def test_in_a_storm_a_probe_launches_no_kernel_whose_own_launches_failed(monkeyp
 
 
 def test_spares_start_with_the_engine_for_a_storms_failures_beyond_its_workers(monkeypatch):
-    """Where cores are to spare (SPARES_AFTER_A_FAILURE), the engine starts with spare GPU workers enough, with its
+    """Where cores are to spare (SPARES_AFTER_A_FAILURE), the sweep command's engine (spares_at_start: in its own
+    process; never a test session's many engines on one GPU) starts with spare GPU workers enough, with its
     own, for a storm's failed launches: a storm's first launches fault on every worker at once, and the launches behind
     them then go to spares already started, not to ones started after the first fault. Spread over the GPUs; none
     where the engine's own workers are enough, or cores are not to spare. They end with the engine."""
     backend = "tests.simulated.passthrough_device"
 
-    def spares(devices, on_one_gpu, after_a_failure=3):
+    def spares(devices, on_one_gpu, after_a_failure=3, asked=True):
         monkeypatch.setattr(engine_module, "SPARES_AFTER_A_FAILURE", after_a_failure)
-        engine = Engine(devices, workers=1, backend=backend, workers_on_one_gpu=on_one_gpu)
+        engine = Engine(devices, workers=1, backend=backend, workers_on_one_gpu=on_one_gpu, spares_at_start=asked)
         try:
             ready = {d: engine.spare_pool.ready(d, backend) for d, _ in devices}
             assert all(p.is_alive() for ps in ready.values() for p in ps)
@@ -408,3 +409,4 @@ def test_spares_start_with_the_engine_for_a_storms_failures_beyond_its_workers(m
     assert spares([(0, "sm_90a"), (1, "sm_90a")], 2) == {0: 1, 1: 1}
     assert spares([(0, "sm_90a"), (1, "sm_90a"), (2, "sm_90a")], 2) == {0: 1, 1: 0, 2: 0}
     assert spares([(0, "sm_90a")], 2, after_a_failure=0) == {0: 0}
+    assert spares([(0, "sm_90a")], 1, asked=False) == {0: 0}  # an engine not the sweep command's: a test session's

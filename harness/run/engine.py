@@ -77,8 +77,9 @@ SPARES_AFTER_A_FAILURE = min(STORM_MIN_FAILED - 1, max(0, len(os.sched_getaffini
 # workers (two on one GPU: two spares; none from four workers on). A storm's first launches fault on every worker at
 # once; without them the failures that make the storm waited for the spares started after the first (about a second,
 # the largest share of a mass-fault sweep's time over a clean one's: docs/performance.md, "When most launches fault").
-# Idle, each holds a process and a CUDA context until the engine closes.
-def spares_at_start(workers: int) -> int:
+# Idle, each holds a process and a CUDA context until the engine closes: only the sweep command's engine, in a process
+# of its own, starts them (SweepConfig.spares_at_start), never one of many engines of a test session on one GPU.
+def spare_count_at_start(workers: int) -> int:
     return max(0, STORM_MIN_FAILED - workers) if SPARES_AFTER_A_FAILURE else 0
 
 
@@ -411,7 +412,7 @@ class Engine:
 
     def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND,
                  isolation: IsolationBudget | None = None, keep_launches: Path | None = None,
-                 helpers: processes.Helpers | None = None, workers_on_one_gpu: int = 1):
+                 helpers: processes.Helpers | None = None, workers_on_one_gpu: int = 1, spares_at_start: bool = False):
         """keep_launches: the cache folder (cache.cache_dir()) whose kept launches this engine reads and adds to; None:
         every launch is prepared and spooled, and none is kept. workers_on_one_gpu: GPU workers where `devices` is one
         GPU (WORKERS_ON_ONE_GPU); with several, one each. helpers: the pool's processes, already starting (the sweep's,
@@ -435,7 +436,7 @@ class Engine:
         try:
             for w in self.gpu_workers:
                 w.start()
-            spares = spares_at_start(len(slots))
+            spares = spare_count_at_start(len(slots)) if spares_at_start else 0
             for i, d in enumerate(runs):  # spread over the GPUs, the first ones taking what does not divide
                 count = spares // len(runs) + (i < spares % len(runs))
                 if count:
