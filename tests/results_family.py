@@ -14,7 +14,7 @@ from tests.simulated.toy_family import PlainFamily, toy_launch
 ENV = "rf=tests.results_family"
 BACKEND = "tests.results_family"  # this module is the simulated GPU too (use_device, run)
 FAIL = "TC_RF_FAIL"
-DELAY = "TC_RF_DELAY"  # seconds each launch takes: a sweep that lasts (two writers started together overlap)
+GATE = "TC_RF_GATE"  # a path: each launch waits (up to a minute) until it exists, so a sweep lasts until a test says
 KERNELS, CASES = 4, 3
 
 
@@ -76,11 +76,13 @@ def use_device(index: int) -> None:
 
 
 def run(cubin_path, kernel_name, launch):
-    """The simulated GPU: what the kernel computes (tests/simulated/toy_device.py), after TC_RF_DELAY seconds."""
+    """The simulated GPU: what the kernel computes (tests/simulated/toy_device.py), once TC_RF_GATE's path exists."""
     import time
 
     from tests.simulated import toy_device
-    time.sleep(float(os.environ.get(DELAY) or 0))
+    gate, t = os.environ.get(GATE), time.time()
+    while gate and not os.path.exists(gate) and time.time() - t < 60:
+        time.sleep(0.02)
     return toy_device.run(cubin_path, kernel_name, launch)
 
 

@@ -127,23 +127,28 @@ def test_random_json_in_any_field_exhaustively(real_file, tmp_path_factory, line
 
 # ------------------------------------------------------------------------------------------------ two writers
 
-def _sweep_process(out: Path, *argv: str, delay: float = 1.0) -> subprocess.Popen:
+def _sweep_process(out: Path, *argv: str, gate: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "tests.results_family", "--jobs", "1", "--out", str(out), *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), rf.DELAY: str(delay), rf.FAIL: "rf-k0-n0"})
+                            env={**os.environ, "PYTHONPATH": str(ROOT), rf.GATE: str(gate), rf.FAIL: "rf-k0-n0"})
 
 
-def _two_writers(folder: Path, argvs, gap: float | None = None, delay: float = 1.0) -> None:
+def _two_writers(folder: Path, argvs, gap: float | None = None) -> None:
     """Two sweeps of one --out: started together (`gap` None), or the second `gap` seconds after the first has taken
-    the file's lock (its .lock file is there; each launch takes `delay` s, so the first is still running)."""
-    out = folder / "shared.jsonl"
-    first = _sweep_process(out, *argvs[0], delay=delay)
+    the file's lock (its .lock file is there). Their launches wait at a gate that opens once one of them has ended:
+    the sweep that runs is still running when the other is answered, however slowly a loaded machine starts it."""
+    out, gate = folder / "shared.jsonl", folder / "gate"
+    first = _sweep_process(out, *argvs[0], gate=gate)
     if gap is not None:
         t = time.time()
         while not Path(f"{out}.lock").exists() and first.poll() is None and time.time() - t < 120:
             time.sleep(0.02)
         time.sleep(gap)
-    second = _sweep_process(out, *argvs[1], delay=delay)
+    second = _sweep_process(out, *argvs[1], gate=gate)
+    t = time.time()
+    while first.poll() is None and second.poll() is None and time.time() - t < 120:
+        time.sleep(0.02)
+    gate.touch()
     answers = [(p.wait(timeout=300), *p.communicate()) for p in (first, second)]
     assert all("Traceback" not in err for _, _, err in answers), answers
     refused = [a for a in answers if a[0] == ExitCode.USAGE]
@@ -169,4 +174,4 @@ def test_two_shards_given_one_out_one_runs_and_the_other_is_refused(tmp_path):
 @given(gap=st.floats(0.0, 0.5), resume=st.booleans())
 def test_two_writers_of_one_out_never_lose_a_case_nor_break_a_line(tmp_path_factory, gap, resume):
     """The second refused whether it would write afresh or resume: the first writer's file is never touched."""
-    _two_writers(tmp_path_factory.mktemp("writers"), [[], ["--resume"] if resume else []], gap, delay=0.75)
+    _two_writers(tmp_path_factory.mktemp("writers"), [[], ["--resume"] if resume else []], gap)
