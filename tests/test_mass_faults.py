@@ -17,6 +17,7 @@ import pytest
 
 from harness import plan, registry
 from harness.run import engine as engine_module
+from harness.run import worker as worker_module
 from harness.run.engine import Engine, IsolationBudget, Job
 
 pytestmark = pytest.mark.spread  # no module-scoped fixture: under pytest -n, each test on any free worker
@@ -122,7 +123,15 @@ def test_a_fault_storm_ends_within_twice_a_clean_sweep_with_every_case_accounted
     kernels, pct = DENSE_LAUNCHES, 90
     clean, clean_lines, _, _ = toy_sweep(tmp_path, monkeypatch, "clean", kernels, 0)
     assert {r["status"] for r in clean} == {"pass"}
+    asked = []  # the spares asked for: (device, how many waiting)
+    prestart = worker_module.SparePool.prestart
+    monkeypatch.setattr(worker_module.SparePool, "prestart",
+                        lambda pool, device, backend, count: (asked.append((device, count)),
+                                                              prestart(pool, device, backend, count))[1])
     stormy, lines, timing, logs = toy_sweep(tmp_path, monkeypatch, "storm", kernels, pct)
+    # as the storm began, a spare for the diagnosis that follows (its probes run on the GPU's first worker, most
+    # likely stopped by the storm: a fresh one would cost the diagnosis a second)
+    assert (0, 1) in asked, asked
     clean_cost, storm_cost = cost(clean_lines), cost(lines)
     assert storm_cost[2] <= 2 * clean_cost[2], (clean_cost, storm_cost)
     # the storm began at STORM_MIN_FAILED failed launches. Of those in flight then (two workers, two launches each),
@@ -132,6 +141,10 @@ def test_a_fault_storm_ends_within_twice_a_clean_sweep_with_every_case_accounted
     failed = [k for k in launched if faults(k, pct)]
     assert engine_module.STORM_MIN_FAILED <= len(failed) <= engine_module.STORM_MIN_FAILED + 2, failed
     assert len(launched) == len(set(launched)) < kernels  # no bisection launch; most never launched
+    # nor prepared: once the storm began, the launches not yet handed out were recorded from their cases, not
+    # prepared (or read from the spool) first; those prepared are the ones launched and those already submitted
+    prepared = [ln.split()[1] for ln in lines if ln.startswith("prepare ")]
+    assert set(launched) <= set(prepared) and len(prepared) < kernels // 4, (len(prepared), len(launched))
     [storm] = timing["fault_storms"]
     # the summary's timings as the engine gave them are what docs/results-schema.json documents
     from harness.records.schema_check import errors

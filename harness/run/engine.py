@@ -517,6 +517,21 @@ class Engine:
         spooled, took, reused = ready.result()
         return job, spooled, took, reused
 
+    def withdraw(self, unwanted) -> list[tuple[Job, Spooled | None]]:
+        """Take off the jobs begun, not yet handed out, whose kernel `unwanted` names: those kept by an earlier engine
+        (with their files), those not yet submitted for preparation, and those submitted whose preparation has not
+        begun (None: no files). Those being prepared stay, for next_prepared."""
+        out = [(j, s) for j, s in self.found if unwanted(j.kernel)]
+        self.found = deque((j, s) for j, s in self.found if not unwanted(j.kernel))
+        out += [(j, None) for j in self.queued if unwanted(j.kernel)]
+        self.queued = deque(j for j in self.queued if not unwanted(j.kernel))
+        for f, j in list(self.preparing.items()):
+            if unwanted(j.kernel) and f.cancel():
+                del self.preparing[f]
+                out.append((j, None))
+        self.top_up()
+        return out
+
     def wind_down(self) -> None:
         """Tell the GPU workers and the pool's processes to stop, without waiting for them: the sweep does so before
         its results file's last fsync (0.2-0.27 s on an H100 node's disk), so that they end meanwhile and `close`
@@ -600,6 +615,13 @@ class Engine:
                 log(f"{job.kernel.family} on {job.kernel.arch}: {self.storm.describe(job.kernel)}; its failed launches "
                     f"are recorded whole, not bisected, and the rest are recorded {self.storm.status(job.kernel)} "
                     "without launching")
+                # the diagnosis that follows probes one of the group's suspects on the first GPU of its arch, whose
+                # workers the storm has most likely cost their contexts: a spare started now is ready by then
+                first = next(w for w in self.gpu_workers if str(job.kernel.arch) in self.archs_of[w])
+                self.spare_pool.prestart(first.device, self.backend, 1)
+                # the group's launches not yet handed out: recorded now, neither prepared nor read
+                for later, spooled in self.withdraw(self.storm.raging):
+                    not_launched(later, spooled)
 
         def complete(entry, w: GpuWorker, error) -> None:
             job, spooled, tk = entry
@@ -651,9 +673,9 @@ class Engine:
             timing["isolate_s"] += time.time() - ti
             finished(CaseLines(recs), job, device, tk)
 
-        def not_launched(job, spooled, sent: bool = False) -> None:
+        def not_launched(job, spooled: Spooled | None, sent: bool = False) -> None:
             """A launch of a group in a storm: its cases recorded with the storm's status, none launched (`sent`:
-            launched, but its worker was stopped before it answered)."""
+            launched, but its worker was stopped before it answered; `spooled` None: never prepared)."""
             g = FaultStorm.group(job.kernel)
             count = self.storm.abandoned if sent else self.storm.skipped
             count[g] = count.get(g, 0) + 1
@@ -663,10 +685,11 @@ class Engine:
                    if sent else
                    f"not launched: {self.storm.describe(job.kernel)}, so the rest of its launches were recorded "
                    f"{status} without launching (harness/run/engine.py, FaultStorm)")
-            expectations = load_expectations(spooled)
-            recs = with_facets(job.kernel, expectations, [case_record(e.case.id, job.kernel, status, isolated=False,
-                                                                      error=why) for e in expectations])
-            remove(spooled)
+            fam = families.get(job.kernel.family)  # the job's cases: its expectations' file is not read
+            recs = [{**case_record(c.id, job.kernel, status, isolated=False, error=why), **record_facets(fam, c)}
+                    for c in job.cases]
+            if spooled is not None:
+                remove(spooled)
             finished(CaseLines(recs), job, None, time.time())
 
         def abandon_stormed() -> None:
