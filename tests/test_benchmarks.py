@@ -340,3 +340,13 @@ def test_the_speed_audit_as_a_plugin_switches_its_mechanism_off_in_a_test_sessio
                               "--rootdir", str(tmp_path), str(tmp_path / "test_probe.py")], capture_output=True,
                              text=True, timeout=120, cwd=tmp_path, env=env)
         assert run.returncode == 0 and f"METHOD {expected}" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_the_device_cycles_spares_ab_rewrites_a_line_the_engine_has():
+    """tools/device_cycle.sh ab-spares runs a copy of the tree whose engine starts no spares, made by rewriting one
+    line of harness/run/engine.py with sed: that line must still be there, once, or the step measures nothing."""
+    import re
+    script = (ROOT / "tools" / "device_cycle.sh").read_text()
+    pattern, replacement = re.search(r"sed -i 's/\^(.*?)\$/(.*?)/'", script).groups()
+    lines = (ROOT / "harness" / "run" / "engine.py").read_text().splitlines()
+    assert lines.count(pattern) == 1 and replacement == "    return 0" and replacement not in lines

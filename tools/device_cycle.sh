@@ -16,12 +16,15 @@
 #              the device call carries it, carry ["ab-old"]) and this
 #              one in turn, two rounds (benchmarks/ab_sweep.sh; the sweeps' own files left out), on the old tree's four
 #              families (this one's default adds mma_sync)
+#   ab-spares  the same, this tree with and without the spare GPU workers its sweep command starts with the engine
+#              (a copy made here whose engine.spare_count_at_start returns 0, run as the "old" tree): what they cost
+#              a clean sweep, warm above all (issue 55's A/B saw the new tree 0.43 s slower warm)
 #   mma_sync   the mma_sync family's whole sweep (issue 58), and its timing forms beside wgmma's in `harness bench`
 set -u
 : "${OUT:?set OUT to the folder the results go to}"
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(stock faults diagnosis fleet tcgen05)
 for s in "${steps[@]}"; do
-  case $s in stock|faults|diagnosis|fleet|tcgen05|mma_sync|audit|audit-pytest|audit-fork|ab) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
+  case $s in stock|faults|diagnosis|fleet|tcgen05|mma_sync|audit|audit-pytest|audit-fork|ab|ab-spares) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
 done
 export PYTHONUNBUFFERED=1
 for s in "${steps[@]}"; do
@@ -40,7 +43,15 @@ for s in "${steps[@]}"; do
                   --only fork-server > "$d/run.txt" 2>&1;;
     ab) OUT=$d timeout 300 bash benchmarks/ab_sweep.sh ab-old . 2 --family wgmma --family wgmma_sp --family wgmma_seq \
           --family tcgen05 > "$d/run.txt" 2>&1
-        find "$d" -name '*.jsonl*' -delete;;
+        rc=$?; find "$d" -name '*.jsonl*' -delete; (exit $rc);;
+    ab-spares) nospare=/tmp/ab-nospare; rm -rf $nospare && mkdir -p $nospare && cp -r harness benchmarks pyproject.toml $nospare/
+               sed -i 's/^    return max(0, STORM_MIN_FAILED - workers) if SPARES_AFTER_A_FAILURE else 0$/    return 0/' \
+                 $nospare/harness/run/engine.py
+               if grep -q '^    return 0$' $nospare/harness/run/engine.py; then
+                 OUT=$d timeout 300 bash benchmarks/ab_sweep.sh $nospare . 2 --family wgmma --family wgmma_sp \
+                   --family wgmma_seq --family tcgen05 > "$d/run.txt" 2>&1
+               else echo "ab-spares: engine.spare_count_at_start is not the line this step rewrites" > "$d/run.txt"; false; fi
+               rc=$?; find "$d" -name '*.jsonl*' -delete; (exit $rc);;
     mma_sync) timeout 300 python3 -m harness sweep --family mma_sync --out "$d/mma_sync.jsonl" > "$d/run.txt" 2>&1
               timeout 200 python3 -m harness bench --family wgmma --family mma_sync --out "$d/bench-h100.jsonl" \
                 > "$d/bench.txt" 2>&1;;
