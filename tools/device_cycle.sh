@@ -27,6 +27,7 @@ for s in "${steps[@]}"; do
   case $s in stock|faults|diagnosis|fleet|tcgen05|mma_sync|audit|audit-pytest|audit-fork|ab|ab-spares) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
 done
 export PYTHONUNBUFFERED=1
+old_families=(--family wgmma --family wgmma_sp --family wgmma_seq --family tcgen05)  # the ab steps' selection
 for s in "${steps[@]}"; do
   d=$OUT/$s; mkdir -p "$d"; t0=$(date +%s)
   case $s in
@@ -41,15 +42,13 @@ for s in "${steps[@]}"; do
                     --only fork-server,one-blas-thread,plan-cache > "$d/run.txt" 2>&1;;
     audit-fork) timeout 420 python3 benchmarks/speed_audit.py --out-dir "$d" --rounds 1 --workloads pytest \
                   --only fork-server > "$d/run.txt" 2>&1;;
-    ab) OUT=$d timeout 300 bash benchmarks/ab_sweep.sh ab-old . 2 --family wgmma --family wgmma_sp --family wgmma_seq \
-          --family tcgen05 > "$d/run.txt" 2>&1
+    ab) OUT=$d timeout 300 bash benchmarks/ab_sweep.sh ab-old . 2 "${old_families[@]}" > "$d/run.txt" 2>&1
         rc=$?; find "$d" -name '*.jsonl*' -delete; (exit $rc);;
     ab-spares) nospare=/tmp/ab-nospare; rm -rf $nospare && mkdir -p $nospare && cp -r harness benchmarks pyproject.toml $nospare/
                sed -i 's/^    return max(0, STORM_MIN_FAILED - workers) if SPARES_AFTER_A_FAILURE else 0$/    return 0/' \
                  $nospare/harness/run/engine.py
                if grep -q '^    return 0$' $nospare/harness/run/engine.py; then
-                 OUT=$d timeout 300 bash benchmarks/ab_sweep.sh $nospare . 2 --family wgmma --family wgmma_sp \
-                   --family wgmma_seq --family tcgen05 > "$d/run.txt" 2>&1
+                 OUT=$d timeout 300 bash benchmarks/ab_sweep.sh $nospare . 2 "${old_families[@]}" > "$d/run.txt" 2>&1
                else echo "ab-spares: engine.spare_count_at_start is not the line this step rewrites" > "$d/run.txt"; false; fi
                rc=$?; find "$d" -name '*.jsonl*' -delete; (exit $rc);;
     mma_sync) timeout 300 python3 -m harness sweep --family mma_sync --out "$d/mma_sync.jsonl" > "$d/run.txt" 2>&1
