@@ -77,6 +77,11 @@ def _no_early_compile(put) -> None:
     put(sweep, "compile_first", lambda *a, **k: None)
 
 
+def _no_worker_ahead(put) -> None:
+    from harness import sweep
+    put(sweep, "worker_ahead", lambda cfg, fork=False: None)
+
+
 def _nothing(put) -> None:  # noqa: ARG001  (off by the sweep's own switch, or by the environment)
     pass
 
@@ -119,6 +124,8 @@ MECHANISMS = {m.name: m for m in (
               sweep_args=("--no-keep-launches",)),
     Mechanism("early-compile", "kernels compiled while the cases are planned (harness/sweep.py compile_first)",
               "the compile after the plan", _no_early_compile, pytest=False),
+    Mechanism("worker-ahead", "the GPU worker forked as the command begins (harness/sweep.py worker_ahead)",
+              "the worker started with the engine", _no_worker_ahead, pytest=False),
 )}
 
 

@@ -42,7 +42,8 @@ def timed(owner, name, label=None):
     setattr(owner, name, wrapper)
 
 
-# The sampler is a process of its own, so that the sweep's process runs only its own threads.
+# The sampler is a process of its own: a thread here would make the sweep start its GPU worker otherwise (it forks
+# it only from a process running no other thread: sweep.worker_ahead).
 SAMPLER = """
 import os, sys, time
 every, path, t0 = float(sys.argv[1]), sys.argv[2], float(sys.argv[3])
@@ -90,6 +91,13 @@ def main():
     from harness.cli import sweep as sweep_command
     from harness.run import compile as nvrtc, engine, gpu, processes, sass, worker
     note("imports done")
+    real_ahead = sweep.worker_ahead
+
+    def worker_ahead(cfg, *a, **k):  # the worker the sweep command starts ahead runs the timed backend too
+        import dataclasses
+        return real_ahead(dataclasses.replace(cfg, backend="timed_backend"), *a, **k)
+    sweep.worker_ahead = worker_ahead
+    timed(sweep, "worker_ahead", "worker ahead")
     timed(gpu, "state", "gpu state")
     timed(plan, "make", "plan")
     timed(sweep, "compile_kernels")

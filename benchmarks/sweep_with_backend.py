@@ -22,8 +22,9 @@ def main() -> None:
     if os.environ.get("TC_BENCH_NO_SPARES_AT_START") == "1":
         from harness.run import engine
         engine.spare_count_at_start = lambda workers: 0
-    run = sweep.run
+    run, ahead = sweep.run, sweep.worker_ahead
     sweep.run = lambda sel, cfg, log=sweep._log: run(sel, dataclasses.replace(cfg, backend=backend), log)
+    sweep.worker_ahead = lambda cfg, fork=False: ahead(dataclasses.replace(cfg, backend=backend), fork)
     from harness.cli import entry
     entry()
 

@@ -58,6 +58,8 @@ class SweepConfig:
     keep_launches: bool = False  # read and add to the cache's kept launches (harness/run/launch_cache.py)
     hold_plan: bool = False  # the process ends with the sweep (the sweep command's): its plan is made out of the
     # cyclic garbage collector's sight (planning.make_held)
+    ahead: GpuWorker | None = None  # a GPU worker already starting (worker_ahead, the sweep command's); else the sweep
+    # starts its own ahead
     helpers: processes.Helpers | None = None  # helpers already starting (helpers_ahead, the sweep command's): the
     # sweep takes them and shuts them down; else it starts its own ahead
     workers_on_one_gpu: int = 1  # GPU workers where the sweep runs on one GPU (the sweep command's:
@@ -102,6 +104,7 @@ def run_archs(devs) -> dict[str, str]:
 def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     """Plan, compile and run (where a GPU of the kernel's arch is) the selection; returns the summary. Where the
     kernels are known before the cases (`planning.kernels_first`), they compile while the cases are planned."""
+    ahead = cfg.ahead if cfg.ahead is not None else worker_ahead(cfg)
     # one pool of helpers a sweep: they compile the kernels, then prepare the launches (a compile pool beside the
     # engine's started sixteen more processes at a cold sweep's start on an H100 node's 16 cores); started now, in a
     # thread, where a GPU may be (the engine's, else made with the engine)
@@ -114,13 +117,17 @@ def run(sel: Selection, cfg: SweepConfig, log=_log) -> dict:
     try:
         # one writer a results file: a second sweep given this --out is refused before anything is compiled
         out_lock.enter_context(writing(cfg.out_path))
-        all_archs = [a for fam in families.all_families() for a in fam.archs]
-        devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
-        first = compile_first(sel, cfg, devs)  # a toolchain that cannot build them is refused before any start
-        engine = start_engine(devs, cfg, helpers) if devs else None
-        if engine is not None:
-            helpers = engine.helpers
-        early = EarlyCompile(*first, helpers) if first is not None else None
+        try:
+            all_archs = [a for fam in families.all_families() for a in fam.archs]
+            devs = devices(cfg, all_archs) if gpu.device_count() and not gpu.unusable() else []
+            first = compile_first(sel, cfg, devs)  # a toolchain that cannot build them is refused before any start
+            engine = start_engine(devs, cfg, ahead, helpers) if devs else None
+            if engine is not None:
+                helpers = engine.helpers
+            early = EarlyCompile(*first, helpers) if first is not None else None
+        finally:
+            if ahead is not None and (engine is None or ahead not in engine.gpu_workers):
+                ahead.kill()  # not a GPU this sweep runs on (or none is usable, or the sweep is refused)
         if early is not None:
             early.wait_submitted()
         t = time.time()
@@ -200,11 +207,12 @@ def write_interrupted(cfg: SweepConfig, e: KeyboardInterrupt, devs, selection: s
             pass
 
 
-def start_engine(devs, cfg: SweepConfig, helpers: processes.Helpers | None = None) -> Engine:
-    """The engine of a sweep on these GPUs (its pool and GPU workers start now; `helpers`, processes already
-    starting, as its pool)."""
+def start_engine(devs, cfg: SweepConfig, started: GpuWorker | None = None,
+                 helpers: processes.Helpers | None = None) -> Engine:
+    """The engine of a sweep on these GPUs (its pool and GPU workers start now; `started`, a GPU worker already
+    starting, is taken for its GPU; `helpers`, processes already starting, as its pool)."""
     return Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total),
-                  keep_launches=cache.cache_dir() if cfg.keep_launches else None, helpers=helpers,
+                  keep_launches=cache.cache_dir() if cfg.keep_launches else None, started=started, helpers=helpers,
                   workers_on_one_gpu=cfg.workers_on_one_gpu, spares_at_start=cfg.spares_at_start)
 
 
@@ -218,9 +226,36 @@ def helpers_ahead(cfg: SweepConfig) -> processes.Helpers | None:
     return helpers_for_jobs(cfg.workers or cores.default_workers())
 
 
-# Where a GPU may be: the NVIDIA driver's control device (in a container given a GPU as on a host). Without it no
-# helpers are started ahead of the sweep asking CUDA.
+# Where a GPU may be: the NVIDIA driver's control device (in a container given a GPU as on a host). Without it no GPU
+# worker is started ahead of the sweep asking CUDA.
 NVIDIA_CONTROL_DEVICE = "/dev/nvidiactl"
+
+
+def worker_ahead(cfg: SweepConfig, fork: bool = False) -> GpuWorker | None:
+    """The GPU worker of GPU 0 where `--gpus` is `all` or a count, started before the sweep asks CUDA which GPUs are
+    here (the engine takes it if it runs on that GPU; else it is stopped). A GPU worker's start-up (a process
+    importing CuPy and making its CUDA context) took 0.62-1.28 s on H200 and H100 nodes: started with the engine, it
+    was still going when a warm sweep's plan had been read, and held back the first launch by 0.27 s
+    (bench17 in docs/performance.md); started as the sweep's run began, by 0.16-0.32 s
+    (bench17 too). The command line's sweep starts it before it checks its input, forked (`fork`: where this process has
+    made no CUDA call and runs no other thread; GpuWorker.start): on an H100 node ready 0.35-0.47 s later, and the
+    first launch went as the engine's run began (bench17 too). None where no GPU can be here (NVIDIA_CONTROL_DEVICE;
+    CUDA_VISIBLE_DEVICES empty), the selection names GPUs by index or is not one gpu.parse_gpus reads (the sweep
+    checks it, and refuses it with the reason), or the process cannot be started."""
+    if not os.path.exists(NVIDIA_CONTROL_DEVICE) or os.environ.get("CUDA_VISIBLE_DEVICES") == "":
+        return None
+    try:
+        how, _ = gpu.parse_gpus(cfg.gpus)
+    except gpu.GpuSelectionError:
+        return None
+    if how == "indices":  # an index may name no GPU (refused once CUDA is asked): its worker would fail to start
+        return None
+    worker = GpuWorker(0, cfg.backend)
+    try:  # only a head start: where the process cannot be started the sweep starts its own, or says why
+        worker.start(fork=fork and gpu.cuda_untouched() and threading.active_count() == 1)
+    except OSError:
+        return None
+    return worker
 
 
 # how often the sweep, waiting for its compile, hands the engine more preparation (Engine.top_up): each time up to

@@ -93,17 +93,24 @@ def cmd_compile(a) -> int:
 
 def cmd_sweep(a) -> int:
     from harness import sweep
-    # the command line's own process: its helpers (the processes that compile, then prepare) start in a thread while
-    # the input is checked (the toolchain's check alone took 0.47 s on an H100 node: bench24 in docs/performance.md)
+    # the command line's own process: the first GPU's worker starts now, forked while this process has made no CUDA
+    # call, its start-up (importing CuPy and making its CUDA context) running while the input is checked and the plan
+    # read; the sweep takes it (sweep.worker_ahead). A caller that goes on (a test) has threads of its own, and the
+    # sweep starts its worker as it always did
+    ahead = sweep.worker_ahead(sweep.SweepConfig(gpus=a.gpus), fork=True) if a.own_process else None
+    # and its helpers (the processes that compile, then prepare), started in a thread while the input is checked
+    # (the toolchain's check alone took 0.47 s on an H100 node: bench24 in docs/performance.md)
     helpers = sweep.helpers_ahead(sweep.SweepConfig(workers=a.jobs)) if a.own_process else None
     try:
-        return _sweep_command(a, helpers)
+        return _sweep_command(a, ahead, helpers)
     finally:
+        if ahead is not None:
+            ahead.kill()  # already stopped where the sweep ran on it; else (an input refused, say) only starting
         if helpers is not None:
             helpers.shutdown()  # shut down with the sweep's engine already; else (an input refused) only starting
 
 
-def _sweep_command(a, helpers) -> int:
+def _sweep_command(a, ahead, helpers) -> int:
     from harness import sweep
     from harness.run import engine
     sel = _selection("sweep", a)
@@ -131,7 +138,7 @@ def _sweep_command(a, helpers) -> int:
     tc, folder = _toolchain("sweep", a)
     cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
                             shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches,
-                            hold_plan=a.own_process, helpers=helpers,
+                            hold_plan=a.own_process, ahead=ahead, helpers=helpers,
                             workers_on_one_gpu=engine.WORKERS_ON_ONE_GPU, spares_at_start=a.own_process,
                             level=a.level)
     from harness.records import results

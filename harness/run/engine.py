@@ -412,12 +412,14 @@ class Engine:
 
     def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND,
                  isolation: IsolationBudget | None = None, keep_launches: Path | None = None,
-                 helpers: processes.Helpers | None = None, workers_on_one_gpu: int = 1, spares_at_start: bool = False):
+                 started: GpuWorker | None = None, helpers: processes.Helpers | None = None,
+                 workers_on_one_gpu: int = 1, spares_at_start: bool = False):
         """keep_launches: the cache folder (cache.cache_dir()) whose kept launches this engine reads and adds to; None:
-        every launch is prepared and spooled, and none is kept. workers_on_one_gpu: GPU workers where `devices` is one
-        GPU (WORKERS_ON_ONE_GPU); with several, one each. helpers: the pool's processes, already starting (the sweep's,
-        which compile its kernels first: helpers_for_jobs), taken as the engine's pool and shut down with it; `workers`
-        is then theirs."""
+        every launch is prepared and spooled, and none is kept. started: a GPU worker already starting (the sweep's
+        worker_ahead), taken as a worker of its GPU where it is one of `devices` and runs `backend`; the engine closes
+        it with the others. workers_on_one_gpu: GPU workers where `devices` is one GPU (WORKERS_ON_ONE_GPU); with
+        several, one each. helpers: the pool's processes, already starting (the sweep's, which compile its kernels
+        first: helpers_for_jobs), taken as the engine's pool and shut down with it; `workers` is then theirs."""
         self.devices, self.backend = devices, backend
         self._kept_folder = KeptFolder(keep_launches) if keep_launches is not None else None
         self.kept = self._kept_folder.launches if self._kept_folder else None
@@ -429,9 +431,12 @@ class Engine:
         slots = [d for d in runs for _ in range(max(1, workers_on_one_gpu) if len(runs) == 1 else 1)]
         self.gpu_workers = []
         self.spare_pool = worker_module.SparePool()  # after a fault, a spare started ahead takes the worker's place
+        untaken = started  # the worker handed in goes to the first slot of its GPU, and to no other
         for d in slots:
-            self.gpu_workers.append(GpuWorker(d, backend))
+            take = untaken is not None and (untaken.device, untaken.backend) == (d, backend)
+            self.gpu_workers.append(untaken if take else GpuWorker(d, backend))
             self.gpu_workers[-1].spares = self.spare_pool
+            untaken = None if take else untaken
         self.archs_of = {w: frozenset(runs[d]) for w, d in zip(self.gpu_workers, slots)}
         try:
             for w in self.gpu_workers:
@@ -448,9 +453,11 @@ class Engine:
             self.helpers = helpers if helpers is not None else helpers_for_jobs(self.nworkers)
             self.pool = self.helpers.executor
         except BaseException:
-            # no engine for its owner to close: the workers it started end here
+            # no engine for its owner to close: the workers it started end here (the one handed in, `started`, is its
+            # owner's to stop)
             for w in self.gpu_workers:
-                w.kill()
+                if w is not started:
+                    w.kill()
             raise
         self.preparing: dict[Future, Job] = {}  # submitted to the pool, in launch order
         self.queued: deque[Job] = deque()  # not yet submitted

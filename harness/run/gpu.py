@@ -13,6 +13,7 @@ Nothing here raises: callers get None, a count of 0 or a one-line reason.
 from __future__ import annotations
 
 import subprocess
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -28,6 +29,17 @@ def _runtime():
     docs/performance.md). The one place this module touches CUDA; tests replace it."""
     from cupy_backends.cuda.api import runtime
     return runtime
+
+
+# Modules through which a process calls CUDA: CuPy (this module's _runtime, the GPU workers' launches) and
+# cuda-python's driver and runtime bindings (NVRTC's bindings make no CUDA call).
+CUDA_MODULES = ("cupy", "cupy_backends", "cuda.bindings.driver", "cuda.bindings.runtime", "cuda.core")
+
+
+def cuda_untouched() -> bool:
+    """No CUDA call can have been made in this process (none of CUDA_MODULES imported): a process forked now may
+    start CUDA of its own. Once CUDA is initialised, a forked child must not use it."""
+    return not any(name == m or name.startswith(m + ".") for name in sys.modules for m in CUDA_MODULES)
 
 
 def _nvidia_smi_gpus() -> list[str]:

@@ -246,18 +246,21 @@ class GpuWorker:
         # outputs' files, which run behind the next launch)
         self.last_s = 0.0  # the last successful launch's time in the worker
 
-    def start(self) -> None:
-        """Start the worker process now (it imports CuPy and makes its context while the caller works), from the fork
-        server (harness.run.processes), never forked from this process: a CUDA context does not survive a fork."""
+    def start(self, fork: bool = False) -> None:
+        """Start the worker process now (it imports CuPy and makes its context while the caller works). fork: this
+        process has made no CUDA call (gpu.cuda_untouched), so the worker may be forked from it rather than started
+        by the fork server (harness.run.processes): it then has every module imported here. A worker started again
+        (after a fault) comes from the fork server: by then this process has asked CUDA which GPUs are here, and CUDA
+        does not survive a fork."""
         if self._proc is None or not self._proc.is_alive():
-            self._start()
+            self._start(fork)
 
-    def _start(self):
+    def _start(self, fork: bool = False):
         spare = self.spares.take(self.device, self.backend) if self.spares is not None else None
         if spare is not None:  # started ahead (SparePool.prestart): its CUDA context is made, or on the way
             self._proc, self._conn = spare
             return
-        self._proc, self._conn = _spawn(self.device, self.backend)
+        self._proc, self._conn = _spawn(self.device, self.backend, fork)
 
     @property
     def busy(self) -> bool:
@@ -461,13 +464,16 @@ def _reap(proc) -> None:
     threading.Thread(target=proc.join, kwargs={"timeout": 30}, daemon=True, name="tc-harness-reap").start()
 
 
-def _spawn(device: int, backend: str):
+def _spawn(device: int, backend: str, fork: bool = False):
     """A worker process serving `device`, and the parent's end of its pipe."""
     parent, child = multiprocessing.Pipe()
     serve = (child, device, backend)
     with cores.one_blas_thread_per_process(), processes.deaf_to_interrupts(), processes.whole():
-        proc = processes.context().Process(target=processes.in_callers_environment,
-                                           args=(dict(os.environ), _serve, *serve), daemon=True)
+        if fork:
+            proc = multiprocessing.get_context("fork").Process(target=_serve, args=serve, daemon=True)
+        else:
+            proc = processes.context().Process(target=processes.in_callers_environment,
+                                               args=(dict(os.environ), _serve, *serve), daemon=True)
         proc.start()
     child.close()
     return proc, parent
