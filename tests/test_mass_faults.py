@@ -396,6 +396,40 @@ def test_in_a_storm_a_probe_launches_no_kernel_whose_own_launches_failed(monkeyp
     assert storm.failed_launch(other_arch.arch, k1.name) is None
 
 
+def test_in_a_storm_a_probe_that_faults_ends_the_diagnosis_launches():
+    """Through FaultStorm.guard, once a probe launch faults (or times out), nothing more is launched: each later probe
+    would first wait for a fresh worker, the faulted one's context gone. The refusal says which probe failed. Outside
+    the guard (no storm) a failed launch withholds nothing."""
+    from harness.contract import LaunchFailed
+    from harness.run.engine import FaultStorm, NoRelaunch
+    (k0, _), (k1, _), (k2, _) = WORK[:3]
+    reached = []
+
+    class Worker:
+        def run(self, cubin, name, launch, timeout):
+            reached.append(name)
+            if name == k1.name:
+                raise LaunchFailed("fault", "CUDARuntimeError: cudaErrorIllegalAddress")
+            return {}
+    storm = FaultStorm(min_failed=2, rate=0.5)
+    guarded = NoRelaunch(Worker(), storm, "sm_90a")
+    assert guarded.run("a.cubin", k0.name, None, 5.0) == {}
+    with pytest.raises(LaunchFailed, match="IllegalAddress"):
+        guarded.run("b.cubin", k1.name, None, 5.0)
+    with pytest.raises(LaunchFailed) as e:
+        guarded.run("c.cubin", k2.name, None, 5.0)
+    assert e.value.status == "fault" and str(e.value) == (
+        f"not launched: a probe of {k1.name} faulted in this sweep's fault storm, and each failed probe costs a "
+        "CUDA context")
+    assert reached == [k0.name, k1.name]
+    # an error that is not the launch's (the worker could not start): the next probe still goes
+    other = NoRelaunch(Worker(), storm, "sm_90a")
+    other.device.run = lambda *a: (_ for _ in ()).throw(LaunchFailed("error", "worker died starting"))
+    with pytest.raises(LaunchFailed):
+        other.run("a.cubin", k0.name, None, 5.0)
+    assert other.failed is None
+
+
 def test_spares_start_with_the_engine_for_a_storms_failures_beyond_its_workers(monkeypatch):
     """Where cores are to spare (SPARES_AFTER_A_FAILURE), the sweep command's engine (spares_at_start: in its own
     process; never a test session's many engines on one GPU) starts with spare GPU workers enough, with its

@@ -383,21 +383,36 @@ def run_isolated(worker: GpuWorker, kernel: Kernel, expectations: list, launch: 
     return go(list(range(launch.cases)), first_error, first=True)
 
 
+_FAILED = {str(Status.FAULT): "faulted", str(Status.TIMEOUT): "timed out"}  # a failed launch's status, said
+
+
 class NoRelaunch:
     """A probe's device (contract.Device) that answers a launch of a kernel whose own launches failed in a fault storm
     with that failure, not launching it: the probe would most likely fail as they did, at the cost of the worker's
-    CUDA context (about half a second to replace, and the largest share of a stormed sweep's diagnosis). Every other
-    launch, and every compile, goes to the device."""
+    CUDA context (about half a second to replace, and the largest share of a stormed sweep's diagnosis). Once a probe
+    launch through it has faulted or timed out, it launches nothing more: each later probe would wait for a fresh
+    worker first (on an H100 node, the one suspect's probes, one of which faulted, took 2.0 s of a stormed sweep's
+    5.6 s). Every other launch, and every compile, goes to the device."""
 
     def __init__(self, device, storm: FaultStorm, arch: str):
         self.device, self.storm, self.arch = device, storm, arch
+        self.failed: tuple[str, str] | None = None  # (status, kernel) of the probe launch that failed
 
     def run(self, cubin_path: str, kernel_name: str, launch, timeout: float):
         status = self.storm.failed_launch(self.arch, kernel_name)
         if status is not None:
-            raise LaunchFailed(status, f"not launched: {kernel_name}'s own launches {status}ed in this sweep's fault "
-                                       "storm, so a probe of it would most likely do the same")
-        return self.device.run(cubin_path, kernel_name, launch, timeout)
+            raise LaunchFailed(status, f"not launched: {kernel_name}'s own launches {_FAILED.get(status, status)} in this sweep's "
+                                       "fault storm, so a probe of it would most likely do the same")
+        if self.failed is not None:
+            status, name = self.failed
+            raise LaunchFailed(status, f"not launched: a probe of {name} {_FAILED.get(status, status)} in this sweep's fault storm, "
+                                       "and each failed probe costs a CUDA context")
+        try:
+            return self.device.run(cubin_path, kernel_name, launch, timeout)
+        except LaunchFailed as e:
+            if e.status in (Status.FAULT, Status.TIMEOUT):
+                self.failed = (str(e.status), kernel_name)
+            raise
 
     def compile(self, kernel: Kernel) -> str:
         return self.device.compile(kernel)
