@@ -106,8 +106,12 @@ def _digit_values(dtype: str, digits: np.ndarray) -> np.ndarray:
 
 
 def _value_digits(dtype: str, values: np.ndarray) -> np.ndarray:
-    v = np.rint(np.asarray(values, dtype=np.float64)).astype(np.int64)
-    return v + 128 if dtype == "s8" else v
+    """The digits the accumulator values carry; -1 where a value is no number (NaN or infinite: an element the
+    hardware read from outside the probe's digits, as a planted LBO makes it), never a cast of NaN to an integer."""
+    x = np.asarray(values, dtype=np.float64)
+    v = np.rint(np.where(np.isfinite(x), x, 0)).astype(np.int64)
+    v = v + 128 if dtype == "s8" else v
+    return np.where(np.isfinite(x), v, -1)
 
 
 def plan_passes(st: Setup, which: str) -> tuple[int, int]:
@@ -180,7 +184,8 @@ def probe_jobs(st: Setup, which: str, a_table=None) -> list[Prepared]:
 
 def recover(st: Setup, which: str, d_values: np.ndarray) -> np.ndarray:
     """Accumulator values of the probe's CTAs, [jobs, 64, N] in probe_jobs order -> (rows, cols) bit address
-    the hardware read for each element of the probed operand."""
+    the hardware read for each element of the probed operand; -1 for an element whose accumulator value in some pass
+    was no number (an address no layout gives)."""
     key, v = st.key, st.variant
     probed = st.a if which == "A" else st.b
     bits = dtypes.get(probed.dtype).bits
@@ -189,6 +194,7 @@ def recover(st: Setup, which: str, d_values: np.ndarray) -> np.ndarray:
     sign = v.scale_a * v.scale_b
     rows = wgmma.M if which == "A" else key.n
     slot = np.zeros((rows, key.k), np.int64)
+    unread = np.zeros((rows, key.k), bool)
     d = np.asarray(d_values, dtype=np.float64).reshape(passes, sub, wgmma.M, key.n) * sign
     for s in range(sub):
         if which == "A":  # D[m, n] = A[m, s*N + n]
@@ -196,12 +202,14 @@ def recover(st: Setup, which: str, d_values: np.ndarray) -> np.ndarray:
             ok = ks < key.k
             for p in range(passes):
                 slot[:, ks[ok]] += _value_digits(probed.dtype, d[p, s][:, ok]) * base ** p
+                unread[:, ks[ok]] |= ~np.isfinite(d[p, s][:, ok])
         else:  # D[m, n] = B[n, s*64 + m]
             ks = s * wgmma.M + np.arange(wgmma.M)
             ok = ks < key.k
             for p in range(passes):
                 slot[:, ks[ok]] += _value_digits(probed.dtype, d[p, s][ok, :]).T * base ** p
-    return slot * bits
+                unread[:, ks[ok]] |= ~np.isfinite(d[p, s][ok, :]).T
+    return np.where(unread, -1, slot * bits)
 
 
 def run(st: Setup, which: str, worker, cubin_path: str, timeout: float = 30.0) -> np.ndarray:
