@@ -401,12 +401,13 @@ class NoRelaunch:
     def run(self, cubin_path: str, kernel_name: str, launch, timeout: float):
         status = self.storm.failed_launch(self.arch, kernel_name)
         if status is not None:
-            raise LaunchFailed(status, f"not launched: {kernel_name}'s own launches {_FAILED.get(status, status)} in this sweep's "
-                                       "fault storm, so a probe of it would most likely do the same")
+            said = _FAILED.get(status, status)
+            raise LaunchFailed(status, f"not launched: {kernel_name}'s own launches {said} in this sweep's fault "
+                                       "storm, so a probe of it would most likely do the same")
         if self.failed is not None:
             status, name = self.failed
-            raise LaunchFailed(status, f"not launched: a probe of {name} {_FAILED.get(status, status)} in this sweep's fault storm, "
-                                       "and each failed probe costs a CUDA context")
+            raise LaunchFailed(status, f"not launched: a probe of {name} {_FAILED.get(status, status)} in this sweep's "
+                                       "fault storm, and each failed probe costs a CUDA context")
         try:
             return self.device.run(cubin_path, kernel_name, launch, timeout)
         except LaunchFailed as e:
