@@ -350,3 +350,27 @@ def test_the_device_cycles_spares_ab_rewrites_a_line_the_engine_has():
     pattern, replacement = re.search(r"sed -i 's/\^(.*?)\$/(.*?)/'", script).groups()
     lines = (ROOT / "harness" / "run" / "engine.py").read_text().splitlines()
     assert lines.count(pattern) == 1 and replacement == "    return 0" and replacement not in lines
+
+
+def test_timeline_diff_puts_two_trees_events_side_by_side(tmp_path):
+    """benchmarks/timeline_diff.py (for `tools/device_cycle.sh ab-timeline`): each event's first time in both
+    timelines and the difference, in the old one's order; an event of one tree alone has a blank; the GPU worker's
+    many launch records become the first and last launch."""
+    import json
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import timeline_diff
+
+    def write(name, records):
+        p = tmp_path / name
+        p.write_text("".join(json.dumps({"t": t, "event": e}) + "\n" for t, e in records))
+        return str(p)
+    old = write("old", [(0.1, "python up"), (1.0, "plan start"), (1.5, "launch"), (1.2, "launch"), (2.0, "plan start")])
+    new = write("new", [(0.1, "python up"), (0.9, "worker ahead start"), (1.25, "plan start"), (1.9, "launch")])
+    rows = timeline_diff.table(timeline_diff.first_times(old), timeline_diff.first_times(new))
+    assert rows[1:] == [
+        "python up                             0.100    0.100   +0.000",
+        "worker ahead start                             0.900         ",
+        "plan start                            1.000    1.250   +0.250",
+        "first launch                          1.200    1.900   +0.700",
+        "last launch                           1.500    1.900   +0.400"]
+    assert "ab-timeline" in (ROOT / "tools" / "device_cycle.sh").read_text().split("set -u")[1]

@@ -19,12 +19,16 @@
 #   ab-spares  the same, this tree with and without the spare GPU workers its sweep command starts with the engine
 #              (a copy made here whose engine.spare_count_at_start returns 0, run as the "old" tree): what they cost
 #              a clean sweep, warm above all (issue 55's A/B saw the new tree 0.43 s slower warm)
+#   ab-timeline  where a warm sweep's time goes in each tree (ab-old/, as for ab, and this one): each tree's caches
+#              filled by one cold sweep, then two rounds in turn of benchmarks/sweep_timeline.py warm (the old tree's
+#              four families), each tree's own script; the timelines (old1.timeline, new1.timeline, ...) and their GPU
+#              worker's (.worker) come back, the sweeps' files do not (issue 55: the warm gap, placed)
 #   mma_sync   the mma_sync family's whole sweep (issue 58), and its timing forms beside wgmma's in `harness bench`
 set -u
 : "${OUT:?set OUT to the folder the results go to}"
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(stock faults diagnosis fleet tcgen05)
 for s in "${steps[@]}"; do
-  case $s in stock|faults|diagnosis|fleet|tcgen05|mma_sync|audit|audit-pytest|audit-fork|ab|ab-spares) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
+  case $s in stock|faults|diagnosis|fleet|tcgen05|mma_sync|audit|audit-pytest|audit-fork|ab|ab-spares|ab-timeline) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
 done
 export PYTHONUNBUFFERED=1
 old_families=(--family wgmma --family wgmma_sp --family wgmma_seq --family tcgen05)  # the ab steps' selection
@@ -51,6 +55,20 @@ for s in "${steps[@]}"; do
                  OUT=$d timeout 300 bash benchmarks/ab_sweep.sh $nospare . 2 "${old_families[@]}" > "$d/run.txt" 2>&1
                else echo "ab-spares: engine.spare_count_at_start is not the line this step rewrites" > "$d/run.txt"; false; fi
                rc=$?; find "$d" -name '*.jsonl*' -delete; (exit $rc);;
+    ab-timeline) for r in cold 1 2; do for side in old new; do
+                   tree=ab-old; [ $side = new ] && tree=.
+                   c=/tmp/ab-timeline-cache-$side; [ $r = cold ] && rm -rf $c; mkdir -p $c
+                   if [ $r = cold ]; then
+                     (cd $tree && TC_HARNESS_CACHE=$c CUDA_CACHE_PATH=$c/nv timeout 120 python3 -m harness sweep \
+                        "${old_families[@]}" --out "$d/$side-cold.jsonl" > "$d/$side-cold.txt" 2>&1)
+                   else
+                     (cd $tree && T0=$(date +%s.%N) TC_HARNESS_CACHE=$c CUDA_CACHE_PATH=$c/nv timeout 60 \
+                        python3 benchmarks/sweep_timeline.py --timeline "$d/$side$r.timeline" -- "${old_families[@]}" \
+                        --out "$d/$side$r.jsonl" > "$d/$side$r.txt" 2>&1)
+                   fi
+                   echo "$side $r exit $?" >> "$d/steps.txt"
+                 done; done
+                 find "$d" -name '*.jsonl*' -delete;;
     mma_sync) timeout 300 python3 -m harness sweep --family mma_sync --out "$d/mma_sync.jsonl" > "$d/run.txt" 2>&1
               timeout 200 python3 -m harness bench --family wgmma --family mma_sync --out "$d/bench-h100.jsonl" \
                 > "$d/bench.txt" 2>&1;;
