@@ -62,6 +62,7 @@ from harness.run.launch_cache import (EXPECTATIONS_SUFFIX, LAUNCH_SUFFIX, OUTPUT
 from harness.run import worker as worker_module
 from harness.run.worker import GpuWorker, wait_any
 
+
 MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded
 WIDESPREAD_SINGLES = 4  # per kernel: this many cases faulting alone, and no sub-launch coming back: stop
 MAX_ISOLATION_FAILURES_TOTAL = 96  # per sweep: failed isolation launches in all, over every kernel and GPU
@@ -81,6 +82,13 @@ SPARES_AFTER_A_FAILURE = min(STORM_MIN_FAILED - 1, max(0, len(os.sched_getaffini
 # of its own, starts them (SweepConfig.spares_at_start), never one of many engines of a test session on one GPU.
 def spare_count_at_start(workers: int) -> int:
     return max(0, STORM_MIN_FAILED - workers) if SPARES_AFTER_A_FAILURE else 0
+
+
+# Spares started for a storm's diagnosis: one for the worker its probes begin on, and, where cores are to spare, one
+# to take its place where a probe faults. Its accumulator probe runs first and the address probes that name the wrong
+# field after it: in an H100 node's log an SS suspect's probes, its accumulator probe faulting, took 2.0 s, most
+# likely waiting for a fresh worker; an RS suspect's, whose faulting probe was not launched, 0.9 s.
+DIAGNOSIS_SPARES = 2 if SPARES_AFTER_A_FAILURE else 1
 
 
 DEFAULT_BACKEND = "harness.run.launch"
@@ -389,14 +397,11 @@ _FAILED = {str(Status.FAULT): "faulted", str(Status.TIMEOUT): "timed out"}  # a 
 class NoRelaunch:
     """A probe's device (contract.Device) that answers a launch of a kernel whose own launches failed in a fault storm
     with that failure, not launching it: the probe would most likely fail as they did, at the cost of the worker's
-    CUDA context (about half a second to replace, and the largest share of a stormed sweep's diagnosis). Once a probe
-    launch through it has faulted or timed out, it launches nothing more: each later probe would wait for a fresh
-    worker first (on an H100 node, the one suspect's probes, one of which faulted, took 2.0 s of a stormed sweep's
-    5.6 s). Every other launch, and every compile, goes to the device."""
+    CUDA context (about half a second to replace, and the largest share of a stormed sweep's diagnosis). Every other
+    launch, and every compile, goes to the device."""
 
     def __init__(self, device, storm: FaultStorm, arch: str):
         self.device, self.storm, self.arch = device, storm, arch
-        self.failed: tuple[str, str] | None = None  # (status, kernel) of the probe launch that failed
 
     def run(self, cubin_path: str, kernel_name: str, launch, timeout: float):
         status = self.storm.failed_launch(self.arch, kernel_name)
@@ -404,16 +409,7 @@ class NoRelaunch:
             said = _FAILED.get(status, status)
             raise LaunchFailed(status, f"not launched: {kernel_name}'s own launches {said} in this sweep's fault "
                                        "storm, so a probe of it would most likely do the same")
-        if self.failed is not None:
-            status, name = self.failed
-            raise LaunchFailed(status, f"not launched: a probe of {name} {_FAILED.get(status, status)} in this sweep's "
-                                       "fault storm, and each failed probe costs a CUDA context")
-        try:
-            return self.device.run(cubin_path, kernel_name, launch, timeout)
-        except LaunchFailed as e:
-            if e.status in (Status.FAULT, Status.TIMEOUT):
-                self.failed = (str(e.status), kernel_name)
-            raise
+        return self.device.run(cubin_path, kernel_name, launch, timeout)
 
     def compile(self, kernel: Kernel) -> str:
         return self.device.compile(kernel)
@@ -639,9 +635,9 @@ class Engine:
                     f"are recorded whole, not bisected, and the rest are recorded {self.storm.status(job.kernel)} "
                     "without launching")
                 # the diagnosis that follows probes one of the group's suspects on the first GPU of its arch, whose
-                # workers the storm has most likely cost their contexts: a spare started now is ready by then
+                # workers the storm has most likely cost their contexts: spares started now are ready by then
                 first = next(w for w in self.gpu_workers if str(job.kernel.arch) in self.archs_of[w])
-                self.spare_pool.prestart(first.device, self.backend, 1)
+                self.spare_pool.prestart(first.device, self.backend, DIAGNOSIS_SPARES)
                 # the group's launches not yet handed out: recorded now, neither prepared nor read
                 for later, spooled in self.withdraw(self.storm.raging):
                     not_launched(later, spooled)
