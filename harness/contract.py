@@ -324,6 +324,12 @@ def record_facets(fam, case) -> dict:
     return {"facets": {k: values[k] for k in sorted({*getattr(fam, "facets", ()), "control"}) if k in values}}
 
 
+def case_keys(fam, case) -> dict:
+    """What every record of a case carries after case_record's keys, launched or not: its family's `case_fields`
+    and its facets (record_facets)."""
+    return {**fam.case_fields(case), **record_facets(fam, case)}
+
+
 class CaseFacts(NamedTuple):
     """What a sweep's bookkeeping reads of a case record (its counts, suspects, controls and progress)."""
     id: str

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import cache, plan as planning, registry as families  # the families by name
-from harness.contract import Kernel, case_record, record_facets
+from harness.contract import Kernel, case_keys, case_record
 from harness.enums import ExitCode, Status
 from harness.plan import Plan, Selection, SweepError  # noqa: F401  (re-exported: the sweep's vocabulary)
 from harness.records import results
@@ -624,19 +624,18 @@ class _Ledger:
         for k, cs in work:
             fam = families.get(k.family)
             if problem:
-                self.emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}", **fam.case_fields(c),
-                                       **record_facets(fam, c)) for c in cs])
+                self.emit([case_record(c.id, k, Status.ERROR, error=f"GPU unusable: {problem}", **case_keys(fam, c))
+                           for c in cs])
             elif compiled[k].error is not None:
                 self.emit([case_record(c.id, k, Status.COMPILE_ERROR, error=str(compiled[k].error),
-                                       **fam.case_fields(c), **record_facets(fam, c)) for c in cs])
+                                       **case_keys(fam, c)) for c in cs])
             elif k not in run_set:
                 # no GPU here runs the family, or (a family of several archs' own forms) none runs this kernel's arch
                 reason = (gpu.skip_reason(*map(str, fam.archs), ptx=ptx_modules(cfg))
                           or gpu.skip_reason(str(k.arch), ptx=ptx_modules(cfg)))
                 not_run[str(k.family)] = not_run.get(str(k.family), 0) + len(cs)
                 self.not_run_reasons.setdefault(str(k.family), reason)
-                self.emit([case_record(c.id, k, Status.NOT_RUN, reason=reason, **fam.case_fields(c),
-                                       **record_facets(fam, c)) for c in cs])
+                self.emit([case_record(c.id, k, Status.NOT_RUN, reason=reason, **case_keys(fam, c)) for c in cs])
         for fam, n in not_run.items():
             log(f"{fam}: {n} cases recorded as not run ({self.not_run_reasons[fam]})")
 

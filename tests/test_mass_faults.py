@@ -172,6 +172,16 @@ def test_a_fault_storm_ends_within_twice_a_clean_sweep_with_every_case_accounted
     assert not any(r["status"] == "pass" for name in set(by_kernel) - set(launched) for r in by_kernel[name])
 
 
+def test_a_storms_records_carry_their_cases_fields(tmp_path, monkeypatch):
+    """Every record of a case carries its family's case fields, run or not (contract.case_keys): so do the records
+    a storm makes without a read-back (not launched, not awaited, not bisected), as a sparse case's `unsettled`."""
+    import tests.simulated.toy_family as toy_family
+    monkeypatch.setattr(toy_family.PlainFamily, "case_fields", staticmethod(lambda case: {"unsettled": case.id[::-1]}))
+    recs, _, _, _ = toy_sweep(tmp_path, monkeypatch, "storm", 40, 90)
+    faults = [r for r in recs if r["status"] == "fault"]
+    assert faults and all(r.get("unsettled") == r["id"][::-1] and "facets" in r for r in faults), faults[0]
+
+
 def test_a_few_faulting_kernels_are_no_storm_and_are_bisected(tmp_path, monkeypatch):
     """The negative control: 10% of the kernels faulting is no storm; each faulting launch is bisected to its cases
     (every case of it faults alone here), every other launch runs."""

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import registry as families  # the families by name (harness/registry.py)
-from harness.contract import CaseLines, Kernel, LaunchFailed, LaunchInput, case_record, record_facets
+from harness.contract import CaseLines, Kernel, LaunchFailed, LaunchInput, case_keys, case_record
 from harness.enums import Status
 from harness.run import cores, processes
 from harness.run.launch import load_outputs
@@ -61,7 +61,6 @@ from harness.run.launch_cache import (EXPECTATIONS_SUFFIX, LAUNCH_SUFFIX, OUTPUT
                                       process_key)
 from harness.run import worker as worker_module
 from harness.run.worker import GpuWorker, wait_any
-
 
 MAX_ISOLATION_LAUNCHES = 24  # per kernel: bisecting a launch that faults everywhere must stay bounded
 WIDESPREAD_SINGLES = 4  # per kernel: this many cases faulting alone, and no sub-launch coming back: stop
@@ -204,17 +203,22 @@ def load_expectations(spooled: Spooled) -> list:
         return pickle.load(fh)
 
 
-def with_facets(kernel: Kernel, expectations: list, recs: list[dict]) -> list[dict]:
-    """`recs` (of the cases of `expectations`), each given its case's facets (contract.record_facets). An
-    expectation names its case as `.case` (what the engine reads of a failed launch's cases too); one that does not
-    leaves its record without facets."""
+def with_case_keys(kernel: Kernel, cases, recs: list[dict]) -> list[dict]:
+    """`recs` (of `cases`), each given what every record of its case carries (contract.case_keys: the family's
+    case fields and the case's facets), whatever its status; a record of no case in `cases` is left as it is."""
     fam = families.get(kernel.family)
-    cases = {e.case.id: e.case for e in expectations if hasattr(e, "case")}
+    by_id = {c.id: c for c in cases}
     for r in recs:
-        case = cases.get(r["id"])
+        case = by_id.get(r["id"])
         if case is not None:
-            r.update(record_facets(fam, case))
+            r.update(case_keys(fam, case))
     return recs
+
+
+def _cases_of(expectations: list) -> list:
+    """The cases of a launch's expectations (each names its case as `.case`, what the engine reads of a failed
+    launch's cases too; one that does not names none)."""
+    return [e.case for e in expectations if hasattr(e, "case")]
 
 
 def readback_job(kernel: Kernel, spooled: Spooled, device: int) -> tuple[CaseLines, float]:
@@ -222,8 +226,8 @@ def readback_job(kernel: Kernel, spooled: Spooled, device: int) -> tuple[CaseLin
     process)."""
     t = time.perf_counter()
     expectations = load_expectations(spooled)
-    recs = with_facets(kernel, expectations, families.get(kernel.family).readback(kernel, expectations,
-                                                                                   load_outputs(spooled.outputs)))
+    recs = with_case_keys(kernel, _cases_of(expectations),
+                          families.get(kernel.family).readback(kernel, expectations, load_outputs(spooled.outputs)))
     for r in recs:
         r["gpu"] = device
     remove(spooled)
@@ -686,7 +690,7 @@ class Engine:
                 finally:
                     isolator.close()
                     remove(spooled)
-            with_facets(job.kernel, expectations, recs)
+            with_case_keys(job.kernel, _cases_of(expectations), recs)
             for r in recs:
                 r["gpu"] = device
             timing["isolate_s"] += time.time() - ti
@@ -704,9 +708,9 @@ class Engine:
                    if sent else
                    f"not launched: {self.storm.describe(job.kernel)}, so the rest of its launches were recorded "
                    f"{status} without launching (harness/run/engine.py, FaultStorm)")
-            fam = families.get(job.kernel.family)  # the job's cases: its expectations' file is not read
-            recs = [{**case_record(c.id, job.kernel, status, isolated=False, error=why), **record_facets(fam, c)}
-                    for c in job.cases]
+            # the job's cases: its expectations' file is not read
+            recs = with_case_keys(job.kernel, job.cases,
+                                  [case_record(c.id, job.kernel, status, isolated=False, error=why) for c in job.cases])
             if spooled is not None:
                 remove(spooled)
             finished(CaseLines(recs), job, None, time.time())
