@@ -106,12 +106,8 @@ def _digit_values(dtype: str, digits: np.ndarray) -> np.ndarray:
 
 
 def _value_digits(dtype: str, values: np.ndarray) -> np.ndarray:
-    """The digits the accumulator values carry; -1 where a value is no number (NaN or infinite: an element the
-    hardware read from outside the probe's digits, as a planted LBO makes it), never a cast of NaN to an integer."""
-    x = np.asarray(values, dtype=np.float64)
-    v = np.rint(np.where(np.isfinite(x), x, 0)).astype(np.int64)
-    v = v + 128 if dtype == "s8" else v
-    return np.where(np.isfinite(x), v, -1)
+    v = np.rint(np.asarray(values, dtype=np.float64)).astype(np.int64)
+    return v + 128 if dtype == "s8" else v
 
 
 def plan_passes(st: Setup, which: str) -> tuple[int, int]:
@@ -196,19 +192,23 @@ def recover(st: Setup, which: str, d_values: np.ndarray) -> np.ndarray:
     slot = np.zeros((rows, key.k), np.int64)
     unread = np.zeros((rows, key.k), bool)
     d = np.asarray(d_values, dtype=np.float64).reshape(passes, sub, wgmma.M, key.n) * sign
+    # a value that is no number (NaN, infinite: read from outside the probe's digits, as a planted LBO makes it)
+    # leaves its element unread, never a cast of NaN to an integer
+    finite = np.isfinite(d)
+    d = np.where(finite, d, 0.0)
     for s in range(sub):
         if which == "A":  # D[m, n] = A[m, s*N + n]
             ks = s * key.n + np.arange(key.n)
             ok = ks < key.k
             for p in range(passes):
                 slot[:, ks[ok]] += _value_digits(probed.dtype, d[p, s][:, ok]) * base ** p
-                unread[:, ks[ok]] |= ~np.isfinite(d[p, s][:, ok])
+                unread[:, ks[ok]] |= ~finite[p, s][:, ok]
         else:  # D[m, n] = B[n, s*64 + m]
             ks = s * wgmma.M + np.arange(wgmma.M)
             ok = ks < key.k
             for p in range(passes):
                 slot[:, ks[ok]] += _value_digits(probed.dtype, d[p, s][ok, :]).T * base ** p
-                unread[:, ks[ok]] |= ~np.isfinite(d[p, s][ok, :]).T
+                unread[:, ks[ok]] |= ~finite[p, s][ok, :].T
     return np.where(unread, -1, slot * bits)
 
 
