@@ -120,6 +120,11 @@ class Device(Protocol):
         """The path of `kernel`'s cubin (a sibling of the kernel under diagnosis that a probe needs), compiled or
         taken from the compile cache; CompileError where the toolchain rejects it."""
 
+    # Where the sweep probes a suspect of a fault storm (harness/run/engine.py, NoRelaunch): the storm, in words;
+    # absent (or None) otherwise. A family may then run first the probes that can explain a fault, and skip those
+    # that cannot once a fault is explained: each probe that faults costs about a second (an H100 node's log).
+    fault_storm: str | None
+
 
 class LaunchFailed(RuntimeError):
     def __init__(self, status: str, message: str):

@@ -802,7 +802,7 @@ def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log, 
             worker = (engine.worker_of(device) if engine is not None else None) or workers.get(device) \
                 or workers.setdefault(device, GpuWorker(device, cfg.backend))
             if storm is not None and storm.raging(k):
-                worker = storm.guard(worker, k.arch)
+                worker = storm.guard(worker, k)
             recs = families.get(k.family).diagnose(k, cases, str(compiled[k].cubin_path), worker, cfg.timeout,
                                                   png_dir)
             for r in recs:

@@ -365,3 +365,46 @@ def test_operands_that_cannot_be_probed_apart_are_not_blamed(hooks, cubin_of, wo
             "A and B both read other than the model says, so neither first probe's one-hot surely sat where the "
             "hardware read it, and the probe of B in the wgmma_f16_m64n64k16_f32_RS form failed " + why), \
             recs[which]["summary"]
+
+
+class _InStorm(InProcess):
+    """A storm's suspect probed through the sweep's guard (engine.NoRelaunch), as the family sees it: a device that
+    names the storm (contract.Device.fault_storm)."""
+    fault_storm = "a fault storm: 4 of the 8 launches of wgmma on sm_90a answered had failed"
+
+
+def _family_diagnose(case, device, monkeypatch):
+    """The wgmma family's diagnosis of `case` on `device`: its records by operand, and the fragment probe's runs."""
+    from harness.families import wgmma as family
+    from harness.families.wgmma import fragments_probe
+    ran, run = [], fragments_probe.run
+    monkeypatch.setattr(fragments_probe, "run", lambda key, *a: ran.append(key) or run(key, *a))
+    recs = family.FAMILY.diagnose(family.FAMILY.kernel_of(SS), [case], f"/nonexistent/simulated/{SS.name}.cubin",
+                                  device, 30, None)
+    return {r["operand"]: r for r in recs}, ran
+
+
+def test_in_a_fault_storm_addresses_read_astray_skip_the_fragment_probe(hooks, monkeypatch):
+    """In a fault storm the address probes go first: where they find an operand read other than the model says, the
+    fragment probe is not run (register fragments decide no address, so they cannot explain a fault, and its probe
+    would most likely fault, at a second's cost); the D record says so, and the address record that it was decoded
+    through the model's fragments. Outside a storm the same case runs the fragment probe first."""
+    case = _case("K", "128B")
+    hooks.MISREAD_DESC["B"] = PLANTS[0][3]
+    recs, ran = _family_diagnose(case, _InStorm(), monkeypatch)
+    assert ran == [] and recs["D"]["status"] == "not-probed", recs["D"]
+    assert recs["D"]["summary"].startswith(f"accumulator probe not run: {_InStorm.fault_storm}; the B address probe: "
+                                           f"{recs['B']['summary']}. Register fragments decide no address")
+    assert recs["B"]["status"] == "fail" and recs["B"]["recovered"]["field_differences"] == PLANTS[0][4]
+    assert "the fragment probe was not run (a fault storm)" in recs["B"]["caveat"] and "caveat" not in recs["A"]
+    recs, ran = _family_diagnose(case, InProcess(), monkeypatch)
+    assert ran == [SS] and recs["D"]["probe"] == "accumulator" and recs["D"]["status"] != "not-probed"
+    assert "caveat" not in recs["B"]
+    assert recs["B"]["recovered"]["field_differences"] == PLANTS[0][4]
+
+
+def test_in_a_fault_storm_addresses_as_modelled_leave_the_fragment_probe_to_run(hooks, monkeypatch):
+    """A storm's suspect whose addresses all read as the model says: its failure is unexplained, so the fragment
+    probe runs after the address probes."""
+    recs, ran = _family_diagnose(_case("K", "128B"), _InStorm(), monkeypatch)
+    assert ran == [SS] and recs["D"]["status"] == "pass" and recs["A"]["status"] == recs["B"]["status"] == "pass"

@@ -351,14 +351,15 @@ def test_in_a_storm_a_probe_launches_no_kernel_whose_own_launches_failed(monkeyp
     """A stormed group's diagnosis probes through FaultStorm.guard: a launch of a kernel whose own sweep launches
     faulted (an RS suspect's SS sibling, say, which its fragment probe runs) is answered with that failure, not
     launched, as it would most likely fault again at the cost of the worker's context; every other launch, and every
-    compile, reaches the worker. Outside a storm nothing is withheld."""
+    compile, reaches the worker. The family sees the storm named (contract.Device.fault_storm). Outside a storm nothing
+    is withheld, and no storm is named."""
     from types import SimpleNamespace
 
     from harness import sweep
     from harness.contract import Kernel, LaunchFailed
     from harness.run.engine import FaultStorm
     (k0, cs0), (k1, _), (k2, _) = WORK[:3]
-    reached, answers = [], {}
+    reached, answers, storms = [], {}, []
 
     class Worker:
         def __init__(self, device, backend):
@@ -376,6 +377,7 @@ def test_in_a_storm_a_probe_launches_no_kernel_whose_own_launches_failed(monkeyp
 
     class Family:
         def diagnose(self, k, cases, cubin, worker, timeout, png_dir):
+            storms.append(getattr(worker, "fault_storm", None))
             for sibling in (k0, k1, k2):
                 try:
                     answers[sibling.name] = worker.run(worker.compile(sibling), sibling.name, None, timeout)
@@ -403,6 +405,7 @@ def test_in_a_storm_a_probe_launches_no_kernel_whose_own_launches_failed(monkeyp
     assert said[k1.name] == ("fault", f"not launched: {k1.name}'s own launches faulted in this sweep's fault storm, "
                                       "so a probe of it would most likely do the same")
     assert said[k2.name][0] == "timeout" and said[k0.name] == {}
+    assert storms == [None, storm.describe(k0)]
     other_arch = Kernel(k1.family, "sm_100a", k1.name, k1.form)  # the same name on another arch launched nothing
     assert storm.failed_launch(other_arch.arch, k1.name) is None
 

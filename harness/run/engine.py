@@ -301,10 +301,10 @@ class FaultStorm:
         status, family = self.failed_kernels.get((str(arch), name), (None, None))
         return status if status is not None and self.raging(Kernel(family, arch, "", None)) else None
 
-    def guard(self, device, arch: str) -> "NoRelaunch":
-        """`device` (a probe's, contract.Device) for kernels of `arch`, launching nothing whose own launches failed
-        in a storm (NoRelaunch)."""
-        return NoRelaunch(device, self, str(arch))
+    def guard(self, device, kernel: Kernel) -> "NoRelaunch":
+        """`device` (a probe's, contract.Device) for a suspect `kernel` of a group in a storm, launching nothing of its
+        arch whose own launches failed in a storm (NoRelaunch)."""
+        return NoRelaunch(device, self, str(kernel.arch), self.describe(kernel))
 
     def raging(self, kernel: Kernel) -> bool:
         g = self.group(kernel)
@@ -404,8 +404,9 @@ class NoRelaunch:
     CUDA context (about half a second to replace, and the largest share of a stormed sweep's diagnosis). Every other
     launch, and every compile, goes to the device."""
 
-    def __init__(self, device, storm: FaultStorm, arch: str):
+    def __init__(self, device, storm: FaultStorm, arch: str, fault_storm: str):
         self.device, self.storm, self.arch = device, storm, arch
+        self.fault_storm = fault_storm  # contract.Device: the storm, in words
 
     def run(self, cubin_path: str, kernel_name: str, launch, timeout: float):
         status = self.storm.failed_launch(self.arch, kernel_name)
