@@ -14,7 +14,7 @@
 #   ab         the default sweep cold and warm, the tree before issue 55's restructure (ab-old/, made here first:
 #              mkdir ab-old && git archive 62e79a9 harness benchmarks pyproject.toml | tar -x -C ab-old; git ignores it:
 #              the device call carries it, carry ["ab-old"]) and this
-#              one in turn, two rounds (benchmarks/ab_sweep.sh; the sweeps' own files left out), on the old tree's four
+#              one in turn, three rounds (benchmarks/ab_sweep.sh; the sweeps' own files left out), on the old tree's four
 #              families (this one's default adds mma_sync)
 #   ab-spares  the same, this tree with and without the spare GPU workers its sweep command starts with the engine
 #              (a copy made here whose engine.spare_count_at_start returns 0, run as the "old" tree): what they cost
@@ -46,7 +46,7 @@ for s in "${steps[@]}"; do
                     --only fork-server,one-blas-thread,plan-cache > "$d/run.txt" 2>&1;;
     audit-fork) timeout 420 python3 benchmarks/speed_audit.py --out-dir "$d" --rounds 1 --workloads pytest \
                   --only fork-server > "$d/run.txt" 2>&1;;
-    ab) OUT=$d timeout 300 bash benchmarks/ab_sweep.sh ab-old . 2 "${old_families[@]}" > "$d/run.txt" 2>&1
+    ab) OUT=$d timeout 300 bash benchmarks/ab_sweep.sh ab-old . 3 "${old_families[@]}" > "$d/run.txt" 2>&1
         rc=$?; find "$d" -name '*.jsonl*' -delete; (exit $rc);;
     ab-spares) nospare=/tmp/ab-nospare; rm -rf $nospare && mkdir -p $nospare && cp -r harness benchmarks pyproject.toml $nospare/
                sed -i 's/^    return max(0, STORM_MIN_FAILED - workers) if SPARES_AFTER_A_FAILURE else 0$/    return 0/' \
@@ -55,7 +55,10 @@ for s in "${steps[@]}"; do
                  OUT=$d timeout 300 bash benchmarks/ab_sweep.sh $nospare . 2 "${old_families[@]}" > "$d/run.txt" 2>&1
                else echo "ab-spares: engine.spare_count_at_start is not the line this step rewrites" > "$d/run.txt"; false; fi
                rc=$?; find "$d" -name '*.jsonl*' -delete; (exit $rc);;
-    ab-timeline) for r in cold 1 2; do for side in old new; do
+    ab-timeline) # 62e79a9's own script wraps GpuWorker.collect without the `restart` its engine passes: mended here
+                 sed -i 's/def collect_(self):/def collect_(self, *a, **k):/; s/return collect(self)$/return collect(self, *a, **k)/' \
+                   ab-old/benchmarks/sweep_timeline.py
+                 for r in cold 1 2; do for side in old new; do
                    tree=ab-old; [ $side = new ] && tree=.
                    c=/tmp/ab-timeline-cache-$side; [ $r = cold ] && rm -rf $c; mkdir -p $c
                    if [ $r = cold ]; then
