@@ -124,15 +124,14 @@ def test_a_fault_storm_ends_within_twice_a_clean_sweep_with_every_case_accounted
     clean, clean_lines, _, _ = toy_sweep(tmp_path, monkeypatch, "clean", kernels, 0)
     assert {r["status"] for r in clean} == {"pass"}
     asked = []  # the spares asked for: (device, how many waiting)
-    monkeypatch.setattr(engine_module, "DIAGNOSIS_SPARES", 2)  # a GPU node's (this machine's cores may give 1)
     prestart = worker_module.SparePool.prestart
     monkeypatch.setattr(worker_module.SparePool, "prestart",
                         lambda pool, device, backend, count: (asked.append((device, count)),
                                                               prestart(pool, device, backend, count))[1])
     stormy, lines, timing, logs = toy_sweep(tmp_path, monkeypatch, "storm", kernels, pct)
-    # as the storm began, spares for the diagnosis that follows (its probes run on the GPU's first worker, most
-    # likely stopped by the storm, and where a probe faults on a worker after it: a fresh one would cost a second)
-    assert (0, 2) in asked, asked
+    # as the storm began, a spare for the diagnosis that follows (its probes run on the GPU's first worker, most
+    # likely stopped by the storm: a fresh one would cost the diagnosis a second)
+    assert (0, 1) in asked, asked
     clean_cost, storm_cost = cost(clean_lines), cost(lines)
     assert storm_cost[2] <= 2 * clean_cost[2], (clean_cost, storm_cost)
     # the storm began at STORM_MIN_FAILED failed launches. Of those in flight then (two workers, two launches each),

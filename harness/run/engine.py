@@ -83,13 +83,6 @@ def spare_count_at_start(workers: int) -> int:
     return max(0, STORM_MIN_FAILED - workers) if SPARES_AFTER_A_FAILURE else 0
 
 
-# Spares started for a storm's diagnosis: one for the worker its probes begin on, and, where cores are to spare, one
-# to take its place where a probe faults. Its accumulator probe runs first and the address probes that name the wrong
-# field after it: in an H100 node's log an SS suspect's probes, its accumulator probe faulting, took 2.0 s, most
-# likely waiting for a fresh worker; an RS suspect's, whose faulting probe was not launched, 0.9 s.
-DIAGNOSIS_SPARES = 2 if SPARES_AFTER_A_FAILURE else 1
-
-
 DEFAULT_BACKEND = "harness.run.launch"
 # GPU workers of a sweep on one GPU. A worker takes one launch at a time, and most of its time is not the GPU's: it
 # reads the launch's file into page-locked memory and writes the outputs' file (0.7-0.8 s each of the 1.7-2.0 s a
@@ -640,9 +633,9 @@ class Engine:
                     f"are recorded whole, not bisected, and the rest are recorded {self.storm.status(job.kernel)} "
                     "without launching")
                 # the diagnosis that follows probes one of the group's suspects on the first GPU of its arch, whose
-                # workers the storm has most likely cost their contexts: spares started now are ready by then
+                # workers the storm has most likely cost their contexts: a spare started now is ready by then
                 first = next(w for w in self.gpu_workers if str(job.kernel.arch) in self.archs_of[w])
-                self.spare_pool.prestart(first.device, self.backend, DIAGNOSIS_SPARES)
+                self.spare_pool.prestart(first.device, self.backend, 1)
                 # the group's launches not yet handed out: recorded now, neither prepared nor read
                 for later, spooled in self.withdraw(self.storm.raging):
                     not_launched(later, spooled)
