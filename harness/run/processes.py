@@ -19,6 +19,7 @@ import os
 import signal
 import threading
 import time
+import weakref
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import forkserver
 
@@ -195,21 +196,22 @@ def ignore_interrupts() -> None:
 
 
 _signals = {"count": 0, "deferred": 0, "pending": None}
-_killed: set[int] = set()  # the pids of children this process killed: nothing of theirs is left to finish
+# the children this process killed: nothing of theirs is left to finish. The process objects, not their pids, which
+# the system gives again to later children once these have been reaped
+_killed: "weakref.WeakSet" = weakref.WeakSet()
 
 
 def killed(proc) -> None:
     """`proc`, a child, was killed (a GPU worker stopped, a spare no longer wanted): this process's exit need not
     wait for it to end (unfinished_children). A process that held a CUDA context ends only once the driver has torn it
     down: about a second on an H100 node for one whose launch faulted."""
-    if proc.pid:
-        _killed.add(proc.pid)
+    _killed.add(proc)
 
 
 def unfinished_children() -> list:
     """The children still alive that were not killed: what this process's exit must let finish (the command line's
     `entry` then takes the interpreter's ordinary exit, which joins them)."""
-    return [c for c in multiprocessing.active_children() if c.pid not in _killed]
+    return [c for c in multiprocessing.active_children() if c not in _killed]
 
 
 def kill_children() -> None:
@@ -218,7 +220,8 @@ def kill_children() -> None:
     multiprocessing knows, and every other child the kernel lists (/proc: one a thread was starting as the signal
     came, not yet known to multiprocessing, which would otherwise outlive this process and print its own traceback),
     but multiprocessing's resource tracker, which removes their semaphores once this process is gone."""
-    pids = {p.pid for p in multiprocessing.active_children() if p.pid}
+    known = multiprocessing.active_children()
+    pids = {p.pid for p in known if p.pid}
     try:
         for task in os.listdir("/proc/self/task"):
             with open(f"/proc/self/task/{task}/children") as fh:
@@ -232,7 +235,7 @@ def kill_children() -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
-    _killed.update(pids)
+    _killed.update(known)  # the others are no children of multiprocessing's: its exit does not wait for them
 
 
 def _on_signal(signum, frame) -> None:

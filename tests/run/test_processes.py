@@ -247,3 +247,15 @@ def test_the_command_line_does_not_wait_for_a_child_it_killed(tmp_path, told):
         proc.kill()
         proc.communicate()
     assert waited == (told == "not-killed"), (told, time.monotonic() - t)
+
+
+def test_a_later_child_given_a_killed_ones_pid_is_still_waited_for(monkeypatch):
+    """processes.killed marks the process, not its pid: the system gives a reaped child's pid to later children, and
+    the exit must still let such a later child finish (unfinished_children)."""
+    class Child:
+        def __init__(self, pid):
+            self.pid = pid
+    old, later = Child(4242), Child(4242)
+    processes.killed(old)
+    monkeypatch.setattr(processes.multiprocessing, "active_children", lambda: [old, later])
+    assert processes.unfinished_children() == [later]
