@@ -373,15 +373,17 @@ class _InStorm(InProcess):
     fault_storm = "a fault storm: 4 of the 8 launches of wgmma on sm_90a answered had failed"
 
 
-def _family_diagnose(case, device, monkeypatch):
-    """The wgmma family's diagnosis of `case` on `device`: its records by operand, and the fragment probe's runs."""
+def _family_diagnose(case, device, monkeypatch, also=()):
+    """The wgmma family's diagnosis of `case` (and the cases `also`) on `device`: the records of `case` by operand,
+    and the fragment probe's runs; with `also`, the others' records too."""
     from harness.families import wgmma as family
     from harness.families.wgmma import fragments_probe
     ran, run = [], fragments_probe.run
     monkeypatch.setattr(fragments_probe, "run", lambda key, *a: ran.append(key) or run(key, *a))
-    recs = family.FAMILY.diagnose(family.FAMILY.kernel_of(SS), [case], f"/nonexistent/simulated/{SS.name}.cubin",
-                                  device, 30, None)
-    return {r["operand"]: r for r in recs}, ran
+    recs = family.FAMILY.diagnose(family.FAMILY.kernel_of(SS), [case, *also],
+                                  f"/nonexistent/simulated/{SS.name}.cubin", device, 30, None)
+    mine = {r["operand"]: r for r in recs if r["id"] == case.id}
+    return (mine, ran, [r for r in recs if r["id"] != case.id]) if also else (mine, ran)
 
 
 def test_in_a_fault_storm_addresses_read_astray_skip_the_fragment_probe(hooks, monkeypatch):
@@ -408,3 +410,13 @@ def test_in_a_fault_storm_addresses_as_modelled_leave_the_fragment_probe_to_run(
     probe runs after the address probes."""
     recs, ran = _family_diagnose(_case("K", "128B"), _InStorm(), monkeypatch)
     assert ran == [SS] and recs["D"]["status"] == "pass" and recs["A"]["status"] == recs["B"]["status"] == "pass"
+
+
+def test_in_a_fault_storm_a_control_gets_no_fragment_record_nor_caveat(hooks, monkeypatch):
+    """A negative control gets no fragment probe, in a storm or not: in a storm its address records, read astray or
+    not, carry no caveat about one, and no D record is made for it."""
+    control = next(c for c in C.cases_for_key(SS, ("exact",), True) if c.control)
+    hooks.MISREAD_DESC["B"] = PLANTS[0][3]
+    recs, _, others = _family_diagnose(_case("K", "128B"), _InStorm(), monkeypatch, also=[control])
+    assert recs["D"]["status"] == "not-probed" and others and {r["id"] for r in others} == {control.id}
+    assert all(r["operand"] != "D" and "caveat" not in r for r in others), others

@@ -101,7 +101,8 @@ class WgmmaFamily:
             # that faults costs about a second. The address probes go first, through the model's fragments; the
             # fragment probe runs only for a case whose addresses all read as the model says, the failure unexplained
             recs = probe.diagnose(cases, cubin_of, device, timeout, png_dir, tables=tables)
-            explained = {r["id"]: r for r in recs if r["status"] in _ADDRESSES_ASTRAY}
+            ids = {c.id for c in probed}  # a control gets no fragment probe, in a storm or not: nor its caveat
+            explained = {r["id"]: r for r in recs if r["id"] in ids and r["status"] in _ADDRESSES_ASTRAY}
             frag = fragments_probe.diagnose([c for c in probed if c.id not in explained], cubin_of, device, timeout,
                                             png_dir)
             frag += [_fragments_not_probed(c.id, storm, explained[c.id]) for c in probed if c.id in explained]
