@@ -394,8 +394,9 @@ _FAILED = {str(Status.FAULT): "faulted", str(Status.TIMEOUT): "timed out"}  # a 
 class NoRelaunch:
     """A probe's device (contract.Device) that answers a launch of a kernel whose own launches failed in a fault storm
     with that failure, not launching it: the probe would most likely fail as they did, at the cost of the worker's
-    CUDA context (about half a second to replace, and the largest share of a stormed sweep's diagnosis). Every other
-    launch, and every compile, goes to the device."""
+    CUDA context and of the fault itself (a launch that faults answers about 1.2 s after it starts on an H100 node:
+    docs/performance.md, "When most launches fault"). Every other launch, and every compile, goes to the device. Its
+    `fault_storm` names the storm to the family probing (contract.Device)."""
 
     def __init__(self, device, storm: FaultStorm, arch: str, fault_storm: str):
         self.device, self.storm, self.arch = device, storm, arch
