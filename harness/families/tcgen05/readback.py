@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.families.tcgen05.cases import CONTROL_PREDICTION, MODELS_BUG, OBSERVATIONS, TcCase, unsettled_reason
+from harness.families.tcgen05.cases import CONTROL_PREDICTION, MODELS_BUG, OBSERVATIONS, TcCase
 from harness.families.tcgen05.datapaths import d_position, decode_d
 from harness.families.tcgen05.kernel import STATUS_NOT_OBSERVED
 from harness.families.tcgen05.reference import TMEM_POISON, TcPrepared
@@ -48,9 +48,6 @@ def settle_failed_launch(c: TcCase, rec: dict) -> dict:
 def diff(prep: TcPrepared, tmem_out: np.ndarray, status) -> dict:
     c = prep.case
     rec = {"id": c.id, "kernel": c.form.name, "family": "tcgen05"}
-    why = unsettled_reason(c)
-    if why:
-        rec["unsettled"] = why
     rec.update(control_fields(c))
     observation = c.control.partition("@")[0] in OBSERVATIONS
     if observation:  # recorded, never a pass or a fail (the ISA predicts nothing this harness could check)

@@ -1,6 +1,6 @@
 """Diff device accumulators against the sparse reference: the dense family's diff (same accumulator fragments,
-same verdicts for negative controls), each record also naming the case's metadata pattern and selector, and, for a
-case whose expected value rests on an unsettled reading, the reading (`unsettled`)."""
+same verdicts for negative controls), each record also naming the case's metadata pattern and selector. (A case
+whose expected value rests on an unsettled reading says so through the family's case_fields, in every record.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -14,6 +14,4 @@ def diff_launch(preps: list[Prepared], regs: np.ndarray) -> list[dict]:
     for p, rec in zip(preps, recs):
         rec["metadata"] = p.case.pattern
         rec["selector"] = p.case.variant.selector
-        if p.case.unsettled:
-            rec["unsettled"] = p.case.unsettled
     return recs
