@@ -126,6 +126,31 @@ class Device(Protocol):
     fault_storm: str | None
 
 
+# an address probe's statuses that show an operand read other than the model says: its map differs (fail, or
+# inconclusive where both operands differ), or the probe's own launch faulted or hung (or was not launched for that)
+ADDRESSES_ASTRAY = frozenset({str(Status.FAIL), "inconclusive", str(Status.FAULT), str(Status.TIMEOUT)})
+
+
+def astray_in_a_storm(device: Device, address_records: list[dict], case_ids) -> dict[str, dict]:
+    """Where `device` names a fault storm (Device.fault_storm): by case id (of `case_ids`), the first address-probe
+    record of the case that found an operand read astray (ADDRESSES_ASTRAY). A family skips, for those cases, the
+    probes that read through the same operands and could not explain a fault; {} outside a storm."""
+    if not getattr(device, "fault_storm", None):
+        return {}
+    ids, found = set(case_ids), {}
+    for r in address_records:
+        if r["id"] in ids and r.get("status") in ADDRESSES_ASTRAY:
+            found.setdefault(r["id"], r)
+    return found
+
+
+def not_probed_in_a_storm(device: Device, address: dict, probe: str, why: str) -> str:
+    """The summary of a probe of a storm's case not run because its `address` record found an operand read astray:
+    the storm, what the address probe said, and `why` the skipped probe (`probe`) could not have helped."""
+    said = address.get("summary") or address.get("error") or address["status"]
+    return (f"{probe} probe not run: {device.fault_storm}; the {address['operand']} address probe: {said}. {why}")
+
+
 class LaunchFailed(RuntimeError):
     def __init__(self, status: str, message: str):
         # 'fault' or 'timeout'; 'compile-error' when the driver cannot load the module; 'error' when the worker

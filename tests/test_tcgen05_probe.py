@@ -304,6 +304,57 @@ def test_a_d_map_taken_with_misread_operands_says_so(worker):
     assert "the address probe found B read elsewhere" in recs["tmem-dD"]["caveat"], recs["tmem-dD"]
 
 
+class _InStorm:
+    """The worker as the sweep's storm guard (engine.NoRelaunch) hands it to the family: it names the storm
+    (contract.Device.fault_storm) and counts the launches of each probe."""
+    fault_storm = "a fault storm: 4 of the 8 launches of tcgen05 on sm_100a answered had failed"
+
+    def __init__(self, worker):
+        self.worker, self.launches = worker, 0
+
+    def run(self, cubin_path, name, launch, timeout):
+        self.launches += 1
+        return self.worker.run(cubin_path, name, launch, timeout)
+
+
+def test_in_a_fault_storm_addresses_read_astray_skip_the_tmem_probe(worker):
+    """In a fault storm, a case whose address probe found an operand read astray gets no Tensor Memory probe: it
+    launches on the same descriptors, so it would most likely fault too (a second each) and could not explain a
+    fault. Its record says 'not-probed', the storm and what the address probe found. The same case outside a storm,
+    and a storm's case whose addresses read as the model says, do get the probe."""
+    c = case("f16", "SS", 128, 64, "64B", "128B")
+    stormy = _InStorm(worker)
+    recs = {r.get("probe", "address") + r["operand"]: r for r in diagnose([c], stormy, "swizzle=64B@B")}
+    assert recs["addressB"]["status"] == "fail" and recs["tmem-dD"]["status"] == "not-probed", recs["tmem-dD"]
+    assert recs["tmem-dD"]["summary"].startswith(f"tmem-d probe not run: {_InStorm.fault_storm}; the B address probe: "
+                                                 f"{recs['addressB']['summary']}. This probe's launch reads")
+    calm = _InStorm(worker)
+    calm.fault_storm = None
+    assert diagnose([c], calm, "swizzle=64B@B") and calm.launches == stormy.launches + 1  # the one probe skipped
+    faithful = {r.get("probe", "address") + r["operand"]: r for r in diagnose([c], _InStorm(worker))}
+    assert faithful["tmem-dD"]["status"] == "pass" and faithful["addressB"]["status"] == "pass"
+
+
+def test_in_a_fault_storm_a_faulting_address_probe_skips_both_of_a_block_scaled_cases_probes(monkeypatch):
+    """A block-scaled case (which the address probe does not yet cover) whose address record faulted, in a storm:
+    neither the Tensor Memory probe nor the scale-factor probe is run for it; another case of the kernel, read as
+    modelled, gets both."""
+    from harness.families.tcgen05 import sf_probe, tmem_probe
+    faulted, fine = (T.TcCase(Form("mxf8f6f4", 1), 128, n, "e4m3", "e4m3", "f32", "128B", "128B") for n in (32, 64))
+    monkeypatch.setattr(probe, "diagnose", lambda kernel, cases, *a, **k: [
+        {"type": "diagnosis", "id": faulted.id, "operand": "A", "status": "fault", "error": "illegal address"},
+        {"type": "diagnosis", "id": fine.id, "operand": "A", "status": "pass"}])
+    ran = []
+    monkeypatch.setattr(tmem_probe, "diagnose", lambda kernel, cases, *a: ran.append(("tmem", cases)) or [])
+    monkeypatch.setattr(sf_probe, "diagnose", lambda kernel, cases, *a: ran.append(("sf", cases)) or [])
+    recs = tcgen05.FAMILY.diagnose(kernel_of(faulted.form), [faulted, fine], "sim.cubin", _InStorm(None), 60, None)
+    assert ran == [("tmem", [fine]), ("sf", [fine])]
+    skipped = {r["probe"]: r for r in recs if r["status"] == "not-probed"}
+    assert set(skipped) == {"tmem-d", "scale-factors"} and {r["id"] for r in skipped.values()} == {faulted.id}
+    assert skipped["scale-factors"]["summary"].startswith(
+        f"scale-factors probe not run: {_InStorm.fault_storm}; the A address probe: illegal address.")
+
+
 # ---------------------------------------------------------------------------------------------------- random maps
 
 class _InProcess:

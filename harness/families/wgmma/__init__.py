@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib
 
-from harness.contract import Device, Kernel, LaunchInput, case_record
+from harness.contract import Device, Kernel, LaunchInput, astray_in_a_storm, case_record, not_probed_in_a_storm
 from harness.enums import Arch, FamilyName, OperandSource, Status
 
 
@@ -95,17 +95,16 @@ class WgmmaFamily:
         tables: dict = {}  # key -> the fragment tables the hardware was seen to use, where that probe ran first
         cubin_of = self._sibling_cubins(kernel, cubin_path, device)
         probed = [c for c in cases if not c.control]
-        storm = getattr(device, "fault_storm", None)
-        if storm:
+        if getattr(device, "fault_storm", None):
             # a fault storm: register fragments decide no address, so they cannot make a launch fault, and a probe
             # that faults costs about a second. The address probes go first, through the model's fragments; the
             # fragment probe runs only for a case whose addresses all read as the model says, the failure unexplained
             recs = probe.diagnose(cases, cubin_of, device, timeout, png_dir, tables=tables)
-            ids = {c.id for c in probed}  # a control gets no fragment probe, in a storm or not: nor its caveat
-            explained = {r["id"]: r for r in recs if r["id"] in ids and r["status"] in _ADDRESSES_ASTRAY}
+            # a control gets no fragment probe, in a storm or not: nor its caveat
+            explained = astray_in_a_storm(device, recs, [c.id for c in probed])
             frag = fragments_probe.diagnose([c for c in probed if c.id not in explained], cubin_of, device, timeout,
                                             png_dir)
-            frag += [_fragments_not_probed(c.id, storm, explained[c.id]) for c in probed if c.id in explained]
+            frag += [_fragments_not_probed(c.id, device, explained[c.id]) for c in probed if c.id in explained]
             for r in recs:
                 if r["id"] in explained and r["status"] != "pass":  # a map read as the model's needs no caveat
                     r["caveat"] = ("decoded through the model's register fragments: the fragment probe was not run "
@@ -139,18 +138,13 @@ class WgmmaFamily:
         return cubin_of
 
 
-# an address probe's statuses that show an operand read other than the model says: its map differs (fail, or
-# inconclusive where both operands differ), or the probe's own launch faulted or hung (or was not launched for that)
-_ADDRESSES_ASTRAY = {str(Status.FAIL), "inconclusive", str(Status.FAULT), str(Status.TIMEOUT)}
-
-
-def _fragments_not_probed(case_id: str, storm: str, address: dict) -> dict:
+def _fragments_not_probed(case_id: str, device: Device, address: dict) -> dict:
     """The fragment probe's record of a case of a fault storm whose address probe found its operand read astray."""
-    said = address.get("summary") or address.get("error") or address["status"]
     return {"type": "diagnosis", "id": case_id, "operand": "D", "probe": "accumulator", "status": "not-probed",
-            "summary": f"accumulator probe not run: {storm}; the {address['operand']} address probe: {said}. "
-                       "Register fragments decide no address, so they cannot explain a fault, and the probe would "
-                       "most likely fault too, at the cost of a fresh CUDA context"}
+            "summary": not_probed_in_a_storm(device, address, "accumulator",
+                                             "Register fragments decide no address, so they cannot explain a fault, "
+                                             "and the probe would most likely fault too, at the cost of a fresh CUDA "
+                                             "context")}
 
 
 FAMILY = WgmmaFamily()
