@@ -102,19 +102,44 @@ def facet_choices(facet: str, names=None) -> list | None:
     return list(out) or None
 
 
+class _DeclaredChoices:
+    """A selection flag's choices: what the families declare (facet_choices), worked out when argparse first asks,
+    which it does only where the flag is given or help is printed. Reading the declarations imports the families'
+    case modules; a command line without the flag leaves that to the plan, after the sweep command has started its
+    GPU worker ahead (harness/sweep.py worker_ahead), as before the families declared their choices."""
+
+    def __init__(self, facet: str, family_names: tuple[str, ...]):
+        self._facet, self._names, self._values, self._known = facet, family_names, None, False
+
+    def _declared(self):
+        if not self._known:
+            self._values, self._known = facet_choices(self._facet, self._names), True
+        return self._values
+
+    def __contains__(self, value) -> bool:
+        declared = self._declared()
+        return declared is None or value in declared  # none declared: any value (the plan refuses one no case has)
+
+    def __iter__(self):
+        return iter(self._declared() or ())
+
+
 def add_flags(p, family_names: tuple[str, ...]) -> None:
     """The flags that name a Selection, added to an argparse parser (Selection.from_flags reads them back). Here, with
     Selection, rather than in the command line: `sweep` and `compile` take them, and so does the pytest plugin's
-    --tc-sweep (harness/pytest_plugin.py), which sits beside the command line and may not import it."""
-    choices = lambda facet: facet_choices(facet, family_names)  # noqa: E731  (what the families declare)
+    --tc-sweep (harness/pytest_plugin.py), which sits beside the command line and may not import it. Each facet
+    flag names its metavar, so that argparse lists its choices (_DeclaredChoices) only in help and errors."""
+    def facet(flag: str, name: str, what: str, **kw) -> None:
+        p.add_argument(flag, action="append", choices=_DeclaredChoices(name, family_names), metavar=name.upper(),
+                       help=f"{what} (one of: %(choices)s)", **kw)
     p.add_argument("--family", action="append", choices=list(family_names),
                    help="instruction family (repeatable)")
-    p.add_argument("--kind", action="append", choices=choices("kind"), help="wgmma or tcgen05 kind (repeatable)")
+    facet("--kind", "kind", "instruction kind, repeatable")
     p.add_argument("--n", action="append", type=int, help="only these N (repeatable)")
-    p.add_argument("--a-src", action="append", choices=choices("a_src"), help="A operand source (repeatable)")
-    p.add_argument("--cta-group", action="append", type=int, choices=choices("cta_group"), help="tcgen05 CTA group")
-    p.add_argument("--dtype", action="append", choices=choices("dtype"), help="accumulator type")
-    p.add_argument("--data", action="append", choices=choices("data"))
+    facet("--a-src", "a_src", "A operand source, repeatable")
+    facet("--cta-group", "cta_group", "tcgen05 CTA group", type=int)
+    facet("--dtype", "dtype", "accumulator type")
+    facet("--data", "data", "input data")
     p.add_argument("--match", action="append", help="only cases whose id contains this text (repeatable: any of "
                                                     "them; other filters narrow it further)")
     p.add_argument("--no-controls", action="store_true", help="skip the negative controls")

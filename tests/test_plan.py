@@ -471,6 +471,25 @@ def test_the_facet_values_a_family_declares_are_those_its_cases_have(fam):
     assert {facet: set(vs) for facet, vs in declared.items()} == {facet: seen[facet] for facet in declared}
 
 
+def test_the_selection_flags_read_the_declarations_only_where_a_facet_flag_is_given(monkeypatch, capsys):
+    """A command line without a facet flag reads no family's declarations while it is parsed (they import the
+    families' case modules, which the sweep command leaves until after it has started its GPU worker ahead); one
+    with the flag is checked against them, and a value none declares is refused with the declared ones listed."""
+    import argparse
+    asked = []
+    real = plan.facet_choices
+    monkeypatch.setattr(plan, "facet_choices", lambda facet, names=None: asked.append(facet) or real(facet, names))
+    p = argparse.ArgumentParser(prog="sweep")
+    plan.add_flags(p, ("wgmma", "tcgen05"))
+    a = p.parse_args(["--family", "wgmma", "--n", "64", "--match", "RS"])
+    assert asked == [] and a.family == ["wgmma"]
+    assert p.parse_args(["--kind", "f16", "--cta-group", "2"]).cta_group == [2] and asked == ["kind", "cta_group"]
+    with pytest.raises(SystemExit):
+        p.parse_args(["--a-src", "XS"])
+    assert "argument --a-src: invalid choice: 'XS' (choose from 'SS', 'RS', 'TS')" in capsys.readouterr().err
+    assert "(one of: f16, tf32, f8, s8, b1, " in " ".join(p.format_help().split())
+
+
 def test_the_selection_flags_offer_what_the_families_declare(monkeypatch):
     assert plan.facet_choices("kind")[:5] == ["f16", "tf32", "f8", "s8", "b1"] and "mxf4nvf4" in plan.facet_choices(
         "kind")
