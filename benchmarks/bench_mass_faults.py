@@ -15,8 +15,9 @@ Steps, each a `sweep --family wgmma` of the same selection on a private cache (T
   planted-no-spares, clean-no-spares   planted and clean with no spare GPU worker started before a launch fails
            (TC_BENCH_NO_SPARES_AT_START: what the spares started with the engine buy, and cost a clean sweep)
 Writes bench-mass-faults.json (walls, exit codes, statuses, records against cases, the storms, the ratio, the GPU UUID
-as nvidia-smi and as the harness record it), bench-mass-faults.log (every step's stderr) and the planted and clean
-results files, gzipped, under --out-dir. Exit 0 when the planted sweep accounted for every case, no case passed
+as nvidia-smi and as the harness record it), bench-mass-faults.log (every step's stderr, each step's start since the
+epoch), <step>.workers.jsonl for the steps through lbo_unshifted.py (each GPU worker's start and launches, since the
+epoch: TC_BENCH_WORKER_LOG) and the planted and clean results files, gzipped, under --out-dir. Exit 0 when the planted sweep accounted for every case, no case passed
 that was not launched, and it took at most twice the clean baseline; else 1. On a machine without a GPU it runs
 (nothing is launched: every case not-run) and says so."""
 import argparse
@@ -43,7 +44,7 @@ STEP_TIMEOUT_S = {"warm": 150, "stock": 60, "clean": 60, "planted": 120, "clean2
 def step(name: str, args: list[str], env: dict, log) -> dict:
     """Run one step; its stderr goes to the log with each line's seconds since the step began (where a storm's
     seconds go: each faulting launch's line, the storm's, the diagnosis's), read as the lines come."""
-    t = time.monotonic()
+    t, epoch = time.monotonic(), time.time()
     proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     timed: list[str] = []
     stdout: list[str] = []
@@ -68,7 +69,8 @@ def step(name: str, args: list[str], env: dict, log) -> dict:
     out = "".join(stdout)
     err = "".join(timed)
     wall = time.monotonic() - t
-    log.write(f"===== {name}: exit {code} in {wall:.2f} s: {' '.join(args)}\n{err}\n")
+    log.write(f"===== {name}: exit {code} in {wall:.2f} s (began at {epoch:.4f} s since the epoch): {' '.join(args)}\n"
+              f"{err}\n")
     log.flush()
     out_rec = {"wall_s": round(wall, 2), "exit": code}
     try:
@@ -143,7 +145,8 @@ def main() -> int:
     with open(out / "bench-mass-faults.log", "w") as log:
         for name, args, more in steps:
             path = work / f"{name}.jsonl"
-            rec = step(name, [*args, "--out", str(path)], dict(env, **more), log)
+            workers_log = {"TC_BENCH_WORKER_LOG": str(out / f"{name}.workers.jsonl")} if args is via else {}
+            rec = step(name, [*args, "--out", str(path)], dict(env, **more, **workers_log), log)
             report[name] = read_back(path, rec)
             print(f"{name:<8} exit {rec['exit']} in {rec['wall_s']:>7.2f} s: {report[name].get('statuses')} "
                   f"({report[name].get('records')} records of {report[name].get('cases')} cases)", flush=True)

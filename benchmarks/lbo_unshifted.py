@@ -5,13 +5,20 @@ field holds the byte count, not the byte count >> 4, so the LBO the hardware rea
 bits). Most launches of the dense family then read past their shared-memory window and fault; swizzled K-major
 operands, whose LBO the hardware ignores, still pass. With TC_BENCH_PLANT unset or empty it plants nothing: the same
 code path, clean, for the baseline. Nothing in the harness reads the variable: only a sweep whose launches go through
-this module (benchmarks/sweep_with_backend.py) is affected, and the package is never edited."""
+this module (benchmarks/sweep_with_backend.py) is affected, and the package is never edited.
+Where TC_BENCH_WORKER_LOG names a file, each worker process appends to it one JSON line when it began importing this
+module and when its device was ready, and one a launch (kernel, start, seconds, whether it raised), with the time
+since the epoch and its pid: where a storm's diagnosis waits (for a worker's CUDA context, its probes' launches)."""
+import json
 import os
+import time
 
-import numpy as np
+IMPORTED = time.time()  # the worker's process is up and imports its backend (this module) from here
 
-from harness.run import launch as device
-from harness.contract import LaunchInput
+import numpy as np  # noqa: E402
+
+from harness.run import launch as device  # noqa: E402
+from harness.contract import LaunchInput  # noqa: E402
 
 PLANT = "lbo-unshifted"
 DESCRIPTORS = ("desc_a", "desc_b")
@@ -56,9 +63,21 @@ def _input(launch) -> LaunchInput:
     return plant(LaunchInput.load(launch) if isinstance(launch, str) else launch)
 
 
+def _note(event: str, t: float, **more) -> None:
+    path = os.environ.get("TC_BENCH_WORKER_LOG")
+    if path:
+        with open(path, "a") as fh:
+            fh.write(json.dumps({"t": round(t, 4), "event": event, "pid": os.getpid(), **more}) + "\n")
+
+
 def use_device(index: int) -> None:
     planting()  # a wrong value: the worker's start fails, with the reason, before any launch
+    first, t = not getattr(use_device, "done", False), time.time()
     device.use_device(index)
+    if first:  # the worker's own call (its reading thread calls it again)
+        use_device.done = True
+        _note("imported", IMPORTED)
+        _note("device ready", time.time(), use_device_s=round(time.time() - t, 4))
 
 
 def reserve_for_launches() -> None:
@@ -69,9 +88,19 @@ def stage(path: str, slot: int) -> LaunchInput:
     return plant(device.stage(path, slot))
 
 
+def _timed(kernel_name: str, call):
+    t, raised = time.time(), True
+    try:
+        out = call()
+        raised = False
+        return out
+    finally:
+        _note("launch", t, kernel=kernel_name, seconds=round(time.time() - t, 4), raised=raised)
+
+
 def run(cubin_path, kernel_name, launch):
-    return device.run(cubin_path, kernel_name, _input(launch))
+    return _timed(kernel_name, lambda: device.run(cubin_path, kernel_name, _input(launch)))
 
 
 def run_to_host(cubin_path, kernel_name, launch, slot: int):
-    return device.run_to_host(cubin_path, kernel_name, _input(launch), slot)
+    return _timed(kernel_name, lambda: device.run_to_host(cubin_path, kernel_name, _input(launch), slot))

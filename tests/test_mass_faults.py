@@ -287,6 +287,33 @@ def test_the_benchmarks_lbo_plant_writes_every_descriptors_lbo_unshifted(monkeyp
         lbo_unshifted.use_device(0)
 
 
+def test_the_benchmarks_backend_logs_each_workers_start_and_launches(monkeypatch, tmp_path):
+    """benchmarks/lbo_unshifted.py with TC_BENCH_WORKER_LOG: a worker's start (imported, device ready) and each launch
+    (kernel, start, seconds, whether it raised: a faulting launch raises) as JSON lines, so that a storm's diagnosis
+    on a GPU shows how long it waited for a worker and its probes' launches."""
+    from benchmarks import lbo_unshifted
+    log = tmp_path / "workers.jsonl"
+    monkeypatch.setenv("TC_BENCH_WORKER_LOG", str(log))
+    monkeypatch.delenv("TC_BENCH_PLANT", raising=False)
+    monkeypatch.setattr(lbo_unshifted, "_input", lambda launch: launch)
+    monkeypatch.setattr(lbo_unshifted.device, "use_device", lambda index: None)
+    monkeypatch.setattr(lbo_unshifted.use_device, "done", False, raising=False)
+
+    def fault(*a):
+        raise RuntimeError("cudaErrorIllegalAddress")
+    monkeypatch.setattr(lbo_unshifted.device, "run", lambda cubin, name, launch: {"d": name})
+    monkeypatch.setattr(lbo_unshifted.device, "run_to_host", fault)
+    lbo_unshifted.use_device(0)
+    lbo_unshifted.use_device(0)  # the reading thread's call: not the worker's start
+    assert lbo_unshifted.run("k.cubin", "kern_ok", None) == {"d": "kern_ok"}
+    with pytest.raises(RuntimeError):
+        lbo_unshifted.run_to_host("k.cubin", "kern_bad", None, 0)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [x["event"] for x in lines] == ["imported", "device ready", "launch", "launch"]
+    assert {x["pid"] for x in lines} == {os.getpid()} and all(x["t"] > 1.7e9 for x in lines)
+    assert [(x["kernel"], x["raised"]) for x in lines[2:]] == [("kern_ok", False), ("kern_bad", True)]
+
+
 @pytest.mark.slow
 def test_the_mass_fault_benchmark_rehearses_on_a_cpu(tmp_path):
     """benchmarks/bench_mass_faults.py without a GPU (a narrow selection): every step runs, nothing is launched, and
