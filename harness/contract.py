@@ -132,16 +132,14 @@ ADDRESSES_ASTRAY = frozenset({str(Status.FAIL), "inconclusive", str(Status.FAULT
 
 
 def astray_in_a_storm(device: Device, address_records: list[dict], case_ids) -> dict[str, dict]:
-    """Where `device` names a fault storm (Device.fault_storm): by case id (of `case_ids`), the first address-probe
-    record of the case that found an operand read astray (ADDRESSES_ASTRAY). A family skips, for those cases, the
-    probes that read through the same operands and could not explain a fault; {} outside a storm."""
+    """Where `device` names a fault storm (Device.fault_storm): by case id (of `case_ids`), the last address-probe
+    record of the case that found an operand read astray (ADDRESSES_ASTRAY; the last, B where A and B both are, as
+    wgmma's diagnosis has always quoted). A family skips, for those cases, the probes that read through the same
+    operands and could not explain a fault; {} outside a storm."""
     if not getattr(device, "fault_storm", None):
         return {}
-    ids, found = set(case_ids), {}
-    for r in address_records:
-        if r["id"] in ids and r.get("status") in ADDRESSES_ASTRAY:
-            found.setdefault(r["id"], r)
-    return found
+    ids = set(case_ids)
+    return {r["id"]: r for r in address_records if r["id"] in ids and r.get("status") in ADDRESSES_ASTRAY}
 
 
 def not_probed_in_a_storm(device: Device, address: dict, probe: str, why: str) -> str:

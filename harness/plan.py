@@ -120,8 +120,9 @@ class _DeclaredChoices:
         declared = self._declared()
         return declared is None or value in declared  # none declared: any value (the plan refuses one no case has)
 
-    def __iter__(self):
-        return iter(self._declared() or ())
+    def __iter__(self):  # help's "(one of: ...)"; an error's list is asked for only where a value is refused
+        declared = self._declared()
+        return iter(declared if declared is not None else ("any value",))
 
 
 def add_flags(p, family_names: tuple[str, ...]) -> None:

@@ -163,3 +163,29 @@ def test_the_bundle_command_and_the_sweep_hook(faulted, tmp_path):
 def test_the_published_manifest_schema_is_the_one_the_code_checks():
     root = Path(__file__).resolve().parent.parent
     assert json.loads((root / "docs" / "bundle-manifest.schema.json").read_text()) == bundle.MANIFEST_SCHEMA
+
+
+def test_the_bundles_check_gives_the_record_the_sweep_gave_unsettled_included(tmp_path):
+    """A bundle's check.py diffs the case's outputs as the sweep did: its record carries what every record of the
+    case carries (contract.case_keys), so a case whose expected value rests on an unsettled reading (a sparse case
+    with decreasing 2:4 indices) says so there too. Outputs all zero: the case fails, exit 1."""
+    import os
+    import sys
+    from harness import registry
+    p = plan.make(plan.Selection(families=("wgmma_sp",), kinds=("s8",), n_values=(8,)), {"wgmma_sp": "sm_90a"})
+    kernel, case = next((k, c) for k, cs in p.work for c in cs if c.unsettled and not c.control)
+    inp, expectations = registry.get(kernel.family).prepare(kernel, [case])
+    outputs = {}
+    for name, spec in inp.outputs.items():
+        dt = np.dtype(spec.dtype)
+        outputs[name] = (dt.str, (inp.ctas, *spec.shape))
+        np.zeros((inp.ctas, *spec.shape), dt).tofile(tmp_path / f"out_{name}.bin")
+    (tmp_path / "expect.pkl").write_bytes(pickle.dumps((kernel, expectations, outputs)))
+    (tmp_path / "check.py").write_text(bundle._CHECK_PY)
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, str(tmp_path / "check.py"), str(tmp_path)], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(root)), timeout=300)
+    assert r.returncode == 1, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["id"] == case.id and rec["status"] == "fail" and rec["unsettled"] == case.unsettled
+    assert rec["facets"]["kind"] == "s8"

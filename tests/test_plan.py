@@ -488,6 +488,12 @@ def test_the_selection_flags_read_the_declarations_only_where_a_facet_flag_is_gi
         p.parse_args(["--a-src", "XS"])
     assert "argument --a-src: invalid choice: 'XS' (choose from 'SS', 'RS', 'TS')" in capsys.readouterr().err
     assert "(one of: f16, tf32, f8, s8, b1, " in " ".join(p.format_help().split())
+    # a facet no family declares values for takes any value, and its help says so
+    monkeypatch.setattr(plan, "facet_choices", lambda facet, names=None: None)
+    p = argparse.ArgumentParser(prog="sweep")
+    plan.add_flags(p, ("wgmma",))
+    assert p.parse_args(["--kind", "k9"]).kind == ["k9"]
+    assert "instruction kind, repeatable (one of: any value)" in " ".join(p.format_help().split())
 
 
 def test_the_selection_flags_offer_what_the_families_declare(monkeypatch):

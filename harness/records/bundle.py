@@ -164,12 +164,15 @@ from pathlib import Path
 import numpy as np
 
 from harness import registry
+from harness.contract import case_keys
 
 case = Path(sys.argv[1])
 kernel, expectations, outputs = pickle.loads((case / "expect.pkl").read_bytes())
 got = {name: np.fromfile(case / f"out_{name}.bin", dtype=dtype).reshape(shape)
        for name, (dtype, shape) in outputs.items()}
-(rec,) = registry.get(kernel.family).readback(kernel, expectations, got)
+family = registry.get(kernel.family)
+(rec,) = family.readback(kernel, expectations, got)
+rec.update(case_keys(family, expectations[0].case))  # what every record of the case carries (its facets, unsettled)
 print(json.dumps(rec, indent=1, default=str))
 sys.exit(0 if rec.get("status") == "pass" else 1)
 '''

@@ -94,18 +94,18 @@ class Tcgen05Family:
         are not negative controls, the Tensor Memory probe of D (tmem_probe.py: which CTA / lane / column holds
         each D element) and for the block-scaled kinds the scale-factor probe (sf_probe.py: which stored factor
         each row of A / column of B and each K block used), which reads D through the placement tmem-d found.
-        In a fault storm (Device.fault_storm), a case whose address probe found an operand read astray gets
-        neither: both launch on the same descriptors, so they would most likely fault too, at a second's cost each,
-        and could not explain a fault (their records say 'not-probed', and why)."""
+        In a fault storm (Device.fault_storm), a case whose address probe found an operand read astray gets no
+        Tensor Memory probe: it launches on the same descriptors, so it would most likely fault too, at a second's
+        cost, and could not explain a fault (its record says 'not-probed', and why). The forms the address probe does
+        not cover (block scaling, a CTA pair, .ws: probe.unsupported) have no address record read astray, so their
+        D and scale-factor probes run in a storm too: they are all that can be learnt of such a form."""
         from harness.families.tcgen05 import probe, sf_probe, tmem_probe
         recs = probe.diagnose(kernel, cases, cubin_path, device, timeout, png_dir,
                               cubin_of=self._sibling_cubins(kernel, cubin_path, device))
         plain = [c for c in cases if not c.control]
         astray = astray_in_a_storm(device, recs, [c.id for c in plain])
-        skipped = [self._not_probed(c.id, device, astray[c.id], scaled) for c in plain if c.id in astray
-                   for scaled in ((False, True) if kernel.form.block_scaled else (False,))]
+        recs += [self._tmem_not_probed(c.id, device, astray[c.id]) for c in plain if c.id in astray]
         plain = [c for c in plain if c.id not in astray]
-        recs += skipped
         tmem = tmem_probe.diagnose(kernel, plain, cubin_path, device, timeout, png_dir)
         found: dict = {}  # case id -> {address-probe status: operands}, the operands not read as modelled
         for r in recs:
@@ -125,13 +125,12 @@ class Tcgen05Family:
 
 
     @staticmethod
-    def _not_probed(case_id: str, device: Device, address: dict, scale_factors: bool) -> dict:
-        """The Tensor Memory probe's record (the scale-factor probe's, with `scale_factors`) of a case of a fault
-        storm whose address probe found an operand read astray."""
-        operand, probe = ("SFA,SFB", "scale-factors") if scale_factors else ("D", "tmem-d")
-        return {"type": "diagnosis", "family": "tcgen05", "id": case_id, "operand": operand, "probe": probe,
+    def _tmem_not_probed(case_id: str, device: Device, address: dict) -> dict:
+        """The Tensor Memory probe's record of a case of a fault storm whose address probe found an operand read
+        astray."""
+        return {"type": "diagnosis", "family": "tcgen05", "id": case_id, "operand": "D", "probe": "tmem-d",
                 "status": "not-probed",
-                "summary": not_probed_in_a_storm(device, address, probe,
+                "summary": not_probed_in_a_storm(device, address, "tmem-d",
                                                  "This probe's launch reads its operands through the same "
                                                  "descriptors, so it would most likely fault too, at the cost of a "
                                                  "fresh CUDA context, and could not explain a fault")}
