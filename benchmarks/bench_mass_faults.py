@@ -17,8 +17,9 @@ Steps, each a `sweep --family wgmma` of the same selection on a private cache (T
 Writes bench-mass-faults.json (walls, exit codes, statuses, records against cases, the storms, the ratio, the GPU UUID
 as nvidia-smi and as the harness record it), bench-mass-faults.log (every step's stderr, each step's start since the
 epoch), <step>.workers.jsonl for the steps through lbo_unshifted.py (each GPU worker's start and launches, since the
-epoch: TC_BENCH_WORKER_LOG) and the planted and clean results files, gzipped, under --out-dir. Exit 0 when the planted sweep accounted for every case, no case passed
-that was not launched, and it took at most twice the clean baseline; else 1. On a machine without a GPU it runs
+epoch: TC_BENCH_WORKER_LOG) and the planted and clean results files, gzipped, under --out-dir. Exit 0 when the
+planted sweep accounted for every case, no case passed that was not launched, and it took at most twice the clean
+baseline; else 1. On a machine without a GPU it runs
 (nothing is launched: every case not-run) and says so."""
 import argparse
 import gzip

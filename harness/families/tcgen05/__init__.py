@@ -123,7 +123,6 @@ class Tcgen05Family:
         by_id = {r["id"]: r for r in tmem}
         return recs + tmem + sf_probe.diagnose(kernel, plain, cubin_path, device, timeout, png_dir, by_id)
 
-
     @staticmethod
     def _tmem_not_probed(case_id: str, device: Device, address: dict) -> dict:
         """The Tensor Memory probe's record of a case of a fault storm whose address probe found an operand read
