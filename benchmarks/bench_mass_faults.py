@@ -96,7 +96,8 @@ def read_back(path: Path, rec: dict) -> dict:
                not_launched=sum("not launched" in (r.get("error") or "") for r in cases.values()),
                unaccounted=(summary or {}).get("unaccounted"), gpu=env.get("gpu"), gpu_uuid=env.get("gpu_uuid"),
                passed_unlaunched=sum(r["status"] == "pass" and "not launched" in (r.get("error") or "")
-                                     for r in cases.values()))
+                                     for r in cases.values()),
+               timing=(summary or {}).get("timing"))
     return rec
 
 

@@ -727,10 +727,12 @@ def _execute(p: Plan, work, runnable, cfg: SweepConfig, log, plan_s, engine, dev
                                      f"{', '.join(a for i, a in devs if i == d)})" for d in device_indices(devs)))
             timing.update(engine.run(cubins, cfg.timeout, ledger.emit, log))
         if ledger.suspects and cfg.diagnose > 0:
-            td = time.time()
+            from harness.diagnosis import pictures
+            td, drawn = time.time(), pictures.DRAWN["seconds"]
             summary["diagnosed"] = _diagnose(p, compiled, ledger.suspects[:cfg.diagnose], devs, cfg, writer, log,
                                              storm=engine.storm if engine is not None else None, engine=engine)
             timing["diagnose_s"] = round(time.time() - td, 2)
+            timing["pictures_s"] = round(pictures.DRAWN["seconds"] - drawn, 2)  # of diagnose_s
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (processes.Interrupted): the file says so, then out
         interrupted = e
         raise
@@ -773,12 +775,20 @@ def exit_code(summary: dict) -> ExitCode:
     return ExitCode.OK
 
 
+# A storm's suspect gets no picture: drawing one was most of its diagnosis, 0.6 s on an H100 node and 1.3 s in the
+# node's first such sweep (matplotlib read from disk), 15-30% of a sweep where most launches fault
+# (docs/performance.md, "When most launches fault"). Its record says so. (A sweep of the case alone is no way to have
+# it drawn: launched alone, the planted LBO's case faulted on an H100, where in its storm's launch it failed.)
+NOT_DRAWN_IN_A_STORM = ("not drawn: a fault storm (the sweep draws no picture for a storm's suspect, so as to end "
+                        "sooner)")
+
+
 def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log, storm=None, engine=None) -> int:
     """Probe the suspects, one GPU worker per GPU for all of them: the engine's, its launches done (a fresh one costs
     about a second to start). Of a family and arch in a fault storm (`storm`, the engine's FaultStorm) only the
     first suspect is probed: its launches faulted, so its probes most likely fault too, and each fault costs the
     worker its CUDA context; for the same reason its probes launch no kernel whose own launches failed in the storm
-    (FaultStorm.guard)."""
+    (FaultStorm.guard), and it gets no picture (NOT_DRAWN_IN_A_STORM)."""
     by_id = {c.id: c for _, cs in p.work for c in cs}
     png_dir = Path(cfg.out_path).parent / f"{Path(cfg.out_path).stem}-diagnosis" if cfg.out_path else None
     by_kernel: dict[Kernel, list] = {}
@@ -801,11 +811,15 @@ def _diagnose(p: Plan, compiled, suspects, devs, cfg: SweepConfig, writer, log, 
             device = next(d for d, a in devs if a == str(k.arch))
             worker = (engine.worker_of(device) if engine is not None else None) or workers.get(device) \
                 or workers.setdefault(device, GpuWorker(device, cfg.backend))
-            if storm is not None and storm.raging(k):
+            in_storm = storm is not None and storm.raging(k)
+            if in_storm:
                 worker = storm.guard(worker, k)
             recs = families.get(k.family).diagnose(k, cases, str(compiled[k].cubin_path), worker, cfg.timeout,
-                                                  png_dir)
+                                                  None if in_storm else png_dir)
             for r in recs:
+                if in_storm and png_dir is not None and r.get("status") in ("fail", "inconclusive") \
+                        and "png" not in r:
+                    r["png"] = NOT_DRAWN_IN_A_STORM
                 log(f"diagnosis {r['id']} operand {r['operand']}: {r.get('summary') or r.get('error')}")
                 if writer:
                     writer.write(r)

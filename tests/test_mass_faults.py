@@ -375,6 +375,48 @@ def test_in_a_storm_one_suspect_of_the_group_is_diagnosed_on_one_worker(monkeypa
                     "(one is)"]
 
 
+def test_in_a_storm_the_suspect_gets_no_picture_and_its_record_says_why(monkeypatch, tmp_path):
+    """A storm's suspect is diagnosed without pictures (the family gets no folder for them): drawing was most of the
+    storm's diagnosis. Each of its records that would have had one (failed or inconclusive) says why not; a passing
+    one gets nothing. Outside a storm the family gets the folder beside the results file."""
+    from types import SimpleNamespace
+
+    from harness import sweep
+    (k0, cs0), = WORK[:1]
+    given = []
+
+    class Worker:
+        def __init__(self, device, backend):
+            pass
+
+        def close(self):
+            pass
+
+    class Family:
+        def diagnose(self, k, cases, cubin, worker, timeout, png_dir):
+            given.append(png_dir)
+            return [{"type": "diagnosis", "id": cases[0].id, "operand": op, "status": status, "summary": "s"}
+                    for op, status in (("A", "pass"), ("B", "fail"), ("D", "inconclusive"))]
+    monkeypatch.setattr(sweep, "GpuWorker", Worker)
+    monkeypatch.setattr(sweep.families, "get", lambda name: Family())
+    p = SimpleNamespace(work=WORK[:1])
+    compiled = {k0: SimpleNamespace(cubin_path="x.cubin")}
+    cfg = SimpleNamespace(out_path=tmp_path / "r.jsonl", backend="unused", timeout=5.0)
+
+    def diagnose(storm):
+        given.clear()
+        written = []
+        sweep._diagnose(p, compiled, [(k0, cs0[0].id)], [(0, "sm_90a")], cfg, SimpleNamespace(write=written.append),
+                        lambda m: None, storm=storm)
+        return given[0], {r["operand"]: r.get("png") for r in written}
+    raging = SimpleNamespace(raging=lambda k: True, guard=lambda worker, k: worker)
+    folder, pngs = diagnose(raging)
+    note = sweep.NOT_DRAWN_IN_A_STORM
+    assert folder is None and pngs == {"A": None, "B": note, "D": note} and note.startswith("not drawn: a fault storm")
+    folder, pngs = diagnose(SimpleNamespace(raging=lambda k: False))
+    assert folder == tmp_path / "r-diagnosis" and pngs == {"A": None, "B": None, "D": None}
+
+
 def test_in_a_storm_a_probe_launches_no_kernel_whose_own_launches_failed(monkeypatch):
     """A stormed group's diagnosis probes through FaultStorm.guard: a launch of a kernel whose own sweep launches
     faulted (an RS suspect's SS sibling, say, which its fragment probe runs) is answered with that failure, not

@@ -107,5 +107,7 @@ def test_a_failing_case_and_its_diagnosis_write_only_documented_fields(monkeypat
     fake_gpus.install(monkeypatch, ["sm_90a"])
     summary, recs, raw, _ = simsweep.sweep(p, tmp_path / "r.jsonl", diagnose=1)
     assert summary["fail"] and any(r["type"] == "diagnosis" for r in raw)
+    drew = any(str(r.get("png", "")).endswith(".png") for r in raw)  # its time is counted apart, within the diagnosis
+    assert drew and 0 < summary["timing"]["pictures_s"] <= summary["timing"]["diagnose_s"], summary["timing"]
     assert any(r.get("first_mismatches") for r in recs.values())
     assert undocumented(field_names(raw)) == set()

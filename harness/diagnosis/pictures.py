@@ -5,6 +5,8 @@ permuted colour bands. A comparison draws the model's map and
 the map the hardware read side by side, with wrongly read elements outlined."""
 from __future__ import annotations
 
+import functools
+import time
 from functools import lru_cache
 
 import numpy as np
@@ -17,6 +19,22 @@ def pyplot():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
+
+
+DRAWN = {"pictures": 0, "seconds": 0.0}  # what this process has spent drawing (matplotlib's import with the first):
+# a sweep's timing says it (pictures_s), beside its diagnosis's whole time
+
+
+def _counted(draw):
+    @functools.wraps(draw)
+    def counted(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return draw(*args, **kwargs)
+        finally:
+            DRAWN["pictures"] += 1
+            DRAWN["seconds"] += time.perf_counter() - t
+    return counted
 
 
 DPI = 110
@@ -131,6 +149,7 @@ def layout_png(lay: layouts.SmemLayout, chunk: np.ndarray, path) -> None:
         plt.close(fig)
 
 
+@_counted
 def comparison_png(expected_bits: np.ndarray, observed_bits: np.ndarray, path, title: str) -> None:
     """Expected vs observed address map of one operand, chunks relative to the expected map's lowest."""
     plt = pyplot()
@@ -150,6 +169,7 @@ def comparison_png(expected_bits: np.ndarray, observed_bits: np.ndarray, path, t
     plt.close(fig)
 
 
+@_counted
 def ownership_png(model, observed, path, title: str, per_reg: int = 1, colword: str = "col",
                   rowword: str = "row", xlabel: str | None = None,
                   ylabel: str = "thread (warp = thread // 32)", unit: str = "slots") -> None:
