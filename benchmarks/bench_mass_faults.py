@@ -12,8 +12,6 @@ Steps, each a `sweep --family wgmma` of the same selection on a private cache (T
   clean    through benchmarks/sweep_with_backend.py and lbo_unshifted.py with nothing planted (the baseline)
   planted  the same with TC_BENCH_PLANT=lbo-unshifted
   clean2   the baseline again (the node's noise)
-  planted-no-spares, clean-no-spares   planted and clean with no spare GPU worker started before a launch fails
-           (TC_BENCH_NO_SPARES_AT_START: what the spares started with the engine buy, and cost a clean sweep)
 Writes bench-mass-faults.json (walls, exit codes, statuses, records against cases, the storms, the ratio, the GPU UUID
 as nvidia-smi and as the harness record it), bench-mass-faults.log (every step's stderr, each step's start since the
 epoch), <step>.workers.jsonl for the steps through lbo_unshifted.py (each GPU worker's start and launches, since the
@@ -38,8 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.records import results  # noqa: E402
 
-STEP_TIMEOUT_S = {"warm": 150, "stock": 60, "clean": 60, "planted": 120, "clean2": 60, "planted-no-spares": 120,
-                  "clean-no-spares": 60}
+STEP_TIMEOUT_S = {"warm": 150, "stock": 60, "clean": 60, "planted": 120, "clean2": 60}
 
 
 def step(name: str, args: list[str], env: dict, log) -> dict:
@@ -141,9 +138,7 @@ def main() -> int:
     via = [sys.executable, str(ROOT / "benchmarks" / "sweep_with_backend.py"), "benchmarks.lbo_unshifted", "sweep",
            *sel, "--json"]
     steps = [("warm", stock, {}), ("stock", stock, {}), ("clean", via, {}),
-             ("planted", via, {"TC_BENCH_PLANT": "lbo-unshifted"}), ("clean2", via, {}),
-             ("planted-no-spares", via, {"TC_BENCH_PLANT": "lbo-unshifted", "TC_BENCH_NO_SPARES_AT_START": "1"}),
-             ("clean-no-spares", via, {"TC_BENCH_NO_SPARES_AT_START": "1"})]
+             ("planted", via, {"TC_BENCH_PLANT": "lbo-unshifted"}), ("clean2", via, {})]
     with open(out / "bench-mass-faults.log", "w") as log:
         for name, args, more in steps:
             path = work / f"{name}.jsonl"
@@ -162,16 +157,11 @@ def main() -> int:
     planted = report["planted"]
     ran = planted.get("statuses", {}).get("not-run", 0) < (planted.get("cases") or 0)
     report["ratio_planted_to_clean"] = round(planted["wall_s"] / clean, 2) if clean else None
-    without = report["clean-no-spares"]["wall_s"]
-    report["ratio_without_spares_at_start"] = (round(report["planted-no-spares"]["wall_s"] / without, 2)
-                                               if without else None)
     report["every_case_accounted"] = (planted.get("records") == planted.get("cases") and not planted.get("unaccounted")
                                       and not planted.get("passed_unlaunched"))
     report["within_2x"] = bool(report["ratio_planted_to_clean"] is not None and report["ratio_planted_to_clean"] <= 2)
     report["launched_on_a_gpu"] = ran
     (out / "bench-mass-faults.json").write_text(json.dumps(report, indent=1) + "\n")
-    print(f"without spares at start: planted {report['planted-no-spares']['wall_s']} s against clean {without} s: "
-          f"{report['ratio_without_spares_at_start']}x")
     print(f"planted {planted['wall_s']} s against clean {clean} s: {report['ratio_planted_to_clean']}x; every case "
           f"accounted for: {report['every_case_accounted']}" + ("" if ran else " (no GPU here: nothing launched)"))
     return 0 if report["every_case_accounted"] and (report["within_2x"] or not ran) else 1

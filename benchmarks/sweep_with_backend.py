@@ -1,11 +1,8 @@
 """`python benchmarks/sweep_with_backend.py BACKEND sweep ARGS...`: the command line (harness.cli.entry, in its own
 process, as `python -m harness` runs it: its GPU worker forked ahead, its helpers, two GPU workers on one GPU) with
 every launch through the module BACKEND (benchmarks/lbo_unshifted.py) instead of harness.run.launch. For
-benchmarks/bench_mass_faults.py; the package is not edited, and nothing else changes, but with
-TC_BENCH_NO_SPARES_AT_START=1 the engine starts no spare GPU worker before a launch fails (engine.spare_count_at_start:
-what they buy, measured)."""
+benchmarks/bench_mass_faults.py; the package is not edited, and nothing else changes."""
 import dataclasses
-import os
 import sys
 from pathlib import Path
 
@@ -19,9 +16,6 @@ def main() -> None:
         print("usage: sweep_with_backend.py BACKEND sweep ARGS...", file=sys.stderr)
         sys.exit(2)
     backend = sys.argv.pop(1)
-    if os.environ.get("TC_BENCH_NO_SPARES_AT_START") == "1":
-        from harness.run import engine
-        engine.spare_count_at_start = lambda workers: 0
     run, ahead = sweep.run, sweep.worker_ahead
     sweep.run = lambda sel, cfg, log=sweep._log: run(sel, dataclasses.replace(cfg, backend=backend), log)
     sweep.worker_ahead = lambda cfg, fork=False: ahead(dataclasses.replace(cfg, backend=backend), fork)

@@ -64,8 +64,6 @@ class SweepConfig:
     # sweep takes them and shuts them down; else it starts its own ahead
     workers_on_one_gpu: int = 1  # GPU workers where the sweep runs on one GPU (the sweep command's:
     # engine.WORKERS_ON_ONE_GPU)
-    spares_at_start: bool = False  # the engine starts spare GPU workers for a fault storm's first failures
-    # (engine.spare_count_at_start; the sweep command's, in a process of its own)
     level: int | None = None  # sweep --level (harness/levels.py): 1 the fleet sample, 3 the full sweep; recorded
 
 
@@ -213,7 +211,7 @@ def start_engine(devs, cfg: SweepConfig, started: GpuWorker | None = None,
     starting, is taken for its GPU; `helpers`, processes already starting, as its pool)."""
     return Engine(devs, cfg.workers, cfg.backend, IsolationBudget(cfg.isolation_total),
                   keep_launches=cache.cache_dir() if cfg.keep_launches else None, started=started, helpers=helpers,
-                  workers_on_one_gpu=cfg.workers_on_one_gpu, spares_at_start=cfg.spares_at_start)
+                  workers_on_one_gpu=cfg.workers_on_one_gpu)
 
 
 def helpers_ahead(cfg: SweepConfig) -> processes.Helpers | None:

@@ -329,8 +329,7 @@ def test_the_mass_fault_benchmark_rehearses_on_a_cpu(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     rep = json.loads((tmp_path / "out" / "bench-mass-faults.json").read_text())
     assert rep["every_case_accounted"] and not rep["launched_on_a_gpu"]
-    assert {rep[s]["exit"] for s in ("warm", "stock", "clean", "planted", "clean2", "planted-no-spares",
-                                     "clean-no-spares")} == {3}  # no GPU: not run
+    assert {rep[s]["exit"] for s in ("warm", "stock", "clean", "planted", "clean2")} == {3}  # no GPU: not run
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["bench-mass-faults.json", "bench-mass-faults.log",
                                                                    "clean.jsonl.gz", "planted.jsonl.gz"]
 
@@ -480,30 +479,3 @@ def test_in_a_storm_a_probe_launches_no_kernel_whose_own_launches_failed(monkeyp
     assert storm.failed_launch(other_arch.arch, k1.name) is None
 
 
-def test_spares_start_with_the_engine_for_a_storms_failures_beyond_its_workers(monkeypatch):
-    """Where cores are to spare (SPARES_AFTER_A_FAILURE), the sweep command's engine (spares_at_start: in its own
-    process; never a test session's many engines on one GPU) starts with spare GPU workers enough, with its
-    own, for a storm's failed launches: a storm's first launches fault on every worker at once, and the launches behind
-    them then go to spares already started, not to ones started after the first fault. Spread over the GPUs; none
-    where the engine's own workers are enough, or cores are not to spare. They end with the engine."""
-    backend = "tests.simulated.passthrough_device"
-
-    def spares(devices, on_one_gpu, after_a_failure=3, asked=True):
-        monkeypatch.setattr(engine_module, "SPARES_AFTER_A_FAILURE", after_a_failure)
-        engine = Engine(devices, workers=1, backend=backend, workers_on_one_gpu=on_one_gpu, spares_at_start=asked)
-        try:
-            ready = {d: engine.spare_pool.ready(d, backend) for d, _ in devices}
-            assert all(p.is_alive() for ps in ready.values() for p in ps)
-        finally:
-            engine.close()
-        deadline = time.monotonic() + 30
-        while any(p.is_alive() for ps in ready.values() for p in ps) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(p.is_alive() for ps in ready.values() for p in ps)
-        return {d: len(ps) for d, ps in ready.items()}
-    assert engine_module.STORM_MIN_FAILED == 4
-    assert spares([(0, "sm_90a")], 2) == {0: 2}
-    assert spares([(0, "sm_90a"), (1, "sm_90a")], 2) == {0: 1, 1: 1}
-    assert spares([(0, "sm_90a"), (1, "sm_90a"), (2, "sm_90a")], 2) == {0: 1, 1: 0, 2: 0}
-    assert spares([(0, "sm_90a")], 2, after_a_failure=0) == {0: 0}
-    assert spares([(0, "sm_90a")], 1, asked=False) == {0: 0}  # an engine not the sweep command's: a test session's

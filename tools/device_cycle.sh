@@ -16,9 +16,6 @@
 #              the device call carries it, carry ["ab-old"]) and this
 #              one in turn, three rounds (benchmarks/ab_sweep.sh; the sweeps' own files left out), on the old tree's four
 #              families (this one's default adds mma_sync)
-#   ab-spares  the same, this tree with and without the spare GPU workers its sweep command starts with the engine
-#              (a copy made here whose engine.spare_count_at_start returns 0, run as the "old" tree): what they cost
-#              a clean sweep, warm above all (issue 55's A/B saw the new tree 0.43 s slower warm)
 #   ab-timeline  where a warm sweep's time goes in each tree (ab-old/, as for ab, and this one): each tree's caches
 #              filled by one cold sweep, then two rounds in turn of benchmarks/sweep_timeline.py warm (the old tree's
 #              four families), each tree's own script; the timelines (old1.timeline, new1.timeline, ...) and their GPU
@@ -28,7 +25,7 @@ set -u
 : "${OUT:?set OUT to the folder the results go to}"
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(stock faults diagnosis fleet tcgen05)
 for s in "${steps[@]}"; do
-  case $s in stock|faults|diagnosis|fleet|tcgen05|mma_sync|audit|audit-pytest|audit-fork|ab|ab-spares|ab-timeline) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
+  case $s in stock|faults|diagnosis|fleet|tcgen05|mma_sync|audit|audit-pytest|audit-fork|ab|ab-timeline) ;; *) echo "device_cycle.sh: unknown step $s" >&2; exit 2;; esac
 done
 export PYTHONUNBUFFERED=1
 old_families=(--family wgmma --family wgmma_sp --family wgmma_seq --family tcgen05)  # the ab steps' selection
@@ -48,13 +45,6 @@ for s in "${steps[@]}"; do
                   --only fork-server > "$d/run.txt" 2>&1;;
     ab) OUT=$d timeout 300 bash benchmarks/ab_sweep.sh ab-old . 3 "${old_families[@]}" > "$d/run.txt" 2>&1
         rc=$?; find "$d" -name '*.jsonl*' -delete; (exit $rc);;
-    ab-spares) nospare=/tmp/ab-nospare; rm -rf $nospare && mkdir -p $nospare && cp -r harness benchmarks pyproject.toml $nospare/
-               sed -i 's/^    return max(0, STORM_MIN_FAILED - workers) if SPARES_AFTER_A_FAILURE else 0$/    return 0/' \
-                 $nospare/harness/run/engine.py
-               if grep -q '^    return 0$' $nospare/harness/run/engine.py; then
-                 OUT=$d timeout 300 bash benchmarks/ab_sweep.sh $nospare . 2 "${old_families[@]}" > "$d/run.txt" 2>&1
-               else echo "ab-spares: engine.spare_count_at_start is not the line this step rewrites" > "$d/run.txt"; false; fi
-               rc=$?; find "$d" -name '*.jsonl*' -delete; (exit $rc);;
     ab-timeline) # 62e79a9's own script wraps GpuWorker.collect without the `restart` its engine passes: mended here
                  sed -i 's/def collect_(self):/def collect_(self, *a, **k):/; s/return collect(self)$/return collect(self, *a, **k)/' \
                    ab-old/benchmarks/sweep_timeline.py

@@ -139,8 +139,7 @@ def _sweep_command(a, ahead, helpers) -> int:
     cfg = sweep.SweepConfig(out_path=out, workers=a.jobs, resume=a.resume, timeout=a.timeout, gpus=a.gpus,
                             shard=shard, toolchain=tc, kernels=folder, keep_launches=not a.no_keep_launches,
                             hold_plan=a.own_process, ahead=ahead, helpers=helpers,
-                            workers_on_one_gpu=engine.WORKERS_ON_ONE_GPU, spares_at_start=a.own_process,
-                            level=a.level)
+                            workers_on_one_gpu=engine.WORKERS_ON_ONE_GPU, level=a.level)
     from harness.records import results
     try:  # an empty or impossible selection is refused while planning, before anything is compiled
         summary = sweep.run(sel, cfg)

@@ -73,14 +73,6 @@ STORM_RATE = 0.5
 # each otherwise a worker's start (about a second) after the one before. A start is a second of a core's time: only
 # where cores are to spare (a GPU node's 16; none on a 2-core machine, where they would slow what runs)
 SPARES_AFTER_A_FAILURE = min(STORM_MIN_FAILED - 1, max(0, len(os.sched_getaffinity(0)) // 4 - 1))
-# Spares started with the engine, where cores are to spare: as many as a storm's failures exceed the engine's own GPU
-# workers (two on one GPU: two spares; none from four workers on). A storm's first launches fault on every worker at
-# once; without them the failures that make the storm waited for the spares started after the first (about a second,
-# the largest share of a mass-fault sweep's time over a clean one's: docs/performance.md, "When most launches fault").
-# Idle, each holds a process and a CUDA context until the engine closes: only the sweep command's engine, in a process
-# of its own, starts them (SweepConfig.spares_at_start), never one of many engines of a test session on one GPU.
-def spare_count_at_start(workers: int) -> int:
-    return max(0, STORM_MIN_FAILED - workers) if SPARES_AFTER_A_FAILURE else 0
 
 
 DEFAULT_BACKEND = "harness.run.launch"
@@ -424,7 +416,7 @@ class Engine:
     def __init__(self, devices: list[tuple[int, str]], workers: int | None = None, backend: str = DEFAULT_BACKEND,
                  isolation: IsolationBudget | None = None, keep_launches: Path | None = None,
                  started: GpuWorker | None = None, helpers: processes.Helpers | None = None,
-                 workers_on_one_gpu: int = 1, spares_at_start: bool = False):
+                 workers_on_one_gpu: int = 1):
         """keep_launches: the cache folder (cache.cache_dir()) whose kept launches this engine reads and adds to; None:
         every launch is prepared and spooled, and none is kept. started: a GPU worker already starting (the sweep's
         worker_ahead), taken as a worker of its GPU where it is one of `devices` and runs `backend`; the engine closes
@@ -452,11 +444,6 @@ class Engine:
         try:
             for w in self.gpu_workers:
                 w.start()
-            spares = spare_count_at_start(len(slots)) if spares_at_start else 0
-            for i, d in enumerate(runs):  # spread over the GPUs, the first ones taking what does not divide
-                count = spares // len(runs) + (i < spares % len(runs))
-                if count:
-                    self.spare_pool.prestart(d, backend, count)
             self._spool = tempfile.TemporaryDirectory(prefix="tc-harness-spool-", dir=spool_dir())
             self.spool = self._spool.name
             # started by processes.context() (a fork server, or spawned), not forked from this process: it has (or will
