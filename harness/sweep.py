@@ -774,8 +774,8 @@ def exit_code(summary: dict) -> ExitCode:
 
 
 # A storm's suspect gets no picture: drawing one was most of its diagnosis, 0.6 s on an H100 node and 1.3 s in the
-# node's first such sweep (matplotlib read from disk), 15-30% of a sweep where most launches fault
-# (docs/performance.md, "When most launches fault"). Its record says so. (A sweep of the case alone is no way to have
+# node's first such sweep (matplotlib read from disk; docs/performance.md, "When most launches fault"). Its failed and
+# inconclusive records say so. (A sweep of the case alone is no way to have
 # it drawn: launched alone, the planted LBO's case faulted on an H100, where in its storm's launch it failed.)
 NOT_DRAWN_IN_A_STORM = ("not drawn: a fault storm (the sweep draws no picture for a storm's suspect, so as to end "
                         "sooner)")

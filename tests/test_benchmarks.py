@@ -169,7 +169,7 @@ def test_the_sweep_timeline_times_a_sweeps_phases_from_the_shells_clock(tmp_path
     workers = sorted({e["pid"] for e in events if e["event"].startswith("gpu worker") or e["event"] in worker_events})
     launching = sorted({e["pid"] for e in launches})
     assert (1 <= len(launching) <= 2) if ran else not workers
-    assert set(launching) <= set(workers) and len(workers) <= 2
+    assert len(workers) <= 2
     for pid in workers:
         start_up = [e["event"] for e in events if e["event"].startswith("gpu worker") and e["pid"] == pid]
         whole = ["gpu worker backend import", "gpu worker use_device start", "gpu worker device ready"]

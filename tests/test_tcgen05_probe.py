@@ -591,3 +591,16 @@ def test_probe_apart_launches_fit_the_kernel():
         for s, which in ((ts, "B"), (probe.b_moved_on(ts)[0], "B"), (moved, "A")):
             inp = tk.pack(probe.probe_jobs(s, which))
             assert inp.smem <= 227 * 1024 and inp.params["read_cols"].max() <= 512, c.id
+
+
+def test_the_tensor_memory_picture_counts_as_drawing(tmp_path):
+    """A TS form's A picture (Tensor Memory lanes and columns) is drawn through pictures.counted, as the shared kit's
+    pictures are: its seconds reach the sweep's timing.pictures_s."""
+    pytest.importorskip("matplotlib")
+    from harness.diagnosis import pictures
+    op = probe.TmemOperand("f16", 64, 16, 0, 64, 64)
+    lane, col, part = (np.array(a) for a in op.intended)
+    lane[0, :2] = lane[0, 1::-1] + 1
+    before = pictures.DRAWN["seconds"]
+    probe.tmem_comparison_png(op, lane, col, part, tmp_path / "tmem.png", "a title")
+    assert (tmp_path / "tmem.png").read_bytes().startswith(b"\x89PNG") and pictures.DRAWN["seconds"] > before

@@ -21,20 +21,20 @@ def pyplot():
     return plt
 
 
-DRAWN = {"pictures": 0, "seconds": 0.0}  # what this process has spent drawing (matplotlib's import with the first):
-# a sweep's timing says it (pictures_s), beside its diagnosis's whole time
+DRAWN = {"seconds": 0.0}  # what this process has spent drawing (matplotlib's import with the first): a sweep's
+# timing says it (pictures_s), beside its diagnosis's whole time
 
 
-def _counted(draw):
+def counted(draw):
+    """`draw`, a function that draws a picture, its seconds added to DRAWN."""
     @functools.wraps(draw)
-    def counted(*args, **kwargs):
+    def drawing(*args, **kwargs):
         t = time.perf_counter()
         try:
             return draw(*args, **kwargs)
         finally:
-            DRAWN["pictures"] += 1
             DRAWN["seconds"] += time.perf_counter() - t
-    return counted
+    return drawing
 
 
 DPI = 110
@@ -149,7 +149,7 @@ def layout_png(lay: layouts.SmemLayout, chunk: np.ndarray, path) -> None:
         plt.close(fig)
 
 
-@_counted
+@counted
 def comparison_png(expected_bits: np.ndarray, observed_bits: np.ndarray, path, title: str) -> None:
     """Expected vs observed address map of one operand, chunks relative to the expected map's lowest."""
     plt = pyplot()
@@ -169,7 +169,7 @@ def comparison_png(expected_bits: np.ndarray, observed_bits: np.ndarray, path, t
     plt.close(fig)
 
 
-@_counted
+@counted
 def ownership_png(model, observed, path, title: str, per_reg: int = 1, colword: str = "col",
                   rowword: str = "row", xlabel: str | None = None,
                   ylabel: str = "thread (warp = thread // 32)", unit: str = "slots") -> None:

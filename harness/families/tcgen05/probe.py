@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from harness.diagnosis import pictures
 from harness.diagnosis.digits import DIGIT_BASE
 from harness.spec.descriptors import START_FIELD  # tcgen05's start field is wgmma's
 from harness.families.tcgen05 import datapaths, reference as R
@@ -902,16 +903,15 @@ def _png(c: TcCase, st: Setup, which: str, slot: np.ndarray, rec: dict, png_dir)
         if isinstance(op, TmemOperand):
             tmem_comparison_png(op, *tmem_position_of_slot(st, slot), path, title)
         else:
-            from harness.diagnosis import pictures
             pictures.comparison_png(op.addr, slot * dtypes.get(op.layout.dtype).bits, path, title)
     except ImportError as e:  # a picture is a convenience; the record says why there is none
         return f"not drawn: {e}"
     return str(path)
 
 
+@pictures.counted
 def tmem_comparison_png(op: TmemOperand, lane, col, part, path, title: str) -> None:
     """Expected vs observed lane and column of every A element (rows = A row, columns = k), wrong ones outlined."""
-    from harness.diagnosis import pictures
     plt = pictures.pyplot()
     el, ec, ep = op.intended
     wrong = (lane != el) | (col != ec) | (part != ep)
