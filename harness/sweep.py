@@ -775,8 +775,8 @@ def exit_code(summary: dict) -> ExitCode:
 
 # A storm's suspect gets no picture: drawing one was most of its diagnosis, 0.6 s on an H100 node and 1.3 s in the
 # node's first such sweep (matplotlib read from disk; docs/performance.md, "When most launches fault"). Its failed and
-# inconclusive records say so. (A sweep of the case alone is no way to have
-# it drawn: launched alone, the planted LBO's case faulted on an H100, where in its storm's launch it failed.)
+# inconclusive records say so, and name no way to draw it: swept alone, such a case may fault where in its storm's
+# launch it failed, and then it is no suspect.
 NOT_DRAWN_IN_A_STORM = ("not drawn: a fault storm (the sweep draws no picture for a storm's suspect, so as to end "
                         "sooner)")
 
